@@ -1,0 +1,37 @@
+#include <string>
+
+#include "mla/ops/plan_decode.h"
+
+namespace mla {
+
+Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out) {
+  const std::string shape = "batch " + std::to_string(batch) + ", s_q " + std::to_string(s_q) + ", h_q " +
+                            std::to_string(h_q) + ", num_sms " + std::to_string(num_sms);
+  if (batch < 1) return Status::invalid("plan_decode", "batch must be >= 1 (" + shape + ")");
+  if (s_q < 1 || s_q > kMaxDecodeSq)
+    return Status::unsupported("plan_decode", "s_q must be in 1.." + std::to_string(kMaxDecodeSq) + " (" + shape + ")");
+  if (!is_supported_decode_heads(h_q))
+    return Status::unsupported("plan_decode", "h_q must be 16, 32, 64 or 128 (" + shape + ")");
+  if (num_sms < 1) return Status::invalid("plan_decode", "num_sms must be >= 1 (" + shape + ")");
+  DecodePlanGeometry g;
+  g.batch = batch;
+  g.s_q = s_q;
+  g.h_q = h_q;
+  g.num_head_tiles = (s_q * h_q + kDecodeRowsPerCta - 1) / kDecodeRowsPerCta;
+  // Fill the machine once: each head tile gets num_sms / num_head_tiles CTA columns.
+  g.num_parts = num_sms / g.num_head_tiles > 0 ? num_sms / g.num_head_tiles : 1;
+  g.max_splits = batch + g.num_parts - 1;
+  *out = g;
+  return Status::ok();
+}
+
+size_t decode_workspace_bytes(const DecodePlanGeometry& g) {
+  const size_t rows = static_cast<size_t>(g.s_q) * g.h_q;
+  const size_t o = static_cast<size_t>(g.max_splits) * rows * kDimV * sizeof(float);
+  const size_t l = static_cast<size_t>(g.max_splits) * rows * sizeof(float);
+  const size_t plan = (static_cast<size_t>(g.num_parts) * kPlanPartInts + g.batch + 1) * sizeof(int32_t);
+  auto align = [](size_t x) { return (x + 255) / 256 * 256; };
+  return align(o) + align(l) + align(plan);
+}
+
+}  // namespace mla
