@@ -57,4 +57,12 @@ Status mla_decode_split(const MlaDecodeParams& p, const DecodePlanView& plan, fl
                         const MlaDecodeRefOptions& opts = {});
 }  // namespace ref
 
+namespace cuda {
+// The Hopper kernel (sm_90a): split-KV decode per `plan` (from cuda::plan_decode for this step), partial
+// results in `workspace` (decode_workspace_bytes(g) bytes, device), then combine. No allocation, no host
+// synchronization: capturable in a CUDA graph. All pointers in `p` are device pointers.
+Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const DecodePlanView& plan, void* workspace,
+                  size_t workspace_bytes, Stream stream);
+}  // namespace cuda
+
 }  // namespace mla

@@ -15,6 +15,7 @@
 #include "mla/core/macros.h"
 #include "mla/core/mla_shapes.h"
 #include "mla/core/status.h"
+#include "mla/core/stream.h"
 #include "mla/core/tensor.h"
 
 namespace mla {
@@ -129,5 +130,12 @@ namespace ref {
 Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, DecodePlanView plan,
                    DecodePlanTuning tune = {});
 }  // namespace ref
+
+namespace cuda {
+// Device plan: seqlens device int32 [batch] -> plan in device buffers, on `stream`, no host sync, no
+// allocation (CUDA-graph safe). Produces exactly what compute_decode_plan produces on the host.
+Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, DecodePlanView plan, Stream stream,
+                   DecodePlanTuning tune = {});
+}  // namespace cuda
 
 }  // namespace mla
