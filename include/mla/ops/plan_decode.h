@@ -59,9 +59,14 @@ struct DecodePlanView {
   int num_parts = 0;
 };
 
-// Workspace for split partials: o_accum fp32 [max_splits, s_q * h_q, 512], lse_accum fp32
-// [max_splits, s_q * h_q]; plus the plan buffers. All fixed-size from the geometry.
+// Workspace for split partials: o_accum fp32 [max_splits, s_q * h_q, 512] at offset 0, then lse_accum
+// fp32 [max_splits, s_q * h_q] at decode_workspace_lse_offset(g). Fixed-size from the geometry. (The plan
+// buffers are separate: parts int32 [num_parts * kPlanPartInts], split_offsets int32 [batch + 1].)
 size_t decode_workspace_bytes(const DecodePlanGeometry& g);
+inline size_t decode_workspace_lse_offset(const DecodePlanGeometry& g) {
+  const size_t o = static_cast<size_t>(g.max_splits) * g.s_q * g.h_q * kDimV * sizeof(float);
+  return (o + 255) / 256 * 256;
+}
 
 MLA_HD_INLINE int decode_num_blocks(int seqlen) { return seqlen > 0 ? (seqlen + kDecodePageSize - 1) / kDecodePageSize : 0; }
 

@@ -29,9 +29,7 @@ size_t decode_workspace_bytes(const DecodePlanGeometry& g) {
   const size_t rows = static_cast<size_t>(g.s_q) * g.h_q;
   const size_t o = static_cast<size_t>(g.max_splits) * rows * kDimV * sizeof(float);
   const size_t l = static_cast<size_t>(g.max_splits) * rows * sizeof(float);
-  const size_t plan = (static_cast<size_t>(g.num_parts) * kPlanPartInts + g.batch + 1) * sizeof(int32_t);
-  auto align = [](size_t x) { return (x + 255) / 256 * 256; };
-  return align(o) + align(l) + align(plan);
+  return (o + 255) / 256 * 256 + l;
 }
 
 }  // namespace mla
