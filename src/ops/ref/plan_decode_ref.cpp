@@ -1,0 +1,26 @@
+// Host plan: the shared compute_decode_plan over host seqlens.
+#include <string>
+
+#include "mla/core/check.h"
+#include "mla/ops/plan_decode.h"
+
+namespace mla::ref {
+
+Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, DecodePlanView plan, DecodePlanTuning tune) {
+  MLA_TRY(check_tensor("plan_decode", "seqlens", seqlens, DType::kInt32, {g.batch}));
+  if (plan.parts == nullptr || plan.split_offsets == nullptr)
+    return Status::invalid("plan_decode", "plan buffers must be non-null (parts [" + std::to_string(g.num_parts) +
+                                              ", 8], split_offsets [" + std::to_string(g.batch + 1) + "])");
+  if (plan.num_parts != g.num_parts)
+    return Status::invalid("plan_decode", "plan.num_parts " + std::to_string(plan.num_parts) +
+                                              " != geometry num_parts " + std::to_string(g.num_parts));
+  if (tune.seq_cost < 0 || tune.min_part_cost < 1)
+    return Status::invalid("plan_decode", "tuning: seq_cost must be >= 0 and min_part_cost >= 1");
+  const auto* sl = seqlens.ptr<const int32_t>();
+  for (int b = 0; b < g.batch; ++b)
+    if (sl[b] < 0) return Status::invalid("plan_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(sl[b]) + " < 0");
+  compute_decode_plan(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
+  return Status::ok();
+}
+
+}  // namespace mla::ref

@@ -1,0 +1,141 @@
+#pragma once
+// Random mla_decode inputs on the host, shared by the CPU tests and the GPU tests: a paged cache in any
+// format with a random permutation of pages, NaN in every cache slot no sequence uses, sentinel values in
+// every unused block-table entry, and q in the format's dtype. Never zeros.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "mla/core/fp8.h"
+#include "mla/core/half.h"
+#include "mla/core/kv_format.h"
+#include "mla/ops/mla_decode.h"
+
+namespace mla::test {
+
+constexpr int32_t kBlockTableSentinel = 0x7FFFFFF0;  // far outside any cache: a read of it faults or is caught
+
+struct DecodeShape {
+  int batch = 1, s_q = 1, h_q = 16;
+  std::vector<int> seqlens;  // [batch]
+  KvFormat format = KvFormat::kBf16;
+  bool causal = false;
+  float q_scale = 1.f, k_scale = 1.f;  // fp8
+  float data_scale = 1.f;              // multiplies the N(0,1) draws (large values test saturation)
+  int spare_pages = 3;                 // pages no sequence uses (NaN-filled)
+  int spare_cols = 2;                  // block-table columns past the longest sequence (sentinels)
+};
+
+struct DecodeHostData {
+  DecodeShape shape;
+  int num_pages = 0, max_pages = 0;
+  std::vector<uint8_t> q;            // [b, s_q, h_q, 576] in kv_query_dtype(format)
+  std::vector<uint8_t> cache;        // [num_pages, 64, bytes_per_token]
+  std::vector<int32_t> block_table;  // [b, max_pages]
+  std::vector<int32_t> seqlens;      // [b]
+  std::vector<float> q_float;        // the unquantized q (for the price-of-FP8 comparison)
+  std::vector<float> kv_float;       // unquantized K per (b, t): [b][max_pages*64][576], NaN where unused
+
+  size_t out_elems() const { return size_t(shape.batch) * shape.s_q * shape.h_q * kDimV; }
+  size_t lse_elems() const { return size_t(shape.batch) * shape.h_q * shape.s_q; }
+
+  // Params over caller-provided pointers (host or device) with this data's shapes.
+  MlaDecodeParams params(void* dq, void* dcache, void* dbt, void* dsl, void* dout, void* dlse, float softmax_scale) const {
+    const DecodeShape& s = shape;
+    MlaDecodeParams p;
+    p.q = TensorView::contiguous(dq, kv_query_dtype(s.format), {s.batch, s.s_q, s.h_q, kDimQK});
+    p.kv_cache = TensorView::contiguous(dcache, kv_cache_dtype(s.format), {num_pages, kDecodePageSize, kv_token_elems(s.format)});
+    p.block_table = TensorView::contiguous(dbt, DType::kInt32, {s.batch, max_pages});
+    p.seqlens = TensorView::contiguous(dsl, DType::kInt32, {s.batch});
+    p.out = TensorView::contiguous(dout, s.format == KvFormat::kFp16 ? DType::kFp16 : DType::kBf16,
+                                   {s.batch, s.s_q, s.h_q, kDimV});
+    p.lse = TensorView::contiguous(dlse, DType::kFp32, {s.batch, s.h_q, s.s_q});
+    p.format = s.format;
+    p.softmax_scale = softmax_scale;
+    p.causal = s.causal;
+    p.q_scale = s.q_scale;
+    p.k_scale = s.k_scale;
+    return p;
+  }
+};
+
+// Encodes one token (576 floats) into the cache format.
+inline void encode_token(const float* k, KvFormat f, float k_scale, uint8_t* dst) {
+  switch (f) {
+    case KvFormat::kBf16:
+    case KvFormat::kFp16:
+      for (int d = 0; d < kDimQK; ++d) {
+        const uint16_t v = f == KvFormat::kBf16 ? float_to_bf16(k[d]) : float_to_fp16(k[d]);
+        std::memcpy(dst + 2 * d, &v, 2);
+      }
+      break;
+    case KvFormat::kFp8:
+      for (int d = 0; d < kDimQK; ++d) dst[d] = quantize_e4m3(k[d], 1.f / k_scale);
+      break;
+    case KvFormat::kFp8Ds:
+      for (int j = 0; j < Fp8DsLayout::kNumTiles; ++j) {
+        float amax = 0.f;
+        for (int d = 0; d < Fp8DsLayout::kTileSize; ++d) amax = std::max(amax, std::fabs(k[j * Fp8DsLayout::kTileSize + d]));
+        const float scale = amax > 0.f ? amax / kE4m3Max : 1.f;
+        for (int d = 0; d < Fp8DsLayout::kTileSize; ++d)
+          dst[j * Fp8DsLayout::kTileSize + d] = float_to_e4m3(k[j * Fp8DsLayout::kTileSize + d] / scale);
+        std::memcpy(dst + Fp8DsLayout::kScalesOffset + 4 * j, &scale, 4);
+      }
+      for (int d = 0; d < kDimRope; ++d) {
+        const uint16_t v = float_to_bf16(k[kDimLatent + d]);
+        std::memcpy(dst + Fp8DsLayout::kRopeOffset + 2 * d, &v, 2);
+      }
+      break;
+  }
+}
+
+inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rng) {
+  DecodeHostData h;
+  h.shape = s;
+  const int bpt = kv_bytes_per_token(s.format);
+  int used_pages = 0, longest = 0;
+  for (int L : s.seqlens) { used_pages += decode_num_blocks(L); longest = std::max(longest, decode_num_blocks(L)); }
+  h.num_pages = used_pages + s.spare_pages;
+  h.max_pages = std::max(1, longest + s.spare_cols);
+  h.seqlens.assign(s.seqlens.begin(), s.seqlens.end());
+  h.cache.assign(size_t(h.num_pages) * kDecodePageSize * bpt, 0xFF);  // NaN everywhere until written
+  h.block_table.assign(size_t(s.batch) * h.max_pages, kBlockTableSentinel);
+  std::vector<int32_t> perm(h.num_pages);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+
+  std::normal_distribution<float> nd(0.f, s.data_scale);
+  h.kv_float.assign(size_t(s.batch) * h.max_pages * kDecodePageSize * kDimQK, std::numeric_limits<float>::quiet_NaN());
+  int next = 0;
+  std::vector<float> tok(kDimQK);
+  for (int b = 0; b < s.batch; ++b) {
+    for (int j = 0; j < decode_num_blocks(s.seqlens[b]); ++j) h.block_table[size_t(b) * h.max_pages + j] = perm[next++];
+    for (int t = 0; t < s.seqlens[b]; ++t) {
+      float* kf = &h.kv_float[(size_t(b) * h.max_pages * kDecodePageSize + t) * kDimQK];
+      for (int d = 0; d < kDimQK; ++d) kf[d] = nd(rng);
+      const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
+      encode_token(kf, s.format, s.k_scale, &h.cache[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * bpt]);
+    }
+  }
+  const size_t nq = size_t(s.batch) * s.s_q * s.h_q * kDimQK;
+  h.q_float.resize(nq);
+  for (auto& x : h.q_float) x = nd(rng);
+  const DType qd = kv_query_dtype(s.format);
+  h.q.resize(nq * dtype_size(qd));
+  for (size_t i = 0; i < nq; ++i) {
+    if (qd == DType::kE4m3) {
+      h.q[i] = quantize_e4m3(h.q_float[i], 1.f / s.q_scale);
+    } else {
+      const uint16_t v = qd == DType::kBf16 ? float_to_bf16(h.q_float[i]) : float_to_fp16(h.q_float[i]);
+      std::memcpy(&h.q[2 * i], &v, 2);
+    }
+  }
+  return h;
+}
+
+}  // namespace mla::test
