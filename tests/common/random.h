@@ -15,7 +15,7 @@
 namespace mla::test {
 
 inline uint64_t run_seed() {
-  static const uint64_t seed = [] {
+  static const uint64_t seed = []() -> uint64_t {
     if (const char* s = std::getenv("MLA_TEST_SEED")) return std::strtoull(s, nullptr, 10);
     return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   }();

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (H200): every GPU test binary, then the benchmarks; logs and a summary under
+# the directory given (default: ./gpu-logs).
+#
+#   scripts/gpu_check.sh [--out DIR] [--bin DIR] [--tests-only] [--bench-only] [--filter REGEX]
+#                        [--sanitize] [--bench-args "ARGS"]
+#
+# --bin DIR   use binaries built elsewhere (e.g. carried build/bin); otherwise configure and build here
+#             into build-gpu with all cores.
+# --filter    only test/bench binaries whose name matches REGEX (e.g. 'decode|fp8').
+# --sanitize  also run compute-sanitizer memcheck and racecheck on each test binary's small cases
+#             (tests honour MLA_SMALL_CASES=1 to keep these short).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=gpu-logs bin="" tests=1 bench=1 filter="." sanitize=0 bench_args=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    --tests-only) bench=0; shift ;;
+    --bench-only) tests=0; shift ;;
+    --filter) filter=$2; shift 2 ;;
+    --sanitize) sanitize=1; shift ;;
+    --bench-args) bench_args=$2; shift 2 ;;
+    *) echo "gpu_check: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+summary="$out/summary.txt"
+: > "$summary"
+log() { echo "$*" | tee -a "$summary"; }
+
+log "gpu_check $(date -u +%FT%TZ) commit ${MLA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
+
+if [ -z "$bin" ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+  if ! { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/build.log" 2>&1 &&
+         cmake --build build-gpu -j "$(nproc)" >> "$out/build.log" 2>&1; }; then
+    log "BUILD FAILED (see build.log)"; tail -30 "$out/build.log"; exit 1
+  fi
+  bin=build-gpu/bin
+fi
+
+fail=0
+if [ "$tests" = 1 ]; then
+  for t in "$bin"/gpu_test_*; do
+    name=$(basename "$t")
+    echo "$name" | grep -Eq "$filter" || continue
+    start=$(date +%s)
+    "$t" > "$out/$name.log" 2>&1
+    rc=$?
+    line=$(grep -E '^\[  (PASSED|FAILED)  \]|tests? from .* ran' "$out/$name.log" | tr '\n' ' ')
+    log "test $name rc=$rc $(( $(date +%s) - start ))s: $line"
+    [ $rc -ne 0 ] && { fail=1; grep -E 'FAIL|Failure' "$out/$name.log" | head -20 | tee -a "$summary"; }
+    if [ "$sanitize" = 1 ]; then
+      for tool in memcheck racecheck; do
+        MLA_SMALL_CASES=1 compute-sanitizer --tool $tool --error-exitcode 9 "$t" > "$out/$name.$tool.log" 2>&1
+        rc=$?
+        log "sanitize $name $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$name.$tool.log" | tail -1)"
+        [ $rc -ne 0 ] && fail=1
+      done
+    fi
+  done
+fi
+
+if [ "$bench" = 1 ]; then
+  for b in "$bin"/bench_*; do
+    name=$(basename "$b")
+    echo "$name" | grep -Eq "$filter" || continue
+    # shellcheck disable=SC2086
+    "$b" $bench_args > "$out/$name.md" 2> "$out/$name.err"
+    rc=$?
+    log "bench $name rc=$rc"
+    cat "$out/$name.md" | tee -a "$summary" > /dev/null
+    [ $rc -ne 0 ] && { fail=1; tail -5 "$out/$name.err" | tee -a "$summary"; }
+  done
+fi
+log "gpu_check: $([ $fail = 0 ] && echo ALL OK || echo FAILURES)"
+exit $fail
