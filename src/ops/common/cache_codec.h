@@ -1,0 +1,82 @@
+#pragma once
+// Element and token codecs of the KV-cache formats, shared by the CPU references and the CUDA kernels so
+// the two cannot round differently (docs/kv_cache_formats.md is the prose version of this file).
+#include <cstdint>
+
+#include "mla/core/fp8.h"
+#include "mla/core/half.h"
+#include "mla/core/kv_format.h"
+#include "mla/core/macros.h"
+
+#if defined(__CUDACC__)
+#include <cuda_fp8.h>
+#endif
+
+namespace mla::cache {
+
+// Storage tags: the raw type that holds one element, and how it widens to / narrows from float.
+struct Bf16 { using raw = uint16_t; };
+struct Fp16 { using raw = uint16_t; };
+struct Fp32 { using raw = float; };
+
+MLA_HD_INLINE float to_float(Bf16, uint16_t v) { return bf16_to_float(v); }
+MLA_HD_INLINE float to_float(Fp16, uint16_t v) { return fp16_to_float(v); }
+MLA_HD_INLINE float to_float(Fp32, float v) { return v; }
+MLA_HD_INLINE uint16_t from_float(Bf16, float x) { return float_to_bf16(x); }
+MLA_HD_INLINE uint16_t from_float(Fp16, float x) { return float_to_fp16(x); }
+MLA_HD_INLINE float from_float(Fp32, float x) { return x; }
+
+template <class A, class B> struct same_tag { static constexpr bool value = false; };
+template <class A> struct same_tag<A, A> { static constexpr bool value = true; };
+
+// One element from storage type In to storage type Out. Equal types copy the bits (NaN payloads included),
+// so a bf16 model writing a bf16 cache is a pure copy; otherwise widen to float (exact) and round RNE.
+template <class In, class Out>
+MLA_HD_INLINE typename Out::raw convert(typename In::raw v) {
+  if constexpr (same_tag<In, Out>::value) {
+    return v;
+  } else {
+    return from_float(Out{}, to_float(In{}, v));
+  }
+}
+
+// IEEE float division rounded to nearest even on both sides: nvcc's default is IEEE division too, but the
+// intrinsic keeps it so under --use_fast_math.
+MLA_HD_INLINE float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+// satfinite_rne(x / scale) as an e4m3 code. The device instruction (cvt.rn.satfinite.e4m3x2.f32) and the
+// host codec agree bit for bit (tests/gpu/test_fp8_convert.cu proves it on the H200).
+MLA_HD_INLINE uint8_t encode_e4m3(float x, float scale) {
+  const float q = div_rn(x, scale);
+#if defined(__CUDA_ARCH__)
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(q, __NV_SATFINITE, __NV_E4M3));
+#else
+  return float_to_e4m3(q);
+#endif
+}
+
+// |x| when finite, else 0: the amax of a tile or tensor ignores NaN and ±inf, so one bad value cannot
+// flatten (inf) or poison (NaN) the scale of its neighbours. NaN still encodes as NaN, ±inf as ±448.
+MLA_HD_INLINE float finite_abs(float x) {
+  const uint32_t mag = float_bits(x) & 0x7FFFFFFFu;
+  return mag < 0x7F800000u ? bits_float(mag) : 0.f;
+}
+
+// fp8_ds tile scale from the tile's amax: amax / 448 (IEEE division), or 1.0 when that is 0 (an all-zero
+// tile, or amax so small the quotient underflows), so that x / scale never divides by zero and zeros
+// stay zeros. Readers dequantize as e4m3_to_float(code) * scale.
+MLA_HD_INLINE float fp8_ds_tile_scale(float amax) {
+  const float s = div_rn(amax, kE4m3Max);
+  return s > 0.f ? s : 1.f;
+}
+
+// Dequantize one e4m3 code with a scale (fp8: k_scale, fp8_ds: the tile scale).
+MLA_HD_INLINE float decode_e4m3(uint8_t code, float scale) { return e4m3_to_float(code) * scale; }
+
+}  // namespace mla::cache
