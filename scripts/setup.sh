@@ -2,8 +2,9 @@
 # Installs, idempotently, what a fresh machine needs to build and test mlaserve:
 #   Debian packages (compiler, CMake, Ninja, GoogleTest, nlohmann-json, CLI11) and the CUTLASS/CuTe
 #   headers at a pinned version (from PyPI's nvidia-cutlass wheel, headers only) into third_party/cutlass.
-# The CUDA toolkit (nvcc 13.0) must already be installed (it is on the project's machines); without it,
-# configure with -DMLA_CUDA=OFF to build the CPU references and tests only.
+# Then configures and builds everything into build/ (binaries in build/bin). The CUDA toolkit (nvcc 13.0)
+# must already be installed (it is on the project's machines); without it, the build is CPU-only.
+# --no-build: install only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,5 +45,9 @@ if [ -x "$nvcc_bin" ]; then
   echo "setup: $("$nvcc_bin" --version | tail -1) at $nvcc_bin"
 else
   echo "setup: no nvcc found: build with -DMLA_CUDA=OFF (CPU references and tests only)"
+fi
+if [ "${1:-}" != "--no-build" ]; then
+  echo "setup: building into build/ (this takes a few minutes on 2 cores)"
+  bash scripts/test.sh --build-only
 fi
 echo "setup: done"
