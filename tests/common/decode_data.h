@@ -15,6 +15,7 @@
 #include "mla/core/half.h"
 #include "mla/core/kv_format.h"
 #include "mla/ops/mla_decode.h"
+#include "ops/common/cache_codec.h"
 
 namespace mla::test {
 
@@ -75,15 +76,15 @@ inline void encode_token(const float* k, KvFormat f, float k_scale, uint8_t* dst
       }
       break;
     case KvFormat::kFp8:
-      for (int d = 0; d < kDimQK; ++d) dst[d] = quantize_e4m3(k[d], 1.f / k_scale);
+      for (int d = 0; d < kDimQK; ++d) dst[d] = cache::encode_e4m3(k[d], k_scale);
       break;
     case KvFormat::kFp8Ds:
       for (int j = 0; j < Fp8DsLayout::kNumTiles; ++j) {
         float amax = 0.f;
-        for (int d = 0; d < Fp8DsLayout::kTileSize; ++d) amax = std::max(amax, std::fabs(k[j * Fp8DsLayout::kTileSize + d]));
-        const float scale = amax > 0.f ? amax / kE4m3Max : 1.f;
+        for (int d = 0; d < Fp8DsLayout::kTileSize; ++d) amax = std::max(amax, cache::finite_abs(k[j * Fp8DsLayout::kTileSize + d]));
+        const float scale = cache::fp8_ds_tile_scale(amax);
         for (int d = 0; d < Fp8DsLayout::kTileSize; ++d)
-          dst[j * Fp8DsLayout::kTileSize + d] = float_to_e4m3(k[j * Fp8DsLayout::kTileSize + d] / scale);
+          dst[j * Fp8DsLayout::kTileSize + d] = cache::encode_e4m3(k[j * Fp8DsLayout::kTileSize + d], scale);
         std::memcpy(dst + Fp8DsLayout::kScalesOffset + 4 * j, &scale, 4);
       }
       for (int d = 0; d < kDimRope; ++d) {
@@ -129,7 +130,7 @@ inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rn
   h.q.resize(nq * dtype_size(qd));
   for (size_t i = 0; i < nq; ++i) {
     if (qd == DType::kE4m3) {
-      h.q[i] = quantize_e4m3(h.q_float[i], 1.f / s.q_scale);
+      h.q[i] = cache::encode_e4m3(h.q_float[i], s.q_scale);
     } else {
       const uint16_t v = qd == DType::kBf16 ? float_to_bf16(h.q_float[i]) : float_to_fp16(h.q_float[i]);
       std::memcpy(&h.q[2 * i], &v, 2);

@@ -76,7 +76,4 @@ MLA_HD_INLINE float e4m3_to_float(uint8_t v) {
   return bits_float(sign | ((e + 120u) << 23) | (m << 20));
 }
 
-// The operation the fp8 KV format stores: satfinite(x / scale) in e4m3.
-MLA_HD_INLINE uint8_t quantize_e4m3(float x, float inv_scale) { return float_to_e4m3(x * inv_scale); }
-
 }  // namespace mla
