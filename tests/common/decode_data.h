@@ -21,6 +21,12 @@ namespace mla::test {
 
 constexpr int32_t kBlockTableSentinel = 0x7FFFFFF0;  // far outside any cache: a read of it faults or is caught
 
+// What the values look like. kNormal: q and K ~ N(0, data_scale). kDeepSeekLike: the structure of real
+// MLA activations that makes per-tensor FP8 hurt: kv_c rows RMS-normalized then scaled by per-channel
+// norm weights, k_pe with a few outlier channels 10-100x the rest, token norms varying 10x along a
+// sequence, and q with per-head norms varying 10x, per-channel weights and moderate outlier channels.
+enum class DataKind { kNormal, kDeepSeekLike };
+
 struct DecodeShape {
   int batch = 1, s_q = 1, h_q = 16;
   std::vector<int> seqlens;  // [batch]
@@ -28,6 +34,7 @@ struct DecodeShape {
   bool causal = false;
   float q_scale = 1.f, k_scale = 1.f;  // fp8
   float data_scale = 1.f;              // multiplies the N(0,1) draws (large values test saturation)
+  DataKind data = DataKind::kNormal;
   int spare_pages = 3;                 // pages no sequence uses (NaN-filled)
   int spare_cols = 2;                  // block-table columns past the longest sequence (sentinels)
 };
@@ -111,6 +118,28 @@ inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rn
   std::shuffle(perm.begin(), perm.end(), rng);
 
   std::normal_distribution<float> nd(0.f, s.data_scale);
+  std::normal_distribution<float> n01(0.f, 1.f);
+  std::uniform_real_distribution<float> u01(0.f, 1.f);
+  // DeepSeek-like structure, fixed per "layer" (per call): channel weights and outlier channels.
+  std::vector<float> kv_weight(kDimLatent, 1.f), kpe_gain(kDimRope, 1.f), q_weight(kDimQK, 1.f);
+  if (s.data == DataKind::kDeepSeekLike) {
+    for (auto& w : kv_weight) w = std::fabs(1.f + 0.3f * n01(rng));
+    for (int j = 0; j < 4; ++j) kpe_gain[rng() % kDimRope] = 10.f * std::pow(10.f, u01(rng));  // 10..100x
+    for (auto& w : q_weight) w = std::fabs(1.f + 0.3f * n01(rng));
+    for (int j = 0; j < 8; ++j) q_weight[rng() % kDimQK] *= 3.f + 7.f * u01(rng);              // 3..10x
+  }
+  auto draw_token = [&](float* kf) {
+    if (s.data == DataKind::kNormal) {
+      for (int d = 0; d < kDimQK; ++d) kf[d] = nd(rng);
+      return;
+    }
+    const float g = s.data_scale * std::pow(10.f, u01(rng) - 0.5f);  // token norm: 10x range
+    double ss = 0;
+    for (int d = 0; d < kDimLatent; ++d) { kf[d] = n01(rng); ss += double(kf[d]) * kf[d]; }
+    const float inv_rms = float(1.0 / std::sqrt(ss / kDimLatent));
+    for (int d = 0; d < kDimLatent; ++d) kf[d] *= inv_rms * kv_weight[d] * g;
+    for (int d = 0; d < kDimRope; ++d) kf[kDimLatent + d] = n01(rng) * kpe_gain[d] * g;
+  };
   h.kv_float.assign(size_t(s.batch) * h.max_pages * kDecodePageSize * kDimQK, std::numeric_limits<float>::quiet_NaN());
   int next = 0;
   std::vector<float> tok(kDimQK);
@@ -118,14 +147,21 @@ inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rn
     for (int j = 0; j < decode_num_blocks(s.seqlens[b]); ++j) h.block_table[size_t(b) * h.max_pages + j] = perm[next++];
     for (int t = 0; t < s.seqlens[b]; ++t) {
       float* kf = &h.kv_float[(size_t(b) * h.max_pages * kDecodePageSize + t) * kDimQK];
-      for (int d = 0; d < kDimQK; ++d) kf[d] = nd(rng);
+      draw_token(kf);
       const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
       encode_token(kf, s.format, s.k_scale, &h.cache[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * bpt]);
     }
   }
   const size_t nq = size_t(s.batch) * s.s_q * s.h_q * kDimQK;
   h.q_float.resize(nq);
-  for (auto& x : h.q_float) x = nd(rng);
+  if (s.data == DataKind::kNormal) {
+    for (auto& x : h.q_float) x = nd(rng);
+  } else {
+    for (size_t row = 0; row < nq / kDimQK; ++row) {
+      const float g = s.data_scale * std::pow(10.f, u01(rng) - 0.5f);  // per (token, head) norm: 10x range
+      for (int d = 0; d < kDimQK; ++d) h.q_float[row * kDimQK + d] = n01(rng) * q_weight[d] * g;
+    }
+  }
   const DType qd = kv_query_dtype(s.format);
   h.q.resize(nq * dtype_size(qd));
   for (size_t i = 0; i < nq; ++i) {
