@@ -1,0 +1,83 @@
+// Dummy weights of the exact shapes, for benchmarks and tests without a checkpoint.
+#include <cmath>
+#include <cstring>
+#include <string_view>
+
+#include "mla/core/half.h"
+#include "mla/loader/weights_loader.h"
+
+namespace mla::loader {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
+  return h;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Half-width of the uniform distribution of a tensor, from its role (see the header for why).
+double amplitude(std::string_view hf_name, const std::vector<int64_t>& shape, int64_t layers) {
+  const double fan_in = static_cast<double>(shape.back());
+  const double unit = std::sqrt(3.0 / fan_in);  // uniform(-a, a) has variance a²/3
+  if (hf_name.find("embed_tokens") != std::string_view::npos) return std::sqrt(3.0);
+  if (hf_name.find("mlp.gate.weight") != std::string_view::npos) return 2.0 * unit;
+  if (ends_with(hf_name, "o_proj.weight") || ends_with(hf_name, "down_proj.weight"))
+    return unit / std::sqrt(2.0 * static_cast<double>(layers));
+  return unit;
+}
+
+}  // namespace
+
+Status make_dummy_weights(const model::ModelConfig& config, uint64_t seed, DType dtype, model::ModelWeights* out) {
+  if (dtype != DType::kFp32 && dtype != DType::kBf16)
+    return Status::unsupported("make_dummy_weights", "dtype " + std::string(dtype_name(dtype)) + " (fp32 or bf16)");
+  MLA_TRY(model::validate_config(config));
+  model::ModelWeights w;
+  const auto specs = model::weight_specs(config, &w);
+  for (const auto& s : specs) {
+    int64_t n = 1;
+    for (int64_t d : s.shape) n *= d;
+    std::shared_ptr<uint8_t[]> buf(new uint8_t[static_cast<size_t>(n) * dtype_size(dtype)]);
+    const bool is_norm = s.shape.size() == 1;
+    const double a = amplitude(s.hf_name, s.shape, config.num_hidden_layers);
+    const uint64_t key = splitmix64(seed ^ fnv1a(s.hf_name));
+    for (int64_t i = 0; i < n; ++i) {
+      // 24 random bits → uniform in [-1, 1).
+      const double u = static_cast<double>(splitmix64(key + static_cast<uint64_t>(i)) >> 40) / 8388608.0 - 1.0;
+      const float v = is_norm ? 1.0f : static_cast<float>(a * u);
+      if (dtype == DType::kFp32) std::memcpy(buf.get() + 4 * i, &v, 4);
+      else {
+        const uint16_t b = float_to_bf16(v);
+        std::memcpy(buf.get() + 2 * i, &b, 2);
+      }
+    }
+    TensorView v;
+    v.data = buf.get();
+    v.dtype = dtype;
+    v.rank = static_cast<int>(s.shape.size());
+    int64_t stride = 1;
+    for (int d = v.rank - 1; d >= 0; --d) {
+      v.shape[d] = s.shape[d];
+      v.stride[d] = stride;
+      stride *= s.shape[d];
+    }
+    *s.slot = v;
+    w.storage.push_back(std::shared_ptr<const void>(buf, buf.get()));
+  }
+  if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
+  *out = std::move(w);
+  return Status::ok();
+}
+
+}  // namespace mla::loader
