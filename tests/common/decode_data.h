@@ -138,7 +138,9 @@ inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rn
     for (int d = 0; d < kDimLatent; ++d) { kf[d] = n01(rng); ss += double(kf[d]) * kf[d]; }
     const float inv_rms = float(1.0 / std::sqrt(ss / kDimLatent));
     for (int d = 0; d < kDimLatent; ++d) kf[d] *= inv_rms * kv_weight[d] * g;
-    for (int d = 0; d < kDimRope; ++d) kf[kDimLatent + d] = n01(rng) * kpe_gain[d] * g;
+    // RoPE keys: small (0.1) except the outlier channels, so the outliers dominate k_pe without making
+    // every softmax one-hot.
+    for (int d = 0; d < kDimRope; ++d) kf[kDimLatent + d] = 0.1f * n01(rng) * kpe_gain[d] * g;
   };
   h.kv_float.assign(size_t(s.batch) * h.max_pages * kDecodePageSize * kDimQK, std::numeric_limits<float>::quiet_NaN());
   int next = 0;
