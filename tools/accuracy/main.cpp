@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
         const auto sl = mla::test::compare(ol.size(), [&](size_t i) { return double(lse[i]); }, [&](size_t i) { return ol[i]; });
         std::printf("| %s | %d | %s | %.2e | %.2e | %.2e | %.2e |\n", data_name, h_q, r.name, so.rel_l2, so.max_abs,
                     sl.rel_l2, sl.max_abs);
-        if (csv) std::fprintf(csv, "%s,%d,%s,%.4e,%.4e,%.4e,%.4e\n", data_name, h_q, r.name, so.rel_l2, so.max_abs,
+        if (csv) std::fprintf(csv, "\"%s\",%d,\"%s\",%.4e,%.4e,%.4e,%.4e\n", data_name, h_q, r.name, so.rel_l2, so.max_abs,
                               sl.rel_l2, sl.max_abs);
         std::fflush(stdout);
       }
