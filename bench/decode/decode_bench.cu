@@ -1,8 +1,250 @@
-// Decode benchmark (bench/decode). The timed kernel arrives with the bf16 decode issue; until then the
-// benchmark reports that plainly instead of printing numbers for a kernel that does not exist.
-#include <cstdio>
+// Decode benchmark: the ANCHORS.md grid timed the way the anchors were (ANCHORS.md "How the anchor was
+// timed"): paged cache of 64-token pages, block table a random permutation of pages, q and K from
+// N(0, 1), s_q 1, every sequence = seqlen; the plan is computed beforehand and reused; one decode call =
+// decode kernel + combine, captured in a CUDA graph; a 256 MB memset between calls evicts L2; median
+// over --reps calls. Rows print in DESIGN.md §6 column order.
+//
+//   bench_decode [--format bf16|fp16] [--rows 1,2,18] [--reps N]      (mlaserve bench decode ...)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
 
-int decode_bench_main(int, char**) {
-  std::fprintf(stderr, "bench decode: the mla_decode CUDA kernel is not built yet (see the bf16 decode issue)\n");
-  return 2;
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mla/core/cuda_check.h"
+#include "mla/ops/mla_decode.h"
+
+namespace {
+
+using mla::Status;
+
+struct Row {
+  int h_q, batch, seqlen;
+  double anchor_us;  // best of "FlashMLA bf16" and "FlashMLA PR54 bf16" for this row
+};
+
+// ANCHORS.md, table "Decode call, µs", measured 2026-11-29 on our H200: min(FlashMLA bf16, PR54 bf16).
+constexpr Row kRows[] = {
+    {16, 1, 512, 9.6},     {16, 1, 4096, 15.5},    {16, 1, 8192, 17.5},    {16, 32, 512, 17.9},
+    {16, 32, 4096, 51.6},  {16, 32, 8192, 88.4},   {16, 128, 512, 29.5},   {16, 128, 4096, 153.0},
+    {16, 128, 8192, 287.9}, {128, 1, 512, 12.5},   {128, 1, 4096, 17.1},   {128, 1, 8192, 20.5},
+    {128, 32, 512, 27.9},  {128, 32, 4096, 71.4},  {128, 32, 8192, 123.3}, {128, 128, 512, 45.9},
+    {128, 128, 4096, 236.5}, {128, 128, 8192, 484.6},
+};
+
+constexpr size_t kFlushBytes = 256u << 20;
+
+// N(0, 1) 16-bit values from a counter hash (Box-Muller), so gigabytes of cache fill in milliseconds.
+__global__ void fill_normal(uint16_t* x, size_t n, uint32_t seed, int fp16) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed ^ static_cast<uint32_t>(i >> 32) * 0x85EBCA77u;
+    h ^= h >> 16; h *= 0x7FEB352Du; h ^= h >> 15; h *= 0x846CA68Bu; h ^= h >> 16;
+    uint32_t g = h * 0x27D4EB2Fu + 0x165667B1u;
+    g ^= g >> 15; g *= 0x2C1B3C6Du; g ^= g >> 12;
+    const float u1 = (static_cast<float>(h >> 8) + 1.f) * (1.f / 16777217.f);
+    const float u2 = static_cast<float>(g >> 8) * (1.f / 16777216.f);
+    const float v = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+    if (fp16) {
+      const __half hv = __float2half_rn(v);
+      x[i] = *reinterpret_cast<const uint16_t*>(&hv);
+    } else {
+      const __nv_bfloat16 bv = __float2bfloat16_rn(v);
+      x[i] = *reinterpret_cast<const uint16_t*>(&bv);
+    }
+  }
+}
+
+struct Options {
+  mla::KvFormat format = mla::KvFormat::kBf16;
+  std::vector<int> rows;  // 1-based indices into kRows; empty = all
+  int reps = 50;
+};
+
+Status parse(int argc, char** argv, Options* o) {
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_val = i + 1 < argc;
+    if (a == "--format" && has_val) {
+      MLA_TRY(mla::parse_kv_format(argv[++i], &o->format));
+    } else if (a == "--rows" && has_val) {
+      std::string s = argv[++i];
+      for (size_t p = 0; p < s.size();) {
+        const size_t q = s.find(',', p);
+        o->rows.push_back(std::atoi(s.substr(p, q - p).c_str()));
+        p = q == std::string::npos ? s.size() : q + 1;
+      }
+    } else if (a == "--reps" && has_val) {
+      o->reps = std::max(1, std::atoi(argv[++i]));
+    } else {
+      return Status::invalid("bench decode", "usage: [--format bf16|fp16] [--rows 1,2,..18] [--reps N]; got '" + a + "'");
+    }
+  }
+  if (o->format != mla::KvFormat::kBf16 && o->format != mla::KvFormat::kFp16)
+    return Status::unsupported("bench decode", "only bf16 and fp16 have a CUDA kernel so far");
+  return Status::ok();
+}
+
+template <class T>
+struct DevMem {
+  T* p = nullptr;
+  ~DevMem() { if (p) cudaFree(p); }
+  Status alloc(size_t n) { return mla::cuda_status(cudaMalloc(&p, n * sizeof(T)), "bench decode", "cudaMalloc"); }
+};
+
+struct Timing {
+  double decode_us, plan_us;
+};
+
+Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timing* t) {
+  const int pages_per_seq = r.seqlen / mla::kDecodePageSize;
+  const int num_pages = r.batch * pages_per_seq;
+  const bool fp16 = o.format == mla::KvFormat::kFp16;
+  const mla::DType dt = mla::kv_cache_dtype(o.format);
+  int dev = 0, sms = 0;
+  MLA_CUDA_TRY("bench decode", cudaGetDevice(&dev));
+  MLA_CUDA_TRY("bench decode", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  mla::DecodePlanGeometry g;
+  MLA_TRY(mla::decode_plan_geometry(r.batch, 1, r.h_q, sms, &g));
+
+  DevMem<uint16_t> q, cache, out;
+  DevMem<int32_t> bt, sl, parts, off;
+  DevMem<float> lse;
+  DevMem<uint8_t> ws;
+  const size_t cache_elems = size_t(num_pages) * mla::kDecodePageSize * mla::kDimQK;
+  MLA_TRY(q.alloc(size_t(r.batch) * r.h_q * mla::kDimQK));
+  MLA_TRY(cache.alloc(cache_elems));
+  MLA_TRY(out.alloc(size_t(r.batch) * r.h_q * mla::kDimV));
+  MLA_TRY(lse.alloc(size_t(r.batch) * r.h_q));
+  MLA_TRY(bt.alloc(num_pages));
+  MLA_TRY(sl.alloc(r.batch));
+  MLA_TRY(parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
+  MLA_TRY(off.alloc(r.batch + 1));
+  MLA_TRY(ws.alloc(mla::decode_workspace_bytes(g)));
+  fill_normal<<<1024, 256, 0, s>>>(q.p, size_t(r.batch) * r.h_q * mla::kDimQK, 0x1234u + r.h_q, fp16);
+  fill_normal<<<4096, 256, 0, s>>>(cache.p, cache_elems, 0xBEEFu + r.batch, fp16);
+  MLA_CUDA_TRY_LAUNCH("bench decode");
+  std::vector<int32_t> perm(num_pages), lens(r.batch, r.seqlen);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937_64(42 + r.batch * 7 + r.seqlen));
+  MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(bt.p, perm.data(), perm.size() * 4, cudaMemcpyHostToDevice, s));
+  MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(sl.p, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice, s));
+
+  mla::MlaDecodeParams p;
+  p.q = mla::TensorView::contiguous(q.p, dt, {r.batch, 1, r.h_q, mla::kDimQK});
+  p.kv_cache = mla::TensorView::contiguous(cache.p, dt, {num_pages, mla::kDecodePageSize, mla::kDimQK});
+  p.block_table = mla::TensorView::contiguous(bt.p, mla::DType::kInt32, {r.batch, pages_per_seq});
+  p.seqlens = mla::TensorView::contiguous(sl.p, mla::DType::kInt32, {r.batch});
+  p.out = mla::TensorView::contiguous(out.p, dt, {r.batch, 1, r.h_q, mla::kDimV});
+  p.lse = mla::TensorView::contiguous(lse.p, mla::DType::kFp32, {r.batch, r.h_q, 1});
+  p.format = o.format;
+  p.softmax_scale = 0.0721687836f;
+  const mla::DecodePlanView plan{parts.p, off.p, g.num_parts};
+
+  cudaEvent_t e0, e1;
+  MLA_CUDA_TRY("bench decode", cudaEventCreate(&e0));
+  MLA_CUDA_TRY("bench decode", cudaEventCreate(&e1));
+  auto time_graph = [&](cudaGraphExec_t exec, double* median_us) -> Status {
+    std::vector<float> ms;
+    for (int i = 0; i < o.reps + 3; ++i) {
+      MLA_CUDA_TRY("bench decode", cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
+      MLA_CUDA_TRY("bench decode", cudaEventRecord(e0, s));
+      MLA_CUDA_TRY("bench decode", cudaGraphLaunch(exec, s));
+      MLA_CUDA_TRY("bench decode", cudaEventRecord(e1, s));
+      MLA_CUDA_TRY("bench decode", cudaEventSynchronize(e1));
+      float t_ms = 0;
+      MLA_CUDA_TRY("bench decode", cudaEventElapsedTime(&t_ms, e0, e1));
+      if (i >= 3) ms.push_back(t_ms);  // first calls: warm-up
+    }
+    std::sort(ms.begin(), ms.end());
+    *median_us = 1e3 * ms[ms.size() / 2];
+    return Status::ok();
+  };
+  auto capture = [&](auto&& body, cudaGraphExec_t* exec) -> Status {
+    cudaGraph_t graph;
+    MLA_CUDA_TRY("bench decode", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const Status st = body();
+    MLA_CUDA_TRY("bench decode", cudaStreamEndCapture(s, &graph));
+    MLA_TRY(st);
+    MLA_CUDA_TRY("bench decode", cudaGraphInstantiate(exec, graph, 0));
+    cudaGraphDestroy(graph);
+    return Status::ok();
+  };
+  const mla::TensorView seqlens = p.seqlens;
+  // The plan first (eagerly: the decode graph reads it), then both graphs.
+  MLA_TRY(mla::cuda::plan_decode(seqlens, g, plan, s));
+  MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));  // warm-up, attributes
+  MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
+  cudaGraphExec_t decode_exec, plan_exec;
+  MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, &decode_exec));
+  MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, g, plan, s); }, &plan_exec));
+  MLA_TRY(time_graph(decode_exec, &t->decode_us));
+  MLA_TRY(time_graph(plan_exec, &t->plan_us));
+  cudaGraphExecDestroy(decode_exec);
+  cudaGraphExecDestroy(plan_exec);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
+  return Status::ok();
+}
+
+Status bench(const Options& o) {
+  cudaStream_t s;
+  MLA_CUDA_TRY("bench decode", cudaStreamCreate(&s));
+  void* flush = nullptr;
+  MLA_CUDA_TRY("bench decode", cudaMalloc(&flush, kFlushBytes));
+  cudaDeviceProp prop{};
+  MLA_CUDA_TRY("bench decode", cudaGetDeviceProperties(&prop, 0));
+  std::printf("# mla_decode, %s, %d SMs, format %s, s_q 1, reps %d (median, L2 flushed, CUDA graph)\n", prop.name,
+              prop.multiProcessorCount, std::string(mla::kv_format_name(o.format)).c_str(), o.reps);
+  std::printf("# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
+  std::printf("| format | h_q | batch | seqlen | µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<double> plan_us;
+  const int n = static_cast<int>(sizeof(kRows) / sizeof(kRows[0]));
+  for (int i = 1; i <= n; ++i) {
+    if (!o.rows.empty() && std::find(o.rows.begin(), o.rows.end(), i) == o.rows.end()) continue;
+    const Row& r = kRows[i - 1];
+    Timing t{};
+    MLA_TRY(run_row(r, o, s, flush, &t));
+    const double bytes = double(r.batch) * r.seqlen * mla::kv_bytes_per_token(o.format) +
+                         double(r.batch) * r.h_q * (mla::kDimQK + mla::kDimV) * 2;
+    const double flops = double(r.batch) * r.h_q * r.seqlen * (mla::kDimQK + mla::kDimV) * 2;
+    std::printf("| %s | %d | %d | %d | %.1f | %.2f | %.0f | %.1f | %.2f |\n",
+                std::string(mla::kv_format_name(o.format)).c_str(), r.h_q, r.batch, r.seqlen, t.decode_us,
+                bytes / t.decode_us * 1e-6, flops / t.decode_us * 1e-6, r.anchor_us, r.anchor_us / t.decode_us);
+    std::fflush(stdout);
+    plan_us.push_back(t.plan_us);
+  }
+  if (!plan_us.empty()) {
+    std::sort(plan_us.begin(), plan_us.end());
+    std::printf("# plan_decode (not in the decode column): %.1f-%.1f us per step over these rows\n", plan_us.front(),
+                plan_us.back());
+  }
+  cudaFree(flush);
+  cudaStreamDestroy(s);
+  return Status::ok();
+}
+
+}  // namespace
+
+int decode_bench_main(int argc, char** argv) {
+  // argv[0] is the program name (bench_decode) or the subcommand (mlaserve bench decode): skip it.
+  const int skip = argc > 0 && argv[0][0] != '-' ? 1 : 0;
+  Options o;
+  const Status st = [&]() -> Status {
+    MLA_TRY(parse(argc - skip, argv + skip, &o));
+    return bench(o);
+  }();
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "%s\n", st.to_string().c_str());
+    return 1;
+  }
+  return 0;
 }

@@ -1,0 +1,99 @@
+// mla_decode launcher (sm90): validate, check the plan/workspace against the shapes, pick the variant,
+// launch decode + combine on the caller's stream. No allocation and no host synchronization, so the
+// call can be captured in a CUDA graph.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "mla/core/cuda_check.h"
+#include "mla/ops/mla_decode.h"
+#include "ops/cuda/sm90/decode/launch.h"
+#include "ops/cuda/sm90/decode/traits.h"
+
+namespace mla::cuda {
+namespace {
+
+using sm90::decode::DecodeKernelParams;
+
+constexpr const char* kOp = "mla_decode";
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+Status check_plan(const MlaDecodeParams& p, const DecodePlanGeometry& g, const DecodePlanView& plan, const void* ws,
+                  size_t ws_bytes) {
+  const int64_t b = p.q.shape[0], s_q = p.q.shape[1], h_q = p.q.shape[2];
+  if (g.batch != b || g.s_q != s_q || g.h_q != h_q)
+    return Status::invalid(kOp, "plan geometry (batch " + std::to_string(g.batch) + ", s_q " + std::to_string(g.s_q) +
+                                    ", h_q " + std::to_string(g.h_q) + ") does not match q " + p.q.str());
+  if (g.num_head_tiles != (s_q * h_q + kDecodeRowsPerCta - 1) / kDecodeRowsPerCta || g.num_parts < 1 ||
+      g.max_splits != g.batch + g.num_parts - 1)
+    return Status::invalid(kOp, "plan geometry is not from decode_plan_geometry (num_head_tiles " +
+                                    std::to_string(g.num_head_tiles) + ", num_parts " + std::to_string(g.num_parts) + ")");
+  if (plan.parts == nullptr || plan.split_offsets == nullptr || plan.num_parts != g.num_parts)
+    return Status::invalid(kOp, "plan buffers missing or plan.num_parts " + std::to_string(plan.num_parts) +
+                                    " != geometry num_parts " + std::to_string(g.num_parts));
+  if (ws == nullptr || ws_bytes < decode_workspace_bytes(g))
+    return Status::invalid(kOp, "workspace of " + std::to_string(ws_bytes) + " bytes at " +
+                                    (ws ? "non-null" : "null") + ", need " + std::to_string(decode_workspace_bytes(g)));
+  if (!aligned16(p.q.data) || !aligned16(p.kv_cache.data) || !aligned16(p.out.data) || !aligned16(ws))
+    return Status::invalid(kOp, "q, kv_cache, out and workspace must be 16-byte aligned");
+  if (g.num_head_tiles > 65535 || g.batch > 65535)
+    return Status::unsupported(kOp, "batch or head tiles exceed the grid limit (" + p.q.str() + ")");
+  return Status::ok();
+}
+
+template <class Traits>
+Status launch(const DecodeKernelParams& kp, const DecodePlanGeometry& g, cudaStream_t stream) {
+  using namespace sm90::decode;
+  const dim3 grid(g.num_parts, g.num_head_tiles);
+  // Active 16-row groups: a single short tile (h_q 16/32 with few query rows) skips the empty groups.
+  const int rows_first_tile = kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta;
+  const int groups = rows_first_tile / 16;
+  if (groups == 1) {
+    MLA_TRY((launch_decode<Traits, 1>(kp, grid, stream)));
+  } else if (groups == 2) {
+    MLA_TRY((launch_decode<Traits, 2>(kp, grid, stream)));
+  } else {
+    MLA_TRY((launch_decode<Traits, 4>(kp, grid, stream)));  // 3 groups run the 4-group layout, one idle
+  }
+  return launch_combine<Traits>(kp, stream);
+}
+
+}  // namespace
+
+Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const DecodePlanView& plan, void* workspace,
+                  size_t workspace_bytes, Stream stream) {
+  MLA_TRY(validate_mla_decode(p));
+  if (p.format != KvFormat::kBf16 && p.format != KvFormat::kFp16)
+    return Status::unsupported(kOp, std::string("format ") + std::string(kv_format_name(p.format)) +
+                                        " has no CUDA kernel yet (bf16 and fp16 do)");
+  MLA_TRY(check_plan(p, g, plan, workspace, workspace_bytes));
+
+  DecodeKernelParams kp{};
+  kp.q = p.q.data;
+  kp.kv_cache = p.kv_cache.data;
+  kp.block_table = p.block_table.ptr<const int32_t>();
+  kp.seqlens = p.seqlens.ptr<const int32_t>();
+  kp.out = p.out.data;
+  kp.lse = p.lse.ptr<float>();
+  kp.o_accum = static_cast<float*>(workspace);
+  kp.lse_accum = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + decode_workspace_lse_offset(g));
+  kp.parts = plan.parts;
+  kp.split_offsets = plan.split_offsets;
+  kp.batch = g.batch;
+  kp.s_q = g.s_q;
+  kp.h_q = g.h_q;
+  kp.rows = g.s_q * g.h_q;
+  kp.block_table_stride = static_cast<int>(p.block_table.shape[1]);
+  kp.causal = p.causal && g.s_q > 1 ? 1 : 0;
+  kp.softmax_scale = p.softmax_scale;
+  kp.scale_log2 = p.softmax_scale * 1.4426950408889634f;
+
+  auto* s = reinterpret_cast<cudaStream_t>(stream);
+  if (p.format == KvFormat::kFp16) return launch<sm90::decode::Fp16Traits>(kp, g, s);
+  return launch<sm90::decode::Bf16Traits>(kp, g, s);
+}
+
+}  // namespace mla::cuda

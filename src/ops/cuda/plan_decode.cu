@@ -1,0 +1,174 @@
+// plan_decode on the device: the schedule of compute_decode_plan (plan_decode.h), computed by one CTA in
+// parallel so a decode step pays a few microseconds for it, not FlashMLA's 7-37 us. The parallel form
+// is exact: part p's begin is locate(min(p * per_part, total)) and its end locate(min((p + 1) * per_part,
+// total)) (total for the last part), where locate(pos) is the first sequence whose inclusive cost prefix
+// exceeds pos, which is what the serial cursor finds; split counts and first_split count the parts that
+// touch a sequence with a non-empty block range. Batches too large for shared memory run the serial
+// definition in one thread (correct, slower).
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "mla/core/check.h"
+#include "mla/core/cuda_check.h"
+#include "mla/ops/plan_decode.h"
+
+namespace mla::cuda {
+namespace {
+
+constexpr int kPlanThreads = 512;
+constexpr int kMaxParallelBatch = 2048;
+
+// Exclusive scan of one int64 per thread (Hillis-Steele in shared memory); returns the thread's prefix,
+// *total gets the sum. Every thread of the block must call it.
+__device__ int64_t block_exclusive_scan(int64_t v, int64_t* tmp, int64_t* total) {
+  const int t = threadIdx.x;
+  tmp[t] = v;
+  __syncthreads();
+  for (int d = 1; d < kPlanThreads; d <<= 1) {
+    const int64_t add = t >= d ? tmp[t - d] : 0;
+    __syncthreads();
+    tmp[t] += add;
+    __syncthreads();
+  }
+  const int64_t incl = tmp[t];
+  *total = tmp[kPlanThreads - 1];
+  __syncthreads();
+  return incl - v;
+}
+
+struct PartRange {
+  int b0, k0, b1, k1;
+};
+
+__device__ bool touches(const PartRange& r, int b, int batch, const int32_t* nblk) {
+  if (b < r.b0 || b > r.b1 || b >= batch) return false;
+  const int lo = b == r.b0 ? r.k0 : 0;
+  const int hi = b == r.b1 ? r.k1 : nblk[b];
+  return lo < hi;
+}
+
+__device__ PartRange load_range(const int32_t* rec) {
+  return {rec[kPartBeginBatch], rec[kPartBeginBlock], rec[kPartEndBatch], rec[kPartEndBlock]};
+}
+
+__global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32_t* __restrict__ seqlens, int batch,
+                                                                     int num_parts, DecodePlanTuning tune,
+                                                                     int32_t* __restrict__ parts,
+                                                                     int32_t* __restrict__ split_offsets) {
+  __shared__ int64_t incl[kMaxParallelBatch];  // inclusive cost prefix
+  __shared__ int32_t nblk[kMaxParallelBatch];
+  __shared__ int32_t count[kMaxParallelBatch];  // splits per sequence
+  __shared__ int64_t tmp[kPlanThreads];
+  const int t = threadIdx.x;
+  const int per_thread = (batch + kPlanThreads - 1) / kPlanThreads;
+  const int lo = min(batch, t * per_thread), hi = min(batch, lo + per_thread);
+
+  // 1. Costs and their inclusive prefix.
+  int64_t local = 0;
+  for (int b = lo; b < hi; ++b) {
+    const int n = decode_num_blocks(seqlens[b]);
+    nblk[b] = n;
+    count[b] = 0;
+    local += n > 0 ? n + tune.seq_cost : 0;
+  }
+  int64_t total = 0;
+  int64_t run = block_exclusive_scan(local, tmp, &total);
+  for (int b = lo; b < hi; ++b) {
+    run += nblk[b] > 0 ? nblk[b] + tune.seq_cost : 0;
+    incl[b] = run;
+  }
+  __syncthreads();
+  int64_t per_part = (total + num_parts - 1) / num_parts;
+  if (per_part < tune.min_part_cost) per_part = tune.min_part_cost;
+
+  // 2. Part boundaries.
+  auto locate = [&](int64_t pos, int* ob, int* oblk) {
+    int a = 0, z = batch;  // first b with pos < incl[b]
+    while (a < z) {
+      const int mid = (a + z) / 2;
+      if (pos < incl[mid]) z = mid; else a = mid + 1;
+    }
+    if (a >= batch) { *ob = batch; *oblk = 0; return; }
+    const int64_t blk = pos - (a > 0 ? incl[a - 1] : 0) - tune.seq_cost;
+    *ob = a;
+    *oblk = blk < 0 ? 0 : static_cast<int>(blk);
+  };
+  for (int p = t; p < num_parts; p += kPlanThreads) {
+    int64_t bpos = static_cast<int64_t>(p) * per_part, epos = static_cast<int64_t>(p + 1) * per_part;
+    if (bpos > total) bpos = total;
+    if (epos > total || p == num_parts - 1) epos = total;
+    int32_t* rec = parts + static_cast<int64_t>(p) * kPlanPartInts;
+    int b0, k0, b1, k1;
+    locate(bpos, &b0, &k0);
+    locate(epos, &b1, &k1);
+    rec[kPartBeginBatch] = b0;
+    rec[kPartBeginBlock] = k0;
+    rec[kPartEndBatch] = b1;
+    rec[kPartEndBlock] = k1;
+    for (int f = kPartFirstSplit + 1; f < kPlanPartInts; ++f) rec[f] = 0;
+  }
+  __syncthreads();  // part ranges (global, written by this block) are visible to every thread
+
+  // 3. Split counts and each part's split index within its first sequence.
+  for (int p = t; p < num_parts; p += kPlanThreads) {
+    int32_t* rec = parts + static_cast<int64_t>(p) * kPlanPartInts;
+    const PartRange r = load_range(rec);
+    for (int b = r.b0; b <= r.b1 && b < batch; ++b)
+      if (touches(r, b, batch, nblk)) atomicAdd(&count[b], 1);
+    int first = 0;
+    if (r.b0 < batch) {
+      for (int q = p - 1; q >= 0; --q) {
+        const PartRange rq = load_range(parts + static_cast<int64_t>(q) * kPlanPartInts);
+        if (rq.b1 < r.b0) break;
+        first += touches(rq, r.b0, batch, nblk) ? 1 : 0;
+      }
+    }
+    rec[kPartFirstSplit] = first;
+  }
+  __syncthreads();
+
+  // 4. Counts -> exclusive offsets.
+  local = 0;
+  for (int b = lo; b < hi; ++b) local += count[b];
+  int64_t splits = 0;
+  run = block_exclusive_scan(local, tmp, &splits);
+  for (int b = lo; b < hi; ++b) {
+    split_offsets[b] = static_cast<int32_t>(run);
+    run += count[b];
+  }
+  if (t == 0) split_offsets[batch] = static_cast<int32_t>(splits);
+}
+
+// The serial definition itself, for batches beyond the shared-memory arrays.
+__global__ void plan_serial_kernel(const int32_t* seqlens, int batch, int num_parts, DecodePlanTuning tune,
+                                   int32_t* parts, int32_t* split_offsets) {
+  compute_decode_plan(seqlens, batch, num_parts, tune, parts, split_offsets);
+}
+
+}  // namespace
+
+Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, DecodePlanView plan, Stream stream,
+                   DecodePlanTuning tune) {
+  MLA_TRY(check_tensor("plan_decode", "seqlens", seqlens, DType::kInt32, {g.batch}));
+  if (plan.parts == nullptr || plan.split_offsets == nullptr)
+    return Status::invalid("plan_decode", "plan buffers must be non-null (parts [" + std::to_string(g.num_parts) +
+                                              ", 8], split_offsets [" + std::to_string(g.batch + 1) + "])");
+  if (plan.num_parts != g.num_parts || g.num_parts < 1 || g.batch < 1)
+    return Status::invalid("plan_decode", "plan.num_parts " + std::to_string(plan.num_parts) +
+                                              " != geometry num_parts " + std::to_string(g.num_parts));
+  if (tune.seq_cost < 0 || tune.min_part_cost < 1)
+    return Status::invalid("plan_decode", "tuning: seq_cost must be >= 0 and min_part_cost >= 1");
+  auto* s = reinterpret_cast<cudaStream_t>(stream);
+  const auto* sl = seqlens.ptr<const int32_t>();
+  if (g.batch <= kMaxParallelBatch) {
+    plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
+  } else {
+    plan_serial_kernel<<<1, 1, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
+  }
+  MLA_CUDA_TRY_LAUNCH("plan_decode");
+  return Status::ok();
+}
+
+}  // namespace mla::cuda

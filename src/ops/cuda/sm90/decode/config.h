@@ -1,0 +1,44 @@
+#pragma once
+// Constants of the sm90 paged MLA decode kernel. MLA shapes are fixed (mla_shapes.h); everything a
+// variant may change is a template parameter of the kernel (element traits, row groups), not a switch.
+#include "mla/core/mla_shapes.h"
+#include "mla/ops/plan_decode.h"
+
+namespace mla::sm90::decode {
+
+constexpr int kThreads = 256;                 // 8 warps; one CTA per SM (shared memory bound)
+constexpr int kWarps = kThreads / 32;
+constexpr int kBlockN = kDecodePageSize;      // keys per mainloop step = one KV page
+constexpr int kRowsPerCta = kDecodeRowsPerCta;  // 64 query rows (s_q * h_q flattened) per CTA
+constexpr int kRowGroup = 16;                 // rows of one mma.m16n8k16 A tile
+constexpr int kStages = 2;                    // KV pages in flight per CTA
+constexpr int kElemBytes = 2;                 // bf16 / fp16 storage
+constexpr int kRowBytes = kDimQK * kElemBytes;        // 1152: one token (or one query row) in shared memory
+constexpr int kChunksPerRow = kRowBytes / 16;         // 72 sixteen-byte chunks, swizzled in groups of 8
+constexpr int kPageBytes = kBlockN * kRowBytes;       // 73728: one KV page, contiguous in global memory
+constexpr int kPRowBytes = kBlockN * kElemBytes;      // 128: one row of P
+static_assert(kChunksPerRow % 8 == 0, "the XOR swizzle permutes chunks within aligned groups of 8");
+
+// Shared-memory layout (bytes), for a kernel with `row_groups` active 16-row groups.
+struct SmemLayout {
+  int k_offset, q_offset, p_offset, max_offset, sum_offset, total;
+};
+constexpr SmemLayout smem_layout(int row_groups, int slices) {
+  SmemLayout s{};
+  s.k_offset = 0;
+  s.q_offset = s.k_offset + kStages * kPageBytes;
+  s.p_offset = s.q_offset + row_groups * kRowGroup * kRowBytes;
+  s.max_offset = s.p_offset + row_groups * kRowGroup * kPRowBytes;
+  s.sum_offset = s.max_offset + slices * kRowsPerCta * 4;
+  s.total = s.sum_offset + slices * kRowsPerCta * 4;
+  return s;
+}
+static_assert(smem_layout(4, 2).total <= 227 * 1024, "largest variant fits the sm90 shared-memory limit");
+
+// Swizzled byte offset of 16-byte chunk `chunk` of row `row` in a tile of rows `row_bytes` apart:
+// ldmatrix reads 8 consecutive rows at one logical chunk, and the XOR spreads them over all 32 banks.
+__host__ __device__ constexpr int swizzle(int row, int chunk, int row_bytes) {
+  return row * row_bytes + ((chunk ^ (row & 7)) << 4);
+}
+
+}  // namespace mla::sm90::decode

@@ -1,0 +1,56 @@
+#pragma once
+// Epilogue of one (part, sequence) segment: finish the row sums across the slices of a row group, then
+// write either the final result (the sequence has a single split: out + lse directly) or a normalized
+// fp32 partial and its lse into the split slot, for the combine kernel.
+#include <cstdint>
+
+#include "ops/cuda/sm90/decode/mainloop.cuh"
+
+namespace mla::sm90::decode {
+
+// Called by every thread of the CTA (contains a barrier). s_sum: [kSlices][64] floats.
+template <class Traits, int RG>
+__device__ __forceinline__ void write_segment(const DecodeKernelParams& p, RowState<RG>& st, float* s_sum, int b,
+                                              int slot, bool direct, int tile_row0, bool active, int rg, int ws,
+                                              int lane) {
+  using WS = WarpShape<RG>;
+  const int g = lane >> 2, t4 = lane & 3;
+  float l[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] = st.l[h];
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    if (active && t4 == 0) s_sum[ws * kRowsPerCta + rg * kRowGroup + g + 8 * h] = l[h];
+  }
+  __syncthreads();
+  if (!active) return;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row_local = rg * kRowGroup + g + 8 * h;
+    float total = 0.f;
+#pragma unroll
+    for (int w = 0; w < WS::kSlices; ++w) total += s_sum[w * kRowsPerCta + row_local];
+    const float inv = total > 0.f ? 1.f / total : 0.f;
+    const float lse = total > 0.f ? st.m[h] * p.softmax_scale + logf(total) : -INFINITY;
+    const int row = tile_row0 + row_local;
+    const int col0 = ws * WS::kCols + 2 * t4;
+    if (direct) {
+      uint32_t* out = reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.out) +
+                                                  (static_cast<int64_t>(b) * p.rows + row) * kDimV + col0);
+#pragma unroll
+      for (int t = 0; t < WS::kOTiles; ++t) out[t * 4] = Traits::pack(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv);
+      if (ws == 0 && t4 == 0) {
+        const int i = row / p.h_q, hh = row % p.h_q;
+        p.lse[(static_cast<int64_t>(b) * p.h_q + hh) * p.s_q + i] = lse;
+      }
+    } else {
+      float2* o = reinterpret_cast<float2*>(p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + col0);
+#pragma unroll
+      for (int t = 0; t < WS::kOTiles; ++t) o[t * 4] = make_float2(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv);
+      if (ws == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
+    }
+  }
+}
+
+}  // namespace mla::sm90::decode

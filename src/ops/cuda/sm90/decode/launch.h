@@ -1,0 +1,22 @@
+#pragma once
+// Host entry points of the sm90 decode variants (one explicit instantiation per .cu in instantiations/)
+// and of the combine kernel. Called by src/ops/cuda/mla_decode.cu after validation.
+#include <cuda_runtime_api.h>
+
+#include "mla/core/status.h"
+#include "ops/cuda/sm90/decode/params.h"
+
+namespace mla::sm90::decode {
+
+struct Bf16Traits;
+struct Fp16Traits;
+
+// grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (1, 2 or 4).
+template <class Traits, int RG>
+Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
+
+// Merges split partials for sequences with >= 2 splits and writes zeros / -inf for those with none.
+template <class Traits>
+Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream);
+
+}  // namespace mla::sm90::decode

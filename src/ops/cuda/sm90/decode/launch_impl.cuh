@@ -1,0 +1,22 @@
+#pragma once
+// Definition of launch_decode, included only by the instantiation files.
+#include "mla/core/cuda_check.h"
+#include "ops/cuda/sm90/decode/kernel.cuh"
+#include "ops/cuda/sm90/decode/launch.h"
+#include "ops/cuda/sm90/decode/traits.h"
+
+namespace mla::sm90::decode {
+
+template <class Traits, int RG>
+Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
+  constexpr int smem = smem_layout(RG, WarpShape<RG>::kSlices).total;
+  auto* kernel = &mla_decode_kernel<Traits, RG>;
+  // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
+  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  MLA_CUDA_TRY("mla_decode", attr);
+  kernel<<<grid, kThreads, smem, stream>>>(p);
+  MLA_CUDA_TRY_LAUNCH("mla_decode");
+  return Status::ok();
+}
+
+}  // namespace mla::sm90::decode

@@ -1,0 +1,140 @@
+#pragma once
+// Mainloop pieces of the decode kernel: global -> shared copies (Q tile, KV page) and the per-page math
+// S = Q K^T, online softmax, O += P V on mma.sync.
+//
+// Warp roles: warp w owns row group rg = w % RG (16 query rows) and slice ws = w / RG of NS = 8 / RG
+// slices. For S it computes the slice's 64 / NS keys; for O it accumulates the slice's 512 / NS output
+// columns. Softmax row maxima and P are exchanged through shared memory, so every warp of a row group
+// applies the identical running max (their partial row sums then add up exactly).
+#include <cstdint>
+
+#include "ops/cuda/sm90/decode/config.h"
+#include "ops/cuda/sm90/decode/params.h"
+#include "ops/cuda/sm90/decode/ptx.h"
+
+namespace mla::sm90::decode {
+
+template <int RG>
+struct WarpShape {
+  static constexpr int kRowGroups = RG;
+  static constexpr int kSlices = kWarps / RG;
+  static constexpr int kKeys = kBlockN / kSlices;    // keys of S per warp: 8, 16, 32
+  static constexpr int kSTiles = kKeys / 8;          // n8 tiles of S
+  static constexpr int kCols = kDimV / kSlices;      // output columns per warp: 64, 128, 256
+  static constexpr int kOTiles = kCols / 8;          // n8 tiles of O
+  static_assert(kWarps % RG == 0 && kOTiles % 2 == 0, "warp layout");
+};
+
+// Copy mapping shared by the Q tile and the KV page: thread t copies chunks 8j + t % 8 (j < 9) of rows
+// t / 8 and t / 8 + 32. Since 72 chunks are 9 groups of 8 and the swizzle only permutes within a group,
+// every copy of a thread sits at a compile-time offset from one shared and one global base (no
+// per-chunk index math to keep live across the mainloop), and 8 neighbouring threads read 128
+// contiguous bytes of one row.
+constexpr int kCopyRowsPerPass = kThreads / 8;  // 32
+constexpr int kCopyPasses = kBlockN / kCopyRowsPerPass;  // 2
+static_assert(kBlockN == kRowsPerCta && kCopyPasses * kCopyRowsPerPass == kBlockN, "copy mapping");
+
+template <int kSmemRows>
+__device__ __forceinline__ void copy_rows(const uint8_t* src, uint32_t dst, int valid_rows) {
+  const int r = threadIdx.x >> 3, cl = threadIdx.x & 7;
+  const uint8_t* s = src + r * kRowBytes + cl * 16;
+  const uint32_t d = dst + r * kRowBytes + ((cl ^ (r & 7)) << 4);
+#pragma unroll
+  for (int a = 0; a < kCopyPasses; ++a) {
+    if (a * kCopyRowsPerPass >= kSmemRows || r + a * kCopyRowsPerPass >= kSmemRows) continue;
+    const bool valid = r + a * kCopyRowsPerPass < valid_rows;
+    // A zero-filled row reads nothing; point it at the (valid) first row anyway.
+    const uint8_t* sa = valid ? s + a * kCopyRowsPerPass * kRowBytes : src;
+#pragma unroll
+    for (int j = 0; j < kChunksPerRow / 8; ++j)
+      cp_async_16(d + a * kCopyRowsPerPass * kRowBytes + j * 128, sa + j * 128, valid ? 16 : 0);
+  }
+}
+
+// Copies the valid query rows of this CTA's tile (sequence b) into swizzled shared memory. Rows past
+// valid_rows are zero-filled from row 0's address (never read from global).
+template <int RG>
+__device__ __forceinline__ void load_q_tile(const DecodeKernelParams& p, int b, int tile_row0, int valid_rows,
+                                            uint32_t s_q_tile) {
+  const uint8_t* src = static_cast<const uint8_t*>(p.q) + (static_cast<int64_t>(b) * p.rows + tile_row0) * kRowBytes;
+  copy_rows<RG * kRowGroup>(src, s_q_tile, valid_rows);
+}
+
+// Copies KV page `blk` of sequence b into a stage; tokens at or past seqlen are zero-filled (their cache
+// slots are garbage, possibly NaN, and 0 * NaN would poison P.V).
+__device__ __forceinline__ void load_kv_page(const DecodeKernelParams& p, int b, int blk, int seqlen,
+                                             uint32_t s_stage) {
+  const int32_t page = p.block_table[static_cast<int64_t>(b) * p.block_table_stride + blk];
+  const uint8_t* src = static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(page) * kPageBytes;
+  copy_rows<kBlockN>(src, s_stage, seqlen - blk * kBlockN);
+}
+
+// Per-thread softmax/accumulator state of one warp: rows g and g + 8 of its row group
+// (g = lane / 4), the warp's output columns.
+template <int RG>
+struct RowState {
+  using WS = WarpShape<RG>;
+  float o[WS::kOTiles][4];
+  float m[2];  // running max of raw scores (before softmax_scale)
+  float l[2];  // this thread's share of the running sum of exp
+
+  __device__ __forceinline__ void reset() {
+#pragma unroll
+    for (int t = 0; t < WS::kOTiles; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[t][e] = 0.f;
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.f;
+  }
+};
+
+// S (16 rows x kKeys) = Q_rg (16 x 576) . K_slice^T, both from swizzled shared memory.
+template <class Traits, int RG>
+__device__ __forceinline__ void compute_scores(float (&s)[WarpShape<RG>::kSTiles][4], uint32_t s_q_tile,
+                                               uint32_t s_kv, int rg, int ws, int lane) {
+  using WS = WarpShape<RG>;
+#pragma unroll
+  for (int t = 0; t < WS::kSTiles; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[t][e] = 0.f;
+  const int q_row = rg * kRowGroup + (lane & 15);
+  const int k_row0 = ws * WS::kKeys + (lane & 7);
+#pragma unroll 1
+  for (int kk = 0; kk < kDimQK / 32; ++kk) {
+    uint32_t a0[4], a1[4];
+    ldmatrix_x4(a0, s_q_tile + swizzle(q_row, kk * 4 + (lane >> 4), kRowBytes));
+    ldmatrix_x4(a1, s_q_tile + swizzle(q_row, kk * 4 + 2 + (lane >> 4), kRowBytes));
+#pragma unroll
+    for (int t = 0; t < WS::kSTiles; ++t) {
+      uint32_t bk[4];  // keys t*8..+8, dims 32kk..+32: two k16 steps
+      const int key = k_row0 + t * 8;
+      ldmatrix_x4(bk, s_kv + swizzle(key, kk * 4 + (lane >> 3), kRowBytes));
+      Traits::mma(s[t], a0, bk[0], bk[1]);
+      Traits::mma(s[t], a1, bk[2], bk[3]);
+    }
+  }
+}
+
+// O (16 x kCols) += P_rg (16 x 64) . V (64 x kCols); V = the first 512 dims of the KV page.
+template <class Traits, int RG>
+__device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, uint32_t s_kv, int rg, int ws,
+                                              int lane) {
+  using WS = WarpShape<RG>;
+  const int p_row = rg * kRowGroup + (lane & 15);
+  const int v_key = ((lane >> 3) & 1) * 8 + (lane & 7);
+  const int v_chunk0 = ws * WS::kCols / 8 + (lane >> 4);
+#pragma unroll 1
+  for (int ks = 0; ks < kBlockN / 16; ++ks) {
+    uint32_t a[4];
+    ldmatrix_x4(a, s_p + swizzle(p_row, ks * 2 + (lane >> 4), kPRowBytes));
+#pragma unroll
+    for (int t = 0; t < WS::kOTiles; t += 2) {
+      uint32_t bv[4];  // keys 16ks..+16, columns of tiles t and t+1 (transposed: V is [key][dim])
+      ldmatrix_x4_trans(bv, s_kv + swizzle(ks * 16 + v_key, v_chunk0 + t, kRowBytes));
+      Traits::mma(st.o[t], a, bv[0], bv[1]);
+      Traits::mma(st.o[t + 1], a, bv[2], bv[3]);
+    }
+  }
+}
+
+}  // namespace mla::sm90::decode

@@ -1,0 +1,29 @@
+#pragma once
+// Kernel parameters of the decode and combine kernels, passed __grid_constant__. Every pointer is a
+// device pointer to a contiguous tensor (validated by the launcher).
+#include <cstdint>
+
+namespace mla::sm90::decode {
+
+struct DecodeKernelParams {
+  const void* q;                  // [b, s_q, h_q, 576] 16-bit; row r = i * h_q + h of sequence b
+  const void* kv_cache;           // [num_pages, 64, 576] 16-bit
+  const int32_t* block_table;     // [b, block_table_stride]
+  const int32_t* seqlens;         // [b]
+  void* out;                      // [b, s_q, h_q, 512] 16-bit
+  float* lse;                     // [b, h_q, s_q]
+  float* o_accum;                 // [max_splits, rows, 512] fp32: normalized partial outputs
+  float* lse_accum;               // [max_splits, rows] fp32: natural-log partial lse
+  const int32_t* parts;           // [num_parts, kPlanPartInts]
+  const int32_t* split_offsets;   // [b + 1]
+  int batch;
+  int s_q;
+  int h_q;
+  int rows;                       // s_q * h_q
+  int block_table_stride;
+  int causal;                     // 1: row i sees keys < seqlen - s_q + 1 + i
+  float softmax_scale;
+  float scale_log2;               // softmax_scale * log2(e): scores go through exp2
+};
+
+}  // namespace mla::sm90::decode

@@ -1,0 +1,363 @@
+// mla_decode (sm90, bf16/fp16 KV) against the CPU reference, plus the device plan against the host plan.
+//
+// Every case draws fresh N(0,1) data, scatters each sequence over a random permutation of physical pages
+// (pages in use are interleaved with unused ones), leaves every unused cache slot NaN (the tail of a
+// sequence's last page too), puts sentinels in unused block-table entries, poisons out/lse/workspace with
+// NaN, checks guard regions, and replays the same call from a CUDA graph, which must match eager bit for
+// bit. The primary comparison is ref::mla_decode_split with the same plan: it rounds P at the same
+// per-split running max as the kernel, so only float summation order differs.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/random.h"
+#include "harness/device_buffer.h"
+#include "harness/registry.h"
+#include "mla/core/cuda_check.h"
+#include "mla/core/half.h"
+#include "mla/ops/mla_decode.h"
+
+namespace mla::test {
+namespace {
+
+constexpr int32_t kSentinel = -123456789;  // unused block-table entries: reading one faults or reads far away
+constexpr float kSoftmaxScale = 0.0721687836f;  // 1/sqrt(192), DeepSeek's q/k head dim
+
+// Kernel vs split reference. Both round P to the 16-bit operand type at the same running max, so P
+// matches except where fp32 summation order moves a value across a rounding boundary; the output is
+// then rounded to bf16 (8 significant bits) by both. Measured on the H200 (see BENCHMARKS.md notes):
+// rel_l2 ~1e-3 at most, from one-ulp flips of the bf16 output; max_abs is at most a couple of bf16
+// ulps of |out| < 4 (ulp 2^-6). lse is fp32 on both sides (abs error ~1e-5 of values ~10).
+constexpr Tolerance kDecodeTol{4e-3, 6.25e-2,
+                               "16-bit P and output rounding flips on summation-order noise: bf16 ~2^-8 relative "
+                               "per element (rel_l2 measured <= ~1e-3), max_abs <= 2 ulps of |out| < 4"};
+// Unsplit reference (rounds P at the global running max, the kernel at each split's): adds bf16 P
+// rounding noise, still far under the 1e-2 worst case a bf16 kernel is allowed.
+constexpr double kUnsplitRelL2 = 1e-2;
+
+struct DecodeCase {
+  KvFormat format = KvFormat::kBf16;
+  int batch = 1, s_q = 1, h_q = 16;
+  bool causal = false;
+  std::vector<int> seqlens;
+  bool unsplit_check = true;  // also compare against the unsplit reference (CPU time)
+};
+
+// Host copies of everything a decode call reads, laid out as the device will see them.
+struct HostProblem {
+  int max_pages = 0, num_pages = 0;
+  std::vector<uint16_t> q, cache;
+  std::vector<int32_t> block_table, seqlens;
+};
+
+uint16_t to16(KvFormat f, float x) { return f == KvFormat::kFp16 ? float_to_fp16(x) : float_to_bf16(x); }
+float from16(KvFormat f, uint16_t x) { return f == KvFormat::kFp16 ? fp16_to_float(x) : bf16_to_float(x); }
+
+HostProblem make_problem(const DecodeCase& c, std::mt19937_64& rng) {
+  HostProblem h;
+  h.seqlens.assign(c.seqlens.begin(), c.seqlens.end());
+  int used = 0;
+  for (int s : h.seqlens) {
+    h.max_pages = std::max(h.max_pages, decode_num_blocks(s));
+    used += decode_num_blocks(s);
+  }
+  h.max_pages += 3;                               // a row longer than any sequence needs
+  h.num_pages = used + std::max(4, used / 4);     // unused pages interleaved with used ones
+  std::vector<int32_t> perm(h.num_pages);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  h.block_table.assign(static_cast<size_t>(c.batch) * h.max_pages, kSentinel);
+  h.cache.assign(static_cast<size_t>(h.num_pages) * kDecodePageSize * kDimQK, 0xFFFFu);  // NaN in both formats
+  std::normal_distribution<float> nd(0.f, 1.f);
+  int next = 0;
+  for (int b = 0; b < c.batch; ++b) {
+    for (int j = 0; j < decode_num_blocks(h.seqlens[b]); ++j) {
+      const int32_t page = perm[next++];
+      h.block_table[static_cast<size_t>(b) * h.max_pages + j] = page;
+      const int tokens = std::min(kDecodePageSize, h.seqlens[b] - j * kDecodePageSize);
+      uint16_t* dst = &h.cache[static_cast<size_t>(page) * kDecodePageSize * kDimQK];
+      for (int t = 0; t < tokens * kDimQK; ++t) dst[t] = to16(c.format, nd(rng));
+    }
+  }
+  h.q.resize(static_cast<size_t>(c.batch) * c.s_q * c.h_q * kDimQK);
+  for (auto& x : h.q) x = to16(c.format, nd(rng));
+  return h;
+}
+
+MlaDecodeParams make_params(const DecodeCase& c, const HostProblem& h, void* q, void* cache, void* bt, void* sl,
+                            void* out, void* lse) {
+  const DType t = kv_cache_dtype(c.format);
+  MlaDecodeParams p;
+  p.q = TensorView::contiguous(q, t, {c.batch, c.s_q, c.h_q, kDimQK});
+  p.kv_cache = TensorView::contiguous(cache, t, {h.num_pages, kDecodePageSize, kDimQK});
+  p.block_table = TensorView::contiguous(bt, DType::kInt32, {c.batch, h.max_pages});
+  p.seqlens = TensorView::contiguous(sl, DType::kInt32, {c.batch});
+  p.out = TensorView::contiguous(out, t, {c.batch, c.s_q, c.h_q, kDimV});
+  p.lse = TensorView::contiguous(lse, DType::kFp32, {c.batch, c.h_q, c.s_q});
+  p.format = c.format;
+  p.softmax_scale = kSoftmaxScale;
+  p.causal = c.causal;
+  return p;
+}
+
+int device_sms() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return 132;
+  return sms;
+}
+
+ErrorStats compare16(KvFormat f, const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref) {
+  return compare(ref.size(), [&](size_t i) { return double(from16(f, got[i])); },
+                 [&](size_t i) { return double(from16(f, ref[i])); });
+}
+
+// One decode case: device plan vs host plan (exact), kernel vs split reference, graph replay vs eager.
+Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport* rep) {
+  auto rng = case_rng(name);
+  const HostProblem h = make_problem(c, rng);
+  DecodePlanGeometry g;
+  MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sms(), &g));
+  const size_t out_elems = static_cast<size_t>(c.batch) * c.s_q * c.h_q * kDimV;
+  const size_t lse_elems = static_cast<size_t>(c.batch) * c.h_q * c.s_q;
+  const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
+
+  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws;
+  MLA_TRY(d_q.alloc(h.q.size() * 2));
+  MLA_TRY(d_cache.alloc(h.cache.size() * 2));
+  MLA_TRY(d_bt.alloc(h.block_table.size() * 4));
+  MLA_TRY(d_sl.alloc(h.seqlens.size() * 4));
+  MLA_TRY(d_out.alloc(out_elems * 2));
+  MLA_TRY(d_lse.alloc(lse_elems * 4));
+  MLA_TRY(d_parts.alloc(parts_ints * 4));
+  MLA_TRY(d_off.alloc((c.batch + 1) * 4));
+  MLA_TRY(d_ws.alloc(decode_workspace_bytes(g)));
+  MLA_TRY(d_q.upload(h.q));
+  MLA_TRY(d_cache.upload(h.cache));
+  MLA_TRY(d_bt.upload(h.block_table));
+  MLA_TRY(d_sl.upload(h.seqlens));
+
+  // Plans: host (reference) and device (kernel), compared exactly.
+  std::vector<int32_t> parts_ref(parts_ints, -7), off_ref(c.batch + 1, -7);
+  DecodePlanView plan_ref{parts_ref.data(), off_ref.data(), g.num_parts};
+  MLA_TRY(ref::plan_decode(TensorView::contiguous(h.seqlens.data(), DType::kInt32, {c.batch}), g, plan_ref));
+  cudaStream_t stream;
+  MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
+  const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {c.batch});
+  DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts};
+  const MlaDecodeParams p = make_params(c, h, d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data());
+  auto call = [&]() -> Status {
+    MLA_TRY(cuda::plan_decode(d_seqlens, g, plan, stream));
+    return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
+  };
+  MLA_TRY(call());
+  MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
+  std::vector<int32_t> parts_dev(parts_ints), off_dev(c.batch + 1);
+  MLA_TRY(d_parts.download(&parts_dev));
+  MLA_TRY(d_off.download(&off_dev));
+  if (parts_dev != parts_ref || off_dev != off_ref)
+    return Status::internal("plan_decode", "device plan differs from compute_decode_plan on the host (" + name + ")");
+  rep->add("plan", compare_vec(parts_dev, parts_ref));
+
+  std::vector<uint16_t> out(out_elems);
+  std::vector<float> lse(lse_elems);
+  MLA_TRY(d_out.download(&out));
+  MLA_TRY(d_lse.download(&lse));
+
+  // CUDA graph of plan + decode + combine, replayed onto poisoned outputs: must equal eager bit for bit.
+  MLA_TRY(d_out.poison());
+  MLA_TRY(d_lse.poison());
+  MLA_TRY(d_parts.poison());
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  MLA_CUDA_TRY("test", cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status cap = call();
+  MLA_CUDA_TRY("test", cudaStreamEndCapture(stream, &graph));
+  MLA_TRY(cap);
+  MLA_CUDA_TRY("test", cudaGraphInstantiate(&exec, graph, 0));
+  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
+  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
+  MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
+  std::vector<uint16_t> out_g(out_elems);
+  std::vector<float> lse_g(lse_elems);
+  MLA_TRY(d_out.download(&out_g));
+  MLA_TRY(d_lse.download(&lse_g));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  if (std::memcmp(out_g.data(), out.data(), out_elems * 2) != 0 || std::memcmp(lse_g.data(), lse.data(), lse_elems * 4) != 0)
+    return Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")");
+  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws})
+    MLA_TRY(b->check_guards(name));
+
+  // References on the host copies.
+  std::vector<uint16_t> out_ref(out_elems, 0xFFFFu);
+  std::vector<float> lse_ref(lse_elems, NAN);
+  std::vector<float> o_acc(static_cast<size_t>(g.max_splits) * c.s_q * c.h_q * kDimV, NAN),
+      lse_acc(static_cast<size_t>(g.max_splits) * c.s_q * c.h_q, NAN);
+  const MlaDecodeParams ph = make_params(c, h, const_cast<uint16_t*>(h.q.data()), const_cast<uint16_t*>(h.cache.data()),
+                                         const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()),
+                                         out_ref.data(), lse_ref.data());
+  MLA_TRY(ref::mla_decode_split(ph, plan_ref, o_acc.data(), lse_acc.data()));
+  rep->add("out", compare16(c.format, out, out_ref));
+  rep->add("lse", compare_vec(lse, lse_ref));
+
+  if (c.unsplit_check) {
+    std::vector<uint16_t> out_u(out_elems, 0xFFFFu);
+    std::vector<float> lse_u(lse_elems, NAN);
+    MlaDecodeParams pu = ph;
+    pu.out.data = out_u.data();
+    pu.lse.data = lse_u.data();
+    MLA_TRY(ref::mla_decode(pu));
+    const ErrorStats su = compare16(c.format, out, out_u);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "vs unsplit reference: out rel_l2=%.3e max_abs=%.3e (limit rel_l2 %.0e)", su.rel_l2,
+                  su.max_abs, kUnsplitRelL2);
+    rep->note = buf;
+    if (!(su.rel_l2 <= kUnsplitRelL2) || su.nonfinite_got || su.mismatched_nan)
+      return Status::internal("mla_decode", std::string(buf) + " (" + name + ")");
+  }
+  return Status::ok();
+}
+
+std::string case_name(const DecodeCase& c, const std::string& lens) {
+  return std::string(kv_format_name(c.format)) + "_b" + std::to_string(c.batch) + "_h" + std::to_string(c.h_q) + "_sq" +
+         std::to_string(c.s_q) + (c.causal ? "_causal" : "") + "_" + lens;
+}
+
+// Seqlens drawn uniformly from [lo, hi] (per-run random, reproducible through MLA_TEST_SEED).
+std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) {
+  auto rng = case_rng("lens_" + tag);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<int> v(batch);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens) {
+  const std::string name = case_name(c, lens);
+  cases.push_back({"mla_decode", name, kDecodeTol, [c, name](CaseReport* rep) { return run_decode_case(name, c, rep); }});
+}
+
+DecodeCase dc(KvFormat f, int batch, int h_q, int s_q, bool causal, std::vector<int> lens, bool unsplit = true) {
+  DecodeCase c;
+  c.format = f;
+  c.batch = batch;
+  c.h_q = h_q;
+  c.s_q = s_q;
+  c.causal = causal;
+  c.seqlens = std::move(lens);
+  c.unsplit_check = unsplit;
+  return c;
+}
+
+constexpr KvFormat kB = KvFormat::kBf16;
+constexpr KvFormat kH = KvFormat::kFp16;
+
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  // Page-boundary seqlens, one sequence, every head count.
+  for (int h : {16, 32, 64, 128})
+    for (int len : {1, 63, 64, 65, 511})
+      add_case(cases, dc(kB, 1, h, 1, false, {len}), "len" + std::to_string(len));
+  // Long single sequences: the batch-1 split-KV path with many splits.
+  add_case(cases, dc(kB, 1, 16, 1, false, {16384}), "len16384");
+  add_case(cases, dc(kB, 1, 128, 1, false, {8191}), "len8191");
+  add_case(cases, dc(kB, 2, 64, 1, false, {16384, 4096}), "16384_4096");
+  // Speculative rows with and without the causal diagonal, including rows that see no key.
+  add_case(cases, dc(kB, 2, 64, 2, true, {8191, 4096}), "8191_4096");
+  add_case(cases, dc(kB, 7, 128, 4, true, {1, 2, 3, 4, 63, 64, 65}), "tiny_mix");
+  add_case(cases, dc(kB, 7, 16, 4, true, random_lens("b7h16", 7, 1, 8191)), "rand1_8191");
+  add_case(cases, dc(kB, 7, 16, 4, false, random_lens("b7h16nc", 7, 1, 8191)), "rand1_8191");
+  add_case(cases, dc(kB, 7, 16, 3, true, random_lens("b7h16sq3", 7, 1, 2000)), "rand1_2000");  // 48 rows: 3 groups
+  add_case(cases, dc(kB, 2, 32, 3, true, {300, 4096}), "300_4096");                         // 96 rows: partial 2nd tile
+  add_case(cases, dc(kB, 2, 128, 4, true, {16384, 8191}, false), "16384_8191");
+  // Zero-length sequences mixed in (out = 0, lse = -inf).
+  add_case(cases, dc(kB, 7, 32, 1, false, {0, 65, 0, 511, 1, 0, 4096}), "with_zeros");
+  add_case(cases, dc(kB, 2, 16, 2, true, {0, 0}), "all_zero");
+  // Larger batches, mixed lengths.
+  add_case(cases, dc(kB, 32, 16, 1, false, random_lens("b32h16", 32, 1, 4096)), "rand1_4096");
+  add_case(cases, dc(kB, 32, 128, 1, false, random_lens("b32h128", 32, 1, 4096)), "rand1_4096");
+  add_case(cases, dc(kB, 32, 32, 2, true, random_lens("b32h32", 32, 1, 2048)), "rand1_2048");
+  add_case(cases, dc(kB, 128, 16, 1, false, std::vector<int>(128, 4096), false), "all4096");
+  add_case(cases, dc(kB, 128, 64, 2, false, random_lens("b128h64", 128, 1, 1024), false), "rand1_1024");
+  add_case(cases, dc(kB, 128, 128, 1, false, random_lens("b128h128", 128, 1, 511)), "rand1_511");
+  add_case(cases, dc(kB, 128, 16, 4, true, random_lens("b128h16", 128, 60, 70)), "rand60_70");
+  // fp16 KV / q / out.
+  add_case(cases, dc(kH, 1, 16, 1, false, {65}), "len65");
+  add_case(cases, dc(kH, 2, 16, 1, false, {4096, 63}), "4096_63");
+  add_case(cases, dc(kH, 7, 64, 4, false, random_lens("fp16b7", 7, 1, 4096)), "rand1_4096");
+  add_case(cases, dc(kH, 32, 128, 2, true, random_lens("fp16b32", 32, 1, 2048)), "rand1_2048");
+});
+
+// Bad input: each call must return an error Status and launch nothing (out stays poisoned).
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  cases.push_back({"mla_decode", "bad_inputs_no_launch", Tolerance{0.0, 0.0, "a status code is exact"},
+                   [](CaseReport* rep) -> Status {
+                     const DecodeCase c = dc(kB, 2, 16, 1, false, {100, 200});
+                     auto rng = case_rng("bad_inputs");
+                     const HostProblem h = make_problem(c, rng);
+                     DecodePlanGeometry g;
+                     MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sms(), &g));
+                     DeviceBuffer q, cache, bt, sl, out, lse, parts, off, ws;
+                     MLA_TRY(q.alloc(h.q.size() * 2));
+                     MLA_TRY(cache.alloc(h.cache.size() * 2));
+                     MLA_TRY(bt.alloc(h.block_table.size() * 4));
+                     MLA_TRY(sl.alloc(8));
+                     MLA_TRY(out.alloc(size_t(2) * 16 * kDimV * 2));
+                     MLA_TRY(lse.alloc(2 * 16 * 4));
+                     MLA_TRY(parts.alloc(size_t(g.num_parts) * kPlanPartInts * 4));
+                     MLA_TRY(off.alloc(3 * 4));
+                     MLA_TRY(ws.alloc(decode_workspace_bytes(g)));
+                     const MlaDecodeParams good =
+                         make_params(c, h, q.data(), cache.data(), bt.data(), sl.data(), out.data(), lse.data());
+                     DecodePlanView plan{parts.as<int32_t>(), off.as<int32_t>(), g.num_parts};
+                     std::vector<std::pair<std::string, Status>> results;
+                     auto try_call = [&](const std::string& what, MlaDecodeParams p, DecodePlanGeometry gg,
+                                         DecodePlanView pv, size_t ws_bytes) {
+                       results.emplace_back(what, cuda::mla_decode(p, gg, pv, ws.data(), ws_bytes, nullptr));
+                     };
+                     { auto p = good; p.q.dtype = DType::kFp32; try_call("q fp32", p, g, plan, ws.bytes()); }
+                     { auto p = good; p.format = KvFormat::kFp16; try_call("format mismatch", p, g, plan, ws.bytes()); }
+                     { auto p = good; p.q.shape[2] = 24; p.q = TensorView::contiguous(q.data(), DType::kBf16, {2, 1, 24, 576});
+                       try_call("h_q 24", p, g, plan, ws.bytes()); }
+                     { auto p = good; p.q = TensorView::contiguous(q.data(), DType::kBf16, {2, 5, 16, 576});
+                       try_call("s_q 5", p, g, plan, ws.bytes()); }
+                     { auto p = good; p.block_table = TensorView::contiguous(bt.data(), DType::kInt32, {3, h.max_pages});
+                       try_call("block_table rows", p, g, plan, ws.bytes()); }
+                     { auto p = good; p.out.data = nullptr; try_call("null out", p, g, plan, ws.bytes()); }
+                     { auto p = good; p.kv_cache = TensorView::contiguous(cache.data(), DType::kBf16, {h.num_pages, 32, 576});
+                       try_call("page size 32", p, g, plan, ws.bytes()); }
+                     { auto p = good; p.out.stride[3] = 2; try_call("strided out", p, g, plan, ws.bytes()); }
+                     { auto p = good; p.softmax_scale = NAN; try_call("scale NaN", p, g, plan, ws.bytes()); }
+                     { auto p = good; p.format = KvFormat::kFp8; p.q.dtype = DType::kE4m3; p.kv_cache.dtype = DType::kE4m3;
+                       try_call("fp8 (no kernel yet)", p, g, plan, ws.bytes()); }
+                     try_call("workspace too small", good, g, plan, ws.bytes() - 4);
+                     { auto gg = g; gg.h_q = 32; try_call("geometry mismatch", good, gg, plan, ws.bytes()); }
+                     { auto pv = plan; pv.parts = nullptr; try_call("null plan", good, g, pv, ws.bytes()); }
+                     MLA_CUDA_TRY("test", cudaDeviceSynchronize());
+                     std::vector<uint8_t> bytes(out.bytes());
+                     MLA_TRY(out.download(&bytes));
+                     size_t failures = 0;
+                     for (const auto& [what, st] : results) {
+                       if (st.is_ok()) {
+                         ++failures;
+                         std::printf("  accepted bad input: %s\n", what.c_str());
+                       } else {
+                         std::printf("  %-22s -> %s\n", what.c_str(), st.to_string().c_str());
+                       }
+                     }
+                     const size_t written = std::count_if(bytes.begin(), bytes.end(), [](uint8_t v) { return v != 0xFF; });
+                     std::vector<double> got{double(failures), double(written)}, want{0, 0};
+                     rep->add("accepted_or_written", compare_vec(got, want));
+                     return Status::ok();
+                   }});
+});
+
+}  // namespace
+}  // namespace mla::test
