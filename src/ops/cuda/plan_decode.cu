@@ -18,7 +18,8 @@ namespace mla::cuda {
 namespace {
 
 constexpr int kPlanThreads = 512;
-constexpr int kMaxParallelBatch = 2048;
+constexpr int kMaxParallelBatch = 1536;
+constexpr int kMaxParallelParts = 1024;
 
 // Exclusive scan of one int64 per thread (Hillis-Steele in shared memory); returns the thread's prefix,
 // *total gets the sum. Every thread of the block must call it.
@@ -49,9 +50,6 @@ __device__ bool touches(const PartRange& r, int b, int batch, const int32_t* nbl
   return lo < hi;
 }
 
-__device__ PartRange load_range(const int32_t* rec) {
-  return {rec[kPartBeginBatch], rec[kPartBeginBlock], rec[kPartEndBatch], rec[kPartEndBlock]};
-}
 
 __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32_t* __restrict__ seqlens, int batch,
                                                                      int num_parts, DecodePlanTuning tune,
@@ -61,6 +59,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   __shared__ int32_t nblk[kMaxParallelBatch];
   __shared__ int32_t count[kMaxParallelBatch];  // splits per sequence
   __shared__ int64_t tmp[kPlanThreads];
+  __shared__ PartRange ranges[kMaxParallelParts];
   const int t = threadIdx.x;
   const int per_thread = (batch + kPlanThreads - 1) / kPlanThreads;
   const int lo = min(batch, t * per_thread), hi = min(batch, lo + per_thread);
@@ -103,29 +102,29 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
     int b0, k0, b1, k1;
     locate(bpos, &b0, &k0);
     locate(epos, &b1, &k1);
+    ranges[p] = {b0, k0, b1, k1};
     rec[kPartBeginBatch] = b0;
     rec[kPartBeginBlock] = k0;
     rec[kPartEndBatch] = b1;
     rec[kPartEndBlock] = k1;
     for (int f = kPartFirstSplit + 1; f < kPlanPartInts; ++f) rec[f] = 0;
   }
-  __syncthreads();  // part ranges (global, written by this block) are visible to every thread
+  __syncthreads();
 
   // 3. Split counts and each part's split index within its first sequence.
   for (int p = t; p < num_parts; p += kPlanThreads) {
-    int32_t* rec = parts + static_cast<int64_t>(p) * kPlanPartInts;
-    const PartRange r = load_range(rec);
+    const PartRange r = ranges[p];
     for (int b = r.b0; b <= r.b1 && b < batch; ++b)
       if (touches(r, b, batch, nblk)) atomicAdd(&count[b], 1);
     int first = 0;
     if (r.b0 < batch) {
       for (int q = p - 1; q >= 0; --q) {
-        const PartRange rq = load_range(parts + static_cast<int64_t>(q) * kPlanPartInts);
+        const PartRange& rq = ranges[q];
         if (rq.b1 < r.b0) break;
         first += touches(rq, r.b0, batch, nblk) ? 1 : 0;
       }
     }
-    rec[kPartFirstSplit] = first;
+    parts[static_cast<int64_t>(p) * kPlanPartInts + kPartFirstSplit] = first;
   }
   __syncthreads();
 
@@ -162,7 +161,7 @@ Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, Decod
     return Status::invalid("plan_decode", "tuning: seq_cost must be >= 0 and min_part_cost >= 1");
   auto* s = reinterpret_cast<cudaStream_t>(stream);
   const auto* sl = seqlens.ptr<const int32_t>();
-  if (g.batch <= kMaxParallelBatch) {
+  if (g.batch <= kMaxParallelBatch && g.num_parts <= kMaxParallelParts) {
     plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
   } else {
     plan_serial_kernel<<<1, 1, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);

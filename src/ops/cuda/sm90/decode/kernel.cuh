@@ -20,6 +20,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   using WS = WarpShape<RG>;
   constexpr SmemLayout L = smem_layout(RG, WS::kSlices);
   extern __shared__ __align__(128) uint8_t smem[];
+  // Let the combine grid (launched with programmatic stream serialization) get scheduled as SMs free
+  // up; it waits on griddepcontrol.wait for this grid's completion before reading any result.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const uint32_t s_kv0 = smem_u32(smem + L.k_offset);
   const uint32_t s_q_tile = smem_u32(smem + L.q_offset);
   const uint32_t s_p = smem_u32(smem + L.p_offset);
@@ -40,6 +43,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   comp.init(p, rec);
   if (!comp.valid()) return;  // an empty part (more CTAs than work)
   load = comp;
+  load.fetch_page(p);
 
   // Prologue: Q tile of the first sequence, then pages 0 and 1, one commit group each.
   load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
@@ -47,8 +51,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
     if (load.valid()) {
-      load_kv_page(p, load.b, load.blk, load.seqlen, s_kv0 + s * kPageBytes);
+      load_kv_page(p, load.page, load.blk, load.seqlen, s_kv0 + s * kPageBytes);
       load.advance(p);
+      load.fetch_page(p);
     }
     cp_async_commit();
   }
@@ -137,8 +142,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       cp_async_commit();
     }
     if (load.valid()) {
-      load_kv_page(p, load.b, load.blk, load.seqlen, s_kv);
+      load_kv_page(p, load.page, load.blk, load.seqlen, s_kv);
       load.advance(p);
+      load.fetch_page(p);
     }
     cp_async_commit();
     stage ^= 1;

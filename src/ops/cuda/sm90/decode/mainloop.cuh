@@ -60,11 +60,10 @@ __device__ __forceinline__ void load_q_tile(const DecodeKernelParams& p, int b, 
   copy_rows<RG * kRowGroup>(src, s_q_tile, valid_rows);
 }
 
-// Copies KV page `blk` of sequence b into a stage; tokens at or past seqlen are zero-filled (their cache
+// Copies KV page `blk` (physical `page`) of a sequence into a stage; tokens at or past seqlen are zero-filled (their cache
 // slots are garbage, possibly NaN, and 0 * NaN would poison P.V).
-__device__ __forceinline__ void load_kv_page(const DecodeKernelParams& p, int b, int blk, int seqlen,
+__device__ __forceinline__ void load_kv_page(const DecodeKernelParams& p, int32_t page, int blk, int seqlen,
                                              uint32_t s_stage) {
-  const int32_t page = p.block_table[static_cast<int64_t>(b) * p.block_table_stride + blk];
   const uint8_t* src = static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(page) * kPageBytes;
   copy_rows<kBlockN>(src, s_stage, seqlen - blk * kBlockN);
 }

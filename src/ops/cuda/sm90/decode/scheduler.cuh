@@ -11,6 +11,7 @@ namespace mla::sm90::decode {
 
 struct PartCursor {
   int b = 0, blk = 0, hi = 0, seqlen = 0;
+  int page = 0;  // physical page of the current item, once fetch_page() ran
   int end_b = 0, end_blk = 0, batch = 0;
 
   __device__ void init(const DecodeKernelParams& p, const int32_t* rec) {
@@ -24,6 +25,11 @@ struct PartCursor {
   __device__ bool valid() const { return b < batch; }
   // True when the current item is the last block this part computes for sequence b.
   __device__ bool last_of_sequence() const { return blk + 1 >= hi; }
+  // Issues the block-table load early: the copy that needs it is one mainloop step away, so its
+  // latency (an L2 miss, often) stays off the critical path.
+  __device__ void fetch_page(const DecodeKernelParams& p) {
+    if (valid()) page = p.block_table[static_cast<int64_t>(b) * p.block_table_stride + blk];
+  }
   __device__ void advance(const DecodeKernelParams& p) {
     if (++blk >= hi) {
       ++b;
