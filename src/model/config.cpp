@@ -153,6 +153,11 @@ Status parse_fields(const json& j, std::string_view src, ModelConfig* c) {
   MLA_TRY(rd.integer("qk_nope_head_dim", &c->qk_nope_head_dim, true));
   MLA_TRY(rd.integer("qk_rope_head_dim", &c->qk_rope_head_dim, true));
   MLA_TRY(rd.integer("v_head_dim", &c->v_head_dim, true));
+  int64_t qk_head_dim = c->qk_head_dim();  // transformers 5.x writes the sum; it must agree
+  MLA_TRY(rd.integer("qk_head_dim", &qk_head_dim, false));
+  if (qk_head_dim != c->qk_head_dim())
+    return Status::invalid(kOp, std::string(src) + ": qk_head_dim " + std::to_string(qk_head_dim) +
+                                    " != qk_nope_head_dim + qk_rope_head_dim");
   MLA_TRY(rd.integer("intermediate_size", &c->intermediate_size, true));
   MLA_TRY(rd.integer("moe_intermediate_size", &c->moe_intermediate_size, false));
   MLA_TRY(rd.integer("n_routed_experts", &c->n_routed_experts, false));

@@ -77,10 +77,10 @@ TEST(LoaderWeights, MissingExtraMismatchedTensorsAreNamed) {
   }
   {
     TempDir d;
-    static float junk[4] = {};
+    std::vector<float> junk(4);
     Status s = load_edited(
         [&](TensorToWrite& t, auto&) {
-          if (t.name.empty()) t = {"model.layers.0.mlp.experts.0.up_proj.weight", DType::kFp32, {2, 2}, junk};
+          if (t.name.empty()) t = {"model.layers.0.mlp.experts.0.up_proj.weight", DType::kFp32, {2, 2}, junk.data()};
           return true;
         },
         &dir, d);
