@@ -31,10 +31,12 @@ COMMON = dict(
 )
 MODELS = {
     "tiny": dict(q_lora_rank=None, topk_method="greedy", n_group=1, topk_group=1, routed_scaling_factor=1.0),
+    # mscale != mscale_all_dim, so YaRN's cos/sin factor (attention_factor) is not 1 here.
     "tiny-qlora": dict(q_lora_rank=96, topk_method="group_limited_greedy", n_group=4, topk_group=2,
-                       routed_scaling_factor=2.5),
+                       routed_scaling_factor=2.5, max_position_embeddings=4096,  # = factor × original
+                       rope_parameters=dict(COMMON["rope_parameters"], factor=8.0, mscale=1.0, mscale_all_dim=0.8)),
 }
-PROMPT_LENGTHS = [1, 7, 20]
+PROMPT_LENGTHS = [1, 7, 20, 48]
 
 
 def init_weights(model, gen):
@@ -78,7 +80,7 @@ def router_margin(model, ids):
 
 
 def build(name, out_dir, seed):
-    cfg = DeepseekV2Config(**COMMON, **MODELS[name])
+    cfg = DeepseekV2Config(**dict(COMMON, **MODELS[name]))
     torch.manual_seed(seed)
     model = DeepseekV2ForCausalLM(cfg).eval().to(torch.float32)
     gen = torch.Generator().manual_seed(seed)
@@ -92,6 +94,10 @@ def build(name, out_dir, seed):
             assert torch.isfinite(logits).all()
             tensors[f"prompt{i}.input_ids"] = p.to(torch.int64).contiguous()
             tensors[f"prompt{i}.logits"] = logits
+        # The rotary tables transformers used, so the C++ YaRN table is checked on its own too.
+        rotary = model.model.rotary_emb
+        tensors["rope.inv_freq"] = rotary.inv_freq.float().contiguous()
+        tensors["rope.attention_scaling"] = torch.tensor([float(rotary.attention_scaling)], dtype=torch.float32)
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
     model.to(torch.bfloat16).save_pretrained(d, safe_serialization=True)

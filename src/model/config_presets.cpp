@@ -86,6 +86,10 @@ ModelConfig tiny_qlora() {
   c.n_group = 4;
   c.topk_group = 2;
   c.routed_scaling_factor = 2.5;
+  c.max_position_embeddings = 4096;
+  c.rope_scaling.factor = 8.0;  // mscale != mscale_all_dim: cos/sin carry a YaRN factor != 1
+  c.rope_scaling.mscale = 1.0;
+  c.rope_scaling.mscale_all_dim = 0.8;
   return c;
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/metrics.h"
 #include "mla/loader/safetensors.h"
+#include "mla/model/rope.h"
 #include "test_model_helpers.h"
 
 namespace mla::model {
@@ -117,6 +118,23 @@ TEST_P(ModelFixture, GreedyNextTokenMatchesTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Model, ModelFixture, ::testing::Values("tiny", "tiny-qlora"));
 
+TEST_P(ModelFixture, YarnTableMatchesTransformers) {
+  ModelConfig c;
+  const std::string dir = fixtures_dir() + "/" + GetParam();
+  ASSERT_TRUE(load_config(dir, &c).is_ok());
+  std::shared_ptr<loader::SafetensorsFile> lf;
+  ASSERT_TRUE(loader::SafetensorsFile::open(dir + "/logits.safetensors", &lf).is_ok());
+  const auto* inv = lf->find("rope.inv_freq");
+  const auto* af = lf->find("rope.attention_scaling");
+  ASSERT_TRUE(inv && af);
+  const RopeTable t = make_rope_table(c);
+  ASSERT_EQ(int64_t(t.inv_freq.size()), inv->numel());
+  const auto* ref = static_cast<const float*>(lf->data(*inv));
+  // Same float32 steps as transformers; the ramp is evaluated in double here, so allow 2 ulp.
+  for (size_t i = 0; i < t.inv_freq.size(); ++i) EXPECT_NEAR(t.inv_freq[i], ref[i], 2.4e-7f * ref[i]) << i;
+  EXPECT_NEAR(t.attention_factor, static_cast<const float*>(lf->data(*af))[0], 1e-6f);
+}
+
 TEST(ModelFixtureConfig, FixtureConfigsEqualTheirPresets) {
   for (const char* name : {"tiny", "tiny-qlora"}) {
     ModelConfig file, preset;
@@ -124,6 +142,9 @@ TEST(ModelFixtureConfig, FixtureConfigsEqualTheirPresets) {
     ASSERT_TRUE(s.is_ok()) << s.to_string();
     ASSERT_TRUE(preset_config(name, &preset).is_ok());
     EXPECT_EQ(file.hidden_size, preset.hidden_size) << name;
+    EXPECT_EQ(file.max_position_embeddings, preset.max_position_embeddings) << name;
+    EXPECT_DOUBLE_EQ(file.rope_scaling.mscale, preset.rope_scaling.mscale) << name;
+    EXPECT_DOUBLE_EQ(file.rope_scaling.mscale_all_dim, preset.rope_scaling.mscale_all_dim) << name;
     EXPECT_EQ(file.q_lora_rank, preset.q_lora_rank) << name;
     EXPECT_EQ(file.topk_method, preset.topk_method) << name;
     EXPECT_EQ(file.n_group, preset.n_group) << name;
