@@ -1,0 +1,30 @@
+#pragma once
+// ModelBackend: what the engine needs from a model. One call per step: run the step's rows, write
+// their KV into the backend's own paged cache at slot_mapping, and return the logits of the rows in
+// logits_indices. The engine owns scheduling and pages; the backend owns weights and cache memory.
+// The real DeepSeek-V2 runners (CPU and CUDA) implement this; tests use FakeBackend.
+#include <cstdint>
+#include <vector>
+
+#include "mla/core/status.h"
+#include "mla/engine/step_inputs.h"
+
+namespace mla::engine {
+
+struct Logits {
+  int num_rows = 0;         // = inputs.logits_indices.size()
+  int vocab = 0;
+  std::vector<float> data;  // [num_rows, vocab] fp32, row-major
+  const float* row(int i) const { return data.data() + size_t(i) * size_t(vocab); }
+};
+
+class ModelBackend {
+ public:
+  virtual ~ModelBackend() = default;
+  // The cache the backend holds, so the engine's block manager never hands out a page it lacks.
+  virtual int num_pages() const = 0;
+  virtual int page_size() const = 0;
+  virtual Status forward(const StepInputs& inputs, Logits* logits) = 0;
+};
+
+}  // namespace mla::engine
