@@ -4,6 +4,7 @@
 // before any store so each warp keeps 1.1 KB in flight. For fp8_ds, chunk l lies in tile l / 16 and chunk
 // l + 32 in tile 2 + l / 16, so a tile's amax is a max-reduction over one half-warp (xor 8, 4, 2, 1).
 #include <cstdint>
+#include <type_traits>
 
 #include "mla/core/kv_format.h"
 #include "ops/common/cache_codec.h"

@@ -5,6 +5,7 @@
 // 16 codes (exactly one per lane; chunk l lies in tile l / 8) plus 8 chunks of 8 bf16 k_pe. All loads of a
 // lane are issued before its stores.
 #include <cstdint>
+#include <type_traits>
 
 #include "mla/core/kv_format.h"
 #include "ops/common/cache_codec.h"
