@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "mla/core/cuda_check.h"
@@ -44,6 +45,16 @@ Status check_plan(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   return Status::ok();
 }
 
+// MLA_DECODE_FORCE_MMA_SYNC=1 runs 64-row tiles on the mma.sync variant instead of wgmma: a debugging
+// and benchmarking knob (both variants are tested), read once.
+bool force_mma_sync() {
+  static const bool force = [] {
+    const char* v = std::getenv("MLA_DECODE_FORCE_MMA_SYNC");
+    return v != nullptr && v[0] == '1';
+  }();
+  return force;
+}
+
 template <class Traits>
 Status launch(const DecodeKernelParams& kp, const DecodePlanGeometry& g, cudaStream_t stream) {
   using namespace sm90::decode;
@@ -52,11 +63,13 @@ Status launch(const DecodeKernelParams& kp, const DecodePlanGeometry& g, cudaStr
   const int rows_first_tile = kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta;
   const int groups = rows_first_tile / 16;
   if (groups == 1) {
-    MLA_TRY((launch_decode<Traits, 1>(kp, grid, stream)));
+    MLA_TRY((launch_decode<Traits, 1, false>(kp, grid, stream)));
   } else if (groups == 2) {
-    MLA_TRY((launch_decode<Traits, 2>(kp, grid, stream)));
+    MLA_TRY((launch_decode<Traits, 2, false>(kp, grid, stream)));
+  } else if (force_mma_sync()) {
+    MLA_TRY((launch_decode<Traits, 4, false>(kp, grid, stream)));  // 3 groups: one warp row idle
   } else {
-    MLA_TRY((launch_decode<Traits, 4>(kp, grid, stream)));  // 3 groups run the 4-group layout, one idle
+    MLA_TRY((launch_decode<Traits, 4, true>(kp, grid, stream)));  // 3 groups: one row group computes zeros
   }
   return launch_combine<Traits>(kp, stream);
 }

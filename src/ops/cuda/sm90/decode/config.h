@@ -41,4 +41,12 @@ __host__ __device__ constexpr int swizzle(int row, int chunk, int row_bytes) {
   return row * row_bytes + ((chunk ^ (row & 7)) << 4);
 }
 
+// Slab-major variant for the wgmma kernel (the canonical 128B-swizzle layout, see wgmma.h): chunk c of
+// row r lives in slab c / 8 (64 columns, tile_rows * 128 bytes), row r at r * 128, chunk (c % 8) ^ (r % 8).
+__host__ __device__ constexpr int swizzle_slab(int row, int chunk, int tile_rows) {
+  return (chunk >> 3) * tile_rows * 128 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
+}
+static_assert(kPageBytes % 1024 == 0 && kRowsPerCta * kRowBytes % 1024 == 0 && smem_layout(4, 2).p_offset % 1024 == 0,
+              "wgmma operands (K stages, Q tile, P) start on 1024-byte swizzle-atom boundaries");
+
 }  // namespace mla::sm90::decode

@@ -15,11 +15,15 @@
 
 namespace mla::sm90::decode {
 
-template <class Traits, int RG>
+// kWg: 64-row tiles (RG == 4) on wgmma, one warpgroup per slice; otherwise mma.sync, which has no 64-row
+// minimum and so skips empty row groups.
+template <class Traits, int RG, bool kWg>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_constant__ DecodeKernelParams p) {
   using WS = WarpShape<RG>;
+  static_assert(!kWg || RG == 4, "the wgmma variant computes all 64 rows");
+  constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
   constexpr SmemLayout L = smem_layout(RG, WS::kSlices);
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (launched with programmatic stream serialization) get scheduled as SMs free
   // up; it waits on griddepcontrol.wait for this grid's completion before reading any result.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -35,7 +39,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   const int g = lane >> 2, t4 = lane & 3;
   const int tile_row0 = blockIdx.y * kRowsPerCta;
   const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);  // a multiple of 16 (h_q is)
-  const bool active = rg * kRowGroup < valid_rows;
+  const bool writes = rg * kRowGroup < valid_rows;  // this warp's rows exist
+  // wgmma is warpgroup-wide: every warp computes (rows past valid_rows see a zero Q tile: finite,
+  // never written); mma.sync warps of empty row groups skip the math.
+  const bool active = kWg || writes;
   const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
 
@@ -46,12 +53,12 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   load.fetch_page(p);
 
   // Prologue: Q tile of the first sequence, then pages 0 and 1, one commit group each.
-  load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+  load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
   cp_async_commit();
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
     if (load.valid()) {
-      load_kv_page(p, load.page, load.blk, load.seqlen, s_kv0 + s * kPageBytes);
+      load_kv_page<kWg>(p, load.page, load.blk, load.seqlen, s_kv0 + s * kPageBytes);
       load.advance(p);
       load.fetch_page(p);
     }
@@ -62,16 +69,27 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   const int row_i[2] = {(tile_row0 + rg * kRowGroup + g) / p.h_q, (tile_row0 + rg * kRowGroup + g + 8) / p.h_q};
   RowState<RG> st;
   st.reset();
+  uint32_t qf[kQRegs ? kDimQK / 16 : 1][4];
+  bool q_fresh = true;  // the Q tile in shared memory belongs to a sequence not yet in qf
   int stage = 0;
   while (comp.valid()) {
     cp_async_wait<kStages - 1>();
+    if constexpr (kWg) fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
     __syncthreads();
     const uint32_t s_kv = s_kv0 + stage * kPageBytes;
     const int b = comp.b, blk = comp.blk;
     float sc[WS::kSTiles][4];
     float alpha[2] = {1.f, 1.f};
     if (active) {
-      compute_scores<Traits, RG>(sc, s_q_tile, s_kv, rg, ws, lane);
+      if constexpr (kWg) {
+        compute_scores_wgmma<Traits>(sc, s_q_tile, s_kv, ws);
+      } else if constexpr (kQRegs) {
+        if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_tile, lane);
+        q_fresh = false;
+        compute_scores_qregs<Traits, RG>(sc, reinterpret_cast<const QFrags&>(qf), s_kv, ws, lane);
+      } else {
+        compute_scores<Traits, RG>(sc, s_q_tile, s_kv, rg, ws, lane);
+      }
       // Mask keys past the row's visible length (sequence end, causal diagonal); partial row maxima.
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -115,6 +133,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
         }
         st.l[h] = st.l[h] * alpha[h] + sum;
       }
+      if constexpr (kWg) fence_proxy_async();  // P is the A operand of the next wgmma
     }
     __syncthreads();
     if (active) {
@@ -125,24 +144,29 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
         st.o[t][2] *= alpha[1];
         st.o[t][3] *= alpha[1];
       }
-      accumulate_pv<Traits, RG>(st, s_p, s_kv, rg, ws, lane);
+      if constexpr (kWg) {
+        accumulate_pv_wgmma<Traits>(st.o, s_p, s_kv, ws);
+      } else {
+        accumulate_pv<Traits, RG>(st, s_p, s_kv, rg, ws, lane);
+      }
     }
     const bool seg_end = comp.last_of_sequence();
     if (seg_end) {
       const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
       const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
-      write_segment<Traits, RG>(p, st, s_sum, b, slot, n_splits == 1, tile_row0, active, rg, ws, lane);
+      write_segment<Traits, RG>(p, st, s_sum, b, slot, n_splits == 1, tile_row0, writes, rg, ws, lane);
       st.reset();
+      q_fresh = true;
     }
     __syncthreads();  // stage, P, Q and the reduction buffers are free again
     comp.advance(p);
     if (seg_end && comp.valid()) {
       // Its own commit group, ahead of page j + 2: the next step's wait<1> then covers Q and page j + 1.
-      load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+      load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
       cp_async_commit();
     }
     if (load.valid()) {
-      load_kv_page(p, load.page, load.blk, load.seqlen, s_kv);
+      load_kv_page<kWg>(p, load.page, load.blk, load.seqlen, s_kv);
       load.advance(p);
       load.fetch_page(p);
     }

@@ -11,8 +11,9 @@ namespace mla::sm90::decode {
 struct Bf16Traits;
 struct Fp16Traits;
 
-// grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (1, 2 or 4).
-template <class Traits, int RG>
+// grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (1, 2 or 4); kWg: wgmma math
+// (RG == 4 only).
+template <class Traits, int RG, bool kWg>
 Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
 
 // Merges split partials for sequences with >= 2 splits and writes zeros / -inf for those with none.

@@ -11,6 +11,7 @@
 #include "ops/cuda/sm90/decode/config.h"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/wgmma.h"
 
 namespace mla::sm90::decode {
 
@@ -34,11 +35,14 @@ constexpr int kCopyRowsPerPass = kThreads / 8;  // 32
 constexpr int kCopyPasses = kBlockN / kCopyRowsPerPass;  // 2
 static_assert(kBlockN == kRowsPerCta && kCopyPasses * kCopyRowsPerPass == kBlockN, "copy mapping");
 
-template <int kSmemRows>
+// kSlab: slab-major shared layout (wgmma variant, swizzle_slab) instead of 1152-byte rows (swizzle).
+template <int kSmemRows, bool kSlab>
 __device__ __forceinline__ void copy_rows(const uint8_t* src, uint32_t dst, int valid_rows) {
+  constexpr int kDstRow = kSlab ? 128 : kRowBytes;          // bytes between rows in shared memory
+  constexpr int kDstGroup = kSlab ? kSmemRows * 128 : 128;  // bytes between groups of 8 chunks
   const int r = threadIdx.x >> 3, cl = threadIdx.x & 7;
   const uint8_t* s = src + r * kRowBytes + cl * 16;
-  const uint32_t d = dst + r * kRowBytes + ((cl ^ (r & 7)) << 4);
+  const uint32_t d = dst + r * kDstRow + ((cl ^ (r & 7)) << 4);
 #pragma unroll
   for (int a = 0; a < kCopyPasses; ++a) {
     if (a * kCopyRowsPerPass >= kSmemRows || r + a * kCopyRowsPerPass >= kSmemRows) continue;
@@ -47,25 +51,26 @@ __device__ __forceinline__ void copy_rows(const uint8_t* src, uint32_t dst, int 
     const uint8_t* sa = valid ? s + a * kCopyRowsPerPass * kRowBytes : src;
 #pragma unroll
     for (int j = 0; j < kChunksPerRow / 8; ++j)
-      cp_async_16(d + a * kCopyRowsPerPass * kRowBytes + j * 128, sa + j * 128, valid ? 16 : 0);
+      cp_async_16(d + a * kCopyRowsPerPass * kDstRow + j * kDstGroup, sa + j * 128, valid ? 16 : 0);
   }
 }
 
 // Copies the valid query rows of this CTA's tile (sequence b) into swizzled shared memory. Rows past
 // valid_rows are zero-filled from row 0's address (never read from global).
-template <int RG>
+template <int RG, bool kSlab>
 __device__ __forceinline__ void load_q_tile(const DecodeKernelParams& p, int b, int tile_row0, int valid_rows,
                                             uint32_t s_q_tile) {
   const uint8_t* src = static_cast<const uint8_t*>(p.q) + (static_cast<int64_t>(b) * p.rows + tile_row0) * kRowBytes;
-  copy_rows<RG * kRowGroup>(src, s_q_tile, valid_rows);
+  copy_rows<RG * kRowGroup, kSlab>(src, s_q_tile, valid_rows);
 }
 
 // Copies KV page `blk` (physical `page`) of a sequence into a stage; tokens at or past seqlen are zero-filled (their cache
 // slots are garbage, possibly NaN, and 0 * NaN would poison P.V).
+template <bool kSlab>
 __device__ __forceinline__ void load_kv_page(const DecodeKernelParams& p, int32_t page, int blk, int seqlen,
                                              uint32_t s_stage) {
   const uint8_t* src = static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(page) * kPageBytes;
-  copy_rows<kBlockN>(src, s_stage, seqlen - blk * kBlockN);
+  copy_rows<kBlockN, kSlab>(src, s_stage, seqlen - blk * kBlockN);
 }
 
 // Per-thread softmax/accumulator state of one warp: rows g and g + 8 of its row group
@@ -114,6 +119,38 @@ __device__ __forceinline__ void compute_scores(float (&s)[WarpShape<RG>::kSTiles
   }
 }
 
+// One-row-group tiles (h_q 16/32 with few query rows) keep their 16 Q rows in registers as mma.sync A
+// fragments, loaded once per sequence: the eight warps then read only K from shared memory for S,
+// which halves the shared-memory traffic of the memory-bound small-head case.
+using QFrags = uint32_t[kDimQK / 16][4];
+
+__device__ __forceinline__ void load_q_frags(QFrags& qf, uint32_t s_q_tile, int lane) {
+  const int q_row = lane & 15;
+#pragma unroll
+  for (int kk = 0; kk < kDimQK / 16; ++kk) ldmatrix_x4(qf[kk], s_q_tile + swizzle(q_row, kk * 2 + (lane >> 4), kRowBytes));
+}
+
+template <class Traits, int RG>
+__device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::kSTiles][4], const QFrags& qf,
+                                                     uint32_t s_kv, int ws, int lane) {
+  using WS = WarpShape<RG>;
+#pragma unroll
+  for (int t = 0; t < WS::kSTiles; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[t][e] = 0.f;
+  const int k_row0 = ws * WS::kKeys + (lane & 7);
+#pragma unroll
+  for (int kk = 0; kk < kDimQK / 32; ++kk) {
+#pragma unroll
+    for (int t = 0; t < WS::kSTiles; ++t) {
+      uint32_t bk[4];
+      ldmatrix_x4(bk, s_kv + swizzle(k_row0 + t * 8, kk * 4 + (lane >> 3), kRowBytes));
+      Traits::mma(s[t], qf[2 * kk], bk[0], bk[1]);
+      Traits::mma(s[t], qf[2 * kk + 1], bk[2], bk[3]);
+    }
+  }
+}
+
 // O (16 x kCols) += P_rg (16 x 64) . V (64 x kCols); V = the first 512 dims of the KV page.
 template <class Traits, int RG>
 __device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, uint32_t s_kv, int rg, int ws,
@@ -134,6 +171,51 @@ __device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, ui
       Traits::mma(st.o[t + 1], a, bv[2], bv[3]);
     }
   }
+}
+
+// wgmma variant (RG == 4, one warpgroup per slice): warpgroup ws computes S for keys [32 ws, 32 ws + 32)
+// of all 64 rows, and O for columns [256 ws, 256 ws + 256). The accumulator fragments have exactly the
+// mma.sync layout above (warp w of the group owns rows 16 w.., tile t = columns 8 t..), so masking,
+// softmax and the epilogue are shared with the mma.sync variants.
+template <class Traits>
+__device__ __forceinline__ void compute_scores_wgmma(float (&s)[4][4], uint32_t s_q_tile, uint32_t s_kv, int ws) {
+  float(&d)[16] = reinterpret_cast<float(&)[16]>(s);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) d[i] = 0.f;
+  fence_operands(d);
+  wgmma_fence();
+  // Descriptors advance by adding to their address field (16-byte units): 32 bytes per k16 step inside
+  // a slab, one slab (64 x 128 bytes) per 4 steps. The slab loop stays rolled so the compiler does not
+  // hoist 72 loop-invariant descriptors into registers the O accumulators need.
+  uint64_t da = make_smem_desc(s_q_tile, 16, 1024);
+  uint64_t db = make_smem_desc(s_kv + ws * 32 * 128, 16, 1024);
+#pragma unroll 1
+  for (int slab = 0; slab < kDimQK / 64; ++slab) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) Traits::wgmma_qk(d, da + 2 * k, db + 2 * k);
+    da += (kBlockN * 128) >> 4;
+    db += (kBlockN * 128) >> 4;
+  }
+  wgmma_commit();
+  wgmma_wait_all();
+  fence_operands(d);
+}
+
+template <class Traits>
+__device__ __forceinline__ void accumulate_pv_wgmma(float (&o)[32][4], uint32_t s_p, uint32_t s_kv, int ws) {
+  float(&d)[128] = reinterpret_cast<float(&)[128]>(o);
+  fence_operands(d);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kBlockN / 16; ++ks) {
+    const uint64_t da = make_smem_desc(s_p + ks * 32, 16, 1024);
+    // V = K[:, 0:512]: slabs 4 ws .. 4 ws + 3 (64 columns each, lbo apart), keys 16 ks.. (sbo per 8 keys).
+    const uint64_t db = make_smem_desc(s_kv + (4 * ws) * (kBlockN * 128) + ks * 16 * 128, kBlockN * 128, 1024);
+    Traits::wgmma_pv(d, da, db);
+  }
+  wgmma_commit();
+  wgmma_wait_all();
+  fence_operands(d);
 }
 
 }  // namespace mla::sm90::decode

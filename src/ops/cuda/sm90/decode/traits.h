@@ -1,6 +1,6 @@
 #pragma once
-// Element traits: what changes between KV formats. A format supplies its 16-bit storage type, the
-// mma.sync atom for that type (m16n8k16, fp32 accumulate) and the float -> operand packing used for P
+// Element traits: what changes between KV formats. A format supplies the MMA atoms for its 16-bit
+// operand type (mma.sync m16n8k16 and the wgmma atoms, fp32 accumulate) and the float -> operand packing used for P
 // and for the output. Adding a format (e.g. an fp8 path that dequantizes into bf16 tiles) means a new
 // traits struct plus its loader; the mainloop, softmax and epilogue stay as they are.
 #include <cuda_bf16.h>
@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "mla/core/kv_format.h"
+#include "ops/cuda/sm90/decode/wgmma.h"
 
 namespace mla::sm90::decode {
 
@@ -26,6 +27,11 @@ struct Bf16Traits {
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
+  // wgmma atoms of the 64-row variant: S slice (64 x 32 keys) and O slice (64 x 256, V MN-major).
+  __device__ __forceinline__ static void wgmma_qk(float (&d)[16], uint64_t a, uint64_t b) { wgmma_m64n32k16_bf16(d, a, b); }
+  __device__ __forceinline__ static void wgmma_pv(float (&d)[128], uint64_t a, uint64_t b) {
+    wgmma_m64n256k16_bf16_tb(d, a, b);
+  }
 };
 
 struct Fp16Traits {
@@ -40,6 +46,10 @@ struct Fp16Traits {
         "{%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  __device__ __forceinline__ static void wgmma_qk(float (&d)[16], uint64_t a, uint64_t b) { wgmma_m64n32k16_fp16(d, a, b); }
+  __device__ __forceinline__ static void wgmma_pv(float (&d)[128], uint64_t a, uint64_t b) {
+    wgmma_m64n256k16_fp16_tb(d, a, b);
   }
 };
 
