@@ -1,0 +1,66 @@
+#pragma once
+// LLMEngine: the loop that ties the parts together, one step at a time:
+//   schedule -> build_step_inputs -> backend.forward -> sample -> postprocess (finish, free pages).
+// It owns the scheduler (and through it the sequences and pages) and borrows the backend. A step that
+// fails (backend or sampler error) advances nothing: pages claimed for it stay with their sequences,
+// and the next step schedules the same work again.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "mla/core/status.h"
+#include "mla/engine/model_backend.h"
+#include "mla/engine/scheduler.h"
+
+namespace mla::engine {
+
+struct EngineConfig {
+  SchedulerConfig scheduler;  // num_pages and page_size must equal the backend's cache
+  uint64_t seed = 0;          // seeds requests that bring no seed of their own
+};
+
+struct Request {
+  std::vector<int32_t> prompt_token_ids;
+  SamplingParams params;
+};
+
+struct RequestOutput {
+  SeqId id = 0;
+  std::vector<int32_t> prompt_token_ids;
+  std::vector<int32_t> output_token_ids;
+  FinishReason finish_reason = FinishReason::kNone;
+  int num_preemptions = 0;
+};
+
+struct EngineStats {
+  int64_t num_steps = 0;
+  int64_t num_preemptions = 0;
+  int64_t num_prefill_tokens = 0;  // rows run as prefill chunks (recompute included)
+  int64_t num_decode_tokens = 0;
+};
+
+class LLMEngine {
+ public:
+  static Status create(const EngineConfig& config, ModelBackend* backend, std::unique_ptr<LLMEngine>* engine);
+
+  Status add_request(const Request& request, SeqId* id);
+  // One engine step; requests finished by it are appended to `finished`. A no-op when idle.
+  Status step(std::vector<RequestOutput>* finished);
+  bool has_unfinished() const { return scheduler_.has_unfinished(); }
+  // Runs the requests to completion (with any already queued); outputs in the order of `requests`.
+  Status generate(const std::vector<Request>& requests, std::vector<RequestOutput>* outputs);
+
+  const Scheduler& scheduler() const { return scheduler_; }
+  const EngineStats& stats() const { return stats_; }
+
+ private:
+  LLMEngine(const EngineConfig& config, ModelBackend* backend) : config_(config), backend_(*backend), scheduler_(config.scheduler) {}
+
+  EngineConfig config_;
+  ModelBackend& backend_;
+  Scheduler scheduler_;
+  SeqId next_id_ = 0;
+  EngineStats stats_;
+};
+
+}  // namespace mla::engine
