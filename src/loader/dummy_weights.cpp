@@ -1,4 +1,6 @@
 // Dummy weights of the exact shapes, for benchmarks and tests without a checkpoint.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <string_view>
@@ -45,6 +47,13 @@ Status make_dummy_weights(const model::ModelConfig& config, uint64_t seed, DType
   MLA_TRY(model::validate_config(config));
   model::ModelWeights w;
   const auto specs = model::weight_specs(config, &w);
+  // Allocations of this size succeed lazily and then meet the OOM killer: refuse up front instead.
+  const double need = static_cast<double>(model::num_parameters(config)) * static_cast<double>(dtype_size(dtype));
+  const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (have > 0 && need > 0.8 * have)
+    return Status::oom("make_dummy_weights", config.name + " needs " + std::to_string(need / 1e9) + " GB of host memory in " +
+                                                 std::string(dtype_name(dtype)) + ", this machine has " +
+                                                 std::to_string(have / 1e9) + " GB");
   for (const auto& s : specs) {
     int64_t n = 1;
     for (int64_t d : s.shape) n *= d;

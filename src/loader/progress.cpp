@@ -42,9 +42,11 @@ void ProgressBar::draw(bool force) {
   for (int i = 0; i < kWidth; ++i) bar[i] = i < filled ? '#' : '.';
   bar[kWidth] = '\0';
   const double secs = std::chrono::duration<double>(now - start_).count();
-  std::fprintf(stderr, "\r%s [%s] %3d%%  %.2f/%.2f GB  %zu/%zu  %.1fs", label_.c_str(), bar,
-               static_cast<int>(frac * 100 + 0.5), static_cast<double>(bytes_) / 1e9,
-               static_cast<double>(total_bytes_) / 1e9, items_, total_items_, secs);
+  const bool gb = total_bytes_ >= 1000000000u;
+  const double unit = gb ? 1e9 : 1e6;
+  std::fprintf(stderr, "\r%s [%s] %3d%%  %.2f/%.2f %s  %zu/%zu  %.1fs", label_.c_str(), bar,
+               static_cast<int>(frac * 100 + 0.5), static_cast<double>(bytes_) / unit,
+               static_cast<double>(total_bytes_) / unit, gb ? "GB" : "MB", items_, total_items_, secs);
   std::fflush(stderr);
 }
 

@@ -63,6 +63,8 @@ Status CpuBackend::begin_step(const ForwardBatch& b) {
   }
   if (total != b.num_tokens())
     return Status::invalid(kOp, "chunks hold " + std::to_string(total) + " tokens, token_ids has " + std::to_string(b.num_tokens()));
+  for (int32_t r : b.logits_rows)
+    if (r < 0 || r >= b.num_tokens()) return Status::invalid(kOp, "logits row " + std::to_string(r) + " outside the step's rows");
   for (int32_t id : b.token_ids)
     if (id < 0 || id >= c.vocab_size) return Status::invalid(kOp, "token id " + std::to_string(id) + " outside the vocabulary");
   batch_ = b;
@@ -165,6 +167,17 @@ Status CpuBackend::silu_mul(const TensorView& gate, const TensorView& up, Tensor
     for (int64_t i = 0; i < gate.shape[1]; ++i)
       out.ptr<float>()[t * out.stride[0] + i] =
           cpu::silu(gate.ptr<float>()[t * gate.stride[0] + i]) * up.ptr<float>()[t * up.stride[0] + i];
+  return Status::ok();
+}
+
+Status CpuBackend::gather_logit_rows(const TensorView& x, TensorView out) {
+  const int64_t s = static_cast<int64_t>(batch_.logits_rows.size());
+  MLA_TRY(check_act("gather_logit_rows", "x", x, batch_.num_tokens(), -1));
+  MLA_TRY(check_act("gather_logit_rows", "out", out, s, x.shape[1]));
+  for (int64_t i = 0; i < s; ++i) {
+    const float* src = x.ptr<float>() + batch_.logits_rows[static_cast<size_t>(i)] * x.stride[0];
+    std::copy(src, src + x.shape[1], out.ptr<float>() + i * out.stride[0]);
+  }
   return Status::ok();
 }
 

@@ -67,7 +67,12 @@ Status DeepseekV2::forward(const ForwardBatch& batch, TensorView* logits) {
     else MLA_TRY(mlp(L.mlp, h, y));
   }
   MLA_TRY(be_->add_rmsnorm(y, residual, W.norm, eps, h));
-  *logits = be_->alloc(t, c.vocab_size);
+  if (!batch.logits_rows.empty()) {
+    TensorView sel = be_->alloc(static_cast<int64_t>(batch.logits_rows.size()), H);
+    MLA_TRY(be_->gather_logit_rows(h, sel));
+    h = sel;
+  }
+  *logits = be_->alloc(h.shape[0], c.vocab_size);
   return be_->linear(h, W.lm_head, *logits);
 }
 

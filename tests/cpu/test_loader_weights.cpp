@@ -160,5 +160,22 @@ TEST(LoaderWeights, DummyIsDeterministicAndSeeded) {
   EXPECT_FALSE(make_dummy_weights(tiny(), 1, DType::kE4m3, &a).is_ok());
 }
 
+TEST(LoaderWeights, DummyV2TooLargeForHostIsOutOfMemoryNotACrash) {
+  // DeepSeek-V2 (236B parameters) cannot fit in host memory on any CI machine.
+  model::ModelConfig c;
+  ASSERT_TRUE(model::preset_config("deepseek-v2", &c).is_ok());
+  EXPECT_GT(model::num_parameters(c), 230'000'000'000);
+  model::ModelWeights w;
+  Status s = make_dummy_weights(c, 1, DType::kBf16, &w);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfMemory) << s.to_string();
+}
+
+TEST(LoaderWeights, ParameterCountOfV2LiteIsThePublishedOne) {
+  model::ModelConfig c;
+  ASSERT_TRUE(model::preset_config("deepseek-v2-lite", &c).is_ok());
+  // 15.7B total parameters (DeepSeek-V2-Lite model card).
+  EXPECT_NEAR(double(model::num_parameters(c)) / 1e9, 15.7, 0.05);
+}
+
 }  // namespace
 }  // namespace mla::loader

@@ -3,6 +3,7 @@
 // stacks, and bad batches are errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "common/metrics.h"
@@ -79,6 +80,14 @@ TEST_P(ModelForward, BatchedSequencesEqualSeparateRuns) {
   auto rb = step(*both, b);
   r0.insert(r0.end(), r1.begin(), r1.end());
   EXPECT_EQ(rb, r0);  // rows are independent: bit-identical
+  // Only the last row of each sequence (what a sampler reads): the same rows of the full logits.
+  auto sel = dummy_backend(c, DType::kBf16);
+  b.logits_rows = {13, 4};
+  const auto rs = step(*sel, b);
+  const size_t V = static_cast<size_t>(c.vocab_size);
+  ASSERT_EQ(rs.size(), 2 * V);
+  EXPECT_TRUE(std::equal(rs.begin(), rs.begin() + V, r0.begin() + 13 * V));
+  EXPECT_TRUE(std::equal(rs.begin() + V, rs.end(), r0.begin() + 4 * V));
 }
 
 INSTANTIATE_TEST_SUITE_P(Model, ModelForward, ::testing::Values("tiny", "tiny-qlora"));
@@ -113,6 +122,9 @@ TEST(ModelDummy, BadBatchesAreErrors) {
   EXPECT_NE(m.forward(b, &logits).message().find("start_pos 2"), std::string::npos);
   b = chunk({3, 4, 999}, 0, 3);
   EXPECT_NE(m.forward(b, &logits).message().find("token id 999"), std::string::npos);
+  b = chunk({3, 4, 5}, 0, 3);
+  b.logits_rows = {3};
+  EXPECT_NE(m.forward(b, &logits).message().find("logits row 3"), std::string::npos);
   b = chunk({3, 4, 5}, 0, 3);
   b.seqs[0].num_tokens = 2;
   EXPECT_FALSE(m.forward(b, &logits).is_ok());

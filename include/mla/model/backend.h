@@ -45,6 +45,8 @@ class Backend {
                                const AttentionWeights& w, AttnPath path, TensorView out) = 0;
   // out = silu(gate) · up
   virtual Status silu_mul(const TensorView& gate, const TensorView& up, TensorView out) = 0;
+  // out[s, cols] = x[batch.logits_rows[s], cols]
+  virtual Status gather_logit_rows(const TensorView& x, TensorView out) = 0;
   // Routed experts (softmax top-k) plus shared experts: out[t, hidden].
   virtual Status moe(const TensorView& x, const MoeWeights& w, TensorView out) = 0;
 };

@@ -23,6 +23,9 @@ struct ForwardBatch {
   std::vector<int32_t> token_ids;  // [t]: the chunks' tokens back to back, in `seqs` order
   std::vector<SeqChunk> seqs;
   AttnPath attn_path = AttnPath::kAuto;
+  // Rows of [0, t) whose logits the step returns, in this order (e.g. each chunk's last row when
+  // sampling); empty: every row. lm_head is the largest GEMM of a decode step, so skip what nobody reads.
+  std::vector<int32_t> logits_rows;
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   // Position of every token in its sequence: [t].

@@ -31,6 +31,7 @@ class CpuBackend final : public Backend {
   Status mla_attention(int layer, const TensorView& q, const TensorView& latent, const AttentionWeights& w,
                        AttnPath path, TensorView out) override;
   Status silu_mul(const TensorView& gate, const TensorView& up, TensorView out) override;
+  Status gather_logit_rows(const TensorView& x, TensorView out) override;
   Status moe(const TensorView& x, const MoeWeights& w, TensorView out) override;
 
  private:

@@ -8,7 +8,8 @@ namespace mla::model {
 class DeepseekV2 {
  public:
   explicit DeepseekV2(Backend* backend) : be_(backend) {}
-  // One step: logits [t, vocab] in backend memory (valid until the next step).
+  // One step: logits [t, vocab] (or [logits_rows.size(), vocab]) in backend memory, valid until the
+  // next step.
   Status forward(const ForwardBatch& batch, TensorView* logits);
 
  private:
