@@ -1,0 +1,234 @@
+// bench_cache_ops: bandwidth of the KV-cache ops at serving sizes (issue 5). Bytes = bytes read + bytes
+// written by the op (the ANCHORS.md copy ceiling counts the same way: 4.19 TB/s on the H200).
+//
+//   concat_and_cache_mla               64k tokens of bf16 [kv_c | k_pe] into each format, page size 64
+//   gather_and_maybe_dequant_cache_mla 1M cached tokens of each format -> bf16 and fp32
+//   merge_attn_states                  64k tokens x 16 heads x 128 (bf16), prefill chunk merge
+//   quantize_fp8_per_tensor            Q of 128 sequences x 128 heads x 576 (bf16 -> e4m3), x 16
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cache_ops/timing.h"
+#include "mla/core/cuda_check.h"
+#include "mla/ops/concat_and_cache_mla.h"
+#include "mla/ops/gather_cache_mla.h"
+#include "mla/ops/merge_attn_states.h"
+#include "mla/ops/quantize_fp8.h"
+
+namespace mla::bench {
+namespace {
+
+constexpr double kCopyCeilingGBs = 4190.0;  // ANCHORS.md: device-to-device copy, read + written
+constexpr int kPage = 64;
+constexpr KvFormat kFormats[] = {KvFormat::kBf16, KvFormat::kFp16, KvFormat::kFp8, KvFormat::kFp8Ds};
+
+struct Args {
+  int64_t concat_tokens = 64 * 1024;
+  int64_t gather_tokens = 1024 * 1024;
+  TimingOptions timing;
+};
+
+// A device allocation released at scope exit.
+struct Dev {
+  void* p = nullptr;
+  ~Dev() { if (p) cudaFree(p); }
+  Status alloc(size_t bytes) {
+    MLA_CUDA_TRY("bench", cudaMalloc(&p, bytes));
+    MLA_CUDA_TRY("bench", cudaMemset(p, 0, bytes));  // defined contents (bf16/fp16/e4m3 zeros)
+    return Status::ok();
+  }
+  template <class T>
+  Status upload(const std::vector<T>& v) {
+    MLA_TRY(alloc(v.size() * sizeof(T)));
+    MLA_CUDA_TRY("bench", cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return Status::ok();
+  }
+};
+
+// Random bf16 values N(0, 1) as bits, generated on the host once per size.
+std::vector<uint16_t> random_bf16(size_t n, std::mt19937_64& rng) {
+  std::vector<uint16_t> v(n);
+  std::normal_distribution<float> d(0.f, 1.f);
+  for (auto& x : v) {
+    const float f = d(rng);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    x = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  }
+  return v;
+}
+
+void print_row(const char* op, const std::string& fmt, const std::string& what, int64_t tokens, double bytes, float ms) {
+  const double gbs = bytes / (ms * 1e-3) / 1e9;
+  std::printf("| %-34s | %-6s | %-12s | %8lld | %9.1f | %7.0f | %5.1f %% |\n", op, fmt.c_str(), what.c_str(),
+              static_cast<long long>(tokens), ms * 1e3, gbs, 100.0 * gbs / kCopyCeilingGBs);
+}
+
+// Pages handed out in a random order (as a block manager would after churn); tokens fill pages in order.
+std::vector<int32_t> shuffled_pages(int64_t num_pages, std::mt19937_64& rng) {
+  std::vector<int32_t> p(num_pages);
+  std::iota(p.begin(), p.end(), 0);
+  std::shuffle(p.begin(), p.end(), rng);
+  return p;
+}
+
+Status bench_concat(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
+  const int64_t t = a.concat_tokens, num_pages = (t + kPage - 1) / kPage;
+  const std::vector<int32_t> pages = shuffled_pages(num_pages, rng);
+  std::vector<int64_t> slots(t);
+  for (int64_t i = 0; i < t; ++i) slots[i] = int64_t(pages[i / kPage]) * kPage + i % kPage;
+  Dev rows, slot_map, cache;
+  MLA_TRY(rows.upload(random_bf16(size_t(t) * kDimQK, rng)));
+  MLA_TRY(slot_map.upload(slots));
+  MLA_TRY(cache.alloc(size_t(num_pages) * kPage * Fp8DsLayout::kBytes * 2));  // fits every format
+  for (KvFormat f : kFormats) {
+    ConcatAndCacheMlaParams p;
+    p.kv_c = TensorView::contiguous(rows.p, DType::kBf16, {t, kDimLatent});
+    p.kv_c.stride[0] = kDimQK;  // column split of the [t, 576] kv_a_proj output, as in the model
+    p.k_pe = TensorView::contiguous(static_cast<uint16_t*>(rows.p) + kDimLatent, DType::kBf16, {t, kDimRope});
+    p.k_pe.stride[0] = kDimQK;
+    p.slot_mapping = TensorView::contiguous(slot_map.p, DType::kInt64, {t});
+    p.kv_cache = TensorView::contiguous(cache.p, kv_cache_dtype(f), {num_pages, kPage, kv_token_elems(f)});
+    p.format = f;
+    p.k_scale = 0.1f;
+    float ms = 0;
+    MLA_TRY(time_median_ms([&] { return cuda::concat_and_cache_mla(p, nullptr); }, l2, a.timing, &ms));
+    const double bytes = double(t) * (kDimQK * 2 + kv_bytes_per_token(f) + sizeof(int64_t));
+    print_row("concat_and_cache_mla", std::string(kv_format_name(f)), "bf16 in", t, bytes, ms);
+  }
+  return Status::ok();
+}
+
+Status bench_gather(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
+  const int64_t total = a.gather_tokens;
+  const int seq_len = 4096;  // 256 sequences of 4k tokens of context for 1M tokens
+  const int batch = static_cast<int>((total + seq_len - 1) / seq_len);
+  const int max_pages = seq_len / kPage;
+  const int64_t num_pages = int64_t(batch) * max_pages;
+  const std::vector<int32_t> bt = shuffled_pages(num_pages, rng);
+  std::vector<int32_t> cu(batch + 1);
+  for (int b = 0; b <= batch; ++b) cu[b] = static_cast<int32_t>(std::min<int64_t>(int64_t(b) * seq_len, total));
+  Dev d_bt, d_cu, cache, dst;
+  MLA_TRY(d_bt.upload(bt));
+  MLA_TRY(d_cu.upload(cu));
+  MLA_TRY(cache.alloc(size_t(num_pages) * kPage * 2 * kDimQK));  // the largest format (bf16/fp16)
+  MLA_TRY(dst.alloc(size_t(total) * kDimQK * 4));                  // the largest output (fp32)
+  for (KvFormat f : kFormats) {
+    for (DType out : {DType::kBf16, DType::kFp32}) {
+      GatherCacheMlaParams p;
+      p.kv_cache = TensorView::contiguous(cache.p, kv_cache_dtype(f), {num_pages, kPage, kv_token_elems(f)});
+      p.dst = TensorView::contiguous(dst.p, out, {total, kDimQK});
+      p.block_table = TensorView::contiguous(d_bt.p, DType::kInt32, {batch, max_pages});
+      p.cu_seq_lens = TensorView::contiguous(d_cu.p, DType::kInt32, {batch + 1});
+      p.format = f;
+      p.k_scale = 0.1f;
+      float ms = 0;
+      MLA_TRY(time_median_ms([&] { return cuda::gather_and_maybe_dequant_cache_mla(p, nullptr); }, l2, a.timing, &ms));
+      const double bytes = double(total) * (kv_bytes_per_token(f) + kDimQK * dtype_size(out));
+      print_row("gather_and_maybe_dequant_cache_mla", std::string(kv_format_name(f)),
+                "-> " + std::string(dtype_name(out)), total, bytes, ms);
+    }
+  }
+  return Status::ok();
+}
+
+Status bench_merge(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
+  const int64_t n = 64 * 1024, h = 16, d = 128, numel = n * h * d;
+  Dev oa, ob, o, la, lb, l;
+  MLA_TRY(oa.alloc(numel * 2));
+  MLA_TRY(ob.alloc(numel * 2));
+  MLA_TRY(o.alloc(numel * 2));
+  std::vector<float> lse(n * h);
+  std::normal_distribution<float> nd(0.f, 3.f);
+  for (auto& x : lse) x = nd(rng);
+  MLA_TRY(la.upload(lse));
+  MLA_TRY(lb.upload(lse));
+  MLA_TRY(l.alloc(n * h * 4));
+  MergeAttnStatesParams p;
+  p.out = TensorView::contiguous(o.p, DType::kBf16, {n, h, d});
+  p.out_a = TensorView::contiguous(oa.p, DType::kBf16, {n, h, d});
+  p.out_b = TensorView::contiguous(ob.p, DType::kBf16, {n, h, d});
+  p.lse = TensorView::contiguous(l.p, DType::kFp32, {h, n});
+  p.lse_a = TensorView::contiguous(la.p, DType::kFp32, {h, n});
+  p.lse_b = TensorView::contiguous(lb.p, DType::kFp32, {h, n});
+  float ms = 0;
+  MLA_TRY(time_median_ms([&] { return cuda::merge_attn_states(p, nullptr); }, l2, a.timing, &ms));
+  print_row("merge_attn_states", "bf16", "h16 d128", n, double(numel) * 2 * 3 + double(n * h) * 4 * 3, ms);
+  return Status::ok();
+}
+
+Status bench_quant(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
+  const int64_t rows = 16 * 128 * 128, numel = rows * kDimQK;
+  Dev x, y;
+  MLA_TRY(x.upload(random_bf16(size_t(numel), rng)));
+  MLA_TRY(y.alloc(numel));
+  QuantizeFp8Params p;
+  p.x = TensorView::contiguous(x.p, DType::kBf16, {rows, kDimQK});
+  p.out = TensorView::contiguous(y.p, DType::kE4m3, {rows, kDimQK});
+  p.scale = 0.05f;
+  float ms = 0;
+  MLA_TRY(time_median_ms([&] { return cuda::quantize_fp8_per_tensor(p, nullptr); }, l2, a.timing, &ms));
+  print_row("quantize_fp8_per_tensor", "fp8", "bf16 -> e4m3", rows, double(numel) * 3, ms);
+  return Status::ok();
+}
+
+Status run_all(const Args& a) {
+  std::mt19937_64 rng(1234);
+  L2Flusher l2;
+  MLA_TRY(l2.init());
+  MLA_TRY(bench_concat(a, l2, rng));
+  MLA_TRY(bench_gather(a, l2, rng));
+  MLA_TRY(bench_merge(a, l2, rng));
+  return bench_quant(a, l2, rng);
+}
+
+int usage(const char* argv0) {
+  std::fprintf(stderr, "usage: %s [--reps N] [--warmup N] [--concat-tokens N] [--gather-tokens N]\n", argv0);
+  return 2;
+}
+
+}  // namespace
+}  // namespace mla::bench
+
+int cache_ops_bench_main(int argc, char** argv) {
+  using namespace mla::bench;
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) return usage(argv[0]);
+    const long long v = std::atoll(argv[++i]);
+    if (v <= 0) return usage(argv[0]);
+    if (k == "--reps") a.timing.reps = static_cast<int>(v);
+    else if (k == "--warmup") a.timing.warmup = static_cast<int>(v);
+    else if (k == "--concat-tokens") a.concat_tokens = v;
+    else if (k == "--gather-tokens") a.gather_tokens = v;
+    else return usage(argv[0]);
+  }
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::fprintf(stderr, "bench cache_ops: no CUDA device visible (needs an sm_90 GPU)\n");
+    return 2;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("bench cache_ops on %s: median of %d reps after %d warm-up, L2 flushed before each rep; "
+              "%% of the %.2f TB/s copy ceiling (ANCHORS.md), bytes = read + written\n\n",
+              prop.name, a.timing.reps, a.timing.warmup, kCopyCeilingGBs / 1e3);
+  std::printf("| %-34s | %-6s | %-12s | %8s | %9s | %7s | %7s |\n", "op", "format", "dtypes", "tokens", "us", "GB/s", "ceiling");
+  std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(8, '-').c_str(),
+              std::string(14, '-').c_str(), std::string(10, '-').c_str(), std::string(11, '-').c_str(),
+              std::string(9, '-').c_str(), std::string(9, '-').c_str());
+  const mla::Status st = run_all(a);
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "bench cache_ops: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}
