@@ -41,22 +41,18 @@ Status LLMEngine::step(std::vector<RequestOutput>* finished) {
     if (has_unfinished()) return Status::internal("LLMEngine::step", "work is queued but nothing could be scheduled");
     return Status::ok();
   }
-  StepInputs inputs;
-  MLA_TRY(build_step_inputs(batch, scheduler_.sequences(), config_.scheduler.page_size, &inputs));
-  Logits logits;
-  MLA_TRY(backend_.forward(inputs, &logits));
+  MLA_TRY(build_step_inputs(batch, scheduler_.sequences(), config_.scheduler.page_size, &inputs_));
+  MLA_TRY(backend_.forward(inputs_, &logits_));
 
-  std::vector<SampleRequest> requests;
-  requests.reserve(inputs.sample_entries.size());
-  for (int32_t e : inputs.sample_entries) {
+  sample_requests_.clear();
+  for (int32_t e : inputs_.sample_entries) {
     const Sequence& s = scheduler_.sequences().at(batch.seqs[size_t(e)].id);
-    requests.push_back({.params = &s.params(), .seed = s.seed(), .draw_index = s.num_generated()});
+    sample_requests_.push_back({.params = &s.params(), .seed = s.seed(), .draw_index = s.num_generated()});
   }
-  std::vector<int32_t> tokens;
-  MLA_TRY(sample(logits, requests, &tokens));
+  MLA_TRY(sample(logits_, sample_requests_, &sampled_));
 
   std::vector<SeqId> done;
-  MLA_TRY(scheduler_.postprocess(batch, tokens, &done));
+  MLA_TRY(scheduler_.postprocess(batch, sampled_, &done));
   ++stats_.num_steps;
   stats_.num_preemptions += int64_t(batch.preempted.size());
   stats_.num_decode_tokens += batch.num_decodes;

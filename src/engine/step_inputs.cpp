@@ -10,10 +10,18 @@ namespace mla::engine {
 Status build_step_inputs(const ScheduledBatch& batch, const SequenceMap& seqs, int page_size, StepInputs* out) {
   const char* op = "build_step_inputs";
   if (page_size < 1) return Status::invalid(op, "page_size must be >= 1");
-  *out = StepInputs{};
+  // Clear rather than reassign: an engine reusing one StepInputs keeps its capacity across steps.
+  for (auto* v : {&out->input_ids, &out->positions, &out->query_start_loc, &out->context_lens, &out->seq_lens,
+                  &out->block_tables, &out->logits_indices, &out->sample_entries}) {
+    v->clear();
+  }
+  out->seq_ids.clear();
+  out->slot_mapping.clear();
   out->num_seqs = int(batch.seqs.size());
   out->num_decodes = batch.num_decodes;
+  out->num_tokens = 0;
   out->page_size = page_size;
+  out->max_pages_per_seq = 0;
   out->query_start_loc.push_back(0);
 
   // First pass: validate and size the block-table rows.

@@ -10,7 +10,9 @@
 
 #include "mla/core/status.h"
 #include "mla/engine/model_backend.h"
+#include "mla/engine/sampler.h"
 #include "mla/engine/scheduler.h"
+#include "mla/engine/step_inputs.h"
 
 namespace mla::engine {
 
@@ -61,6 +63,11 @@ class LLMEngine {
   Scheduler scheduler_;
   SeqId next_id_ = 0;
   EngineStats stats_;
+  // Per-step buffers, kept so steady-state steps reuse their capacity instead of reallocating.
+  StepInputs inputs_;
+  Logits logits_;
+  std::vector<SampleRequest> sample_requests_;
+  std::vector<int32_t> sampled_;
 };
 
 }  // namespace mla::engine
