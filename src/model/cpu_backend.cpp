@@ -41,9 +41,11 @@ Status CpuBackend::create(ModelWeights weights, std::unique_ptr<CpuBackend>* out
   return Status::ok();
 }
 
+// The last layer is written last: a step that failed part-way has not reached it, so its length is
+// what every layer held before that step (begin_step trims the others back to it).
 int64_t CpuBackend::cached_tokens(int64_t seq_id) const {
   auto it = cache_.find(seq_id);
-  return it == cache_.end() ? 0 : static_cast<int64_t>(it->second[0].size()) / w_.config.latent_dim();
+  return it == cache_.end() ? 0 : static_cast<int64_t>(it->second.back().size()) / w_.config.latent_dim();
 }
 
 Status CpuBackend::begin_step(const ForwardBatch& b) {
@@ -67,6 +69,11 @@ Status CpuBackend::begin_step(const ForwardBatch& b) {
     if (r < 0 || r >= b.num_tokens()) return Status::invalid(kOp, "logits row " + std::to_string(r) + " outside the step's rows");
   for (int32_t id : b.token_ids)
     if (id < 0 || id >= c.vocab_size) return Status::invalid(kOp, "token id " + std::to_string(id) + " outside the vocabulary");
+  for (const auto& s : b.seqs) {
+    auto it = cache_.find(s.seq_id);
+    if (it == cache_.end()) continue;
+    for (auto& layer : it->second) layer.resize(static_cast<size_t>(s.start_pos * c.latent_dim()));
+  }
   batch_ = b;
   positions_ = b.positions();
   arena_.clear();

@@ -112,6 +112,21 @@ TEST(LoaderWeights, MissingExtraMismatchedTensorsAreNamed) {
   }
 }
 
+TEST(LoaderWeights, TiedEmbeddingsNeedNoLmHead) {
+  TempDir d;
+  model::ModelConfig c = tiny();
+  c.tie_word_embeddings = true;
+  model::ModelWeights w, r;
+  ASSERT_TRUE(make_dummy_weights(c, 3, DType::kBf16, &w).is_ok());
+  EXPECT_EQ(w.lm_head.data, w.embed_tokens.data);
+  ASSERT_TRUE(save_weights(w, d.path()).is_ok());
+  Status s = load_weights(d.path(), c, &r, quiet());
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(r.lm_head.data, r.embed_tokens.data);
+  // The untied config wants lm_head.weight, which this checkpoint lacks.
+  EXPECT_NE(load_weights(d.path(), tiny(), &r, quiet()).message().find("\"lm_head.weight\""), std::string::npos);
+}
+
 TEST(LoaderWeights, TruncatedCheckpointIsAnError) {
   TempDir d;
   model::ModelWeights w, r;

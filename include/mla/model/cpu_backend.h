@@ -20,6 +20,7 @@ class CpuBackend final : public Backend {
   Status begin_step(const ForwardBatch& batch) override;
   TensorView alloc(int64_t rows, int64_t cols) override;
   void release_sequence(int64_t seq_id) override { cache_.erase(seq_id); }
+  // Tokens cached for a sequence (all layers; a step that failed part-way is not counted).
   int64_t cached_tokens(int64_t seq_id) const;
 
   Status embed(TensorView out) override;
