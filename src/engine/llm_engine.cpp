@@ -36,6 +36,7 @@ Status LLMEngine::add_request(const Request& request, SeqId* id) {
 Status LLMEngine::step(std::vector<RequestOutput>* finished) {
   ScheduledBatch batch;
   MLA_TRY(scheduler_.schedule(&batch));
+  for (SeqId id : batch.preempted) backend_.release(id);
   if (batch.empty()) {
     // The scheduler always makes progress when work exists (add() refuses what cannot fit alone).
     if (has_unfinished()) return Status::internal("LLMEngine::step", "work is queued but nothing could be scheduled");
@@ -65,6 +66,7 @@ Status LLMEngine::step(std::vector<RequestOutput>* finished) {
                                       .output_token_ids = {prompt_end, s.tokens().end()},
                                       .finish_reason = s.finish_reason(),
                                       .num_preemptions = s.num_preemptions()});
+    backend_.release(id);
     MLA_TRY(scheduler_.release(id));
   }
   return Status::ok();

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "mla/engine/fake_backend.h"
@@ -233,6 +235,60 @@ TEST(Engine, FailedStepsAdvanceNothing) {
   EXPECT_GT(failures, 10);
   EXPECT_GT(engine->stats().num_preemptions, 0);
   expect_same(reqs, outs, run(make_config(16, 512, 256, 16), reqs).outputs);
+}
+
+// A backend that keeps per-sequence state needs to hear when a context dies: after release(id), the id
+// either never comes back (finished) or comes back as a prefill from position 0 (preempted).
+class ReleaseTrackingBackend final : public ModelBackend {
+ public:
+  explicit ReleaseTrackingBackend(FakeBackend* inner) : inner_(*inner) {}
+  int num_pages() const override { return inner_.num_pages(); }
+  int page_size() const override { return inner_.page_size(); }
+  Status forward(const StepInputs& in, Logits* logits) override {
+    for (int e = 0; e < in.num_seqs; ++e) {
+      const SeqId id = in.seq_ids[size_t(e)];
+      EXPECT_FALSE(finished_.count(id)) << "sequence " << id << " ran after it finished";
+      if (released_.erase(id)) {
+        EXPECT_EQ(in.context_lens[size_t(e)], 0) << "sequence " << id << " resumed mid-way";
+      }
+    }
+    return inner_.forward(in, logits);
+  }
+  void release(SeqId id) override {
+    ++releases[id];
+    released_.insert(id);
+  }
+  void mark_finished(SeqId id) { finished_.insert(id); }
+  std::map<SeqId, int> releases;
+
+ private:
+  FakeBackend& inner_;
+  std::set<SeqId> released_, finished_;
+};
+
+TEST(Engine, TellsTheBackendWhenAContextDies) {
+  const std::vector<Request> reqs = random_requests(20, 100, false, 13);
+  const EngineConfig config = make_config(8, 48, 16, 16);
+  FakeBackend fake(16, 16, kVocab);
+  ReleaseTrackingBackend backend(&fake);
+  std::unique_ptr<LLMEngine> engine;
+  ASSERT_TRUE(LLMEngine::create(config, &backend, &engine).is_ok());
+  for (const Request& q : reqs) {
+    SeqId id;
+    ASSERT_TRUE(engine->add_request(q, &id).is_ok());
+  }
+  std::vector<RequestOutput> outs;
+  while (engine->has_unfinished()) {
+    std::vector<RequestOutput> done;
+    ASSERT_TRUE(engine->step(&done).is_ok());
+    for (const RequestOutput& o : done) {
+      backend.mark_finished(o.id);
+      outs.push_back(o);
+    }
+  }
+  ASSERT_EQ(outs.size(), reqs.size());
+  EXPECT_GT(engine->stats().num_preemptions, 0);
+  for (const RequestOutput& o : outs) EXPECT_EQ(backend.releases[o.id], o.num_preemptions + 1) << "sequence " << o.id;
 }
 
 TEST(Engine, RefusesWhatItCannotRun) {

@@ -25,6 +25,10 @@ class ModelBackend {
   virtual int num_pages() const = 0;
   virtual int page_size() const = 0;
   virtual Status forward(const StepInputs& inputs, Logits* logits) = 0;
+  // The sequence's cached context is dead: it finished, or was preempted (it comes back later as a
+  // new prefill from position 0). Backends that keep per-sequence state drop it here; a paged backend
+  // needs nothing, since the engine hands the pages out again.
+  virtual void release(SeqId id) {}
 };
 
 }  // namespace mla::engine
