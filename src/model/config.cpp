@@ -21,7 +21,7 @@ const std::set<std::string>& ignored_keys() {
       "architectures", "auto_map", "torch_dtype", "dtype", "transformers_version", "use_cache",
       "initializer_range", "pretraining_tp", "attention_dropout", "aux_loss_alpha", "seq_aux", "ep_size",
       "pad_token_id", "_name_or_path", "output_router_logits", "router_aux_loss_coef", "num_key_value_heads",
-      "head_dim", "rope_interleave", "id2label", "label2id", "output_attentions", "output_hidden_states",
+      "rope_interleave", "id2label", "label2id", "output_attentions", "output_hidden_states",
       "return_dict", "is_encoder_decoder", "tokenizer_class", "quantization_config_ignored", "chunk_size_feed_forward",
       "problem_type", "use_return_dict"};
   return k;
@@ -153,7 +153,12 @@ Status parse_fields(const json& j, std::string_view src, ModelConfig* c) {
   MLA_TRY(rd.integer("qk_nope_head_dim", &c->qk_nope_head_dim, true));
   MLA_TRY(rd.integer("qk_rope_head_dim", &c->qk_rope_head_dim, true));
   MLA_TRY(rd.integer("v_head_dim", &c->v_head_dim, true));
-  int64_t qk_head_dim = c->qk_head_dim();  // transformers 5.x writes the sum; it must agree
+  // transformers 5.x writes head_dim (= the rotary width its RoPE uses) and qk_head_dim (the sum).
+  int64_t head_dim = c->qk_rope_head_dim;
+  MLA_TRY(rd.integer("head_dim", &head_dim, false));
+  if (head_dim != c->qk_rope_head_dim)
+    return Status::invalid(kOp, std::string(src) + ": head_dim " + std::to_string(head_dim) + " != qk_rope_head_dim");
+  int64_t qk_head_dim = c->qk_head_dim();
   MLA_TRY(rd.integer("qk_head_dim", &qk_head_dim, false));
   if (qk_head_dim != c->qk_head_dim())
     return Status::invalid(kOp, std::string(src) + ": qk_head_dim " + std::to_string(qk_head_dim) +

@@ -112,6 +112,10 @@ TEST(Config, RejectionsAreClear) {
       {replace(kV2LiteJson, R"("seq_aux": true)", R"("seq_aux": true, "mystery_knob": 3)"), "mystery_knob"},
       {replace(kV2LiteJson, R"("num_experts_per_tok": 6)", R"("num_experts_per_tok": 65)"), "num_experts_per_tok"},
       {replace(kV2LiteJson, R"("eos_token_id": 100001)", R"("eos_token_id": 200000)"), "eos_token_id"},
+      {replace(kV2LiteJson, R"("v_head_dim": 128)", R"("v_head_dim": 128, "qk_head_dim": 200)"), "qk_head_dim"},
+      {replace(kV2LiteJson, R"("v_head_dim": 128)", R"("v_head_dim": 128, "head_dim": 128)"), "head_dim 128"},
+      {replace(kV2LiteJson, R"("scoring_func": "softmax")", R"("scoring_func": "softmax", "quantization_config": {})"),
+       "quantization_config"},
       {"{ not json", "JSON"},
   };
   for (const auto& [text, word] : cases) {
