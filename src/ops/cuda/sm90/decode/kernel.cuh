@@ -21,7 +21,8 @@ template <class Traits, int RG, bool kWg>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_constant__ DecodeKernelParams p) {
   using WS = WarpShape<RG>;
   static_assert(!kWg || RG == 4, "the wgmma variant computes all 64 rows");
-  constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
+  constexpr bool kQRegs = q_in_registers(RG);  // Q as register fragments (see load_q_frags)
+  constexpr int kStages = stages_for(RG);
   constexpr SmemLayout L = smem_layout(RG, WS::kSlices);
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (launched with programmatic stream serialization) get scheduled as SMs free
@@ -52,9 +53,12 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   load = comp;
   load.fetch_page(p);
 
-  // Prologue: Q tile of the first sequence, then pages 0 and 1, one commit group each.
-  load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
-  cp_async_commit();
+  // Prologue: Q tile of the first sequence (unless Q goes to registers), then kStages pages, one commit
+  // group each.
+  if constexpr (!kQRegs) {
+    load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+    cp_async_commit();
+  }
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
     if (load.valid()) {
@@ -70,9 +74,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   RowState<RG> st;
   st.reset();
   uint32_t qf[kQRegs ? kDimQK / 16 : 1][4];
-  bool q_fresh = true;  // the Q tile in shared memory belongs to a sequence not yet in qf
+  bool q_fresh = true;  // qf does not hold the current sequence's Q yet
   int stage = 0;
   while (comp.valid()) {
+    if constexpr (kQRegs) {
+      if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), p, comp.b, tile_row0, lane);
+      q_fresh = false;
+    }
     cp_async_wait<kStages - 1>();
     if constexpr (kWg) fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
     __syncthreads();
@@ -84,8 +92,6 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       if constexpr (kWg) {
         compute_scores_wgmma<Traits>(sc, s_q_tile, s_kv, ws);
       } else if constexpr (kQRegs) {
-        if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_tile, lane);
-        q_fresh = false;
         compute_scores_qregs<Traits, RG>(sc, reinterpret_cast<const QFrags&>(qf), s_kv, ws, lane);
       } else {
         compute_scores<Traits, RG>(sc, s_q_tile, s_kv, rg, ws, lane);
@@ -160,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
     }
     __syncthreads();  // stage, P, Q and the reduction buffers are free again
     comp.advance(p);
-    if (seg_end && comp.valid()) {
+    if (!kQRegs && seg_end && comp.valid()) {
       // Its own commit group, ahead of page j + 2: the next step's wait<1> then covers Q and page j + 1.
       load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
       cp_async_commit();
@@ -171,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       load.fetch_page(p);
     }
     cp_async_commit();
-    stage ^= 1;
+    stage = stage + 1 == kStages ? 0 : stage + 1;
   }
   cp_async_wait<0>();
 }

@@ -120,14 +120,25 @@ __device__ __forceinline__ void compute_scores(float (&s)[WarpShape<RG>::kSTiles
 }
 
 // One-row-group tiles (h_q 16/32 with few query rows) keep their 16 Q rows in registers as mma.sync A
-// fragments, loaded once per sequence: the eight warps then read only K from shared memory for S,
-// which halves the shared-memory traffic of the memory-bound small-head case.
+// fragments, loaded straight from global memory once per sequence (issued before the page wait, so the
+// latency overlaps it): the eight warps then read only K from shared memory for S, and the Q tile needs
+// no shared memory, which buys a third KV stage.
 using QFrags = uint32_t[kDimQK / 16][4];
 
-__device__ __forceinline__ void load_q_frags(QFrags& qf, uint32_t s_q_tile, int lane) {
-  const int q_row = lane & 15;
+__device__ __forceinline__ void load_q_frags(QFrags& qf, const DecodeKernelParams& p, int b, int tile_row0, int lane) {
+  // A fragment of k16 step kk: rows g, g + 8; column pairs 16 kk + 2 t4 (regs 0, 1) and + 8 (regs 2, 3).
+  constexpr int kRowWords = kDimQK / 2;
+  const uint32_t* q = reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(p.q) +
+                                                        (static_cast<int64_t>(b) * p.rows + tile_row0) * kDimQK);
+  const uint32_t* r0 = q + (lane >> 2) * kRowWords + (lane & 3);
+  const uint32_t* r1 = r0 + 8 * kRowWords;
 #pragma unroll
-  for (int kk = 0; kk < kDimQK / 16; ++kk) ldmatrix_x4(qf[kk], s_q_tile + swizzle(q_row, kk * 2 + (lane >> 4), kRowBytes));
+  for (int kk = 0; kk < kDimQK / 16; ++kk) {
+    qf[kk][0] = __ldg(r0 + kk * 8);
+    qf[kk][1] = __ldg(r1 + kk * 8);
+    qf[kk][2] = __ldg(r0 + kk * 8 + 4);
+    qf[kk][3] = __ldg(r1 + kk * 8 + 4);
+  }
 }
 
 template <class Traits, int RG>
