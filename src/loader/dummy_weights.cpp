@@ -1,9 +1,12 @@
 // Dummy weights of the exact shapes, for benchmarks and tests without a checkpoint.
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string_view>
+#include <thread>
 
 #include "mla/core/half.h"
 #include "mla/loader/weights_loader.h"
@@ -39,6 +42,23 @@ double amplitude(std::string_view hf_name, const std::vector<int64_t>& shape, in
   return unit;
 }
 
+// Fills one tensor: uniform(-a, a) from a counter-based hash; a == 0 means a norm weight (all ones).
+void fill(const TensorView& v, uint64_t key0, double a) {
+  const uint64_t key = splitmix64(key0);
+  auto* out = static_cast<uint8_t*>(v.data);
+  for (int64_t i = 0, n = v.numel(); i < n; ++i) {
+    // 24 random bits → uniform in [-1, 1).
+    const double u = static_cast<double>(splitmix64(key + static_cast<uint64_t>(i)) >> 40) / 8388608.0 - 1.0;
+    const float x = a == 0.0 ? 1.0f : static_cast<float>(a * u);
+    if (v.dtype == DType::kFp32) {
+      std::memcpy(out + 4 * i, &x, 4);
+    } else {
+      const uint16_t b = float_to_bf16(x);
+      std::memcpy(out + 2 * i, &b, 2);
+    }
+  }
+}
+
 }  // namespace
 
 Status make_dummy_weights(const model::ModelConfig& config, uint64_t seed, DType dtype, model::ModelWeights* out) {
@@ -58,19 +78,6 @@ Status make_dummy_weights(const model::ModelConfig& config, uint64_t seed, DType
     int64_t n = 1;
     for (int64_t d : s.shape) n *= d;
     std::shared_ptr<uint8_t[]> buf(new uint8_t[static_cast<size_t>(n) * dtype_size(dtype)]);
-    const bool is_norm = s.shape.size() == 1;
-    const double a = amplitude(s.hf_name, s.shape, config.num_hidden_layers);
-    const uint64_t key = splitmix64(seed ^ fnv1a(s.hf_name));
-    for (int64_t i = 0; i < n; ++i) {
-      // 24 random bits → uniform in [-1, 1).
-      const double u = static_cast<double>(splitmix64(key + static_cast<uint64_t>(i)) >> 40) / 8388608.0 - 1.0;
-      const float v = is_norm ? 1.0f : static_cast<float>(a * u);
-      if (dtype == DType::kFp32) std::memcpy(buf.get() + 4 * i, &v, 4);
-      else {
-        const uint16_t b = float_to_bf16(v);
-        std::memcpy(buf.get() + 2 * i, &b, 2);
-      }
-    }
     TensorView v;
     v.data = buf.get();
     v.dtype = dtype;
@@ -84,6 +91,18 @@ Status make_dummy_weights(const model::ModelConfig& config, uint64_t seed, DType
     *s.slot = v;
     w.storage.push_back(std::shared_ptr<const void>(buf, buf.get()));
   }
+  // Values depend only on (seed, name, index), so tensors fill in parallel in any order.
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < specs.size();)
+      fill(*specs[i].slot, seed ^ fnv1a(specs[i].hf_name),
+           specs[i].shape.size() == 1 ? 0.0 : amplitude(specs[i].hf_name, specs[i].shape, config.num_hidden_layers));
+  };
+  std::vector<std::thread> pool;
+  const unsigned n_threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  for (unsigned t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
   if (config.tie_word_embeddings) w.lm_head = w.embed_tokens;
   *out = std::move(w);
   return Status::ok();
