@@ -34,11 +34,11 @@ __device__ __forceinline__ Pack8<typename Out::raw> convert8(const Pack8<typenam
 
 template <class In>
 __device__ __forceinline__ uint64_t encode8(const Pack8<typename In::raw>& x, float scale) {
-  uint8_t c[8];
+  // Packed with shifts (little-endian: element j in byte j), not through a byte array, which would
+  // live in local memory.
+  uint64_t u = 0;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) c[j] = encode_e4m3(to_float(In{}, x.v[j]), scale);
-  uint64_t u;
-  memcpy(&u, c, 8);
+  for (int j = 0; j < 8; ++j) u |= static_cast<uint64_t>(encode_e4m3(to_float(In{}, x.v[j]), scale)) << (8 * j);
   return u;
 }
 
@@ -57,15 +57,16 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const int64_t token = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (token >= p.num_tokens) return;  // warp-uniform
+  // The slot and the inputs are loaded together (the inputs exist for every token, padding included), so
+  // the slot's latency is not paid before the data loads are issued.
   const int64_t slot = p.slot_mapping[token];
-  if (slot < 0 || slot >= p.capacity) return;  // padding (or a bad slot: never write out of bounds)
-
   const R* kv_c = static_cast<const R*>(p.kv_c) + token * p.kv_c_stride;
   const R* k_pe = static_cast<const R*>(p.k_pe) + token * p.k_pe_stride;
   const Pack8<R> x0 = load8(kv_c + lane * 8);
   const Pack8<R> x1 = load8(kv_c + (lane + 32) * 8);
   Pack8<R> r{};
   if (lane < 8) r = load8(k_pe + lane * 8);
+  if (slot < 0 || slot >= p.capacity) return;  // padding (or a bad slot: never write out of bounds)
 
   constexpr int kTokenBytes = kv_bytes_per_token(F);
   uint8_t* dst = p.cache + slot * kTokenBytes;

@@ -10,7 +10,8 @@ namespace {
 
 template <KvFormat F, class Out>
 Status launch(const cache::GatherKernelParams& kp, Stream stream) {
-  const int64_t blocks = (kp.n_rows + cache::kWarpsPerBlock - 1) / cache::kWarpsPerBlock;
+  constexpr int64_t kRowsPerBlock = cache::kWarpsPerBlock * cache::kGatherRowsPerWarp;
+  const int64_t blocks = (kp.n_rows + kRowsPerBlock - 1) / kRowsPerBlock;
   cache::gather_cache_mla_kernel<F, Out><<<static_cast<unsigned>(blocks), cache::kWarpsPerBlock * 32, 0, stream>>>(kp);
   MLA_CUDA_TRY_LAUNCH("gather_and_maybe_dequant_cache_mla");
   return Status::ok();

@@ -24,10 +24,10 @@ __global__ void __launch_bounds__(256) quantize_fp8_kernel(const __grid_constant
   const R* x = static_cast<const R*>(p.x);
   for (int64_t i = tid; i < p.n_vec; i += stride) {
     const Pack8<R> v = load8(x + i * 8);
-    uint8_t c[8];
+    uint64_t c = 0;  // element j in byte j (little-endian), kept in registers
 #pragma unroll
-    for (int j = 0; j < 8; ++j) c[j] = encode_e4m3(to_float(T{}, v.v[j]), p.scale);
-    store_bytes<8>(p.out + i * 8, c);
+    for (int j = 0; j < 8; ++j) c |= static_cast<uint64_t>(encode_e4m3(to_float(T{}, v.v[j]), p.scale)) << (8 * j);
+    store_bytes<8>(p.out + i * 8, &c);
   }
   for (int64_t i = p.n_vec * 8 + tid; i < p.n; i += stride)
     p.out[i] = encode_e4m3(to_float(T{}, x[i]), p.scale);
