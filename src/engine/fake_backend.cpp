@@ -37,7 +37,7 @@ Status FakeBackend::check(const StepInputs& in) const {
   if (in.input_ids.size() != t || in.positions.size() != t || in.slot_mapping.size() != t ||
       in.query_start_loc.size() != b + 1 || in.seq_lens.size() != b ||
       in.block_tables.size() != b * size_t(in.max_pages_per_seq) ||
-      in.logits_indices.size() != in.sample_entries.size()) {
+      in.logits_indices.size() != in.sample_entries.size() || in.query_start_loc.back() != in.num_tokens) {
     return Status::invalid(op, "inconsistent input sizes");
   }
   for (int64_t slot : in.slot_mapping) {
