@@ -11,6 +11,10 @@ TensorView cols(TensorView v, int64_t c0, int64_t n) {
   return v;
 }
 
+// q_a_layernorm and kv_a_layernorm are built without the config's eps in DeepSeek's reference code and
+// in transformers (DeepseekV2RMSNorm(rank) → 1e-6), whatever rms_norm_eps says.
+constexpr float kLatentNormEps = 1e-6f;
+
 }  // namespace
 
 Status DeepseekV2::attention(int layer, const TensorView& h, AttnPath path, TensorView out) {
@@ -18,7 +22,6 @@ Status DeepseekV2::attention(int layer, const TensorView& h, AttnPath path, Tens
   const ModelConfig& c = W.config;
   const AttentionWeights& w = W.layers[static_cast<size_t>(layer)].attn;
   const int64_t t = h.shape[0], nh = c.num_attention_heads;
-  const float eps = static_cast<float>(c.rms_norm_eps);
 
   TensorView q = be_->alloc(t, nh * c.qk_head_dim());  // [t, h·192]: per head q_nope (128) | q_pe (64)
   if (c.q_lora_rank == 0) {
@@ -26,13 +29,13 @@ Status DeepseekV2::attention(int layer, const TensorView& h, AttnPath path, Tens
   } else {
     TensorView qa = be_->alloc(t, c.q_lora_rank);
     MLA_TRY(be_->linear(h, w.q_a_proj, qa));
-    MLA_TRY(be_->rmsnorm(qa, w.q_a_layernorm, eps, qa));
+    MLA_TRY(be_->rmsnorm(qa, w.q_a_layernorm, kLatentNormEps, qa));
     MLA_TRY(be_->linear(qa, w.q_b_proj, q));
   }
   TensorView latent = be_->alloc(t, c.latent_dim());  // [t, 576]: kv_c (512) | k_pe (64)
   MLA_TRY(be_->linear(h, w.kv_a_proj_with_mqa, latent));
   TensorView kv_c = cols(latent, 0, c.kv_lora_rank);
-  MLA_TRY(be_->rmsnorm(kv_c, w.kv_a_layernorm, eps, kv_c));
+  MLA_TRY(be_->rmsnorm(kv_c, w.kv_a_layernorm, kLatentNormEps, kv_c));
   MLA_TRY(be_->rope(q, latent));
   TensorView o = be_->alloc(t, nh * c.v_head_dim);  // [t, h·v]
   MLA_TRY(be_->mla_attention(layer, q, latent, w, path, o));
