@@ -1,8 +1,10 @@
 #include "cpu_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "mla/core/half.h"
+#include "ops/ref/parallel_for.h"
 
 namespace mla::model::cpu {
 
@@ -30,10 +32,20 @@ float dot(const float* a, const float* b, int64_t n) {
 
 void linear(const float* x, int64_t ldx, int64_t rows, const TensorView& w, float* out, int64_t ldo) {
   const int64_t n_out = w.shape[0], k = w.shape[1];
-  std::vector<float> buf(static_cast<size_t>(k));
-  for (int64_t n = 0; n < n_out; ++n) {
-    const float* wr = weight_row(w, n, buf.data());
-    for (int64_t t = 0; t < rows; ++t) out[t * ldo + n] = dot(x + t * ldx, wr, k);
+  constexpr int64_t kBlock = 64;  // output columns per task; each output is computed the same either way
+  auto block = [&](int64_t b) {
+    std::vector<float> buf(static_cast<size_t>(k));
+    for (int64_t n = b * kBlock; n < std::min(n_out, (b + 1) * kBlock); ++n) {
+      const float* wr = weight_row(w, n, buf.data());
+      for (int64_t t = 0; t < rows; ++t) out[t * ldo + n] = dot(x + t * ldx, wr, k);
+    }
+  };
+  const int64_t blocks = (n_out + kBlock - 1) / kBlock;
+  // Threads cost tens of µs to start: only worth it past ~1M multiply-adds.
+  if (rows * n_out * k < (int64_t{1} << 20)) {
+    for (int64_t b = 0; b < blocks; ++b) block(b);
+  } else {
+    ref::parallel_for(blocks, block);
   }
 }
 
