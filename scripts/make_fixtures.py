@@ -4,7 +4,7 @@
 # writes, and transformers' fp32 logits for a few prompts (logits.safetensors). The C++ CPU backend must
 # reproduce those logits (tests/cpu/test_model_fixtures.cpp).
 #
-# Pinned: torch==2.11.0 transformers==5.17.0 safetensors==0.8.0 numpy (CPU is enough; ~1 minute).
+# Pinned: torch==2.11.0 transformers==5.17.0 safetensors==0.8.0 numpy (CPU is enough; ~15 s). Output is bit-reproducible.
 #   python3 -m venv /tmp/fxenv && /tmp/fxenv/bin/pip install torch==2.11.0 transformers==5.17.0 safetensors
 #   /tmp/fxenv/bin/python scripts/make_fixtures.py [--out tests/fixtures]
 #
