@@ -25,7 +25,7 @@ constexpr bool q_in_registers(int row_groups) { return row_groups == 1; }
 
 // Shared-memory layout (bytes), for a kernel with `row_groups` active 16-row groups.
 struct SmemLayout {
-  int k_offset, q_offset, p_offset, max_offset, sum_offset, total;
+  int k_offset, q_offset, p_offset, max_offset, sum_offset, bar_offset, total;
 };
 constexpr SmemLayout smem_layout(int row_groups, int slices) {
   SmemLayout s{};
@@ -34,7 +34,8 @@ constexpr SmemLayout smem_layout(int row_groups, int slices) {
   s.p_offset = s.q_offset + (q_in_registers(row_groups) ? 0 : row_groups * kRowGroup * kRowBytes);
   s.max_offset = s.p_offset + row_groups * kRowGroup * kPRowBytes;
   s.sum_offset = s.max_offset + slices * kRowsPerCta * 4;
-  s.total = s.sum_offset + slices * kRowsPerCta * 4;
+  s.bar_offset = s.sum_offset + slices * kRowsPerCta * 4;  // TMA variant: one mbarrier per stage + Q
+  s.total = s.bar_offset + 64;
   return s;
 }
 static_assert(smem_layout(1, 8).total <= 227 * 1024, "three-stage one-row-group variant fits");
