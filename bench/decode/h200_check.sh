@@ -15,23 +15,23 @@ summary() {  # name log rc
   grep -E "^\[case\].* out:" "$2" | awk '{print $6}' | sort -t= -k2 -g | tail -1 | sed 's/^/   worst out /'
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-timeout 100 "$T" > "$O/test_default.log" 2>&1; summary "tests, default (TMA 16/64-row)" "$O/test_default.log" $?
-MLA_DECODE_VARIANT64=wgmma MLA_DECODE_VARIANT16=cpasync timeout 100 "$T" > "$O/test_cpasync.log" 2>&1
+timeout 70 "$T" > "$O/test_default.log" 2>&1; summary "tests, default (TMA 16/64-row)" "$O/test_default.log" $?
+MLA_DECODE_VARIANT64=wgmma MLA_DECODE_VARIANT16=cpasync timeout 70 "$T" > "$O/test_cpasync.log" 2>&1
 summary "tests, cp.async (wgmma 64-row)" "$O/test_cpasync.log" $?
-MLA_DECODE_VARIANT64=mma_sync timeout 40 "$T" --gtest_filter='*h128*:*h64*:*sq4*:*sq3*:*h32_sq2*' > "$O/test_mma.log" 2>&1
+MLA_DECODE_VARIANT64=mma_sync timeout 30 "$T" --gtest_filter='*h128*:*h64*:*sq4*:*sq3*:*h32_sq2*' > "$O/test_mma.log" 2>&1
 summary "tests, mma.sync 64-row" "$O/test_mma.log" $?
-timeout 60 "$B" --reps 30 > "$O/bench_default.log" 2>&1; grep -v "^|---" "$O/bench_default.log"
-MLA_DECODE_VARIANT64=wgmma MLA_DECODE_VARIANT16=cpasync timeout 60 "$B" --reps 30 > "$O/bench_cpasync.log" 2>&1
+timeout 45 "$B" --reps 30 > "$O/bench_default.log" 2>&1; grep -v "^|---" "$O/bench_default.log"
+MLA_DECODE_VARIANT64=wgmma MLA_DECODE_VARIANT16=cpasync timeout 45 "$B" --reps 30 > "$O/bench_cpasync.log" 2>&1
 grep "^| bf16" "$O/bench_cpasync.log" | sed 's/^/cpasync /'
 CS=/usr/local/cuda/bin/compute-sanitizer
 F='*b1_h128_sq1_len65*:*tiny_mix*:*b1_h16_sq1_len65*:*b7_h16_sq3*'
-timeout 40 $CS --tool memcheck "$T" --gtest_filter="$F" > "$O/memcheck.log" 2>&1; echo "memcheck: $(tail -1 "$O/memcheck.log")"
-timeout 30 $CS --tool racecheck "$T" --gtest_filter='*b1_h128_sq1_len65*:*b1_h16_sq1_len65*' > "$O/racecheck.log" 2>&1
+timeout 30 $CS --tool memcheck "$T" --gtest_filter="$F" > "$O/memcheck.log" 2>&1; echo "memcheck: $(tail -1 "$O/memcheck.log")"
+timeout 20 $CS --tool racecheck "$T" --gtest_filter='*b1_h128_sq1_len65*:*b1_h16_sq1_len65*' > "$O/racecheck.log" 2>&1
 echo "racecheck: $(tail -1 "$O/racecheck.log")"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$NCU" ]; then
   for r in 17 8; do
-    timeout 45 "$NCU" -k regex:mla_decode_kernel -s 1 -c 1 --section SpeedOfLight --section WarpStateStats \
+    timeout 35 "$NCU" -k regex:mla_decode_kernel -s 1 -c 1 --section SpeedOfLight --section WarpStateStats \
       --section MemoryWorkloadAnalysis "$B" --rows $r --reps 1 > "$O/ncu_row$r.txt" 2>&1
     echo "ncu row $r: $(grep -E "^ +(Duration|Memory Throughput|Compute \(SM\) Throughput|DRAM Throughput|Warp Cycles Per Issued)" "$O/ncu_row$r.txt" | awk '{$1=$1};1' | tr '\n' ';')"
   done
