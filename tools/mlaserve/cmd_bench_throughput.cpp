@@ -1,0 +1,95 @@
+// mlaserve bench throughput: offline throughput, counted as `vllm bench throughput` counts it: random
+// prompts of exactly --input-len tokens, EOS ignored so every request emits --output-len tokens, the
+// timer around generation only; prints "Throughput: X requests/s, Y total tokens/s, Z output tokens/s".
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "commands.h"
+#include "engine_setup.h"
+#include "progress_line.h"
+
+namespace mla::cli {
+
+void add_bench_throughput(CLI::App& bench, std::function<int()>* run) {
+  struct Opts {
+    EngineOptions engine;
+    std::string dataset = "random";
+    int input_len = 1024, output_len = 128, num_prompts = 1000;
+    std::string output_json;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* app = bench.add_subcommand("throughput", "offline throughput (vLLM's bench throughput)");
+  add_engine_options(*app, &o->engine);
+  app->add_option("--dataset-name", o->dataset, "random")->capture_default_str();
+  app->add_option("--input-len", o->input_len, "prompt tokens per request")->capture_default_str();
+  app->add_option("--output-len", o->output_len, "generated tokens per request")->capture_default_str();
+  app->add_option("--num-prompts", o->num_prompts, "requests")->capture_default_str();
+  app->add_option("--output-json", o->output_json, "also write the results as JSON");
+  app->callback([o, run] {
+    *run = [o]() -> int {
+      if (o->dataset != "random") {
+        std::fprintf(stderr, "mlaserve: --dataset-name %s: only 'random' is supported\n", o->dataset.c_str());
+        return 2;
+      }
+      if (o->input_len < 1 || o->output_len < 1 || o->num_prompts < 1) {
+        std::fprintf(stderr, "mlaserve: --input-len, --output-len and --num-prompts must be >= 1\n");
+        return 2;
+      }
+      EngineHandle h;
+      if (Status s = build_engine(o->engine, &h); !s.is_ok()) return report(s);
+      // Random prompts (uniform token ids), fixed lengths, EOS ignored: vLLM's random dataset at range ratio 0.
+      std::mt19937_64 rng(o->engine.source.seed);
+      std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(h.vocab_size - 1));
+      std::vector<engine::Request> reqs(static_cast<size_t>(o->num_prompts));
+      for (auto& r : reqs) {
+        r.prompt_token_ids.resize(static_cast<size_t>(o->input_len));
+        for (auto& t : r.prompt_token_ids) t = tok(rng);
+        r.params.temperature = 1.0f;
+        r.params.top_p = 1.0f;
+        r.params.max_tokens = o->output_len;
+        r.params.ignore_eos = true;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      for (const auto& r : reqs) {
+        engine::SeqId id;
+        if (Status s = h.engine->add_request(r, &id); !s.is_ok()) return report(s);
+      }
+      ProgressLine bar("generate", o->num_prompts);
+      int64_t done = 0, out_tokens = 0;
+      std::vector<engine::RequestOutput> finished;
+      while (h.engine->has_unfinished()) {
+        finished.clear();
+        if (Status s = h.engine->step(&finished); !s.is_ok()) return report(s);
+        for (const auto& f : finished) out_tokens += static_cast<int64_t>(f.output_token_ids.size());
+        done += static_cast<int64_t>(finished.size());
+        const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        bar.update(done, el > 0 ? double(out_tokens) / el : 0.0);
+      }
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      bar.finish(done, double(out_tokens) / elapsed);
+      const int64_t prompt_tokens = int64_t(o->num_prompts) * o->input_len;
+      const int64_t total = prompt_tokens + out_tokens;
+      std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n", o->num_prompts / elapsed,
+                  total / elapsed, out_tokens / elapsed);
+      std::printf("Total num prompt tokens:  %lld\nTotal num output tokens:  %lld\n", (long long)prompt_tokens,
+                  (long long)out_tokens);
+      if (!o->output_json.empty()) {
+        std::ofstream js(o->output_json);
+        js << "{\"elapsed_time\": " << elapsed << ", \"num_requests\": " << o->num_prompts
+           << ", \"total_num_tokens\": " << total << ", \"requests_per_second\": " << o->num_prompts / elapsed
+           << ", \"tokens_per_second\": " << total / elapsed << ", \"output_tokens_per_second\": " << out_tokens / elapsed
+           << "}\n";
+        if (!js) {
+          std::fprintf(stderr, "mlaserve: cannot write %s\n", o->output_json.c_str());
+          return 1;
+        }
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace mla::cli
