@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -445,10 +446,18 @@ std::string fmt_name(KvFormat f) { return std::string(kv_format_name(f)); }
 std::string dt_name(DType d) { return std::string(dtype_name(d)); }
 constexpr KvFormat kFormats[] = {KvFormat::kBf16, KvFormat::kFp16, KvFormat::kFp8, KvFormat::kFp8Ds};
 
+// MLA_SMALL_CASES=1 (compute-sanitizer runs in scripts/gpu_check.sh): only the cases that stay small.
+bool small_cases() {
+  const char* s = std::getenv("MLA_SMALL_CASES");
+  return s != nullptr && s[0] == '1';
+}
+
 void register_cases(std::vector<GpuCase>& cases) {
+  const bool small = small_cases();
   for (KvFormat f : kFormats) {
     for (int ps : {16, 32, 64}) {
       for (int t : {1, 42, 4096}) {
+        if (small && t > 42) continue;
         const ConcatSpec s{f, DType::kBf16, ps, t, f == KvFormat::kFp8 ? 0.1f : 1.f, t == 42};
         const std::string name = fmt_name(f) + "_bf16_p" + std::to_string(ps) + "_t" + std::to_string(t) + (s.split ? "_split" : "");
         cases.push_back({"concat_and_cache_mla", name, kExact, [s, name](CaseReport* r) { return run_concat(s, name, r); }});
@@ -470,6 +479,7 @@ void register_cases(std::vector<GpuCase>& cases) {
           cases.push_back({"gather_cache_mla", name, kExact, [s, name](CaseReport* r) { return run_gather(s, name, r); }});
         }
       }
+      if (small) continue;
       const GatherSpec big{f, out, 64, 1, 4096, true, f == KvFormat::kFp8 ? 0.1f : 1.f};
       const std::string bname = fmt_name(f) + "_" + dt_name(out) + "_one_seq_4096_starts";
       cases.push_back({"gather_cache_mla", bname, kExact, [big, bname](CaseReport* r) { return run_gather(big, bname, r); }});
@@ -486,6 +496,7 @@ void register_cases(std::vector<GpuCase>& cases) {
                              MergeSpec{DType::kBf16, 4096, 16, 128}, MergeSpec{DType::kFp16, 513, 8, 128},
                              MergeSpec{DType::kFp32, 100, 128, 512}, MergeSpec{DType::kBf16, 77, 128, 512},
                              MergeSpec{DType::kFp32, 3, 5, 8}}) {
+    if (small && int64_t(s.n) * s.h * s.d > (1 << 20)) continue;
     const std::string name = dt_name(s.dt) + "_n" + std::to_string(s.n) + "_h" + std::to_string(s.h) + "_d" + std::to_string(s.d);
     const Tolerance tol = s.dt == DType::kBf16 ? merge_bf16 : (s.dt == DType::kFp16 ? merge_fp16 : merge_fp32);
     cases.push_back({"merge_attn_states", name, tol, [s, name](CaseReport* r) { return run_merge(s, name, r); }});
@@ -493,6 +504,7 @@ void register_cases(std::vector<GpuCase>& cases) {
   struct Q { DType dt; int64_t n; int offset; float scale; };
   for (const Q& q : {Q{DType::kBf16, 128 * 4 * 576, 0, 0.05f}, Q{DType::kFp16, 100003, 0, 1.f}, Q{DType::kFp32, 1 << 20, 0, 0.37f},
                      Q{DType::kBf16, 4097, 1, 0.5f}, Q{DType::kFp32, 1, 0, 2.f}}) {
+    if (small && q.n > (1 << 17)) continue;
     const std::string name = dt_name(q.dt) + "_n" + std::to_string(q.n) + (q.offset ? "_unaligned" : "");
     cases.push_back({"quantize_fp8", name, kExact, [q, name](CaseReport* r) { return run_quant(q.dt, q.n, q.offset, q.scale, name, r); }});
   }
