@@ -193,6 +193,35 @@ TEST(GatherCacheMla, Bf16ConcatGatherRoundTripIsExact) {
   EXPECT_EQ(out, kv);
 }
 
+// NaN codes decode to the documented NaN without the scale (docs/kv_cache_formats.md §6), so the kernel's
+// canonical-NaN arithmetic cannot make its bytes differ from the reference's.
+TEST(GatherCacheMla, NanCodesDecodeToFixedNaN) {
+  std::vector<uint8_t> cache(16 * 576, 0);
+  cache[0] = 0x7F;
+  cache[1] = 0xFF;
+  std::vector<int32_t> bt = {0}, cu = {0, 1};
+  std::vector<uint16_t> out16(576);
+  std::vector<float> out32(576);
+  GatherCacheMlaParams g;
+  g.format = KvFormat::kFp8;
+  g.k_scale = 0.3f;
+  g.kv_cache = TensorView::contiguous(cache.data(), DType::kE4m3, {1, 16, 576});
+  g.block_table = TensorView::contiguous(bt.data(), DType::kInt32, {1, 1});
+  g.cu_seq_lens = TensorView::contiguous(cu.data(), DType::kInt32, {2});
+  g.dst = TensorView::contiguous(out16.data(), DType::kBf16, {1, 576});
+  ASSERT_TRUE(ref::gather_and_maybe_dequant_cache_mla(g).is_ok());
+  EXPECT_EQ(out16[0], 0x7FC0);
+  EXPECT_EQ(out16[1], 0xFFC0);
+  EXPECT_EQ(out16[2], 0x0000);
+  g.dst = TensorView::contiguous(out32.data(), DType::kFp32, {1, 576});
+  ASSERT_TRUE(ref::gather_and_maybe_dequant_cache_mla(g).is_ok());
+  uint32_t b0, b1;
+  std::memcpy(&b0, &out32[0], 4);
+  std::memcpy(&b1, &out32[1], 4);
+  EXPECT_EQ(b0, 0x7FC00000u);
+  EXPECT_EQ(b1, 0xFFC00000u);
+}
+
 TEST(GatherCacheMla, RejectsBadArguments) {
   auto rng = test::case_rng("gather_reject");
   GatherData d = make_data({KvFormat::kFp8, DType::kBf16, 16, true}, rng, {5, 20});

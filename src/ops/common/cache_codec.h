@@ -76,7 +76,13 @@ MLA_HD_INLINE float fp8_ds_tile_scale(float amax) {
   return s > 0.f ? s : 1.f;
 }
 
-// Dequantize one e4m3 code with a scale (fp8: k_scale, fp8_ds: the tile scale).
-MLA_HD_INLINE float decode_e4m3(uint8_t code, float scale) { return e4m3_to_float(code) * scale; }
+// Dequantize one e4m3 code with a scale (fp8: k_scale, fp8_ds: the tile scale). A NaN code skips the
+// multiply: GPU arithmetic returns the canonical NaN 0x7FFFFFFF while x86 keeps the operand's payload and
+// sign, so NaN * scale would differ bit for bit between kernel and reference. Both return e4m3_to_float's
+// NaN (0x7FC00000 with the code's sign) instead.
+MLA_HD_INLINE float decode_e4m3(uint8_t code, float scale) {
+  const float v = e4m3_to_float(code);
+  return (code & 0x7Fu) == 0x7Fu ? v : v * scale;
+}
 
 }  // namespace mla::cache

@@ -1,7 +1,0 @@
-// bf16 KV cache, 4 active 16-row group(s) per CTA, wgmma + TMA loads.
-#include "ops/cuda/sm90/decode/launch_impl.cuh"
-
-namespace mla::sm90::decode {
-template Status launch_decode<Bf16Traits, 4, true, true>(const DecodeKernelParams&, dim3,
-                                                                         cudaStream_t);
-}  // namespace mla::sm90::decode
