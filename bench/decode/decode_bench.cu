@@ -204,10 +204,6 @@ Status bench(const Options& o) {
   std::printf("# mla_decode, %s, %d SMs, format %s, s_q 1, reps %d (median, L2 flushed, CUDA graph)\n", prop.name,
               prop.multiProcessorCount, std::string(mla::kv_format_name(o.format)).c_str(), o.reps);
   std::printf("# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
-  const char* v64 = std::getenv("MLA_DECODE_VARIANT64");
-  const char* v16 = std::getenv("MLA_DECODE_VARIANT16");
-  std::printf("# kernel variants: 64-row tiles %s, 16-row tiles %s (MLA_DECODE_VARIANT64 / MLA_DECODE_VARIANT16)\n",
-              v64 ? v64 : "default", v16 ? v16 : "default");
   std::printf("| format | h_q | batch | seqlen | µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   std::vector<double> plan_us;

@@ -30,22 +30,21 @@ __device__ __forceinline__ void store_lse(const DecodeKernelParams& p, int b, in
   p.lse[(static_cast<int64_t>(b) * p.h_q + h) * p.s_q + i] = lse;
 }
 
-// Block-wide merge of per-thread (max, sum of exp(x - max)) pairs; every thread gets the result.
-__device__ __forceinline__ void merge_lse(float& m, float& s, float m2, float s2) {
-  const float mm = fmaxf(m, m2);
-  if (mm == -INFINITY) return;  // both empty
-  s = s * expf(m - mm) + s2 * expf(m2 - mm);
-  m = mm;
-}
-__device__ __forceinline__ void block_reduce_lse(float& m, float& s, float2* s_tmp) {
+// Block-wide max or sum of one float per thread (all threads get the result).
+template <bool kMax>
+__device__ __forceinline__ float block_reduce(float v, float* s_tmp) {
 #pragma unroll
-  for (int d = 16; d > 0; d >>= 1) merge_lse(m, s, __shfl_xor_sync(0xffffffffu, m, d), __shfl_xor_sync(0xffffffffu, s, d));
-  if ((threadIdx.x & 31) == 0) s_tmp[threadIdx.x >> 5] = make_float2(m, s);
+  for (int d = 16; d > 0; d >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, v, d);
+    v = kMax ? fmaxf(v, o) : v + o;
+  }
+  if ((threadIdx.x & 31) == 0) s_tmp[threadIdx.x >> 5] = v;
   __syncthreads();
-  m = s_tmp[0].x;
-  s = s_tmp[0].y;
+  v = s_tmp[0];
 #pragma unroll
-  for (int w = 1; w < kCombineWarps; ++w) merge_lse(m, s, s_tmp[w].x, s_tmp[w].y);
+  for (int w = 1; w < kCombineWarps; ++w) v = kMax ? fmaxf(v, s_tmp[w]) : v + s_tmp[w];
+  __syncthreads();
+  return v;
 }
 
 // One CTA per (query row, sequence): the warps split the sequence's partials among them (so a batch-1
@@ -56,23 +55,26 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_c
   // results before reading anything it writes.
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   __shared__ float s_acc[kCombineWarps][kDimV];
-  __shared__ float2 s_tmp[kCombineWarps];
+  __shared__ float s_tmp[kCombineWarps];
   const int row = blockIdx.x, b = blockIdx.y;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int first = p.split_offsets[b], n = p.split_offsets[b + 1] - first;
   if (n == 1) return;  // written by the decode kernel
-  // One pass over the partial lse values: online (max, sum) per thread, then merged across the block.
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
-  float mx = -INFINITY, sum = 0.f;
-  for (int k = threadIdx.x; k < n; k += kCombineThreads) merge_lse(mx, sum, lse_k[static_cast<int64_t>(k) * p.rows], 1.f);
-  block_reduce_lse(mx, sum, s_tmp);
+  float mx = -INFINITY;
+  for (int k = threadIdx.x; k < n; k += kCombineThreads) mx = fmaxf(mx, lse_k[static_cast<int64_t>(k) * p.rows]);
+  mx = block_reduce<true>(mx, s_tmp);
   const bool empty = mx == -INFINITY;  // no split (seqlen 0) or no visible key in any split
+  float sum = 0.f;
+  if (!empty)
+    for (int k = threadIdx.x; k < n; k += kCombineThreads) sum += expf(lse_k[static_cast<int64_t>(k) * p.rows] - mx);
+  sum = block_reduce<false>(sum, s_tmp);
   float acc[kColsPerLane];
 #pragma unroll
   for (int c = 0; c < kColsPerLane; ++c) acc[c] = 0.f;
   if (!empty) {
     const float inv = 1.f / sum;
-#pragma unroll 4
+#pragma unroll 2
     for (int k = warp; k < n; k += kCombineWarps) {
       const float w = expf(lse_k[static_cast<int64_t>(k) * p.rows] - mx) * inv;
       const float4* src =

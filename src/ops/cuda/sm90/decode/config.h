@@ -11,6 +11,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kBlockN = kDecodePageSize;      // keys per mainloop step = one KV page
 constexpr int kRowsPerCta = kDecodeRowsPerCta;  // 64 query rows (s_q * h_q flattened) per CTA
 constexpr int kRowGroup = 16;                 // rows of one mma.m16n8k16 A tile
+constexpr int kStages = 2;                    // KV pages in flight per CTA
 constexpr int kElemBytes = 2;                 // bf16 / fp16 storage
 constexpr int kRowBytes = kDimQK * kElemBytes;        // 1152: one token (or one query row) in shared memory
 constexpr int kChunksPerRow = kRowBytes / 16;         // 72 sixteen-byte chunks, swizzled in groups of 8
@@ -18,27 +19,20 @@ constexpr int kPageBytes = kBlockN * kRowBytes;       // 73728: one KV page, con
 constexpr int kPRowBytes = kBlockN * kElemBytes;      // 128: one row of P
 static_assert(kChunksPerRow % 8 == 0, "the XOR swizzle permutes chunks within aligned groups of 8");
 
-// KV pages in flight per CTA. One-row-group tiles hold Q in registers (no Q tile in shared memory),
-// which leaves room for a third page: they are memory-latency bound, so the extra page in flight pays.
-constexpr int stages_for(int row_groups) { return row_groups == 1 ? 3 : 2; }
-constexpr bool q_in_registers(int row_groups) { return row_groups == 1; }
-
 // Shared-memory layout (bytes), for a kernel with `row_groups` active 16-row groups.
 struct SmemLayout {
-  int k_offset, q_offset, p_offset, max_offset, sum_offset, bar_offset, total;
+  int k_offset, q_offset, p_offset, max_offset, sum_offset, total;
 };
 constexpr SmemLayout smem_layout(int row_groups, int slices) {
   SmemLayout s{};
   s.k_offset = 0;
-  s.q_offset = s.k_offset + stages_for(row_groups) * kPageBytes;
-  s.p_offset = s.q_offset + (q_in_registers(row_groups) ? 0 : row_groups * kRowGroup * kRowBytes);
+  s.q_offset = s.k_offset + kStages * kPageBytes;
+  s.p_offset = s.q_offset + row_groups * kRowGroup * kRowBytes;
   s.max_offset = s.p_offset + row_groups * kRowGroup * kPRowBytes;
   s.sum_offset = s.max_offset + slices * kRowsPerCta * 4;
-  s.bar_offset = s.sum_offset + slices * kRowsPerCta * 4;  // TMA variant: one mbarrier per stage + Q
-  s.total = s.bar_offset + 64;
+  s.total = s.sum_offset + slices * kRowsPerCta * 4;
   return s;
 }
-static_assert(smem_layout(1, 8).total <= 227 * 1024, "three-stage one-row-group variant fits");
 static_assert(smem_layout(4, 2).total <= 227 * 1024, "largest variant fits the sm90 shared-memory limit");
 
 // Swizzled byte offset of 16-byte chunk `chunk` of row `row` in a tile of rows `row_bytes` apart:

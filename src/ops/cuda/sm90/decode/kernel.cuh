@@ -17,16 +17,11 @@ namespace mla::sm90::decode {
 
 // kWg: 64-row tiles (RG == 4) on wgmma, one warpgroup per slice; otherwise mma.sync, which has no 64-row
 // minimum and so skips empty row groups.
-// kTma: pages and Q tiles arrive by TMA on mbarriers (thread 0 issues) instead of cp.async from every
-// thread; needs the slab layout of the wgmma variant.
-template <class Traits, int RG, bool kWg, bool kTma>
+template <class Traits, int RG, bool kWg>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_constant__ DecodeKernelParams p) {
   using WS = WarpShape<RG>;
   static_assert(!kWg || RG == 4, "the wgmma variant computes all 64 rows");
-  constexpr bool kQRegs = q_in_registers(RG);  // Q as register fragments (see load_q_frags)
-  static_assert(!kTma || kWg || kQRegs, "TMA variants: wgmma (Q tile by TMA too) or Q in registers");
-  constexpr bool kSlab = kWg || kTma;  // shared layout: 64-column slabs (TMA boxes, wgmma operands)
-  constexpr int kStages = stages_for(RG);
+  constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
   constexpr SmemLayout L = smem_layout(RG, WS::kSlices);
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (launched with programmatic stream serialization) get scheduled as SMs free
@@ -56,38 +51,18 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   if (!comp.valid()) return;  // an empty part (more CTAs than work)
   load = comp;
   load.fetch_page(p);
-  const uint32_t s_bar = smem_u32(smem + L.bar_offset);  // mbarriers: [stage] pages, [kStages] Q
-  const uint32_t bar_q = s_bar + 8 * kStages;
-  uint32_t kv_phase = 0, q_phase = 0;  // parity bit per stage / of the Q barrier
-  if constexpr (kTma) {
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < kStages; ++s) mbar_init(s_bar + 8 * s, 1);
-      mbar_init(bar_q, 1);
-      mbar_init_fence();
-    }
-    __syncthreads();
-  }
 
-  // Prologue: Q tile of the first sequence (unless Q goes to registers), then kStages pages, one commit
-  // group each.
-  if constexpr (kTma && !kQRegs) {
-    if (threadIdx.x == 0) issue_q_tma(p, comp.b, tile_row0, s_q_tile, bar_q);
-  } else if constexpr (!kTma && !kQRegs) {
-    load_q_tile<RG, kSlab>(p, comp.b, tile_row0, valid_rows, s_q_tile);
-    cp_async_commit();
-  }
+  // Prologue: Q tile of the first sequence, then pages 0 and 1, one commit group each.
+  load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+  cp_async_commit();
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
     if (load.valid()) {
-      if constexpr (kTma) {
-        if (threadIdx.x == 0) issue_page_tma(p, load.page, s_kv0 + s * kPageBytes, s_bar + 8 * s);
-      } else {
-        load_kv_page<kSlab>(p, load.page, load.blk, load.seqlen, s_kv0 + s * kPageBytes);
-      }
+      load_kv_page<kWg>(p, load.page, load.blk, load.seqlen, s_kv0 + s * kPageBytes);
       load.advance(p);
       load.fetch_page(p);
     }
-    if constexpr (!kTma) cp_async_commit();
+    cp_async_commit();
   }
 
   // Causal visibility of this thread's two rows depends on the sequence; recomputed per segment.
@@ -95,30 +70,11 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   RowState<RG> st;
   st.reset();
   uint32_t qf[kQRegs ? kDimQK / 16 : 1][4];
-  bool q_fresh = true;  // qf does not hold the current sequence's Q yet / (TMA) Q tile not waited for
+  bool q_fresh = true;  // the Q tile in shared memory belongs to a sequence not yet in qf
   int stage = 0;
   while (comp.valid()) {
-    if constexpr (kQRegs) {
-      if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), p, comp.b, tile_row0, lane);
-      q_fresh = false;
-    }
-    if constexpr (kTma) {
-      if (q_fresh) {
-        mbar_wait(bar_q, q_phase);
-        q_phase ^= 1;
-        q_fresh = false;
-      }
-      mbar_wait(s_bar + 8 * stage, (kv_phase >> stage) & 1);
-      kv_phase ^= 1u << stage;
-      const int valid_tokens = comp.seqlen - comp.blk * kBlockN;
-      if (valid_tokens < kBlockN) {
-        zero_page_tail(smem + L.k_offset + stage * kPageBytes, valid_tokens);
-        fence_proxy_async();  // generic zeros before wgmma (and the next TMA) touch the stage
-      }
-    } else {
-      cp_async_wait<kStages - 1>();
-      if constexpr (kWg) fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
-    }
+    cp_async_wait<kStages - 1>();
+    if constexpr (kWg) fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
     __syncthreads();
     const uint32_t s_kv = s_kv0 + stage * kPageBytes;
     const int b = comp.b, blk = comp.blk;
@@ -128,7 +84,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       if constexpr (kWg) {
         compute_scores_wgmma<Traits>(sc, s_q_tile, s_kv, ws);
       } else if constexpr (kQRegs) {
-        compute_scores_qregs<Traits, RG, kSlab>(sc, reinterpret_cast<const QFrags&>(qf), s_kv, ws, lane);
+        if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_tile, lane);
+        q_fresh = false;
+        compute_scores_qregs<Traits, RG>(sc, reinterpret_cast<const QFrags&>(qf), s_kv, ws, lane);
       } else {
         compute_scores<Traits, RG>(sc, s_q_tile, s_kv, rg, ws, lane);
       }
@@ -189,7 +147,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       if constexpr (kWg) {
         accumulate_pv_wgmma<Traits>(st.o, s_p, s_kv, ws);
       } else {
-        accumulate_pv<Traits, RG, kSlab>(st, s_p, s_kv, rg, ws, lane);
+        accumulate_pv<Traits, RG>(st, s_p, s_kv, rg, ws, lane);
       }
     }
     const bool seg_end = comp.last_of_sequence();
@@ -202,29 +160,20 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
     }
     __syncthreads();  // stage, P, Q and the reduction buffers are free again
     comp.advance(p);
-    if constexpr (kTma) {
-      if (!kQRegs && seg_end && comp.valid() && threadIdx.x == 0) issue_q_tma(p, comp.b, tile_row0, s_q_tile, bar_q);
-      if (load.valid()) {
-        if (threadIdx.x == 0) issue_page_tma(p, load.page, s_kv, s_bar + 8 * stage);
-        load.advance(p);
-        load.fetch_page(p);
-      }
-    } else {
-      if (!kQRegs && seg_end && comp.valid()) {
-        // Its own commit group, ahead of page j + 2: the next step's wait<1> then covers Q and page j + 1.
-        load_q_tile<RG, kSlab>(p, comp.b, tile_row0, valid_rows, s_q_tile);
-        cp_async_commit();
-      }
-      if (load.valid()) {
-        load_kv_page<kSlab>(p, load.page, load.blk, load.seqlen, s_kv);
-        load.advance(p);
-        load.fetch_page(p);
-      }
+    if (seg_end && comp.valid()) {
+      // Its own commit group, ahead of page j + 2: the next step's wait<1> then covers Q and page j + 1.
+      load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
       cp_async_commit();
     }
-    stage = stage + 1 == kStages ? 0 : stage + 1;
+    if (load.valid()) {
+      load_kv_page<kWg>(p, load.page, load.blk, load.seqlen, s_kv);
+      load.advance(p);
+      load.fetch_page(p);
+    }
+    cp_async_commit();
+    stage ^= 1;
   }
-  if constexpr (!kTma) cp_async_wait<0>();
+  cp_async_wait<0>();
 }
 
 }  // namespace mla::sm90::decode

@@ -12,12 +12,9 @@ struct Bf16Traits;
 struct Fp16Traits;
 
 // grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (1, 2 or 4); kWg: wgmma math
-// (RG == 4 only); kTma: TMA page loads (kWg only; p.tmap_* must be encoded, see encode_tensor_maps).
-template <class Traits, int RG, bool kWg, bool kTma>
+// (RG == 4 only).
+template <class Traits, int RG, bool kWg>
 Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
-
-// Fills p->tmap_kv ([num_pages * 64, 576]) and p->tmap_q ([q_rows, 576]) for the TMA variant.
-Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
 
 // Merges split partials for sequences with >= 2 splits and writes zeros / -inf for those with none.
 template <class Traits>

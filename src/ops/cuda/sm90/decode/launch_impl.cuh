@@ -7,10 +7,10 @@
 
 namespace mla::sm90::decode {
 
-template <class Traits, int RG, bool kWg, bool kTma>
+template <class Traits, int RG, bool kWg>
 Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = smem_layout(RG, WarpShape<RG>::kSlices).total;
-  auto* kernel = &mla_decode_kernel<Traits, RG, kWg, kTma>;
+  auto* kernel = &mla_decode_kernel<Traits, RG, kWg>;
   // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY("mla_decode", attr);

@@ -11,7 +11,6 @@
 #include "ops/cuda/sm90/decode/config.h"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/ptx.h"
-#include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
 
 namespace mla::sm90::decode {
@@ -74,30 +73,6 @@ __device__ __forceinline__ void load_kv_page(const DecodeKernelParams& p, int32_
   copy_rows<kBlockN, kSlab>(src, s_stage, seqlen - blk * kBlockN);
 }
 
-// TMA variant: thread 0 issues a page (nine 64 x 64 slabs) or a Q tile onto an mbarrier expecting its
-// bytes. Rows of the Q box past the end of q are zero-filled by the TMA unit (and still counted).
-__device__ __forceinline__ void issue_page_tma(const DecodeKernelParams& p, int32_t page, uint32_t dst, uint32_t bar) {
-  mbar_expect_tx(bar, kPageBytes);
-#pragma unroll
-  for (int slab = 0; slab < kChunksPerRow / 8; ++slab)
-    tma_load_2d(dst + slab * kBlockN * 128, &p.tmap_kv, bar, slab * 64, page * kBlockN);
-}
-__device__ __forceinline__ void issue_q_tma(const DecodeKernelParams& p, int b, int tile_row0, uint32_t dst, uint32_t bar) {
-  mbar_expect_tx(bar, kRowsPerCta * kRowBytes);
-#pragma unroll
-  for (int slab = 0; slab < kChunksPerRow / 8; ++slab)
-    tma_load_2d(dst + slab * kRowsPerCta * 128, &p.tmap_q, bar, slab * 64, b * p.rows + tile_row0);
-}
-// A TMA page brings the whole page, garbage (maybe NaN) past the sequence end included: zero those
-// tokens' V columns (slabs 0..7) so 0 * NaN cannot reach O. Scores of those keys are masked anyway.
-__device__ __forceinline__ void zero_page_tail(uint8_t* stage, int valid_tokens) {
-  const int rows = kBlockN - valid_tokens;
-  for (int i = threadIdx.x; i < rows * (kDimV / 64) * 8; i += kThreads) {
-    const int chunk = i & 7, slab = (i >> 3) % (kDimV / 64), row = valid_tokens + (i >> 3) / (kDimV / 64);
-    *reinterpret_cast<uint4*>(stage + slab * kBlockN * 128 + row * 128 + chunk * 16) = make_uint4(0, 0, 0, 0);
-  }
-}
-
 // Per-thread softmax/accumulator state of one warp: rows g and g + 8 of its row group
 // (g = lane / 4), the warp's output columns.
 template <int RG>
@@ -145,34 +120,17 @@ __device__ __forceinline__ void compute_scores(float (&s)[WarpShape<RG>::kSTiles
 }
 
 // One-row-group tiles (h_q 16/32 with few query rows) keep their 16 Q rows in registers as mma.sync A
-// fragments, loaded straight from global memory once per sequence (issued before the page wait, so the
-// latency overlaps it): the eight warps then read only K from shared memory for S, and the Q tile needs
-// no shared memory, which buys a third KV stage.
+// fragments, loaded once per sequence: the eight warps then read only K from shared memory for S,
+// which halves the shared-memory traffic of the memory-bound small-head case.
 using QFrags = uint32_t[kDimQK / 16][4];
 
-__device__ __forceinline__ void load_q_frags(QFrags& qf, const DecodeKernelParams& p, int b, int tile_row0, int lane) {
-  // A fragment of k16 step kk: rows g, g + 8; column pairs 16 kk + 2 t4 (regs 0, 1) and + 8 (regs 2, 3).
-  constexpr int kRowWords = kDimQK / 2;
-  const uint32_t* q = reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(p.q) +
-                                                        (static_cast<int64_t>(b) * p.rows + tile_row0) * kDimQK);
-  const uint32_t* r0 = q + (lane >> 2) * kRowWords + (lane & 3);
-  const uint32_t* r1 = r0 + 8 * kRowWords;
+__device__ __forceinline__ void load_q_frags(QFrags& qf, uint32_t s_q_tile, int lane) {
+  const int q_row = lane & 15;
 #pragma unroll
-  for (int kk = 0; kk < kDimQK / 16; ++kk) {
-    qf[kk][0] = __ldg(r0 + kk * 8);
-    qf[kk][1] = __ldg(r1 + kk * 8);
-    qf[kk][2] = __ldg(r0 + kk * 8 + 4);
-    qf[kk][3] = __ldg(r1 + kk * 8 + 4);
-  }
+  for (int kk = 0; kk < kDimQK / 16; ++kk) ldmatrix_x4(qf[kk], s_q_tile + swizzle(q_row, kk * 2 + (lane >> 4), kRowBytes));
 }
 
-// Byte offset of 16-byte chunk `chunk` of token `row` in a KV stage, in either shared layout.
-template <bool kSlab>
-__device__ __forceinline__ int kv_offset(int row, int chunk) {
-  return kSlab ? swizzle_slab(row, chunk, kBlockN) : swizzle(row, chunk, kRowBytes);
-}
-
-template <class Traits, int RG, bool kSlab>
+template <class Traits, int RG>
 __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::kSTiles][4], const QFrags& qf,
                                                      uint32_t s_kv, int ws, int lane) {
   using WS = WarpShape<RG>;
@@ -186,7 +144,7 @@ __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::k
 #pragma unroll
     for (int t = 0; t < WS::kSTiles; ++t) {
       uint32_t bk[4];
-      ldmatrix_x4(bk, s_kv + kv_offset<kSlab>(k_row0 + t * 8, kk * 4 + (lane >> 3)));
+      ldmatrix_x4(bk, s_kv + swizzle(k_row0 + t * 8, kk * 4 + (lane >> 3), kRowBytes));
       Traits::mma(s[t], qf[2 * kk], bk[0], bk[1]);
       Traits::mma(s[t], qf[2 * kk + 1], bk[2], bk[3]);
     }
@@ -194,7 +152,7 @@ __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::k
 }
 
 // O (16 x kCols) += P_rg (16 x 64) . V (64 x kCols); V = the first 512 dims of the KV page.
-template <class Traits, int RG, bool kSlab>
+template <class Traits, int RG>
 __device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, uint32_t s_kv, int rg, int ws,
                                               int lane) {
   using WS = WarpShape<RG>;
@@ -208,7 +166,7 @@ __device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, ui
 #pragma unroll
     for (int t = 0; t < WS::kOTiles; t += 2) {
       uint32_t bv[4];  // keys 16ks..+16, columns of tiles t and t+1 (transposed: V is [key][dim])
-      ldmatrix_x4_trans(bv, s_kv + kv_offset<kSlab>(ks * 16 + v_key, v_chunk0 + t));
+      ldmatrix_x4_trans(bv, s_kv + swizzle(ks * 16 + v_key, v_chunk0 + t, kRowBytes));
       Traits::mma(st.o[t], a, bv[0], bv[1]);
       Traits::mma(st.o[t + 1], a, bv[2], bv[3]);
     }

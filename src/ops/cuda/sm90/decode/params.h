@@ -1,17 +1,11 @@
 #pragma once
 // Kernel parameters of the decode and combine kernels, passed __grid_constant__. Every pointer is a
 // device pointer to a contiguous tensor (validated by the launcher).
-#include <cuda.h>
-
 #include <cstdint>
 
 namespace mla::sm90::decode {
 
 struct DecodeKernelParams {
-  // TMA variant only (encoded by the launcher; see tma.h): the cache viewed as 2D [num_pages * 64, 576]
-  // and q as [b * s_q * h_q, 576], 16-bit elements, 64 x 64 boxes with 128-byte swizzle.
-  CUtensorMap tmap_kv;
-  CUtensorMap tmap_q;
   const void* q;                  // [b, s_q, h_q, 576] 16-bit; row r = i * h_q + h of sequence b
   const void* kv_cache;           // [num_pages, 64, 576] 16-bit
   const int32_t* block_table;     // [b, block_table_stride]
