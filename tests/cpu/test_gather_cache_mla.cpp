@@ -14,6 +14,7 @@
 #include "common/random.h"
 #include "mla/ops/concat_and_cache_mla.h"
 #include "mla/ops/gather_cache_mla.h"
+#include "ops/common/cache_codec.h"
 #include "test_kv_cache_data.h"
 
 namespace mla {
@@ -191,6 +192,23 @@ TEST(GatherCacheMla, Bf16ConcatGatherRoundTripIsExact) {
   g.cu_seq_lens = TensorView::contiguous(cu.data(), DType::kInt32, {2});
   ASSERT_TRUE(ref::gather_and_maybe_dequant_cache_mla(g).is_ok());
   EXPECT_EQ(out, kv);
+}
+
+// The shared dequantizer (a shift and a rebiasing multiply) against the core codec over all 256 codes and a
+// few scales, subnormal codes and -0 included.
+TEST(GatherCacheMla, DecodeE4m3MatchesCodecForAllCodes) {
+  for (float scale : {1.f, 0.1f, 3.7e-3f, 1e-30f, 2.5e30f}) {
+    for (int c = 0; c < 256; ++c) {
+      const float got = cache::decode_e4m3(static_cast<uint8_t>(c), scale);
+      const float want = e4m3_to_float(static_cast<uint8_t>(c));
+      if (std::isnan(want)) {
+        EXPECT_EQ(float_bits(got), float_bits(want)) << c;  // 0x7FC00000 with the code's sign
+        continue;
+      }
+      const float prod = want * scale;
+      EXPECT_EQ(float_bits(got), float_bits(prod)) << "code " << c << " scale " << scale;
+    }
+  }
 }
 
 // NaN codes decode to the documented NaN without the scale (docs/kv_cache_formats.md §6), so the kernel's

@@ -76,13 +76,20 @@ MLA_HD_INLINE float fp8_ds_tile_scale(float amax) {
   return s > 0.f ? s : 1.f;
 }
 
-// Dequantize one e4m3 code with a scale (fp8: k_scale, fp8_ds: the tile scale). A NaN code skips the
-// multiply: GPU arithmetic returns the canonical NaN 0x7FFFFFFF while x86 keeps the operand's payload and
-// sign, so NaN * scale would differ bit for bit between kernel and reference. Both return e4m3_to_float's
-// NaN (0x7FC00000 with the code's sign) instead.
+// Dequantize one e4m3 code with a scale (fp8: k_scale, fp8_ds: the tile scale).
+// The code's 7 magnitude bits placed at float bit 20 read as a float of exponent e - 127 (e = the code's
+// exponent field; e = 0 gives a float subnormal), so multiplying by 2^120 rebiases it exactly to the e4m3
+// value, subnormals included: one shift and one multiply instead of a branchy decode (this runs 576 times
+// per gathered token). Then one rounded product with the scale, as the format specifies.
+// A NaN code skips the arithmetic: GPU arithmetic returns the canonical NaN 0x7FFFFFFF while x86 keeps the
+// operand's payload and sign, so the bytes would differ; both return 0x7FC00000 with the code's sign, the
+// NaN e4m3_to_float gives.
 MLA_HD_INLINE float decode_e4m3(uint8_t code, float scale) {
-  const float v = e4m3_to_float(code);
-  return (code & 0x7Fu) == 0x7Fu ? v : v * scale;
+  const uint32_t sign = static_cast<uint32_t>(code & 0x80u) << 24;
+  const uint32_t mag = code & 0x7Fu;
+  if (mag == 0x7Fu) return bits_float(sign | 0x7FC00000u);
+  const float v = bits_float(sign | (mag << 20)) * 0x1p120f;  // exact
+  return v * scale;
 }
 
 }  // namespace mla::cache

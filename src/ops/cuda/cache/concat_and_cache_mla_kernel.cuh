@@ -8,6 +8,7 @@
 
 #include "mla/core/kv_format.h"
 #include "ops/common/cache_codec.h"
+#include "ops/cuda/cache/e4m3_pack.cuh"
 #include "ops/cuda/cache/vec.cuh"
 
 namespace mla::cache {
@@ -32,14 +33,13 @@ __device__ __forceinline__ Pack8<typename Out::raw> convert8(const Pack8<typenam
   return y;
 }
 
+// satfinite_rne(x / scale) of eight values, packed (the division is encode_e4m3's, the conversion paired).
 template <class In>
 __device__ __forceinline__ uint64_t encode8(const Pack8<typename In::raw>& x, float scale) {
-  // Packed with shifts (little-endian: element j in byte j), not through a byte array, which would
-  // live in local memory.
-  uint64_t u = 0;
+  float q[8];
 #pragma unroll
-  for (int j = 0; j < 8; ++j) u |= static_cast<uint64_t>(encode_e4m3(to_float(In{}, x.v[j]), scale)) << (8 * j);
-  return u;
+  for (int j = 0; j < 8; ++j) q[j] = div_rn(to_float(In{}, x.v[j]), scale);
+  return pack_e4m3x8(q);
 }
 
 template <class In>

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "ops/common/cache_codec.h"
+#include "ops/cuda/cache/e4m3_pack.cuh"
 #include "ops/cuda/cache/vec.cuh"
 
 namespace mla::cache {
@@ -24,9 +25,10 @@ __global__ void __launch_bounds__(256) quantize_fp8_kernel(const __grid_constant
   const R* x = static_cast<const R*>(p.x);
   for (int64_t i = tid; i < p.n_vec; i += stride) {
     const Pack8<R> v = load8(x + i * 8);
-    uint64_t c = 0;  // element j in byte j (little-endian), kept in registers
+    float q[8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) c |= static_cast<uint64_t>(encode_e4m3(to_float(T{}, v.v[j]), p.scale)) << (8 * j);
+    for (int j = 0; j < 8; ++j) q[j] = div_rn(to_float(T{}, v.v[j]), p.scale);
+    const uint64_t c = pack_e4m3x8(q);
     store_bytes<8>(p.out + i * 8, &c);
   }
   for (int64_t i = p.n_vec * 8 + tid; i < p.n; i += stride)
