@@ -12,6 +12,12 @@
 #include <cuda_fp8.h>
 #endif
 
+// decode_e4m3 multiplies float subnormals (exactly) and encode_e4m3 must round subnormal quotients: both
+// need denormal support, i.e. nvcc's default -ftz=false, which --use_fast_math would turn off.
+#if defined(__CUDA_ARCH__) && defined(__USE_FAST_MATH__)
+#error "cache codecs need IEEE denormals and division: do not build them with --use_fast_math"
+#endif
+
 namespace mla::cache {
 
 // Storage tags: the raw type that holds one element, and how it widens to / narrows from float.
