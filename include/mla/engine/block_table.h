@@ -2,6 +2,7 @@
 // A sequence's block table: the physical pages holding its KV cache, in logical order, and how many
 // token slots of them it has claimed. Logical token t lives in slot pages[t / page_size] * page_size +
 // t % page_size (the layout of mla/core/page_table.h and of concat_and_cache_mla's slot mapping).
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

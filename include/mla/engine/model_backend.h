@@ -3,6 +3,7 @@
 // their KV into the backend's own paged cache at slot_mapping, and return the logits of the rows in
 // logits_indices. The engine owns scheduling and pages; the backend owns weights and cache memory.
 // The real DeepSeek-V2 runners (CPU and CUDA) implement this; tests use FakeBackend.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -28,7 +29,7 @@ class ModelBackend {
   // The sequence's cached context is dead: it finished, or was preempted (it comes back later as a
   // new prefill from position 0). Backends that keep per-sequence state drop it here; a paged backend
   // needs nothing, since the engine hands the pages out again.
-  virtual void release(SeqId id) {}
+  virtual void release(SeqId /*id*/) {}
 };
 
 }  // namespace mla::engine
