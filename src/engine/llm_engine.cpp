@@ -36,6 +36,8 @@ Status LLMEngine::add_request(const Request& request, SeqId* id) {
 Status LLMEngine::step(std::vector<RequestOutput>* finished) {
   ScheduledBatch batch;
   MLA_TRY(scheduler_.schedule(&batch));
+  // Preemptions are final even if the rest of the step fails: count and announce them now.
+  stats_.num_preemptions += int64_t(batch.preempted.size());
   for (SeqId id : batch.preempted) backend_.release(id);
   if (batch.empty()) {
     // The scheduler always makes progress when work exists (add() refuses what cannot fit alone).
@@ -55,7 +57,6 @@ Status LLMEngine::step(std::vector<RequestOutput>* finished) {
   std::vector<SeqId> done;
   MLA_TRY(scheduler_.postprocess(batch, sampled_, &done));
   ++stats_.num_steps;
-  stats_.num_preemptions += int64_t(batch.preempted.size());
   stats_.num_decode_tokens += batch.num_decodes;
   stats_.num_prefill_tokens += batch.num_tokens - batch.num_decodes;
   for (SeqId id : done) {
