@@ -58,7 +58,7 @@ Status DeepseekV2::forward(const ForwardBatch& batch, TensorView* logits) {
   const int64_t t = batch.num_tokens(), H = c.hidden_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
 
-  TensorView residual = be_->alloc(t, H), h = be_->alloc(t, H), y = be_->alloc(t, H);
+  TensorView residual = be_->alloc_fp32(t, H), h = be_->alloc(t, H), y = be_->alloc(t, H);
   MLA_TRY(be_->embed(residual));
   MLA_TRY(be_->rmsnorm(residual, W.layers[0].input_layernorm, eps, h));
   for (int l = 0; l < static_cast<int>(c.num_hidden_layers); ++l) {
@@ -75,7 +75,7 @@ Status DeepseekV2::forward(const ForwardBatch& batch, TensorView* logits) {
     MLA_TRY(be_->gather_logit_rows(h, sel));
     h = sel;
   }
-  *logits = be_->alloc(h.shape[0], c.vocab_size);
+  *logits = be_->alloc_fp32(h.shape[0], c.vocab_size);
   return be_->linear(h, W.lm_head, *logits);
 }
 

@@ -24,6 +24,10 @@ class Backend {
   virtual Status begin_step(const ForwardBatch& batch) = 0;
   // Contiguous scratch activation, valid until the next begin_step.
   virtual TensorView alloc(int64_t rows, int64_t cols) = 0;
+  // A scratch activation the backend keeps in fp32 whatever alloc() returns: the residual stream (a sum
+  // of 2·L sublayer outputs that bf16 would round after every addition) and the logits. Every op that
+  // takes those views accepts fp32. Backends whose activations are fp32 anyway need not override it.
+  virtual TensorView alloc_fp32(int64_t rows, int64_t cols) { return alloc(rows, cols); }
   // Forgets a sequence's KV cache.
   virtual void release_sequence(int64_t seq_id) = 0;
 

@@ -1,0 +1,76 @@
+#pragma once
+// What a CudaBackend holds: device weights, the KV pools, arenas, the cuBLASLt wrapper, and the current
+// step's device-side inputs (token ids, positions, cache slots, decode block table and plan).
+#include <cuda_runtime_api.h>
+
+#include <utility>
+#include <vector>
+
+#include "device_arena.h"
+#include "gemm.h"
+#include "kv_pages.h"
+#include "mla/model/cuda_backend.h"
+#include "mla/model/rope.h"
+#include "mla/ops/plan_decode.h"
+
+namespace mla::model {
+
+struct CudaBackend::State {
+  CudaBackendOptions opts;
+  ModelWeights w;  // device views, bf16
+  RopeTable rope;
+  float softmax_scale = 0;
+  int num_sms = 0;
+  int padded_heads = 0;  // num_attention_heads rounded up to a head count mla_decode runs (16, 32, 64, 128)
+  cudaStream_t stream = nullptr;
+  std::vector<void*> allocations;  // every cudaMalloc, freed by the destructor
+
+  void* kv_pool = nullptr;  // [layers][num_pages][64][576] bf16
+  float* inv_freq = nullptr;  // [32]
+  cuda_backend::DeviceArena act;      // alloc() / alloc_fp32() and the step's inputs; reset by begin_step
+  cuda_backend::DeviceArena scratch;  // one op's temporaries; reset at the start of each op that uses it
+  cuda_backend::Gemm gemm;
+  cuda_backend::KvPages pages;
+
+  // The current step.
+  struct Step {
+    ForwardBatch batch;
+    bool valid = false;
+    int64_t tokens = 0;
+    int32_t* token_ids = nullptr;    // [t]
+    int32_t* positions = nullptr;    // [t]
+    int64_t* slots = nullptr;        // [t]: page * 64 + row of each token's latent
+    int32_t* logits_rows = nullptr;  // [logits_rows.size()]
+    // Absorbed attention (decode rows, and any row when forced): row abs_rows[i] is one decode query
+    // (s_q = 1) over its sequence's first pos + 1 keys.
+    int64_t num_abs = 0;                 // rows taking the absorbed path (== tokens: no gather/scatter)
+    int32_t* abs_rows = nullptr;         // [num_abs] rows of the step
+    int32_t* dec_seqlens = nullptr;      // [num_abs]
+    int32_t* dec_block_table = nullptr;  // [num_abs, table_width]
+    int64_t table_width = 0;
+    DecodePlanGeometry geom{};
+    DecodePlanView plan{};
+    void* dec_workspace = nullptr;
+    size_t dec_workspace_bytes = 0;
+    // Expanded attention (prefill chunks): whole cached context gathered, expanded by kv_b_proj, then
+    // prefill_attention with the chunk's queries as the context's last positions.
+    int64_t num_exp = 0;                 // sequences taking the expanded path
+    int64_t exp_ctx_rows = 0;            // Σ context lengths
+    int64_t exp_max_q = 0;
+    int32_t* exp_seqs = nullptr;         // [num_exp, 4]: q_start (row), q_len, k_start (context row), k_len
+    int32_t* exp_cu_ctx = nullptr;       // [num_exp + 1]
+    int32_t* exp_block_table = nullptr;  // [num_exp, table_width]
+    std::vector<std::pair<int64_t, int64_t>> pending;  // (seq, tokens cached once the step's last layer ran)
+  } step;
+
+  TensorView kv_cache(int layer) const;
+  // Contiguous scratch of `dtype` [rows, cols]; an undefined view when the arena is exhausted.
+  TensorView scratch_view(DType dtype, int64_t rows, int64_t cols);
+  ~State();
+};
+
+// Uploads every weight of `host` as bf16 into one device allocation (recorded in s->allocations) and
+// fills s->w with device views.
+Status upload_weights(const ModelWeights& host, CudaBackend::State* s);
+
+}  // namespace mla::model

@@ -1,0 +1,117 @@
+// cuBLASLt is column-major; a row-major C[m, n] is the column-major Cᵀ[n, m], so the product is run as
+// Cᵀ = op(B)ᵀ · Aᵀ: cuBLASLt's "A" is our B (transposed when it is an [n, k] weight) and its "B" is our A.
+#include "gemm.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace mla::model::cuda_backend {
+namespace {
+
+Status lt_status(cublasStatus_t s, const char* op, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return Status::ok();
+  return Status::cuda(op, std::string(what) + " failed: cublas status " + std::to_string(static_cast<int>(s)));
+}
+#define LT_TRY(op, call) MLA_TRY(lt_status((call), (op), #call))
+
+// Largest power of two (<= 256) dividing the address, the row pitch and (batched) the batch stride, in
+// bytes: what the heuristic may assume about every matrix of the operand.
+uint32_t alignment_of(const void* p, int64_t ld, int64_t stride, int batch, size_t elem) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(p) | static_cast<uint64_t>(ld) * elem;
+  if (batch > 1) bits |= static_cast<uint64_t>(stride) * elem;
+  uint32_t al = 256;
+  while (al > 1 && bits % al != 0) al >>= 1;
+  return al;
+}
+
+// Descriptors destroyed on every exit path.
+struct Descs {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~Descs() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+Status set_batch(const char* op, cublasLtMatrixLayout_t l, int batch, int64_t stride) {
+  if (batch <= 1) return Status::ok();
+  const int32_t count = batch;
+  LT_TRY(op, cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+  LT_TRY(op, cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+  return Status::ok();
+}
+
+std::string shape_str(const GemmArgs& g) {
+  return "m " + std::to_string(g.m) + ", n " + std::to_string(g.n) + ", k " + std::to_string(g.k) + ", batch " +
+         std::to_string(g.batch) + ", lda " + std::to_string(g.lda) + ", ldb " + std::to_string(g.ldb) + ", ldc " +
+         std::to_string(g.ldc) + (g.b_is_nk ? ", B [n, k]" : ", B [k, n]") + ", C " + std::string(dtype_name(g.c_dtype));
+}
+
+}  // namespace
+
+Gemm::~Gemm() {
+  if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
+}
+
+Status Gemm::init(void* workspace, size_t workspace_bytes) {
+  cublasLtHandle_t h = nullptr;
+  LT_TRY("gemm", cublasLtCreate(&h));
+  handle_ = h;
+  workspace_ = workspace;
+  workspace_bytes_ = workspace_bytes;
+  return Status::ok();
+}
+
+Status Gemm::run(const char* op, const GemmArgs& g, Stream stream) {
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return Status::ok();
+  const bool ok = g.a && g.b && g.c && g.k > 0 && g.m > 0 && g.n > 0 && g.batch >= 1 && g.lda >= g.k &&
+                  g.ldb >= (g.b_is_nk ? g.k : g.n) && g.ldc >= g.n &&
+                  (g.c_dtype == DType::kBf16 || g.c_dtype == DType::kFp32);
+  if (!ok) return Status::invalid(op, "gemm arguments: " + shape_str(g));
+  Descs d;
+  const cudaDataType_t c_type = g.c_dtype == DType::kFp32 ? CUDA_R_32F : CUDA_R_16BF;
+  LT_TRY(op, cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = g.b_is_nk ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+  LT_TRY(op, cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  LT_TRY(op, cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  // cuBLASLt's A: our B as stored, column-major: [k, n] (ld ldb) when it is an [n, k] row-major weight.
+  if (g.b_is_nk) LT_TRY(op, cublasLtMatrixLayoutCreate(&d.a, CUDA_R_16BF, g.k, g.n, g.ldb));
+  else LT_TRY(op, cublasLtMatrixLayoutCreate(&d.a, CUDA_R_16BF, g.n, g.k, g.ldb));
+  LT_TRY(op, cublasLtMatrixLayoutCreate(&d.b, CUDA_R_16BF, g.k, g.m, g.lda));  // our A as Aᵀ [k, m]
+  LT_TRY(op, cublasLtMatrixLayoutCreate(&d.c, c_type, g.n, g.m, g.ldc));       // our C as Cᵀ [n, m]
+  MLA_TRY(set_batch(op, d.a, g.batch, g.stride_b));
+  MLA_TRY(set_batch(op, d.b, g.batch, g.stride_a));
+  MLA_TRY(set_batch(op, d.c, g.batch, g.stride_c));
+
+  LT_TRY(op, cublasLtMatmulPreferenceCreate(&d.pref));
+  const uint64_t ws = workspace_bytes_;
+  LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  // Column slices of activations (q_nope of one head, kv_c of a latent row) are not 256-byte aligned:
+  // tell the heuristic the real alignment so it never picks a kernel that assumes more.
+  const uint32_t al_a = alignment_of(g.b, g.ldb, g.stride_b, g.batch, 2);
+  const uint32_t al_b = alignment_of(g.a, g.lda, g.stride_a, g.batch, 2);
+  const uint32_t al_c = alignment_of(g.c, g.ldc, g.stride_c, g.batch, dtype_size(g.c_dtype));
+  LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
+  LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
+  LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
+  LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
+
+  auto* h = static_cast<cublasLtHandle_t>(handle_);
+  cublasLtMatmulHeuristicResult_t res{};
+  int found = 0;
+  LT_TRY(op, cublasLtMatmulAlgoGetHeuristic(h, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &res, &found));
+  if (found == 0) return Status::unsupported(op, "cuBLASLt has no algorithm for " + shape_str(g));
+  const float alpha = 1.f, beta = 0.f;
+  LT_TRY(op, cublasLtMatmul(h, d.op, &alpha, g.b, d.a, g.a, d.b, &beta, g.c, d.c, g.c, d.c, &res.algo, workspace_,
+                            workspace_bytes_, reinterpret_cast<cudaStream_t>(stream)));
+  return Status::ok();
+}
+
+}  // namespace mla::model::cuda_backend

@@ -1,0 +1,252 @@
+// The CUDA model against the CPU model on the fixture models (tests/fixtures/tiny, tiny-qlora): the same
+// teacher-forced token streams through both backends, logits compared row by row. The issue's bar:
+// top-1 agreement >= 99 % and relative logit error (L2 over all compared rows) <= 2e-2 with a bf16 KV
+// cache. Covers whole-prompt prefill (page boundaries at 64 crossed), several sequences in one step,
+// chunked prefill continuing a cache, decode steps mixing sequences, and forced absorbed attention.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/random.h"
+#include "mla/loader/weights_loader.h"
+#include "mla/model/cpu_backend.h"
+#include "mla/model/cuda_backend.h"
+#include "mla/model/deepseek_v2.h"
+
+namespace mla::model {
+namespace {
+
+std::string fixtures_dir() {
+  return std::filesystem::path(__FILE__).parent_path().parent_path().string() + "/fixtures";
+}
+
+struct Models {
+  std::unique_ptr<CpuBackend> cpu;
+  std::unique_ptr<CudaBackend> gpu;
+};
+
+Models load(const std::string& name, bool prefill_attention) {
+  Models m;
+  ModelWeights w;
+  Status s = loader::load_model(fixtures_dir() + "/" + name, &w, {.progress = loader::ProgressMode::kOff});
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  if (!s.is_ok()) return m;
+  CudaBackendOptions o;
+  o.num_pages = 64;
+  o.max_batch_tokens = 1024;
+  o.activation_bytes = size_t{256} << 20;
+  o.scratch_bytes = size_t{128} << 20;
+  o.prefill_attention = prefill_attention;
+  const Status sg = CudaBackend::create(w, o, &m.gpu);
+  EXPECT_TRUE(sg.is_ok()) << sg.to_string();
+  const Status sc = CpuBackend::create(std::move(w), &m.cpu);
+  EXPECT_TRUE(sc.is_ok()) << sc.to_string();
+  return m;
+}
+
+// Accumulated agreement over every compared logits row.
+struct Agreement {
+  int64_t rows = 0, top1 = 0;
+  double diff2 = 0, ref2 = 0;
+  int64_t nonfinite = 0;
+  double rel() const { return ref2 > 0 ? std::sqrt(diff2 / ref2) : 0; }
+  double top1_rate() const { return rows ? double(top1) / double(rows) : 0; }
+  std::string str() const {
+    char b[160];
+    std::snprintf(b, sizeof b, "rows %lld, top-1 agreement %.4f, relative logit error %.3e, nonfinite %lld",
+                  static_cast<long long>(rows), top1_rate(), rel(), static_cast<long long>(nonfinite));
+    return b;
+  }
+};
+
+// One step on both backends; logits rows compared.
+Status step_both(Models& m, const ForwardBatch& b, int64_t vocab, Agreement* a) {
+  TensorView lc, lg;
+  DeepseekV2 cpu_model(m.cpu.get()), gpu_model(m.gpu.get());
+  MLA_TRY(cpu_model.forward(b, &lc));
+  MLA_TRY(gpu_model.forward(b, &lg));
+  std::vector<float> got;
+  MLA_TRY(m.gpu->download(lg, &got));
+  const float* ref = lc.ptr<float>();
+  if (static_cast<int64_t>(got.size()) != lc.shape[0] * vocab || lg.shape[1] != vocab)
+    return Status::internal("test", "logits shapes differ: " + lg.str() + " vs " + lc.str());
+  for (int64_t r = 0; r < lc.shape[0]; ++r) {
+    const float* g = &got[size_t(r * vocab)];
+    const float* c = ref + r * lc.stride[0];
+    for (int64_t v = 0; v < vocab; ++v) {
+      if (!std::isfinite(g[v])) ++a->nonfinite;
+      a->diff2 += double(g[v] - c[v]) * double(g[v] - c[v]);
+      a->ref2 += double(c[v]) * double(c[v]);
+    }
+    a->top1 += std::max_element(g, g + vocab) - g == std::max_element(c, c + vocab) - c;
+    ++a->rows;
+  }
+  return Status::ok();
+}
+
+std::vector<int32_t> random_ids(std::mt19937_64& rng, int64_t n, int64_t vocab) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = int32_t(rng() % uint64_t(vocab));
+  return v;
+}
+
+ForwardBatch chunk(const std::vector<int32_t>& ids, int64_t from, int64_t to, int64_t seq, AttnPath path = AttnPath::kAuto) {
+  ForwardBatch b;
+  b.token_ids.assign(ids.begin() + from, ids.begin() + to);
+  b.seqs = {{.seq_id = seq, .start_pos = from, .num_tokens = to - from}};
+  b.attn_path = path;
+  return b;
+}
+
+// Appends chunk [from, to) of sequence `seq` to a multi-sequence batch.
+void add_chunk(ForwardBatch* b, const std::vector<int32_t>& ids, int64_t from, int64_t to, int64_t seq) {
+  b->token_ids.insert(b->token_ids.end(), ids.begin() + from, ids.begin() + to);
+  b->seqs.push_back({.seq_id = seq, .start_pos = from, .num_tokens = to - from});
+}
+
+void release(Models& m, int64_t seq) {
+  m.cpu->release_sequence(seq);
+  m.gpu->release_sequence(seq);
+}
+
+void expect_bar(const Agreement& a, const std::string& what) {
+  std::printf("[model] %s: %s\n", what.c_str(), a.str().c_str());
+  EXPECT_EQ(a.nonfinite, 0) << what;
+  EXPECT_GT(a.rows, 0) << what;
+  // The issue's bar for bf16 weights, activations and KV cache against the fp32 CPU model.
+  EXPECT_LE(a.rel(), 2e-2) << what << ": " << a.str();
+  EXPECT_GE(a.top1_rate(), 0.99) << what << ": " << a.str();
+}
+
+// (fixture, prefill chunks through prefill_attention (true) or through the absorbed path (false)).
+class CudaForward : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
+ protected:
+  const char* fixture() const { return std::get<0>(GetParam()); }
+  bool expanded() const { return std::get<1>(GetParam()); }
+  std::string label() const { return std::string(fixture()) + (expanded() ? " expanded" : " absorbed-only"); }
+};
+
+// Whole prompts, one per step, lengths around the 64-token page size; then all of them in one step.
+TEST_P(CudaForward, PrefillMatchesCpu) {
+  Models m = load(fixture(), expanded());
+  ASSERT_TRUE(m.cpu && m.gpu);
+  const int64_t V = m.cpu->weights().config.vocab_size;
+  auto rng = mla::test::case_rng("prefill" + label());
+  Agreement a;
+  const std::vector<int64_t> lens = {1, 7, 63, 64, 65, 150};
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < lens.size(); ++i) {
+    prompts.push_back(random_ids(rng, lens[i], V));
+    Status s = step_both(m, chunk(prompts[i], 0, lens[i], int64_t(i)), V, &a);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    release(m, int64_t(i));
+  }
+  ForwardBatch all;
+  for (size_t i = 0; i < lens.size(); ++i) add_chunk(&all, prompts[i], 0, lens[i], int64_t(100 + i));
+  Status s = step_both(m, all, V, &a);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  expect_bar(a, label() + " prefill");
+}
+
+// Chunked prefill continuing each sequence's cache, then decode steps over several sequences at once,
+// one of them joining late with its own prefill chunk in the same step (a mixed batch).
+TEST_P(CudaForward, ChunkedPrefillThenDecodeMatchesCpu) {
+  Models m = load(fixture(), expanded());
+  ASSERT_TRUE(m.cpu && m.gpu);
+  const int64_t V = m.cpu->weights().config.vocab_size;
+  auto rng = mla::test::case_rng("decode" + label());
+  const std::vector<int32_t> s0 = random_ids(rng, 160, V), s1 = random_ids(rng, 100, V), s2 = random_ids(rng, 90, V);
+  Agreement a;
+  auto run = [&](const ForwardBatch& b) {
+    Status s = step_both(m, b, V, &a);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    return s.is_ok();
+  };
+  ASSERT_TRUE(run(chunk(s0, 0, 50, 0)));
+  ASSERT_TRUE(run(chunk(s0, 50, 130, 0)));
+  ASSERT_TRUE(run(chunk(s1, 0, 70, 1)));
+  for (int64_t i = 0; i < 30; ++i) {
+    ForwardBatch b;
+    add_chunk(&b, s0, 130 + i, 131 + i, 0);
+    add_chunk(&b, s1, 70 + i, 71 + i, 1);
+    if (i == 10) add_chunk(&b, s2, 0, 60, 2);  // a prefill chunk in a decode batch
+    if (i > 10 && 60 + i - 11 < 90) add_chunk(&b, s2, 60 + i - 11, 61 + i - 11, 2);
+    b.logits_rows.clear();
+    ASSERT_TRUE(run(b));
+  }
+  expect_bar(a, label() + " chunked prefill + decode");
+  EXPECT_EQ(m.gpu->cached_tokens(0), 160);
+  EXPECT_EQ(m.gpu->cached_tokens(1), 100);
+}
+
+// logits_rows selects rows before lm_head; forced absorbed attention on prefill chunks.
+TEST_P(CudaForward, LogitsRowsAndForcedAbsorbedMatchCpu) {
+  Models m = load(fixture(), expanded());
+  ASSERT_TRUE(m.cpu && m.gpu);
+  const int64_t V = m.cpu->weights().config.vocab_size;
+  auto rng = mla::test::case_rng("rows" + label());
+  const std::vector<int32_t> p = random_ids(rng, 90, V), q = random_ids(rng, 40, V);
+  Agreement a;
+  ForwardBatch b;
+  add_chunk(&b, p, 0, 90, 7);
+  add_chunk(&b, q, 0, 40, 8);
+  b.logits_rows = {89, 129, 0, 64};
+  b.attn_path = AttnPath::kAbsorbed;
+  Status s = step_both(m, b, V, &a);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(a.rows, 4);
+  expect_bar(a, label() + " logits rows, absorbed");
+}
+
+// Releasing sequences returns their pages; a step that does not fit the page budget is refused cleanly.
+TEST_P(CudaForward, PagesAreReturnedAndBudgetIsEnforced) {
+  Models m = load(fixture(), expanded());
+  ASSERT_TRUE(m.cpu && m.gpu);
+  const int64_t V = m.cpu->weights().config.vocab_size, free0 = m.gpu->free_pages();
+  auto rng = mla::test::case_rng("pages" + label());
+  const std::vector<int32_t> p = random_ids(rng, 130, V);
+  DeepseekV2 model(m.gpu.get());
+  TensorView logits;
+  Status s = model.forward(chunk(p, 0, 130, 3), &logits);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(m.gpu->free_pages(), free0 - 3);
+  m.gpu->release_sequence(3);
+  EXPECT_EQ(m.gpu->free_pages(), free0);
+  const std::vector<int32_t> big = random_ids(rng, 64 * (free0 + 1), V);
+  ForwardBatch b;
+  for (int64_t i = 0; i <= free0; ++i) add_chunk(&b, big, 0, 1, 10 + i);  // one page per sequence, one too many
+  b.token_ids.assign(size_t(free0 + 1), big[0]);
+  const Status refused = model.forward(b, &logits);
+  EXPECT_EQ(refused.code(), StatusCode::kOutOfMemory) << refused.to_string();
+  EXPECT_EQ(m.gpu->free_pages(), free0) << "a refused step must not keep pages";
+}
+
+INSTANTIATE_TEST_SUITE_P(Model, CudaForward,
+                         ::testing::Combine(::testing::Values("tiny", "tiny-qlora"), ::testing::Bool()));
+
+// Forced expanded attention on prefill and decode chunks alike (decode rows through prefill_attention
+// with q_len 1) equals the CPU model.
+TEST(CudaForwardPaths, ForcedExpandedMatchesCpu) {
+  Models m = load("tiny", true);
+  ASSERT_TRUE(m.cpu && m.gpu);
+  const int64_t V = m.cpu->weights().config.vocab_size;
+  auto rng = mla::test::case_rng("forced expanded");
+  const std::vector<int32_t> p = random_ids(rng, 80, V);
+  Agreement a;
+  for (auto [from, to] : {std::pair<int64_t, int64_t>{0, 70}, {70, 71}, {71, 72}, {72, 80}}) {
+    Status s = step_both(m, chunk(p, from, to, 0, AttnPath::kExpanded), V, &a);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+  }
+  expect_bar(a, "tiny forced expanded");
+}
+
+}  // namespace
+}  // namespace mla::model

@@ -1,0 +1,552 @@
+// The model's small CUDA ops and the cuBLASLt GEMM against the CPU backend's math (src/model/cpu_kernels.h,
+// model::apply_rope_interleaved) on the same bf16-rounded inputs: embedding, rmsnorm, add_rmsnorm, rope_mla,
+// silu_mul, gather/scatter rows, moe_routing, moe_combine, dense and head-batched GEMMs. Fresh random data
+// per run, NaN-poisoned outputs (every element must be written, untouched columns must keep their values),
+// guard regions around every buffer.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "harness/registry.h"
+#include "mla/model/config.h"
+#include "mla/model/rope.h"
+#include "mla/ops/embedding.h"
+#include "mla/ops/gather_rows.h"
+#include "mla/ops/moe_combine.h"
+#include "mla/ops/moe_routing.h"
+#include "mla/ops/prefill_attention.h"
+#include "mla/ops/rmsnorm.h"
+#include "mla/ops/rope_mla.h"
+#include "mla/ops/silu_mul.h"
+#include "model/cpu_kernels.h"
+#include "model/cuda/gemm.h"
+#include "model_test_data.h"
+
+namespace mla::test {
+namespace {
+
+// Copies and gathers move bits.
+constexpr Tolerance kExact{0.0, 0.0, "a copy: any differing bit is a bug"};
+// Float arithmetic then one rounding to bf16 (relative error <= 2^-9 per element, so rel_l2 <= ~2e-3 plus
+// float reordering noise ~1e-6, which can move a value across a rounding boundary: one bf16 ulp, 2^-8);
+// the data is scaled so |out| < ~20, hence max_abs <= 20 · 2^-8 ≈ 0.08.
+constexpr Tolerance kBf16Out{3e-3, 8e-2, "one bf16 rounding of a float result (<= 1 ulp = 2^-8 relative), |out| < ~20"};
+// fp32 results of the same float math in another order: a few ulps of the largest partial sums.
+constexpr Tolerance kFp32Out{2e-5, 2e-4, "float arithmetic in another order (accumulation over k <= 2048)"};
+// Routing weights: the GPU's expf differs from the host's by an ulp or two before normalization.
+constexpr Tolerance kRouting{1e-5, 1e-5, "softmax with the device expf (<= 2 ulp) vs the host's; ids exact"};
+
+TensorView host_bf16_view(const HostArray& a, std::initializer_list<int64_t> shape) {
+  return TensorView::contiguous(a.raw.data(), DType::kBf16, shape);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// embedding
+
+Status run_embedding(int64_t vocab, int64_t H, int64_t t, DType out_dt, int64_t ld, CaseReport* rep) {
+  auto rng = case_rng("embedding" + std::to_string(H) + std::to_string(ld));
+  const HostArray table = HostArray::randn(DType::kBf16, rng, size_t(vocab * H));
+  std::vector<int32_t> ids(static_cast<size_t>(t));
+  for (auto& i : ids) i = int32_t(rng() % uint64_t(vocab));
+  ids[0] = int32_t(vocab - 1);
+  DeviceBuffer d_table, d_ids, d_out;
+  MLA_TRY(to_device(table, &d_table));
+  MLA_TRY(to_device(ids, &d_ids));
+  MLA_TRY(d_out.alloc(size_t(t * ld) * dtype_size(out_dt)));
+  const EmbeddingParams p{.table = view2d(d_table, DType::kBf16, vocab, H),
+                          .token_ids = TensorView::contiguous(d_ids.data(), DType::kInt32, {t}),
+                          .out = view2d(d_out, out_dt, t, H, ld)};
+  MLA_TRY(cuda::embedding(p, nullptr));
+  std::vector<float> got;
+  MLA_TRY(from_device(d_out, out_dt, size_t(t * ld), &got));
+  std::vector<float> want(static_cast<size_t>(t * ld), std::nanf(""));  // columns past H keep the poison
+  for (int64_t i = 0; i < t; ++i)
+    std::copy_n(&table.f[size_t(ids[i] * H)], H, &want[size_t(i * ld)]);
+  rep->add("out", compare_f(got, want));
+  MLA_TRY(d_out.check_guards("out"));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// rmsnorm / add_rmsnorm
+
+Status run_rmsnorm(int64_t t, int64_t n, int64_t ld, DType x_dt, bool in_place, CaseReport* rep) {
+  auto rng = case_rng("rmsnorm" + std::to_string(n) + std::to_string(ld) + std::to_string(in_place));
+  const HostArray x = HostArray::randn(x_dt, rng, size_t(t * ld), 1.5f);
+  const HostArray w = HostArray::randn(DType::kBf16, rng, size_t(n), 0.2f, 1.f);
+  const float eps = 1e-6f;
+  DeviceBuffer d_x, d_w, d_out;
+  MLA_TRY(to_device(x, &d_x));
+  MLA_TRY(to_device(w, &d_w));
+  if (!in_place) MLA_TRY(d_out.alloc(size_t(t * ld) * 2));
+  const TensorView xv = view2d(d_x, x_dt, t, n, ld);
+  const RmsNormParams p{.x = xv,
+                        .w = TensorView::contiguous(d_w.data(), DType::kBf16, {n}),
+                        .out = in_place ? xv : view2d(d_out, DType::kBf16, t, n, ld),
+                        .eps = eps};
+  MLA_TRY(cuda::rmsnorm(p, nullptr));
+  std::vector<float> got;
+  MLA_TRY(from_device(in_place ? d_x : d_out, DType::kBf16, size_t(t * ld), &got));
+  // Columns past n: untouched (the input's values in place, the poison otherwise).
+  std::vector<float> want = in_place ? x.f : std::vector<float>(size_t(t * ld), std::nanf(""));
+  for (int64_t i = 0; i < t; ++i)
+    model::cpu::rmsnorm_row(&x.f[size_t(i * ld)], host_bf16_view(w, {n}), eps, n, &want[size_t(i * ld)]);
+  rep->add("out", compare_f(got, want));
+  MLA_TRY(d_x.check_guards("x"));
+  if (!in_place) MLA_TRY(d_out.check_guards("out"));
+  return Status::ok();
+}
+
+Status run_add_rmsnorm(int64_t t, int64_t n, DType res_dt, CaseReport* rep) {
+  auto rng = case_rng("add_rmsnorm" + std::to_string(n) + std::string(dtype_name(res_dt)));
+  const HostArray res = HostArray::randn(res_dt, rng, size_t(t * n), 3.f);
+  const HostArray x = HostArray::randn(DType::kBf16, rng, size_t(t * n), 0.5f);
+  const HostArray w = HostArray::randn(DType::kBf16, rng, size_t(n), 0.2f, 1.f);
+  const float eps = 1e-6f;
+  DeviceBuffer d_res, d_x, d_w, d_out;
+  MLA_TRY(to_device(res, &d_res));
+  MLA_TRY(to_device(x, &d_x));
+  MLA_TRY(to_device(w, &d_w));
+  MLA_TRY(d_out.alloc(size_t(t * n) * 2));
+  const AddRmsNormParams p{.x = view2d(d_x, DType::kBf16, t, n),
+                           .residual = view2d(d_res, res_dt, t, n),
+                           .w = TensorView::contiguous(d_w.data(), DType::kBf16, {n}),
+                           .out = view2d(d_out, DType::kBf16, t, n),
+                           .eps = eps};
+  MLA_TRY(cuda::add_rmsnorm(p, nullptr));
+  std::vector<float> got_out, got_res;
+  MLA_TRY(from_device(d_out, DType::kBf16, size_t(t * n), &got_out));
+  MLA_TRY(from_device(d_res, res_dt, size_t(t * n), &got_res));
+  std::vector<float> want_res(static_cast<size_t>(t * n)), want_out(static_cast<size_t>(t * n));
+  for (size_t i = 0; i < want_res.size(); ++i) {
+    want_res[i] = res.f[i] + x.f[i];  // the same float addition the CPU backend does
+    if (res_dt == DType::kBf16) want_res[i] = round_bf16(want_res[i]);
+  }
+  for (int64_t i = 0; i < t; ++i)
+    model::cpu::rmsnorm_row(&want_res[size_t(i * n)], host_bf16_view(w, {n}), eps, n, &want_out[size_t(i * n)]);
+  // The residual update is one float addition (and one bf16 rounding for a bf16 residual): exact.
+  rep->add("residual", compare_f(got_res, want_res));
+  rep->add("out", compare_f(got_out, want_out));
+  MLA_TRY(d_res.check_guards("residual"));
+  MLA_TRY(d_out.check_guards("out"));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// rope_mla
+
+Status run_rope(const char* preset, int64_t t, int max_pos, CaseReport* rep) {
+  model::ModelConfig c;
+  MLA_TRY(model::preset_config(preset, &c));
+  const model::RopeTable rt = model::make_rope_table(c);
+  const int64_t h = c.num_attention_heads, dq = c.qk_head_dim(), D = c.latent_dim();
+  auto rng = case_rng(std::string("rope") + preset);
+  const HostArray q = HostArray::randn(DType::kBf16, rng, size_t(t * h * dq));
+  const int64_t ld_lat = D + 64;  // a strided latent view, as the model's column slices are
+  const HostArray lat = HostArray::randn(DType::kBf16, rng, size_t(t * ld_lat));
+  std::vector<int32_t> pos(static_cast<size_t>(t));
+  for (auto& p : pos) p = int32_t(rng() % uint64_t(max_pos));
+  pos[0] = 0;
+  pos[size_t(t - 1)] = max_pos - 1;
+  DeviceBuffer d_q, d_lat, d_pos, d_freq;
+  MLA_TRY(to_device(q, &d_q));
+  MLA_TRY(to_device(lat, &d_lat));
+  MLA_TRY(to_device(pos, &d_pos));
+  MLA_TRY(to_device(rt.inv_freq, &d_freq));
+  const RopeMlaParams p{.q = view2d(d_q, DType::kBf16, t, h * dq),
+                        .latent = view2d(d_lat, DType::kBf16, t, D, ld_lat),
+                        .positions = TensorView::contiguous(d_pos.data(), DType::kInt32, {t}),
+                        .inv_freq = TensorView::contiguous(d_freq.data(), DType::kFp32, {int64_t(rt.inv_freq.size())}),
+                        .num_heads = int(h),
+                        .qk_nope_dim = int(c.qk_nope_head_dim),
+                        .attention_factor = rt.attention_factor};
+  MLA_TRY(cuda::rope_mla(p, nullptr));
+  std::vector<float> got_q, got_lat;
+  MLA_TRY(from_device(d_q, DType::kBf16, q.f.size(), &got_q));
+  MLA_TRY(from_device(d_lat, DType::kBf16, lat.f.size(), &got_lat));
+  std::vector<float> want_q = q.f, want_lat = lat.f;  // everything but the rotary parts stays as it was
+  for (int64_t i = 0; i < t; ++i) {
+    for (int64_t j = 0; j < h; ++j)
+      model::apply_rope_interleaved(&want_q[size_t(i * h * dq + j * dq + c.qk_nope_head_dim)], pos[size_t(i)], rt);
+    model::apply_rope_interleaved(&want_lat[size_t(i * ld_lat + c.kv_lora_rank)], pos[size_t(i)], rt);
+  }
+  rep->add("q", compare_f(got_q, want_q));
+  rep->add("latent", compare_f(got_lat, want_lat));
+  MLA_TRY(d_q.check_guards("q"));
+  MLA_TRY(d_lat.check_guards("latent"));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// silu_mul
+
+Status run_silu_mul(int64_t t, int64_t n, bool alias, CaseReport* rep) {
+  auto rng = case_rng("silu_mul" + std::to_string(n) + std::to_string(alias));
+  const HostArray g = HostArray::randn(DType::kBf16, rng, size_t(t * n), 1.5f);
+  const HostArray u = HostArray::randn(DType::kBf16, rng, size_t(t * n), 1.f);
+  DeviceBuffer d_g, d_u, d_out;
+  MLA_TRY(to_device(g, &d_g));
+  MLA_TRY(to_device(u, &d_u));
+  if (!alias) MLA_TRY(d_out.alloc(size_t(t * n) * 2));
+  const SiluMulParams p{.gate = view2d(d_g, DType::kBf16, t, n),
+                        .up = view2d(d_u, DType::kBf16, t, n),
+                        .out = view2d(alias ? d_g : d_out, DType::kBf16, t, n)};
+  MLA_TRY(cuda::silu_mul(p, nullptr));
+  std::vector<float> got, want(g.f.size());
+  MLA_TRY(from_device(alias ? d_g : d_out, DType::kBf16, want.size(), &got));
+  for (size_t i = 0; i < want.size(); ++i) want[i] = model::cpu::silu(g.f[i]) * u.f[i];
+  rep->add("out", compare_f(got, want));
+  MLA_TRY(d_g.check_guards("gate"));
+  if (!alias) MLA_TRY(d_out.check_guards("out"));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// gather_rows / scatter_rows
+
+Status run_row_copy(bool scatter, DType dt, int64_t m, int64_t n, int64_t cols, CaseReport* rep) {
+  auto rng = case_rng(std::string("rows") + (scatter ? "s" : "g") + std::string(dtype_name(dt)));
+  std::vector<int32_t> rows(static_cast<size_t>(n));
+  if (scatter) {  // distinct targets
+    std::vector<int32_t> all(static_cast<size_t>(m));
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng);
+    std::copy_n(all.begin(), n, rows.begin());
+  } else {
+    for (auto& r : rows) r = int32_t(rng() % uint64_t(m));  // repeats allowed
+  }
+  const int64_t x_rows = scatter ? n : m, out_rows = scatter ? m : n;
+  const HostArray x = HostArray::randn(dt, rng, size_t(x_rows * cols));
+  DeviceBuffer d_x, d_rows, d_out;
+  MLA_TRY(to_device(x, &d_x));
+  MLA_TRY(to_device(rows, &d_rows));
+  MLA_TRY(d_out.alloc(size_t(out_rows * cols) * dtype_size(dt)));
+  const RowCopyParams p{.x = view2d(d_x, dt, x_rows, cols),
+                        .rows = TensorView::contiguous(d_rows.data(), DType::kInt32, {n}),
+                        .out = view2d(d_out, dt, out_rows, cols)};
+  MLA_TRY(scatter ? cuda::scatter_rows(p, nullptr) : cuda::gather_rows(p, nullptr));
+  std::vector<float> got, want(size_t(out_rows * cols), std::nanf(""));  // rows not scattered to keep the poison
+  MLA_TRY(from_device(d_out, dt, want.size(), &got));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t src = scatter ? i : rows[size_t(i)], dst = scatter ? rows[size_t(i)] : i;
+    std::copy_n(&x.f[size_t(src * cols)], cols, &want[size_t(dst * cols)]);
+  }
+  rep->add("out", compare_f(got, want));
+  MLA_TRY(d_out.check_guards("out"));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// moe_routing
+
+struct RoutingSpec {
+  int E, k;
+  bool grouped;
+  int n_group, topk_group;
+  bool norm;
+  float scale;
+};
+
+// Smallest relative gap between consecutive entries of the first `n` of `v` sorted descending, where a
+// tie would let two correct implementations pick differently.
+double min_gap(std::vector<double> v, size_t n) {
+  std::sort(v.begin(), v.end(), std::greater<>());
+  double g = 1e30;
+  for (size_t i = 0; i + 1 < std::min(n, v.size()); ++i) g = std::min(g, (v[i] - v[i + 1]) / std::max(v[i], 1e-30));
+  return g;
+}
+
+Status run_routing(const RoutingSpec& s, int64_t t, CaseReport* rep) {
+  auto rng = case_rng("routing" + std::to_string(s.E) + std::to_string(s.k) + std::to_string(s.grouped));
+  model::ModelConfig c;
+  c.n_routed_experts = s.E;
+  c.num_experts_per_tok = s.k;
+  c.topk_method = s.grouped ? model::TopkMethod::kGroupLimitedGreedy : model::TopkMethod::kGreedy;
+  c.n_group = s.n_group;
+  c.topk_group = s.topk_group;
+  c.norm_topk_prob = s.norm;
+  c.routed_scaling_factor = s.scale;
+  const int64_t ld = s.E + 8;  // strided rows, as a GEMM output with padding might be
+  const HostArray logits = HostArray::randn(DType::kFp32, rng, size_t(t * ld), 2.f);
+  DeviceBuffer d_logits, d_ids, d_w;
+  MLA_TRY(to_device(logits, &d_logits));
+  MLA_TRY(d_ids.alloc(size_t(t * s.k) * 4));
+  MLA_TRY(d_w.alloc(size_t(t * s.k) * 4));
+  MoeRoutingParams p{.logits = view2d(d_logits, DType::kFp32, t, s.E, ld),
+                     .topk_ids = TensorView::contiguous(d_ids.data(), DType::kInt32, {t, s.k}),
+                     .topk_weights = TensorView::contiguous(d_w.data(), DType::kFp32, {t, s.k})};
+  p.group_limited = s.grouped, p.n_group = s.n_group, p.topk_group = s.topk_group;
+  p.norm_topk_prob = s.norm, p.routed_scaling_factor = s.scale;
+  MLA_TRY(cuda::moe_routing(p, nullptr));
+  std::vector<float> got_ids, got_w;
+  MLA_TRY(from_device(d_ids, DType::kInt32, size_t(t * s.k), &got_ids));
+  MLA_TRY(from_device(d_w, DType::kFp32, size_t(t * s.k), &got_w));
+  std::vector<float> want_ids, want_w, cmp_ids, cmp_wg, cmp_ww;
+  size_t skipped = 0;
+  for (int64_t i = 0; i < t; ++i) {
+    const float* l = &logits.f[size_t(i * ld)];
+    std::vector<int> ex(static_cast<size_t>(s.k));
+    std::vector<float> wt(static_cast<size_t>(s.k));
+    model::cpu::route(l, c, ex.data(), wt.data());
+    // Near-ties (in float64 softmax) among the decisions the rule takes: skip such tokens, count them.
+    std::vector<double> sm(static_cast<size_t>(s.E));
+    double mx = *std::max_element(l, l + s.E), sum = 0;
+    for (int e = 0; e < s.E; ++e) sum += sm[size_t(e)] = std::exp(double(l[e]) - mx);
+    for (auto& v : sm) v /= sum;
+    double gap = min_gap(sm, size_t(s.k + 1));
+    if (s.grouped) {
+      const int per = s.E / s.n_group;
+      std::vector<double> best(size_t(s.n_group), 0);
+      for (int e = 0; e < s.E; ++e) best[size_t(e / per)] = std::max(best[size_t(e / per)], sm[size_t(e)]);
+      gap = std::min(gap, min_gap(best, size_t(s.topk_group + 1)));
+      std::vector<double> kept;
+      std::vector<size_t> order(best.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return best[a] > best[b]; });
+      for (int g = 0; g < s.topk_group; ++g)
+        for (int e = 0; e < per; ++e) kept.push_back(sm[order[size_t(g)] * size_t(per) + size_t(e)]);
+      gap = std::min(gap, min_gap(kept, size_t(s.k + 1)));
+    }
+    if (gap < 1e-5) {
+      ++skipped;
+      continue;
+    }
+    for (int j = 0; j < s.k; ++j) {
+      cmp_ids.push_back(got_ids[size_t(i * s.k + j)]);
+      want_ids.push_back(float(ex[size_t(j)]));
+      cmp_ww.push_back(got_w[size_t(i * s.k + j)]);
+      want_w.push_back(wt[size_t(j)]);
+    }
+  }
+  if (skipped * 10 > size_t(t)) return Status::internal("moe_routing test", "too many near-tie tokens skipped");
+  rep->add("ids", compare_f(cmp_ids, want_ids));
+  rep->add("weights", compare_f(cmp_ww, want_w));
+  rep->note = std::to_string(skipped) + " of " + std::to_string(t) + " tokens skipped as near-ties (gap < 1e-5)";
+  MLA_TRY(d_ids.check_guards("ids"));
+  MLA_TRY(d_w.check_guards("weights"));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// moe_combine
+
+Status run_combine(int64_t t, int64_t k, int64_t H, bool shared, CaseReport* rep) {
+  auto rng = case_rng("combine" + std::to_string(H) + std::to_string(shared));
+  const int64_t n = t * k;
+  const HostArray y = HostArray::randn(DType::kBf16, rng, size_t(n * H));
+  const HostArray sh = HostArray::randn(DType::kBf16, rng, size_t(t * H));
+  std::vector<int32_t> src(static_cast<size_t>(n));
+  std::iota(src.begin(), src.end(), 0);
+  std::shuffle(src.begin(), src.end(), rng);
+  std::vector<float> w(static_cast<size_t>(n));
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  for (auto& x : w) x = u(rng);
+  DeviceBuffer d_y, d_src, d_w, d_sh, d_out;
+  MLA_TRY(to_device(y, &d_y));
+  MLA_TRY(to_device(src, &d_src));
+  MLA_TRY(to_device(w, &d_w));
+  MLA_TRY(to_device(sh, &d_sh));
+  MLA_TRY(d_out.alloc(size_t(t * H) * 2));
+  const MoeCombineParams p{.expert_out = view2d(d_y, DType::kBf16, n, H),
+                           .src_rows = TensorView::contiguous(d_src.data(), DType::kInt32, {t, k}),
+                           .topk_weights = TensorView::contiguous(d_w.data(), DType::kFp32, {t, k}),
+                           .shared = shared ? view2d(d_sh, DType::kBf16, t, H) : TensorView{},
+                           .out = view2d(d_out, DType::kBf16, t, H)};
+  MLA_TRY(cuda::moe_combine(p, nullptr));
+  std::vector<float> got, want(static_cast<size_t>(t * H));
+  MLA_TRY(from_device(d_out, DType::kBf16, want.size(), &got));
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t d = 0; d < H; ++d) {
+      float acc = shared ? sh.f[size_t(i * H + d)] : 0.f;
+      for (int64_t j = 0; j < k; ++j) acc += w[size_t(i * k + j)] * y.f[size_t(src[size_t(i * k + j)] * H + d)];
+      want[size_t(i * H + d)] = acc;
+    }
+  rep->add("out", compare_f(got, want));
+  MLA_TRY(d_out.check_guards("out"));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// GEMM (cuBLASLt): nn.Linear layout, and the head-batched strided products of weight absorption.
+
+struct GemmSpec {
+  int64_t m, n, k;
+  int batch;
+  bool b_is_nk;
+  DType c_dt;
+  int64_t lda_pad, ldc_pad;  // extra row stride, as in column-sliced activations
+};
+
+Status run_gemm(const GemmSpec& s, CaseReport* rep) {
+  auto rng = case_rng("gemm" + std::to_string(s.m) + "_" + std::to_string(s.n) + "_" + std::to_string(s.k) + "_" +
+                      std::to_string(s.batch));
+  // Interleaved batches, as per-head slices of one activation row: A[b] at column b·(k + lda_pad).
+  const int64_t sa = s.k + s.lda_pad, lda = sa * s.batch;
+  const int64_t sc = s.n + s.ldc_pad, ldc = sc * s.batch;
+  const int64_t sb = s.n * s.k;  // weights back to back
+  const HostArray a = HostArray::randn(DType::kBf16, rng, size_t(s.m * lda));
+  const HostArray b = HostArray::randn(DType::kBf16, rng, size_t(sb * s.batch), 1.f / std::sqrt(float(s.k)));
+  DeviceBuffer d_a, d_b, d_c, d_ws;
+  MLA_TRY(to_device(a, &d_a));
+  MLA_TRY(to_device(b, &d_b));
+  MLA_TRY(d_c.alloc(size_t(s.m * ldc) * dtype_size(s.c_dt)));
+  MLA_TRY(d_ws.alloc(size_t(32) << 20));
+  model::cuda_backend::Gemm gemm;
+  MLA_TRY(gemm.init(d_ws.data(), d_ws.bytes()));
+  model::cuda_backend::GemmArgs g;
+  g.a = d_a.data(), g.lda = lda, g.stride_a = sa;
+  g.b = d_b.data(), g.ldb = s.b_is_nk ? s.k : s.n, g.stride_b = sb, g.b_is_nk = s.b_is_nk;
+  g.c = d_c.data(), g.ldc = ldc, g.stride_c = sc, g.c_dtype = s.c_dt;
+  g.m = s.m, g.n = s.n, g.k = s.k, g.batch = s.batch;
+  MLA_TRY(gemm.run("gemm test", g, nullptr));
+  std::vector<float> got;
+  MLA_TRY(from_device(d_c, s.c_dt, size_t(s.m * ldc), &got));
+  std::vector<float> want(static_cast<size_t>(s.m * ldc), std::nanf(""));  // padding columns keep the poison
+  for (int bi = 0; bi < s.batch; ++bi) {
+    // The CPU backend's linear over [n, k] weight rows (a [k, n] operand is transposed into that first).
+    std::vector<uint16_t> wnk(static_cast<size_t>(sb));
+    for (int64_t r = 0; r < s.n; ++r)
+      for (int64_t q = 0; q < s.k; ++q) {
+        const size_t src = s.b_is_nk ? size_t(r * s.k + q) : size_t(q * s.n + r);
+        std::memcpy(&wnk[size_t(r * s.k + q)], &b.raw[(size_t(bi * sb) + src) * 2], 2);
+      }
+    const TensorView wv = TensorView::contiguous(wnk.data(), DType::kBf16, {s.n, s.k});
+    std::vector<float> out(static_cast<size_t>(s.m * s.n));
+    model::cpu::linear(&a.f[size_t(bi * sa)], lda, s.m, wv, out.data(), s.n);
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        float v = out[size_t(i * s.n + j)];
+        if (s.c_dt == DType::kBf16) v = round_bf16(v);
+        want[size_t(i * ldc + bi * sc + j)] = v;
+      }
+  }
+  rep->add("c", compare_f(got, want));
+  MLA_TRY(d_c.check_guards("c"));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// prefill_attention: the backend's layout (k_nope and v interleaved per head in the kv_b_proj output,
+// k_pe inside 576-wide latent rows), several sequences with cached prefixes, against ref::prefill_attention.
+
+struct PrefillSeq {
+  int q_len, k_len;
+};
+
+Status run_prefill(int64_t h, const std::vector<PrefillSeq>& seqs_in, CaseReport* rep) {
+  auto rng = case_rng("prefill" + std::to_string(h) + "_" + std::to_string(seqs_in.size()));
+  std::vector<int32_t> seqs;
+  int64_t tq = 0, tk = 0;
+  int max_q = 0;
+  for (const auto& q : seqs_in) {
+    tq += 3;  // a gap of rows no sequence owns: must stay untouched
+    seqs.insert(seqs.end(), {int32_t(tq), q.q_len, int32_t(tk), q.k_len});
+    tq += q.q_len, tk += q.k_len;
+    max_q = std::max(max_q, q.q_len);
+  }
+  const int64_t dkv = kPrefillDimNope + kPrefillDimV;
+  const HostArray q = HostArray::randn(DType::kBf16, rng, size_t(tq * h * kPrefillDimQK));
+  const HostArray kv = HostArray::randn(DType::kBf16, rng, size_t(tk * h * dkv));
+  const HostArray lat = HostArray::randn(DType::kBf16, rng, size_t(tk * 576));
+  const float scale = 1.f / std::sqrt(192.f) * 1.3f;
+  DeviceBuffer d_q, d_kv, d_lat, d_out, d_lse, d_seqs;
+  MLA_TRY(to_device(q, &d_q));
+  MLA_TRY(to_device(kv, &d_kv));
+  MLA_TRY(to_device(lat, &d_lat));
+  MLA_TRY(to_device(seqs, &d_seqs));
+  MLA_TRY(d_out.alloc(size_t(tq * h * kPrefillDimV) * 2));
+  MLA_TRY(d_lse.alloc(size_t(h * tq) * 4));
+  auto bind = [&](const void* qp, const void* kvp, const void* latp, void* outp, void* lsep, const void* seqp) {
+    auto v3 = [](const void* d, int64_t r, int64_t hh, int64_t w, int64_t rs, int64_t hs) {
+      TensorView v = TensorView::contiguous(d, DType::kBf16, {r, hh, w});
+      v.stride[0] = rs, v.stride[1] = hs;
+      return v;
+    };
+    PrefillAttentionParams p;
+    p.q = v3(qp, tq, h, kPrefillDimQK, h * kPrefillDimQK, kPrefillDimQK);
+    p.k_nope = v3(kvp, tk, h, kPrefillDimNope, h * dkv, dkv);
+    p.v = v3(static_cast<const uint16_t*>(kvp) + kPrefillDimNope, tk, h, kPrefillDimV, h * dkv, dkv);
+    p.k_pe = TensorView::contiguous(static_cast<const uint16_t*>(latp) + 512, DType::kBf16, {tk, kPrefillDimRope});
+    p.k_pe.stride[0] = 576;
+    p.out = v3(outp, tq, h, kPrefillDimV, h * kPrefillDimV, kPrefillDimV);
+    p.lse = TensorView::contiguous(lsep, DType::kFp32, {h, tq});
+    p.seqs = TensorView::contiguous(seqp, DType::kInt32, {int64_t(seqs_in.size()), kPrefillSeqFields});
+    p.max_q_len = max_q;
+    p.softmax_scale = scale;
+    return p;
+  };
+  MLA_TRY(cuda::prefill_attention(bind(d_q.data(), d_kv.data(), d_lat.data(), d_out.data(), d_lse.data(), d_seqs.data()), nullptr));
+  std::vector<float> got_out, got_lse;
+  MLA_TRY(from_device(d_out, DType::kBf16, size_t(tq * h * kPrefillDimV), &got_out));
+  MLA_TRY(from_device(d_lse, DType::kFp32, size_t(h * tq), &got_lse));
+  // The reference on buffers holding the device's poison (NaN) where no sequence writes.
+  std::vector<uint16_t> ref_out(size_t(tq * h * kPrefillDimV), 0xFFFF);
+  std::vector<float> ref_lse(size_t(h * tq), std::nanf(""));
+  MLA_TRY(ref::prefill_attention(bind(q.raw.data(), kv.raw.data(), lat.raw.data(), ref_out.data(), ref_lse.data(), seqs.data())));
+  std::vector<float> want_out(ref_out.size());
+  for (size_t i = 0; i < ref_out.size(); ++i) want_out[i] = bf16_to_float(ref_out[i]);
+  rep->add("out", compare_f(got_out, want_out));
+  rep->add("lse", compare_f(got_lse, ref_lse));
+  MLA_TRY(d_out.check_guards("out"));
+  MLA_TRY(d_lse.check_guards("lse"));
+  return Status::ok();
+}
+
+// P is rounded to bf16 for the MMA (2^-9 relative per weight, averaging out over keys) and out is rounded
+// once more: relative L2 ~2e-3 observed in FlashAttention-style kernels; |out| < ~3 (averages of N(0, 1)
+// values), so 1-2 bf16 ulps stay under 0.05; lse (~ln k_len) moves by ~1e-3.
+constexpr Tolerance kPrefill{1e-2, 5e-2, "bf16 P in P·V plus bf16 output rounding; |out| < ~3"};
+
+// bf16-rounded references vs bf16 outputs: a result on either side of a rounding boundary differs by one
+// bf16 ulp (2^-8 relative), rarely; rel_l2 stays far below 3e-3.
+constexpr Tolerance kGemmBf16{3e-3, 4e-2, "fp32 accumulation in another order, both sides rounded to bf16 (1 ulp)"};
+
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  cases.push_back({"embedding", "v1000_h2048_t37_bf16", kExact, [](CaseReport* r) { return run_embedding(1000, 2048, 37, DType::kBf16, 2048, r); }});
+  cases.push_back({"embedding", "v512_h128_t5_fp32_strided", kExact, [](CaseReport* r) { return run_embedding(512, 128, 5, DType::kFp32, 136, r); }});
+
+  cases.push_back({"rmsnorm", "t33_n512_ld576_in_place", kBf16Out, [](CaseReport* r) { return run_rmsnorm(33, 512, 576, DType::kBf16, true, r); }});
+  cases.push_back({"rmsnorm", "t7_n2048_fp32_in", kBf16Out, [](CaseReport* r) { return run_rmsnorm(7, 2048, 2048, DType::kFp32, false, r); }});
+  cases.push_back({"rmsnorm", "t65_n5120", kBf16Out, [](CaseReport* r) { return run_rmsnorm(65, 5120, 5120, DType::kBf16, false, r); }});
+  cases.push_back({"rmsnorm", "t3_n1536_q_lora", kBf16Out, [](CaseReport* r) { return run_rmsnorm(3, 1536, 1536, DType::kBf16, true, r); }});
+
+  cases.push_back({"add_rmsnorm", "t41_n2048_fp32_residual", kBf16Out, [](CaseReport* r) { return run_add_rmsnorm(41, 2048, DType::kFp32, r); }});
+  cases.push_back({"add_rmsnorm", "t3_n128_bf16_residual", kBf16Out, [](CaseReport* r) { return run_add_rmsnorm(3, 128, DType::kBf16, r); }});
+
+  cases.push_back({"rope_mla", "tiny_h4_t19", kBf16Out, [](CaseReport* r) { return run_rope("tiny", 19, 2048, r); }});
+  cases.push_back({"rope_mla", "v2_lite_h16_t57", kBf16Out, [](CaseReport* r) { return run_rope("deepseek-v2-lite", 57, 163840, r); }});
+  cases.push_back({"rope_mla", "v2_h128_t9", kBf16Out, [](CaseReport* r) { return run_rope("deepseek-v2", 9, 32768, r); }});
+
+  cases.push_back({"silu_mul", "t29_n1408", kBf16Out, [](CaseReport* r) { return run_silu_mul(29, 1408, false, r); }});
+  cases.push_back({"silu_mul", "t5_n10944_in_place", kBf16Out, [](CaseReport* r) { return run_silu_mul(5, 10944, true, r); }});
+
+  cases.push_back({"gather_rows", "bf16_m50_n37_c2048", kExact, [](CaseReport* r) { return run_row_copy(false, DType::kBf16, 50, 37, 2048, r); }});
+  cases.push_back({"gather_rows", "fp32_m9_n4_c512", kExact, [](CaseReport* r) { return run_row_copy(false, DType::kFp32, 9, 4, 512, r); }});
+  cases.push_back({"scatter_rows", "bf16_m64_n40_c3072", kExact, [](CaseReport* r) { return run_row_copy(true, DType::kBf16, 64, 40, 3072, r); }});
+
+  cases.push_back({"moe_routing", "tiny_E8_k3_greedy", kRouting, [](CaseReport* r) { return run_routing({8, 3, false, 1, 1, false, 1.f}, 300, r); }});
+  cases.push_back({"moe_routing", "lite_E64_k6_greedy", kRouting, [](CaseReport* r) { return run_routing({64, 6, false, 1, 1, false, 1.f}, 300, r); }});
+  cases.push_back({"moe_routing", "v2_E160_k6_group8_3_scale16", kRouting, [](CaseReport* r) { return run_routing({160, 6, true, 8, 3, false, 16.f}, 300, r); }});
+  cases.push_back({"moe_routing", "E256_k8_group8_4_norm", kRouting, [](CaseReport* r) { return run_routing({256, 8, true, 8, 4, true, 2.5f}, 300, r); }});
+
+  cases.push_back({"moe_combine", "t21_k6_h2048_shared", kBf16Out, [](CaseReport* r) { return run_combine(21, 6, 2048, true, r); }});
+  cases.push_back({"moe_combine", "t4_k3_h128_no_shared", kBf16Out, [](CaseReport* r) { return run_combine(4, 3, 128, false, r); }});
+
+  cases.push_back({"prefill_attention", "h4_one_seq_q100_k100", kPrefill, [](CaseReport* r) { return run_prefill(4, {{100, 100}}, r); }});
+  cases.push_back({"prefill_attention", "h16_mixed_prefixes", kPrefill, [](CaseReport* r) {
+                     return run_prefill(16, {{37, 200}, {64, 64}, {130, 300}, {1, 65}, {5, 5}}, r); }});
+  cases.push_back({"prefill_attention", "h128_q256_k1000", kPrefill, [](CaseReport* r) { return run_prefill(128, {{256, 1000}}, r); }});
+  cases.push_back({"gemm", "linear_m37_n576_k2048", kGemmBf16, [](CaseReport* r) { return run_gemm({37, 576, 2048, 1, true, DType::kBf16, 0, 0}, r); }});
+  cases.push_back({"gemm", "linear_m1_n3072_k2048", kGemmBf16, [](CaseReport* r) { return run_gemm({1, 3072, 2048, 1, true, DType::kBf16, 0, 0}, r); }});
+  cases.push_back({"gemm", "lm_head_m5_n512_k128_fp32", kFp32Out, [](CaseReport* r) { return run_gemm({5, 512, 128, 1, true, DType::kFp32, 0, 0}, r); }});
+  cases.push_back({"gemm", "w_uk_m13_n512_k128_h4", kGemmBf16, [](CaseReport* r) { return run_gemm({13, 512, 128, 4, false, DType::kBf16, 64, 64}, r); }});
+  cases.push_back({"gemm", "w_uv_m13_n128_k512_h16", kGemmBf16, [](CaseReport* r) { return run_gemm({13, 128, 512, 16, true, DType::kBf16, 0, 0}, r); }});
+});
+
+}  // namespace
+}  // namespace mla::test
