@@ -1,6 +1,8 @@
 #pragma once
 // Timing for memory-bound kernels: CUDA events around each launch, warm-up first, the L2 flushed before
-// every timed rep (a 2 x L2-sized memset outside the events) so each rep streams from HBM, median reported.
+// every timed rep (a kernel reading a 2 x L2-sized buffer, outside the events) so each rep streams from HBM,
+// median reported. The flush reads rather than writes: dirty flush lines would be written back to HBM
+// during the timed kernel and bill it for traffic that is not its own.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,12 +22,11 @@ class L2Flusher {
  public:
   Status init();  // allocates 2 x the device's L2 size
   ~L2Flusher();
-  void flush(cudaStream_t s) const { if (buf_) cudaMemsetAsync(buf_, ++tick_ & 0xFF, bytes_, s); }
+  Status flush(cudaStream_t s) const;
 
  private:
-  void* buf_ = nullptr;
+  void* buf_ = nullptr;   // 2 x L2 bytes, then 16 bytes of sink the flush kernel never writes in practice
   size_t bytes_ = 0;
-  mutable int tick_ = 0;
 };
 
 // Median milliseconds of `run` over opts.reps timed launches. `run` returns a Status (the op's launcher).
