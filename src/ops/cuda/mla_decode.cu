@@ -45,31 +45,55 @@ Status check_plan(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   return Status::ok();
 }
 
-// MLA_DECODE_FORCE_MMA_SYNC=1 runs 64-row tiles on the mma.sync variant instead of wgmma: a debugging
-// and benchmarking knob (both variants are tested), read once.
-bool force_mma_sync() {
-  static const bool force = [] {
-    const char* v = std::getenv("MLA_DECODE_FORCE_MMA_SYNC");
-    return v != nullptr && v[0] == '1';
+// Variant of 64-row tiles: warp-specialized TMA + wgmma (default), the 256-thread cp.async + wgmma
+// kernel, or cp.async + mma.sync. All three are tested; MLA_DECODE_VARIANT64=ws|wgmma|mma_sync picks one
+// (debugging and benchmarking; MLA_DECODE_FORCE_MMA_SYNC=1 still means mma_sync), read once.
+enum class Variant64 { kWarpSpecialized, kWgmma, kMmaSync };
+Variant64 variant64() {
+  static const Variant64 v = [] {
+    const char* force = std::getenv("MLA_DECODE_FORCE_MMA_SYNC");
+    if (force != nullptr && force[0] == '1') return Variant64::kMmaSync;
+    const char* e = std::getenv("MLA_DECODE_VARIANT64");
+    const std::string s = e != nullptr ? e : "";
+    if (s == "wgmma") return Variant64::kWgmma;
+    if (s == "mma_sync") return Variant64::kMmaSync;
+    return Variant64::kWarpSpecialized;
   }();
-  return force;
+  return v;
+}
+
+// MLA_DECODE_VARIANT16=ws runs the short tiles (h_q 16/32 with fewer than 48 query rows) on the
+// warp-specialized 64-row kernel too (rows past the tile compute and are dropped): an experiment knob.
+bool ws_for_short_tiles() {
+  static const bool v = [] {
+    const char* e = std::getenv("MLA_DECODE_VARIANT16");
+    return e != nullptr && std::string(e) == "ws";
+  }();
+  return v;
 }
 
 template <class Traits>
-Status launch(const DecodeKernelParams& kp, const DecodePlanGeometry& g, cudaStream_t stream) {
+Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, cudaStream_t stream) {
   using namespace sm90::decode;
   const dim3 grid(g.num_parts, g.num_head_tiles);
   // Active 16-row groups: a single short tile (h_q 16/32 with few query rows) skips the empty groups.
   const int rows_first_tile = kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta;
   const int groups = rows_first_tile / 16;
-  if (groups == 1) {
+  if (groups <= 2 && ws_for_short_tiles()) {
+    MLA_TRY(encode_tensor_maps(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
+    MLA_TRY((launch_decode_ws<Traits>(kp, grid, stream)));
+  } else if (groups == 1) {
     MLA_TRY((launch_decode<Traits, 1, false>(kp, grid, stream)));
   } else if (groups == 2) {
     MLA_TRY((launch_decode<Traits, 2, false>(kp, grid, stream)));
-  } else if (force_mma_sync()) {
+  } else if (variant64() == Variant64::kMmaSync) {
     MLA_TRY((launch_decode<Traits, 4, false>(kp, grid, stream)));  // 3 groups: one warp row idle
-  } else {
+  } else if (variant64() == Variant64::kWgmma) {
     MLA_TRY((launch_decode<Traits, 4, true>(kp, grid, stream)));  // 3 groups: one row group computes zeros
+  } else {
+    // 3 groups: the 4th computes rows of the next sequence's q (finite), never written.
+    MLA_TRY(encode_tensor_maps(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
+    MLA_TRY((launch_decode_ws<Traits>(kp, grid, stream)));
   }
   return launch_combine<Traits>(kp, stream);
 }
@@ -105,8 +129,9 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   kp.scale_log2 = p.softmax_scale * 1.4426950408889634f;
 
   auto* s = reinterpret_cast<cudaStream_t>(stream);
-  if (p.format == KvFormat::kFp16) return launch<sm90::decode::Fp16Traits>(kp, g, s);
-  return launch<sm90::decode::Bf16Traits>(kp, g, s);
+  const int64_t num_pages = p.kv_cache.shape[0];
+  if (p.format == KvFormat::kFp16) return launch<sm90::decode::Fp16Traits>(kp, g, num_pages, s);
+  return launch<sm90::decode::Bf16Traits>(kp, g, num_pages, s);
 }
 
 }  // namespace mla::cuda

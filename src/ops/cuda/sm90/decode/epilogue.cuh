@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/mainloop.cuh"
+#include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 
 namespace mla::sm90::decode {
 
@@ -49,6 +50,52 @@ __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, RowSt
 #pragma unroll
       for (int t = 0; t < WS::kOTiles; ++t) o[t * 4] = make_float2(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv);
       if (ws == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
+    }
+  }
+}
+
+// Warp-specialized variant: both consumer warpgroups call this once per segment, in the same order
+// (it contains a 256-thread named barrier). Each holds 256 output columns and the row sum of the pages
+// it computed P for, both relative to the same final max; the two sums add up through s_l
+// ([parity][warpgroup][64], alternating by segment so a fast warpgroup never overwrites sums the other
+// has not read yet).
+template <class Traits>
+__device__ __forceinline__ void write_segment_ws(const DecodeKernelParams& p, const WsState& st, float* s_l, int parity,
+                                                 int b, int slot, bool direct, int tile_row0, int valid_rows, int wg,
+                                                 int warp, int lane) {
+  const int g = lane >> 2, t4 = lane & 3;
+  float l[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] = st.l[h];
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    if (t4 == 0) s_l[(parity * 2 + wg) * kRowsPerCta + warp * kRowGroup + g + 8 * h] = l[h];
+  }
+  named_sync(kBarEpilogue, kWsConsumerThreads);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row_local = warp * kRowGroup + g + 8 * h;
+    if (row_local >= valid_rows) continue;
+    const float total = l[h] + s_l[(parity * 2 + (wg ^ 1)) * kRowsPerCta + row_local];
+    const float inv = total > 0.f ? 1.f / total : 0.f;
+    const float lse = total > 0.f ? st.m[h] * p.softmax_scale + logf(total) : -INFINITY;
+    const int row = tile_row0 + row_local;
+    const int col0 = wg * (kDimV / 2) + 2 * t4;
+    if (direct) {
+      uint32_t* out = reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.out) +
+                                                  (static_cast<int64_t>(b) * p.rows + row) * kDimV + col0);
+#pragma unroll
+      for (int t = 0; t < 32; ++t) out[t * 4] = Traits::pack(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv);
+      if (wg == 0 && t4 == 0) {
+        const int i = row / p.h_q, hh = row % p.h_q;
+        p.lse[(static_cast<int64_t>(b) * p.h_q + hh) * p.s_q + i] = lse;
+      }
+    } else {
+      float2* o = reinterpret_cast<float2*>(p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + col0);
+#pragma unroll
+      for (int t = 0; t < 32; ++t) o[t * 4] = make_float2(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv);
+      if (wg == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
     }
   }
 }

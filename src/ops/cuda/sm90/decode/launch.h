@@ -16,6 +16,14 @@ struct Fp16Traits;
 template <class Traits, int RG, bool kWg>
 Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
 
+// Warp-specialized 64-row variant (kernel_ws.cuh): TMA producer warp + two ping-pong wgmma consumer
+// warpgroups. p.tmap_* must be encoded first (encode_tensor_maps).
+template <class Traits>
+Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
+
+// Fills p->tmap_kv ([num_pages * 64, 576]) and p->tmap_q ([q_rows, 576]) for the warp-specialized variant.
+Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
+
 // Merges split partials for sequences with >= 2 splits and writes zeros / -inf for those with none.
 template <class Traits>
 Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream);

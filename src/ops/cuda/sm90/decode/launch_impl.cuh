@@ -2,6 +2,7 @@
 // Definition of launch_decode, included only by the instantiation files.
 #include "mla/core/cuda_check.h"
 #include "ops/cuda/sm90/decode/kernel.cuh"
+#include "ops/cuda/sm90/decode/kernel_ws.cuh"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
 
@@ -15,6 +16,17 @@ Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY("mla_decode", attr);
   kernel<<<grid, kThreads, smem, stream>>>(p);
+  MLA_CUDA_TRY_LAUNCH("mla_decode");
+  return Status::ok();
+}
+
+template <class Traits>
+Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
+  constexpr int smem = ws_smem_layout().total;
+  auto* kernel = &mla_decode_ws_kernel<Traits>;
+  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  MLA_CUDA_TRY("mla_decode", attr);
+  kernel<<<grid, kWsThreads, smem, stream>>>(p);
   MLA_CUDA_TRY_LAUNCH("mla_decode");
   return Status::ok();
 }

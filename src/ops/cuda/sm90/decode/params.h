@@ -1,6 +1,8 @@
 #pragma once
 // Kernel parameters of the decode and combine kernels, passed __grid_constant__. Every pointer is a
 // device pointer to a contiguous tensor (validated by the launcher).
+#include <cuda.h>
+
 #include <cstdint>
 
 namespace mla::sm90::decode {
@@ -24,6 +26,10 @@ struct DecodeKernelParams {
   int causal;                     // 1: row i sees keys < seqlen - s_q + 1 + i
   float softmax_scale;
   float scale_log2;               // softmax_scale * log2(e): scores go through exp2
+  // Warp-specialized 64-row variant only (encoded by the launcher, see tensor_maps.cu): the cache viewed
+  // as 2D [num_pages * 64, 576] and q as [b * s_q * h_q, 576], 16-bit elements, 64 x 64 boxes, 128B swizzle.
+  CUtensorMap tmap_kv;
+  CUtensorMap tmap_q;
 };
 
 }  // namespace mla::sm90::decode

@@ -32,6 +32,8 @@ struct Bf16Traits {
   __device__ __forceinline__ static void wgmma_pv(float (&d)[128], uint64_t a, uint64_t b) {
     wgmma_m64n256k16_bf16_tb(d, a, b);
   }
+  // Warp-specialized variant: S of a whole page (64 x 64 keys) per warpgroup.
+  __device__ __forceinline__ static void wgmma_qk64(float (&d)[32], uint64_t a, uint64_t b) { wgmma_m64n64k16_bf16(d, a, b); }
 };
 
 struct Fp16Traits {
@@ -51,6 +53,7 @@ struct Fp16Traits {
   __device__ __forceinline__ static void wgmma_pv(float (&d)[128], uint64_t a, uint64_t b) {
     wgmma_m64n256k16_fp16_tb(d, a, b);
   }
+  __device__ __forceinline__ static void wgmma_qk64(float (&d)[32], uint64_t a, uint64_t b) { wgmma_m64n64k16_f16(d, a, b); }
 };
 
 }  // namespace mla::sm90::decode

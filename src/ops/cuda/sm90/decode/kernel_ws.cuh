@@ -1,0 +1,236 @@
+#pragma once
+// Warp-specialized split-KV decode kernel for 64-row tiles (h_q >= 64, or s_q * h_q >= 48).
+//
+// Why: the 256-thread kernel (kernel.cuh) runs every phase of a page in series behind CTA-wide
+// barriers (wait page -> S -> max exchange -> softmax -> P V -> refill), so the tensor cores idle
+// through the softmax and the load latency. Here:
+//   - warpgroup 2 is the producer: one thread walks the plan part and issues TMA for Q tiles and KV
+//     pages into two stages, on mbarriers (full: TMA bytes; empty: 256 consumer arrivals);
+//   - warpgroups 0 and 1 are consumers and own the output columns [0, 256) and [256, 512) (64 x 256
+//     fp32 = 128 registers per thread each; setmaxnreg moves the producer's registers to them);
+//   - pages alternate owners: page j (j-th page of the part) belongs to warpgroup j % 2, which computes
+//     S = Q K^T for all 64 keys (m64n64k16), the softmax against the running max of page j - 1, and P
+//     into the page's RoPE slab; both warpgroups then add P V for their half.
+// Per own page j a warpgroup runs: S_j | wait P_{j-1} ready | softmax_j, P_j | signal P_j ready |
+// P_{j-1} V_{j-1} | P_j V_j. So S_j (the longer MMA) of one warpgroup runs while the other does its
+// softmax and P V, and the only cross-warpgroup dependency is the max chain m_{j-1} -> m_j.
+//
+// The running max is a chain over pages: m_j = max(m_{j-1}, rowmax S_j), P_j = exp(S_j - m_j). Each
+// warpgroup applies pages to its O in order, rescaling by exp(m_{j-1} - m_j) with m_j read from
+// shared memory (the exact float the owner used), so both halves end relative to the same max; each
+// keeps the row sum of its own pages and the epilogue adds the two.
+#include <cstdint>
+
+#include "ops/cuda/sm90/decode/epilogue.cuh"
+#include "ops/cuda/sm90/decode/mainloop_ws.cuh"
+#include "ops/cuda/sm90/decode/scheduler.cuh"
+
+namespace mla::sm90::decode {
+
+struct WsBarriers {
+  uint32_t base;
+  __device__ uint32_t full(int stage) const { return base + 8 * stage; }
+  __device__ uint32_t empty(int stage) const { return base + 16 + 8 * stage; }
+  __device__ uint32_t q_full() const { return base + 32; }
+  __device__ uint32_t q_empty() const { return base + 40; }
+};
+
+// One thread. Page j goes to stage j % 2 once both consumers released page j - 2 there; the Q tile of
+// segment s (the part's s-th sequence) once both released segment s - 1's.
+__device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCursor c, const WsBarriers& bars,
+                                            uint32_t s_q_tile, uint32_t s_kv0, int tile_row0) {
+  int j = 0, seg = -1;
+  bool new_seg = true;
+  c.fetch_page(p);
+  while (c.valid()) {
+    if (new_seg) {
+      ++seg;
+      if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
+      issue_q_tma(p, c.b, tile_row0, s_q_tile, bars.q_full());
+    }
+    const int stage = j & 1;
+    if (j >= kWsStages) mbar_wait(bars.empty(stage), ((j >> 1) - 1) & 1);
+    issue_page_tma(p, c.page, s_kv0 + stage * kPageBytes, bars.full(stage));
+    new_seg = c.last_of_sequence();
+    c.advance(p);
+    c.fetch_page(p);  // the next page's block-table entry loads while this thread waits
+    ++j;
+  }
+}
+
+template <class Traits>
+__device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCursor cur, const WsBarriers& bars,
+                                            uint8_t* smem, int wg, int tid) {
+  constexpr WsSmemLayout L = ws_smem_layout();
+  const uint32_t s_q_tile = smem_u32(smem + L.q_offset);
+  const uint32_t s_kv0 = smem_u32(smem + L.kv_offset);
+  float* s_m = reinterpret_cast<float*>(smem + L.m_offset);  // [stage][64]: running max after the page
+  float* s_l = reinterpret_cast<float*>(smem + L.l_offset);
+  const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+  const int tile_row0 = blockIdx.y * kRowsPerCta;
+  const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
+  int row_local[2], row_i[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_local[h] = warp * kRowGroup + g + 8 * h;
+    row_i[h] = (tile_row0 + row_local[h]) / p.h_q;  // query position of the row (causal mask)
+  }
+  const float zero2[2] = {0.f, 0.f};
+
+  WsState st;
+  st.reset();
+  int epi = 0;  // segments written so far (parity of the s_l buffer)
+  auto epilogue = [&](int b) {
+    const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
+    const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
+    write_segment_ws<Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows, wg, warp, lane);
+    ++epi;
+    st.reset();
+  };
+
+  int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
+  bool q_held = false;              // ... and has not released yet
+  bool prev_end = true;
+  int prev_b = 0;
+  while (cur.valid()) {
+    const bool first = prev_end;  // first page of a segment
+    if (first) ++seg;
+    const bool end = cur.last_of_sequence();
+    if ((j & 1) == wg) {
+      const int stage = j & 1;
+      const uint32_t s_kv = s_kv0 + stage * kPageBytes;
+      uint8_t* stage_ptr = smem + L.kv_offset + stage * kPageBytes;
+      // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
+      while (q_seg < seg) {
+        if (q_held) mbar_arrive(bars.q_empty());
+        ++q_seg;
+        mbar_wait(bars.q_full(), q_seg & 1);
+        q_held = true;
+      }
+      mbar_wait(bars.full(stage), (j >> 1) & 1);
+      const int valid_tokens = cur.seqlen - cur.blk * kBlockN;
+      if (valid_tokens < kBlockN) {
+        zero_page_tail_wg(stage_ptr, valid_tokens, tid);
+        fence_proxy_async();  // generic zeros before wgmma (and the next TMA) touch the stage
+        named_sync(kBarWg + wg, 128);
+      }
+      float sc[8][4];
+      compute_scores_page<Traits>(sc, s_q_tile, s_kv);
+      // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
+      if (cur.hi - cur.blk - 1 < 2 && q_held) {
+        mbar_arrive(bars.q_empty());
+        q_held = false;
+      }
+      // Mask keys past each row's visible length (sequence end, causal diagonal); row maxima.
+      float mx[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // Clamped: rows past the tile's valid rows (causal position >= s_q) must not see past seqlen.
+        const int visible = p.causal ? min(cur.seqlen, cur.seqlen - p.s_q + 1 + row_i[h]) : cur.seqlen;
+        const int limit = visible - cur.blk * kBlockN;
+        mx[h] = -INFINITY;
+#pragma unroll
+        for (int t = 0; t < 8; ++t)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& v = sc[t][2 * h + e];
+            if (t * 8 + 2 * t4 + e >= limit) v = -INFINITY;
+            mx[h] = fmaxf(mx[h], v);
+          }
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      }
+      // Max of page j - 1 (the other warpgroup's), which also says its P is in shared memory.
+      float mp[2] = {-INFINITY, -INFINITY};
+      if (j > 0) {
+        named_sync(kBarPReady + ((j - 1) & 1), kWsConsumerThreads);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) mp[h] = s_m[((j - 1) & 1) * kRowsPerCta + row_local[h]];
+      }
+      float m_new[2], rowsum[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
+        const float ms = m_new[h] == -INFINITY ? 0.f : m_new[h] * p.scale_log2;
+        float p0[8], p1[8];
+        float sum = 0.f;
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+          p0[t] = exp2f(fmaf(sc[t][2 * h], p.scale_log2, -ms));
+          p1[t] = exp2f(fmaf(sc[t][2 * h + 1], p.scale_log2, -ms));
+          sum += p0[t] + p1[t];
+        }
+        rowsum[h] = sum;
+        store_p<Traits>(stage_ptr + kRopeSlab * kSlabBytes, row_local[h], t4, p0, p1);
+        if (t4 == 0) s_m[stage * kRowsPerCta + row_local[h]] = m_new[h];
+      }
+      fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
+      named_sync(kBarWg + wg, 128);
+      named_arrive(kBarPReady + stage, kWsConsumerThreads);
+      if (j > 0) {
+        const int ps = (j - 1) & 1;
+        mbar_wait(bars.full(ps), ((j - 1) >> 1) & 1);  // TMA bytes of page j - 1 visible to this warpgroup
+        pv_page<Traits>(st, mp, zero2, s_kv0 + ps * kPageBytes, wg, p.scale_log2);
+        mbar_arrive(bars.empty(ps));
+        if (prev_end) epilogue(prev_b);
+      }
+      pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
+      mbar_arrive(bars.empty(stage));
+      if (end) epilogue(cur.b);
+    }
+    prev_end = end;
+    prev_b = cur.b;
+    cur.advance(p);
+    ++j;
+  }
+  // The part's last page belongs to the other warpgroup: add it and write the last segment.
+  if (j > 0 && ((j - 1) & 1) != wg) {
+    const int ps = (j - 1) & 1;
+    named_sync(kBarPReady + ps, kWsConsumerThreads);
+    float mp[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) mp[h] = s_m[ps * kRowsPerCta + row_local[h]];
+    mbar_wait(bars.full(ps), ((j - 1) >> 1) & 1);
+    pv_page<Traits>(st, mp, zero2, s_kv0 + ps * kPageBytes, wg, p.scale_log2);
+    mbar_arrive(bars.empty(ps));
+    epilogue(prev_b);
+  }
+}
+
+template <class Traits>
+__global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __grid_constant__ DecodeKernelParams p) {
+  constexpr WsSmemLayout L = ws_smem_layout();
+  extern __shared__ __align__(1024) uint8_t smem[];
+  // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const WsBarriers bars{smem_u32(smem + L.bar_offset)};
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kWsStages; ++s) {
+      mbar_init(bars.full(s), 1);
+      mbar_init(bars.empty(s), kWsConsumerThreads);
+    }
+    mbar_init(bars.q_full(), 1);
+    mbar_init(bars.q_empty(), kWsConsumerThreads);
+    mbar_init_fence();
+  }
+  __syncthreads();
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  PartCursor cur;
+  cur.init(p, rec);
+  if (!cur.valid()) return;  // an empty part (more CTAs than work): uniform across the CTA
+  // Warp-uniform by construction (shuffled from lane 0): ptxas then sees each role's wgmma on a
+  // convergent path and keeps them pipelined instead of serializing them.
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
+  if (wg == 2) {
+    setmaxnreg_dec<40>();
+    if (tid == 0)
+      ws_producer(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset), blockIdx.y * kRowsPerCta);
+    return;
+  }
+  setmaxnreg_inc<232>();
+  ws_consumer<Traits>(p, cur, bars, smem, wg, tid);
+}
+
+}  // namespace mla::sm90::decode

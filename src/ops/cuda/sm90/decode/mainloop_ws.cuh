@@ -1,0 +1,127 @@
+#pragma once
+// Mainloop pieces of the warp-specialized 64-row variant (kernel_ws.cuh): TMA issue (producer thread),
+// and per page, for the consumer warpgroup that owns it, S = Q K^T over all 64 keys (wgmma m64n64k16),
+// masking, softmax and P; for both consumer warpgroups, O_half = O_half * alpha + P V_half.
+//
+// Where P lives: columns 512..575 of a page (its 64-column RoPE slab) feed S only. Once the owner's S
+// is complete that slab is dead, and P (64 x 64 16-bit, the same 128B-swizzled K-major layout) is
+// written over it. P then lives exactly as long as its page's stage, so no extra buffer (none would
+// fit next to Q and two stages) and no extra "P consumed" barrier: the stage's empty barrier covers both.
+#include <cstdint>
+
+#include "ops/cuda/sm90/decode/config.h"
+#include "ops/cuda/sm90/decode/mainloop.cuh"
+#include "ops/cuda/sm90/decode/params.h"
+#include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/tma.h"
+#include "ops/cuda/sm90/decode/wgmma.h"
+
+namespace mla::sm90::decode {
+
+// Named barriers of the consumer warpgroups (0 is __syncthreads): "P of a page owned by warpgroup w is
+// ready" is kBarPReady + w (arrive by w, sync by the other); each warpgroup's own 128-thread barrier
+// is kBarWg + w; the epilogue's row-sum exchange is kBarEpilogue.
+constexpr int kBarPReady = 1;
+constexpr int kBarEpilogue = 3;
+constexpr int kBarWg = 4;
+
+constexpr int kSlabBytes = kBlockN * 128;   // 64 rows x 64 columns of 16-bit values
+constexpr int kRopeSlab = kDimV / 64;       // slab 8: RoPE dims of K, then P
+static_assert(kRopeSlab * 64 + 64 == kDimQK, "one RoPE slab after the V slabs");
+
+// Producer: a page (nine 64 x 64 slabs) or a Q tile onto an mbarrier expecting its bytes. Rows of the Q
+// box past the end of q are zero-filled by the TMA unit (and still counted); rows past this tile's valid
+// rows read the next sequence's q: finite, computed, never written out.
+__device__ __forceinline__ void issue_page_tma(const DecodeKernelParams& p, int32_t page, uint32_t dst, uint32_t bar) {
+  mbar_expect_tx(bar, kPageBytes);
+#pragma unroll
+  for (int slab = 0; slab < kChunksPerRow / 8; ++slab)
+    tma_load_2d(dst + slab * kSlabBytes, &p.tmap_kv, bar, slab * 64, page * kBlockN);
+}
+__device__ __forceinline__ void issue_q_tma(const DecodeKernelParams& p, int b, int tile_row0, uint32_t dst, uint32_t bar) {
+  mbar_expect_tx(bar, kRowsPerCta * kRowBytes);
+#pragma unroll
+  for (int slab = 0; slab < kChunksPerRow / 8; ++slab)
+    tma_load_2d(dst + slab * kRowsPerCta * 128, &p.tmap_q, bar, slab * 64, b * p.rows + tile_row0);
+}
+
+// A TMA page brings the whole page, garbage (maybe NaN) past the sequence end included: the owner
+// warpgroup zeroes those tokens' V columns (slabs 0..7) so 0 * NaN cannot reach O. Their scores are
+// masked to -inf, so the RoPE slab may keep its garbage.
+__device__ __forceinline__ void zero_page_tail_wg(uint8_t* stage, int valid_tokens, int tid) {
+  const int n = (kBlockN - valid_tokens) * kRopeSlab * 8;  // 16-byte chunks to clear
+  for (int i = tid; i < n; i += 128) {
+    const int chunk = i & 7, slab = (i >> 3) & 7, row = valid_tokens + (i >> 6);
+    *reinterpret_cast<uint4*>(stage + slab * kSlabBytes + row * 128 + chunk * 16) = make_uint4(0, 0, 0, 0);
+  }
+}
+
+// S (64 rows x 64 keys) = Q (64 x 576) . K^T for one warpgroup; s[t][e] has the mma.sync fragment
+// layout (warp w of the group: rows 16 w + g (+8), keys 8 t + 2 t4 (+1)).
+template <class Traits>
+__device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_kv) {
+  float(&d)[32] = reinterpret_cast<float(&)[32]>(s);
+#pragma unroll
+  for (int i = 0; i < 32; ++i) d[i] = 0.f;
+  fence_operands(d);
+  wgmma_fence();
+  uint64_t da = make_smem_desc(s_q_tile, 16, 1024);
+  uint64_t db = make_smem_desc(s_kv, 16, 1024);
+#pragma unroll 1
+  for (int slab = 0; slab < kDimQK / 64; ++slab) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) Traits::wgmma_qk64(d, da + 2 * k, db + 2 * k);
+    da += kSlabBytes >> 4;
+    db += kSlabBytes >> 4;
+  }
+  wgmma_commit();
+  wgmma_wait_all();
+  fence_operands(d);
+}
+
+// Stores P (this thread's 2 rows x 16 keys) into the page's RoPE slab, K-major 128B swizzle.
+template <class Traits>
+__device__ __forceinline__ void store_p(uint8_t* p_slab, int row, int t4, const float (&p0)[8], const float (&p1)[8]) {
+#pragma unroll
+  for (int t = 0; t < 8; ++t)
+    *reinterpret_cast<uint32_t*>(p_slab + row * 128 + ((t ^ (row & 7)) << 4) + 4 * t4) = Traits::pack(p0[t], p1[t]);
+}
+
+// Per-thread state of a consumer warpgroup: its 256 output columns of rows g, g + 8 of its warp's 16,
+// the max m_o these are relative to, and its share of the row sum (pages it computed P for).
+struct WsState {
+  float o[32][4];
+  float m[2];
+  float l[2];
+  __device__ __forceinline__ void reset() {
+#pragma unroll
+    for (int t = 0; t < 32; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[t][e] = 0.f;
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.f;
+  }
+};
+
+// O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half]; l likewise, plus this warpgroup's own
+// row sums (zero for the other warpgroup's page). m_page: the page's running max (as the owner used it).
+template <class Traits>
+__device__ __forceinline__ void pv_page(WsState& st, const float (&m_page)[2], const float (&rowsum)[2], uint32_t s_kv,
+                                        int wg, float scale_log2) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN.
+    const float ms = m_page[h] == -INFINITY ? 0.f : m_page[h] * scale_log2;
+    const float alpha = exp2f(st.m[h] * scale_log2 - ms);
+    st.m[h] = m_page[h];
+    st.l[h] = st.l[h] * alpha + rowsum[h];
+#pragma unroll
+    for (int t = 0; t < 32; ++t) {
+      st.o[t][2 * h] *= alpha;
+      st.o[t][2 * h + 1] *= alpha;
+    }
+  }
+  accumulate_pv_wgmma<Traits>(st.o, s_kv + kRopeSlab * kSlabBytes, s_kv, wg);
+}
+
+}  // namespace mla::sm90::decode
