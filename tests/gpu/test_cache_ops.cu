@@ -440,6 +440,49 @@ Status run_quant(DType dt, int64_t n, int offset_elems, float scale, const std::
 }
 
 // ---------------------------------------------------------------------------------------------------
+// The CUDA launchers run the shared host validation (and merge's 16-byte alignment check) before any launch.
+
+Status run_launcher_rejections(CaseReport* rep) {
+  DeviceBuffer buf;
+  MLA_TRY(buf.alloc(1 << 20));
+  uint8_t* d = buf.as<uint8_t>();
+  std::vector<Status> got;
+  ConcatAndCacheMlaParams c;
+  c.kv_c = TensorView::contiguous(d, DType::kInt32, {4, kDimLatent});  // wrong dtype
+  c.k_pe = TensorView::contiguous(d, DType::kInt32, {4, kDimRope});
+  c.slot_mapping = TensorView::contiguous(d, DType::kInt64, {4});
+  c.kv_cache = TensorView::contiguous(d, DType::kBf16, {2, 16, kDimQK});
+  got.push_back(cuda::concat_and_cache_mla(c, nullptr));
+  GatherCacheMlaParams g;
+  g.kv_cache = TensorView::contiguous(d, DType::kBf16, {2, 8, kDimQK});  // page size 8
+  g.dst = TensorView::contiguous(d, DType::kBf16, {4, kDimQK});
+  g.block_table = TensorView::contiguous(d, DType::kInt32, {1, 2});
+  g.cu_seq_lens = TensorView::contiguous(d, DType::kInt32, {2});
+  got.push_back(cuda::gather_and_maybe_dequant_cache_mla(g, nullptr));
+  MergeAttnStatesParams m;
+  m.out = TensorView::contiguous(d + 2, DType::kBf16, {2, 2, 8});  // not 16-byte aligned
+  m.out_a = TensorView::contiguous(d, DType::kBf16, {2, 2, 8});
+  m.out_b = TensorView::contiguous(d, DType::kBf16, {2, 2, 8});
+  m.lse_a = TensorView::contiguous(d, DType::kFp32, {2, 2});
+  m.lse_b = TensorView::contiguous(d, DType::kFp32, {2, 2});
+  got.push_back(cuda::merge_attn_states(m, nullptr));
+  QuantizeFp8Params q;
+  q.x = TensorView::contiguous(d, DType::kBf16, {64});
+  q.out = TensorView::contiguous(d, DType::kE4m3, {64});
+  q.scale = 0.f;  // invalid
+  got.push_back(cuda::quantize_fp8_per_tensor(q, nullptr));
+  got.push_back(cuda::fp8_absmax(q.x, nullptr, nullptr));
+  MLA_TRY(sync("launcher_rejections"));  // nothing was launched, nothing can have failed
+  size_t accepted = 0;
+  for (const Status& st : got) {
+    if (st.is_ok()) ++accepted;
+    else rep->note += st.to_string() + "; ";
+  }
+  rep->add("accepted_bad_calls", compare(1, [&](size_t) { return double(accepted); }, [](size_t) { return 0.0; }));
+  return buf.check_guards("launcher_rejections");
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Registry
 
 std::string fmt_name(KvFormat f) { return std::string(kv_format_name(f)); }
@@ -501,6 +544,7 @@ void register_cases(std::vector<GpuCase>& cases) {
     const Tolerance tol = s.dt == DType::kBf16 ? merge_bf16 : (s.dt == DType::kFp16 ? merge_fp16 : merge_fp32);
     cases.push_back({"merge_attn_states", name, tol, [s, name](CaseReport* r) { return run_merge(s, name, r); }});
   }
+  cases.push_back({"cache_ops_validation", "launchers_reject_bad_args", kExact, run_launcher_rejections});
   struct Q { DType dt; int64_t n; int offset; float scale; };
   for (const Q& q : {Q{DType::kBf16, 128 * 4 * 576, 0, 0.05f}, Q{DType::kFp16, 100003, 0, 1.f}, Q{DType::kFp32, 1 << 20, 0, 0.37f},
                      Q{DType::kBf16, 4097, 1, 0.5f}, Q{DType::kFp32, 1, 0, 2.f}}) {
