@@ -1,0 +1,176 @@
+// bench_model: the CUDA DeepSeek-V2 forward with dummy weights (issue 7's numbers): weight creation and
+// upload time, prefill tokens/s for one step of `prefill_seqs` × `prefill_len` tokens, and decode step
+// time at several batch sizes over `context`-token sequences. Wall clock around forward + stream sync
+// (the step includes the MoE layers' host syncs, which a real step pays too); warm-up steps first;
+// median of the timed steps.
+//
+//   bench_model [--preset deepseek-v2-lite] [--layers N] [--prefill-seqs 8] [--prefill-len 2048]
+//               [--context 1024] [--batches 1,64,256] [--steps 10]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "mla/loader/weights_loader.h"
+#include "mla/model/cuda_backend.h"
+#include "mla/model/deepseek_v2.h"
+
+namespace {
+
+using namespace mla;
+using Clock = std::chrono::steady_clock;
+
+double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+struct Args {
+  std::string preset = "deepseek-v2-lite";
+  int64_t layers = 0;  // 0: the preset's
+  int64_t prefill_seqs = 8, prefill_len = 2048, context = 1024, steps = 10;
+  std::vector<int64_t> batches = {1, 64, 256};
+};
+
+bool parse(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) return false;
+    const std::string v = argv[++i];
+    if (k == "--preset") a->preset = v;
+    else if (k == "--layers") a->layers = std::atoll(v.c_str());
+    else if (k == "--prefill-seqs") a->prefill_seqs = std::atoll(v.c_str());
+    else if (k == "--prefill-len") a->prefill_len = std::atoll(v.c_str());
+    else if (k == "--context") a->context = std::atoll(v.c_str());
+    else if (k == "--steps") a->steps = std::atoll(v.c_str());
+    else if (k == "--batches") {
+      a->batches.clear();
+      size_t p = 0;
+      while (p < v.size()) {
+        const size_t q = v.find(',', p);
+        a->batches.push_back(std::atoll(v.substr(p, q - p).c_str()));
+        p = q == std::string::npos ? v.size() : q + 1;
+      }
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "bench_model: %s\n", s.to_string().c_str());
+  return 1;
+}
+
+// One forward step, synchronized; seconds.
+Status timed_step(model::CudaBackend& be, const model::ForwardBatch& b, double* sec) {
+  model::DeepseekV2 m(&be);
+  TensorView logits;
+  const auto t0 = Clock::now();
+  MLA_TRY(m.forward(b, &logits));
+  if (cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(be.stream())) != cudaSuccess)
+    return Status::cuda("bench_model", "stream sync failed");
+  *sec = secs(t0, Clock::now());
+  return Status::ok();
+}
+
+model::ForwardBatch prefill_batch(int64_t first_seq, int64_t seqs, int64_t len, int64_t vocab) {
+  model::ForwardBatch b;
+  for (int64_t s = 0; s < seqs; ++s) {
+    b.seqs.push_back({.seq_id = first_seq + s, .start_pos = 0, .num_tokens = len});
+    for (int64_t i = 0; i < len; ++i) b.token_ids.push_back(static_cast<int32_t>((s * 7919 + i * 104729) % vocab));
+    b.logits_rows.push_back(static_cast<int32_t>(b.token_ids.size() - 1));  // as sampling would
+  }
+  return b;
+}
+
+}  // namespace
+
+int model_bench_main(int argc, char** argv) {
+  Args a;
+  if (!parse(argc, argv, &a)) {
+    std::fprintf(stderr, "usage: bench_model [--preset P] [--layers N] [--prefill-seqs S] [--prefill-len L] "
+                         "[--context C] [--batches 1,64,256] [--steps N]\n");
+    return 2;
+  }
+  model::ModelConfig c;
+  Status s = model::preset_config(a.preset, &c);
+  if (!s.is_ok()) return fail(s);
+  if (a.layers > 0) c.num_hidden_layers = a.layers;
+  const int64_t max_batch = *std::max_element(a.batches.begin(), a.batches.end());
+  const int64_t max_tokens = std::max(a.prefill_seqs * a.prefill_len, int64_t{8192});
+
+  const auto t0 = Clock::now();
+  model::ModelWeights w;
+  s = loader::make_dummy_weights(c, 1, DType::kBf16, &w);
+  if (!s.is_ok()) return fail(s);
+  const auto t1 = Clock::now();
+  model::CudaBackendOptions o;
+  // Pages: the prefill sequences, then every decode batch's sequences (released after each batch).
+  const int64_t pages_per_seq = (std::max(a.prefill_len, a.context + a.steps + 8) + 63) / 64;
+  o.num_pages = pages_per_seq * std::max(a.prefill_seqs, max_batch);
+  o.max_batch_tokens = max_tokens;
+  // The model allocates per layer and frees at the next step: activation memory grows with layers × tokens.
+  o.activation_bytes = size_t{14} << 30;
+  o.scratch_bytes = size_t{4} << 30;
+  std::unique_ptr<model::CudaBackend> be;
+  s = model::CudaBackend::create(w, o, &be);
+  if (!s.is_ok()) return fail(s);
+  const auto t2 = Clock::now();
+  w = model::ModelWeights{};  // host copy no longer needed
+  std::printf("model %s, %lld layers, kv bf16, %lld pages\n", a.preset.c_str(), static_cast<long long>(c.num_hidden_layers),
+              static_cast<long long>(o.num_pages));
+  std::printf("dummy weights on the host: %.1f s, upload + allocation: %.1f s\n", secs(t0, t1), secs(t1, t2));
+
+  // Prefill: warm up once, then time fresh sequences (each step starts from position 0).
+  std::vector<double> times;
+  int64_t next_seq = 0;
+  for (int64_t r = 0; r < 4; ++r) {
+    const model::ForwardBatch b = prefill_batch(next_seq, a.prefill_seqs, a.prefill_len, c.vocab_size);
+    double t = 0;
+    s = timed_step(*be, b, &t);
+    if (!s.is_ok()) return fail(s);
+    if (r > 0) times.push_back(t);
+    for (int64_t q = 0; q < a.prefill_seqs; ++q) be->release_sequence(next_seq + q);
+    next_seq += a.prefill_seqs;
+  }
+  std::sort(times.begin(), times.end());
+  const double tp = times[times.size() / 2];
+  std::printf("prefill %lld x %lld tokens: %.1f ms, %.0f tokens/s (median of %zu)\n", static_cast<long long>(a.prefill_seqs),
+              static_cast<long long>(a.prefill_len), tp * 1e3, double(a.prefill_seqs * a.prefill_len) / tp, times.size());
+
+  std::printf("| batch | context | decode step ms | tokens/s |\n|---|---|---|---|\n");
+  for (int64_t B : a.batches) {
+    // Contexts through prefill steps of at most max_tokens tokens.
+    std::vector<int64_t> ids;
+    for (int64_t q = 0; q < B; ++q) ids.push_back(next_seq++);
+    for (int64_t q0 = 0; q0 < B;) {
+      const int64_t n = std::max<int64_t>(1, std::min(B - q0, max_tokens / a.context));
+      model::ForwardBatch b = prefill_batch(ids[static_cast<size_t>(q0)], n, a.context, c.vocab_size);
+      double t = 0;
+      s = timed_step(*be, b, &t);
+      if (!s.is_ok()) return fail(s);
+      q0 += n;
+    }
+    times.clear();
+    for (int64_t step = 0; step < a.steps + 2; ++step) {
+      model::ForwardBatch b;
+      for (int64_t q = 0; q < B; ++q) {
+        b.seqs.push_back({.seq_id = ids[static_cast<size_t>(q)], .start_pos = a.context + step, .num_tokens = 1});
+        b.token_ids.push_back(static_cast<int32_t>((q * 31 + step) % c.vocab_size));
+      }
+      double t = 0;
+      s = timed_step(*be, b, &t);
+      if (!s.is_ok()) return fail(s);
+      if (step >= 2) times.push_back(t);
+    }
+    std::sort(times.begin(), times.end());
+    const double td = times[times.size() / 2];
+    std::printf("| %lld | %lld | %.2f | %.0f |\n", static_cast<long long>(B), static_cast<long long>(a.context), td * 1e3,
+                double(B) / td);
+    for (int64_t id : ids) be->release_sequence(id);
+  }
+  return 0;
+}
