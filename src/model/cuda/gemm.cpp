@@ -5,6 +5,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <array>
+#include <map>
 #include <string>
 
 namespace mla::model::cuda_backend {
@@ -54,28 +56,19 @@ std::string shape_str(const GemmArgs& g) {
          std::to_string(g.ldc) + (g.b_is_nk ? ", B [n, k]" : ", B [k, n]") + ", C " + std::string(dtype_name(g.c_dtype));
 }
 
-}  // namespace
-
-Gemm::~Gemm() {
-  if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
-}
-
-Status Gemm::init(void* workspace, size_t workspace_bytes) {
-  cublasLtHandle_t h = nullptr;
-  LT_TRY("gemm", cublasLtCreate(&h));
-  handle_ = h;
-  workspace_ = workspace;
-  workspace_bytes_ = workspace_bytes;
-  return Status::ok();
-}
-
-Status Gemm::run(const char* op, const GemmArgs& g, Stream stream) {
-  if (g.m == 0 || g.n == 0 || g.batch == 0) return Status::ok();
-  const bool ok = g.a && g.b && g.c && g.k > 0 && g.m > 0 && g.n > 0 && g.batch >= 1 && g.lda >= g.k &&
-                  g.ldb >= (g.b_is_nk ? g.k : g.n) && g.ldc >= g.n &&
-                  (g.c_dtype == DType::kBf16 || g.c_dtype == DType::kFp32);
-  if (!ok) return Status::invalid(op, "gemm arguments: " + shape_str(g));
+// One shape's descriptors and algorithm, reused while the shape recurs (every layer, every step).
+struct Plan {
   Descs d;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+// Everything but the pointers: two calls with equal keys can share descriptors and algorithm.
+using PlanKey = std::array<int64_t, 15>;
+
+// Descriptors for `g`'s shape and the heuristic's best algorithm under the given operand alignments.
+Status make_plan(const char* op, cublasLtHandle_t h, const GemmArgs& g, uint32_t al_a, uint32_t al_b, uint32_t al_c,
+                 size_t workspace_bytes, Plan* plan) {
+  Descs& d = plan->d;
   const cudaDataType_t c_type = g.c_dtype == DType::kFp32 ? CUDA_R_32F : CUDA_R_16BF;
   LT_TRY(op, cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = g.b_is_nk ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
@@ -91,26 +84,71 @@ Status Gemm::run(const char* op, const GemmArgs& g, Stream stream) {
   MLA_TRY(set_batch(op, d.c, g.batch, g.stride_c));
 
   LT_TRY(op, cublasLtMatmulPreferenceCreate(&d.pref));
-  const uint64_t ws = workspace_bytes_;
+  const uint64_t ws = workspace_bytes;
   LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-  // Column slices of activations (q_nope of one head, kv_c of a latent row) are not 256-byte aligned:
-  // tell the heuristic the real alignment so it never picks a kernel that assumes more.
-  const uint32_t al_a = alignment_of(g.b, g.ldb, g.stride_b, g.batch, 2);
-  const uint32_t al_b = alignment_of(g.a, g.lda, g.stride_a, g.batch, 2);
-  const uint32_t al_c = alignment_of(g.c, g.ldc, g.stride_c, g.batch, dtype_size(g.c_dtype));
   LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
   LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
   LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
   LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
 
-  auto* h = static_cast<cublasLtHandle_t>(handle_);
   cublasLtMatmulHeuristicResult_t res{};
   int found = 0;
   LT_TRY(op, cublasLtMatmulAlgoGetHeuristic(h, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &res, &found));
   if (found == 0) return Status::unsupported(op, "cuBLASLt has no algorithm for " + shape_str(g));
+  plan->algo = res.algo;
+  return Status::ok();
+}
+
+}  // namespace
+
+struct Gemm::Cache {
+  // MoE expert GEMMs see a new row count almost every step: bound the cache, start over when full.
+  static constexpr size_t kMaxPlans = 4096;
+  std::map<PlanKey, std::unique_ptr<Plan>> plans;
+};
+
+Gemm::Gemm() = default;
+
+Gemm::~Gemm() {
+  cache_.reset();  // descriptors before the handle
+  if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
+}
+
+Status Gemm::init(void* workspace, size_t workspace_bytes) {
+  cublasLtHandle_t h = nullptr;
+  LT_TRY("gemm", cublasLtCreate(&h));
+  handle_ = h;
+  cache_ = std::make_unique<Cache>();
+  workspace_ = workspace;
+  workspace_bytes_ = workspace_bytes;
+  return Status::ok();
+}
+
+Status Gemm::run(const char* op, const GemmArgs& g, Stream stream) {
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return Status::ok();
+  const bool ok = g.a && g.b && g.c && g.k > 0 && g.m > 0 && g.n > 0 && g.batch >= 1 && g.lda >= g.k &&
+                  g.ldb >= (g.b_is_nk ? g.k : g.n) && g.ldc >= g.n &&
+                  (g.c_dtype == DType::kBf16 || g.c_dtype == DType::kFp32);
+  if (!ok) return Status::invalid(op, "gemm arguments: " + shape_str(g));
+  // Column slices of activations (q_nope of one head, kv_c of a latent row) are not 256-byte aligned:
+  // tell the heuristic the real alignment so it never picks a kernel that assumes more.
+  const uint32_t al_a = alignment_of(g.b, g.ldb, g.stride_b, g.batch, 2);
+  const uint32_t al_b = alignment_of(g.a, g.lda, g.stride_a, g.batch, 2);
+  const uint32_t al_c = alignment_of(g.c, g.ldc, g.stride_c, g.batch, dtype_size(g.c_dtype));
+  const PlanKey key{g.m, g.n, g.k, g.batch, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b, g.stride_c,
+                    g.b_is_nk ? 1 : 0, static_cast<int64_t>(g.c_dtype), al_a, al_b, al_c};
+  auto* h = static_cast<cublasLtHandle_t>(handle_);
+  auto it = cache_->plans.find(key);
+  if (it == cache_->plans.end()) {
+    auto plan = std::make_unique<Plan>();
+    MLA_TRY(make_plan(op, h, g, al_a, al_b, al_c, workspace_bytes_, plan.get()));
+    if (cache_->plans.size() >= Cache::kMaxPlans) cache_->plans.clear();
+    it = cache_->plans.emplace(key, std::move(plan)).first;
+  }
+  const Plan& pl = *it->second;
   const float alpha = 1.f, beta = 0.f;
-  LT_TRY(op, cublasLtMatmul(h, d.op, &alpha, g.b, d.a, g.a, d.b, &beta, g.c, d.c, g.c, d.c, &res.algo, workspace_,
-                            workspace_bytes_, reinterpret_cast<cudaStream_t>(stream)));
+  LT_TRY(op, cublasLtMatmul(h, pl.d.op, &alpha, g.b, pl.d.a, g.a, pl.d.b, &beta, g.c, pl.d.c, g.c, pl.d.c, &pl.algo,
+                            workspace_, workspace_bytes_, reinterpret_cast<cudaStream_t>(stream)));
   return Status::ok();
 }
 

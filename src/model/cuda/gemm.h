@@ -1,9 +1,12 @@
 #pragma once
 // Dense GEMM through cuBLASLt for the CUDA backend: bf16 operands, fp32 accumulation, bf16 or fp32 output,
 // row-major views, optionally batched with constant strides (the per-head products of weight absorption).
-// One handle and one workspace, created once with the backend; nothing is allocated per call.
+// One handle and one workspace, created once with the backend; nothing is allocated on the device per
+// call. Descriptors and the heuristic's algorithm are cached per shape (and per operand alignment): the
+// heuristic query costs tens of microseconds, more than a small decode GEMM itself.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "mla/core/dtype.h"
 #include "mla/core/status.h"
@@ -27,7 +30,7 @@ struct GemmArgs {
 
 class Gemm {
  public:
-  Gemm() = default;
+  Gemm();
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
@@ -38,6 +41,8 @@ class Gemm {
   Status run(const char* op, const GemmArgs& g, Stream stream);
 
  private:
+  struct Cache;  // descriptors and the chosen algorithm per shape (gemm.cpp)
+  std::unique_ptr<Cache> cache_;
   void* handle_ = nullptr;  // cublasLtHandle_t
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
