@@ -12,6 +12,7 @@
 #include "mla/ops/mla_decode.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
+#include "ops/cuda/sm90/decode_fp8/launch.h"
 
 namespace mla::cuda {
 namespace {
@@ -103,9 +104,9 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
 Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const DecodePlanView& plan, void* workspace,
                   size_t workspace_bytes, Stream stream) {
   MLA_TRY(validate_mla_decode(p));
-  if (p.format != KvFormat::kBf16 && p.format != KvFormat::kFp16)
+  if (p.format != KvFormat::kBf16 && p.format != KvFormat::kFp16 && p.format != KvFormat::kFp8)
     return Status::unsupported(kOp, std::string("format ") + std::string(kv_format_name(p.format)) +
-                                        " has no CUDA kernel yet (bf16 and fp16 do)");
+                                        " has no CUDA kernel yet (bf16, fp16 and fp8 do)");
   MLA_TRY(check_plan(p, g, plan, workspace, workspace_bytes));
 
   DecodeKernelParams kp{};
@@ -129,6 +130,13 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   kp.scale_log2 = p.softmax_scale * 1.4426950408889634f;
 
   auto* s = reinterpret_cast<cudaStream_t>(stream);
+  if (p.format == KvFormat::kFp8) {
+    // Scores are raw e4m3 dot products: fold q_scale * k_scale into the softmax scale (lse stays in the
+    // caller's units); the output is scaled by k_scale in the kernel's epilogue (src/ops/cuda/sm90/decode_fp8).
+    kp.softmax_scale = p.softmax_scale * p.q_scale * p.k_scale;
+    kp.scale_log2 = kp.softmax_scale * 1.4426950408889634f;
+    return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, s);
+  }
   const int64_t num_pages = p.kv_cache.shape[0];
   if (p.format == KvFormat::kFp16) return launch<sm90::decode::Fp16Traits>(kp, g, num_pages, s);
   return launch<sm90::decode::Bf16Traits>(kp, g, num_pages, s);

@@ -1,0 +1,29 @@
+// Row-group dispatch of the fp8 decode kernel, then the shared combine (bf16 output, as for bf16 KV).
+#include "ops/cuda/sm90/decode/launch.h"
+#include "ops/cuda/sm90/decode/traits.h"
+#include "ops/cuda/sm90/decode_fp8/config.h"
+#include "ops/cuda/sm90/decode_fp8/launch.h"
+
+namespace mla::sm90::decode_fp8 {
+
+Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
+                      cudaStream_t stream) {
+  Fp8DecodeParams p{};
+  p.d = kp;
+  p.out_scale = out_scale;
+  const dim3 grid(g.num_parts, g.num_head_tiles);
+  // Active 16-row groups of the first tile: short tiles (h_q 16/32 with few query rows) skip empty groups;
+  // 3 groups run the 64-row variant with one idle row group.
+  const int rows_first_tile = kp.rows < kRowsPerCta ? kp.rows : kRowsPerCta;
+  const int groups = rows_first_tile / kRowGroup;
+  if (groups == 1) {
+    MLA_TRY(launch_decode_fp8<1>(p, grid, stream));
+  } else if (groups == 2) {
+    MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
+  } else {
+    MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
+  }
+  return decode::launch_combine<decode::Bf16Traits>(p.d, stream);
+}
+
+}  // namespace mla::sm90::decode_fp8

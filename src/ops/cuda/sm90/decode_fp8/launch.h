@@ -1,0 +1,22 @@
+#pragma once
+// Host entry points of the fp8 decode kernel (one explicit instantiation per .cu in instantiations/)
+// and the dispatch the mla_decode launcher calls for KvFormat::kFp8 after validation.
+#include <cuda_runtime_api.h>
+
+#include "mla/core/status.h"
+#include "mla/ops/plan_decode.h"
+#include "ops/cuda/sm90/decode_fp8/params.h"
+
+namespace mla::sm90::decode_fp8 {
+
+// grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (1, 2 or 4).
+template <int RG>
+Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
+
+// Picks the row-group variant from the first head tile's rows, launches decode + the shared combine
+// (bf16 output). kp must be filled as for the 16-bit kernel, with softmax_scale / scale_log2 already
+// multiplied by q_scale * k_scale; out_scale = k_scale.
+Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
+                      cudaStream_t stream);
+
+}  // namespace mla::sm90::decode_fp8

@@ -1,0 +1,17 @@
+#pragma once
+// Kernel parameters of the fp8 decode kernel, passed __grid_constant__. The 16-bit kernel's parameter
+// block carries everything shared (pointers, shapes, plan, partial buffers) so the part scheduler and
+// the combine kernel run on it unchanged; the fp8 scale folding is spelled out here.
+#include "ops/cuda/sm90/decode/params.h"
+
+namespace mla::sm90::decode_fp8 {
+
+struct Fp8DecodeParams {
+  // q [b, s_q, h_q, 576] e4m3 codes; kv_cache [num_pages, 64, 576] e4m3 codes; out [b, s_q, h_q, 512] bf16.
+  // d.softmax_scale = softmax_scale * q_scale * k_scale (scores are raw e4m3 dot products), and
+  // d.scale_log2 = that * log2(e); so the lse comes out in the caller's units.
+  decode::DecodeKernelParams d;
+  float out_scale;  // k_scale: O accumulates P * raw e4m3 V, the output (and every partial) is O / l * k_scale
+};
+
+}  // namespace mla::sm90::decode_fp8
