@@ -1,0 +1,367 @@
+// mla_decode for the fp8 KV format (e4m3 q and cache, FP8 tensor cores) against the CPU reference.
+//
+// Data: tests/common/decode_data.h (fresh random per run, pages scattered over a random permutation,
+// NaN codes in every unused cache slot, sentinels in unused block-table entries); out/lse/workspace
+// poisoned, guard regions checked, the call replayed from a CUDA graph (must equal eager bit for bit).
+// The primary comparison is ref::mla_decode_split with the kernel's own plan: it rounds P to e4m3 at the
+// same per-split running max, so only fp32 summation order (and exp2 vs exp) differs. Each case also
+// notes the error against an unquantized reference (bf16 q and K, exact softmax): the price of FP8.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/decode_data.h"
+#include "common/random.h"
+#include "harness/device_buffer.h"
+#include "harness/registry.h"
+#include "mla/core/cuda_check.h"
+#include "mla/core/half.h"
+#include "mla/ops/mla_decode.h"
+
+namespace mla::test {
+namespace {
+
+constexpr float kSoftmaxScale = 0.0721687836f;  // 1/sqrt(192)
+
+// Kernel vs split reference (same plan, same P-rounding points). What can differ:
+//  - S: the e4m3 products are exact in both, only the fp32 summation order (and the tensor core's
+//    accumulation precision) differs; exp2(fma(s, scale*log2e, -m')) vs exp(s*scale - m) adds ~1e-7.
+//  - These perturb P by a relative delta (~1e-6, up to ~2^-12 if the FP8 MMA keeps ~13 bits of its
+//    partial sums). Where P sits within delta of an e4m3 rounding midpoint the two round to neighbouring
+//    codes: one term changes by one e4m3 ulp, <= 2^-3 of that P (P = 1 at the row max never flips).
+//    A flipped non-max key has P/l <= 1/2, so one flip moves an output by <= 2^-4 * max|V| (output
+//    units); bf16 rounding of the output adds <= 2^-8 * |out|. Flips are rare (a fraction ~20 * delta of
+//    the terms) and random in sign: rel_l2 ~ sqrt(fraction) * 2^-4 <= ~5e-3 even at delta = 2^-12.
+// Limits: out is compared divided by max|V| (output units, over the used tokens), so max_abs is the
+// single-flip bound 2^-4 itself; rel_l2 2e-2: 4x the worst estimate above, half of what FP8 itself costs
+// (the notes show ~3e-2 vs the unquantized reference), so a layout bug (errors of O(1)) cannot pass.
+// lse: a perturbed S moves lse by |dS| (natural-log units), far below 2^-4.
+// TODO(h200): replace the estimate by the measured worst case (as test_mla_decode.cu does) after a run.
+constexpr Tolerance kFp8Tol{2e-2, 6.25e-2,
+                            "e4m3 P flips on fp32-order noise: one flip <= 2^-4 max|V|, rel_l2 estimated <= 5e-3"};
+
+struct Fp8Case {
+  DecodeShape shape;
+  bool price_check = true;  // also run the unquantized reference (CPU time) for the note
+};
+
+bool small_cases() {
+  const char* s = std::getenv("MLA_SMALL_CASES");
+  return s != nullptr && s[0] == '1';
+}
+
+int device_sms() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return 132;
+  return sms;
+}
+
+// Largest |V| in output units over the tokens sequences use (the scale of one P flip, see kFp8Tol).
+double max_abs_v(const DecodeHostData& h) {
+  double vmax = 0;
+  const DecodeShape& s = h.shape;
+  for (int b = 0; b < s.batch; ++b)
+    for (int t = 0; t < s.seqlens[b]; ++t) {
+      const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
+      const uint8_t* tok = &h.cache[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * kDimQK];
+      for (int d = 0; d < kDimV; ++d) vmax = std::max(vmax, std::fabs(double(e4m3_to_float(tok[d]))));
+    }
+  return vmax * s.k_scale;
+}
+
+ErrorStats compare_bf16(const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref, double unit) {
+  const double inv = unit > 0 ? 1.0 / unit : 1.0;
+  return compare(ref.size(), [&](size_t i) { return double(bf16_to_float(got[i])) * inv; },
+                 [&](size_t i) { return double(bf16_to_float(ref[i])) * inv; });
+}
+
+// The unquantized problem: bf16 q and K from the generator's float values, one page per (b, block) in
+// order, exact softmax (no P rounding). Returns out.
+Status unquantized_reference(const DecodeHostData& h, std::vector<uint16_t>* out) {
+  const DecodeShape& s = h.shape;
+  const int pages = s.batch * h.max_pages;
+  std::vector<uint16_t> q(h.q_float.size()), cache(size_t(pages) * kDecodePageSize * kDimQK, 0xFFFFu);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = float_to_bf16(h.q_float[i]);
+  std::vector<int32_t> bt(size_t(s.batch) * h.max_pages);
+  for (int b = 0; b < s.batch; ++b) {
+    for (int j = 0; j < h.max_pages; ++j) bt[size_t(b) * h.max_pages + j] = b * h.max_pages + j;
+    for (int t = 0; t < s.seqlens[b]; ++t) {
+      const size_t src = (size_t(b) * h.max_pages * kDecodePageSize + t) * kDimQK;
+      const size_t dst = (size_t(b) * h.max_pages * kDecodePageSize + t) * kDimQK;  // page b * max_pages + t / 64
+      for (int d = 0; d < kDimQK; ++d) cache[dst + d] = float_to_bf16(h.kv_float[src + d]);
+    }
+  }
+  std::vector<float> lse(h.lse_elems());
+  out->assign(h.out_elems(), 0xFFFFu);
+  MlaDecodeParams p;
+  p.q = TensorView::contiguous(q.data(), DType::kBf16, {s.batch, s.s_q, s.h_q, kDimQK});
+  p.kv_cache = TensorView::contiguous(cache.data(), DType::kBf16, {pages, kDecodePageSize, kDimQK});
+  p.block_table = TensorView::contiguous(bt.data(), DType::kInt32, {s.batch, h.max_pages});
+  p.seqlens = TensorView::contiguous(const_cast<int32_t*>(h.seqlens.data()), DType::kInt32, {s.batch});
+  p.out = TensorView::contiguous(out->data(), DType::kBf16, {s.batch, s.s_q, s.h_q, kDimV});
+  p.lse = TensorView::contiguous(lse.data(), DType::kFp32, {s.batch, s.h_q, s.s_q});
+  p.format = KvFormat::kBf16;
+  p.softmax_scale = kSoftmaxScale;
+  p.causal = s.causal;
+  MlaDecodeRefOptions opts;
+  opts.p_rounding = PRounding::kNone;
+  return ref::mla_decode(p, opts);
+}
+
+// One case: device plan vs host plan (exact), kernel vs split reference, graph replay vs eager, guards.
+Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) {
+  auto rng = case_rng(name);
+  const DecodeHostData h = make_decode_data(c.shape, rng);
+  const DecodeShape& s = h.shape;
+  DecodePlanGeometry g;
+  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sms(), &g));
+  const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
+
+  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws;
+  MLA_TRY(d_q.alloc(h.q.size()));
+  MLA_TRY(d_cache.alloc(h.cache.size()));
+  MLA_TRY(d_bt.alloc(h.block_table.size() * 4));
+  MLA_TRY(d_sl.alloc(h.seqlens.size() * 4));
+  MLA_TRY(d_out.alloc(h.out_elems() * 2));
+  MLA_TRY(d_lse.alloc(h.lse_elems() * 4));
+  MLA_TRY(d_parts.alloc(parts_ints * 4));
+  MLA_TRY(d_off.alloc((s.batch + 1) * 4));
+  MLA_TRY(d_ws.alloc(decode_workspace_bytes(g)));
+  MLA_TRY(d_q.upload(h.q));
+  MLA_TRY(d_cache.upload(h.cache));
+  MLA_TRY(d_bt.upload(h.block_table));
+  MLA_TRY(d_sl.upload(h.seqlens));
+
+  std::vector<int32_t> parts_ref(parts_ints, -7), off_ref(s.batch + 1, -7);
+  DecodePlanView plan_ref{parts_ref.data(), off_ref.data(), g.num_parts};
+  MLA_TRY(ref::plan_decode(TensorView::contiguous(const_cast<int32_t*>(h.seqlens.data()), DType::kInt32, {s.batch}), g,
+                           plan_ref));
+  cudaStream_t stream;
+  MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
+  const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {s.batch});
+  DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts};
+  const MlaDecodeParams p = h.params(d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data(),
+                                     kSoftmaxScale);
+  auto call = [&]() -> Status {
+    MLA_TRY(cuda::plan_decode(d_seqlens, g, plan, stream));
+    return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
+  };
+  MLA_TRY(call());
+  MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
+  std::vector<int32_t> parts_dev(parts_ints), off_dev(s.batch + 1);
+  MLA_TRY(d_parts.download(&parts_dev));
+  MLA_TRY(d_off.download(&off_dev));
+  if (parts_dev != parts_ref || off_dev != off_ref)
+    return Status::internal("plan_decode", "device plan differs from compute_decode_plan on the host (" + name + ")");
+
+  std::vector<uint16_t> out(h.out_elems());
+  std::vector<float> lse(h.lse_elems());
+  MLA_TRY(d_out.download(&out));
+  MLA_TRY(d_lse.download(&lse));
+
+  // CUDA graph of plan + decode + combine, replayed onto poisoned outputs: must equal eager bit for bit.
+  MLA_TRY(d_out.poison());
+  MLA_TRY(d_lse.poison());
+  MLA_TRY(d_parts.poison());
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  MLA_CUDA_TRY("test", cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status cap = call();
+  MLA_CUDA_TRY("test", cudaStreamEndCapture(stream, &graph));
+  MLA_TRY(cap);
+  MLA_CUDA_TRY("test", cudaGraphInstantiate(&exec, graph, 0));
+  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
+  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
+  MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
+  std::vector<uint16_t> out_g(h.out_elems());
+  std::vector<float> lse_g(h.lse_elems());
+  MLA_TRY(d_out.download(&out_g));
+  MLA_TRY(d_lse.download(&lse_g));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  if (std::memcmp(out_g.data(), out.data(), out.size() * 2) != 0 || std::memcmp(lse_g.data(), lse.data(), lse.size() * 4) != 0)
+    return Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")");
+  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws})
+    MLA_TRY(b->check_guards(name));
+
+  // Split reference on the host copies, same plan.
+  std::vector<uint16_t> out_ref(h.out_elems(), 0xFFFFu);
+  std::vector<float> lse_ref(h.lse_elems(), NAN);
+  std::vector<float> o_acc(size_t(g.max_splits) * s.s_q * s.h_q * kDimV, NAN), lse_acc(size_t(g.max_splits) * s.s_q * s.h_q, NAN);
+  const MlaDecodeParams ph = h.params(const_cast<uint8_t*>(h.q.data()), const_cast<uint8_t*>(h.cache.data()),
+                                      const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()),
+                                      out_ref.data(), lse_ref.data(), kSoftmaxScale);
+  MLA_TRY(ref::mla_decode_split(ph, plan_ref, o_acc.data(), lse_acc.data()));
+  const double vmax = max_abs_v(h);
+  rep->add("out/max|V|", compare_bf16(out, out_ref, vmax));
+  rep->add("lse", compare_vec(lse, lse_ref));
+
+  if (c.price_check) {
+    std::vector<uint16_t> out_u;
+    MLA_TRY(unquantized_reference(h, &out_u));
+    const ErrorStats su = compare_bf16(out, out_u, 1.0);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "price of FP8 (vs bf16 inputs, exact softmax): out rel_l2=%.3e max_abs=%.3e", su.rel_l2,
+                  su.max_abs);
+    rep->note = buf;
+    if (su.nonfinite_got || su.mismatched_nan) return Status::internal("mla_decode", std::string(buf) + " non-finite (" + name + ")");
+  }
+  return Status::ok();
+}
+
+std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) {
+  auto rng = case_rng("lens_" + tag);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<int> v(batch);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+struct CaseSpec {
+  int batch, h_q, s_q;
+  bool causal;
+  std::vector<int> lens;
+  std::string lens_tag;
+  float scale = 1.f;        // q_scale = k_scale
+  float data_scale = 1.f;   // > 448 * scale saturates codes at +-448
+  DataKind data = DataKind::kNormal;
+  bool price = true;
+  bool small = false;       // part of the MLA_SMALL_CASES=1 (sanitizer) subset
+};
+
+std::string scale_tag(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  std::string s = buf;
+  std::replace(s.begin(), s.end(), '.', 'p');
+  return s;
+}
+
+void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
+  if (small_cases() && !cs.small) return;
+  Fp8Case c;
+  c.shape.batch = cs.batch;
+  c.shape.h_q = cs.h_q;
+  c.shape.s_q = cs.s_q;
+  c.shape.causal = cs.causal;
+  c.shape.seqlens = cs.lens;
+  c.shape.format = KvFormat::kFp8;
+  c.shape.q_scale = cs.scale;
+  c.shape.k_scale = cs.scale;
+  c.shape.data_scale = cs.data_scale;
+  c.shape.data = cs.data;
+  c.price_check = cs.price;
+  const std::string name = "fp8_b" + std::to_string(cs.batch) + "_h" + std::to_string(cs.h_q) + "_sq" +
+                           std::to_string(cs.s_q) + (cs.causal ? "_causal" : "") + "_" + cs.lens_tag + "_s" +
+                           scale_tag(cs.scale) + (cs.data_scale != 1.f ? "_x" + scale_tag(cs.data_scale) : "") +
+                           (cs.data == DataKind::kDeepSeekLike ? "_ds" : "");
+  cases.push_back({"mla_decode", name, kFp8Tol, [c, name](CaseReport* rep) { return run_fp8_case(name, c, rep); }});
+}
+
+constexpr DataKind kDs = DataKind::kDeepSeekLike;
+
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  // Page-boundary seqlens, one sequence, every head count (16/32: 1-2 row groups; 64/128: 64-row tiles).
+  for (int h : {16, 32, 64, 128})
+    for (int len : {1, 63, 64, 65, 511})
+      add(cases, {1, h, 1, false, {len}, "len" + std::to_string(len), 1.f, 1.f, DataKind::kNormal, true,
+                  len == 65 && (h == 16 || h == 128)});
+  // Long single sequences: many splits; scales 0.02 and 3.0 (codes ~50x and ~0.3x the data).
+  add(cases, {1, 16, 1, false, {8191}, "len8191", 0.02f, 1.f, kDs});
+  add(cases, {1, 128, 1, false, {8191}, "len8191", 3.f, 1.f, kDs});
+  add(cases, {1, 32, 1, false, {4096}, "len4096", 1.f});
+  // Saturation: |x / scale| far above 448 for most values (q and K codes at +-448, one-hot-ish softmax).
+  add(cases, {2, 16, 1, false, {4096, 1000}, "4096_1000", 1.f, 2000.f});
+  add(cases, {2, 128, 1, false, {511, 64}, "511_64", 3.f, 1500.f, DataKind::kNormal, true, true});
+  add(cases, {2, 32, 2, true, {700, 65}, "700_65", 0.02f, 20.f, DataKind::kNormal, true, true});
+  // Speculative rows with and without the causal diagonal, including rows that see no key.
+  add(cases, {2, 64, 2, true, {8191, 4096}, "8191_4096", 1.f});
+  add(cases, {7, 128, 4, true, {1, 2, 3, 4, 63, 64, 65}, "tiny_mix", 0.02f, 1.f, kDs, true, true});
+  add(cases, {7, 16, 4, true, random_lens("b7h16", 7, 1, 8191), "rand1_8191", 0.02f, 1.f, kDs});
+  add(cases, {7, 16, 4, false, random_lens("b7h16nc", 7, 1, 8191), "rand1_8191", 1.f});
+  add(cases, {7, 16, 3, true, random_lens("b7h16sq3", 7, 1, 2000), "rand1_2000", 3.f});  // 48 rows: 3 groups
+  add(cases, {2, 32, 3, true, {300, 4096}, "300_4096", 1.f});                            // 96 rows: partial 2nd tile
+  add(cases, {2, 16, 2, false, {8191, 63}, "8191_63", 1.f, 1.f, kDs});
+  // Zero-length sequences mixed in (out = 0, lse = -inf).
+  add(cases, {7, 32, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", 1.f});
+  add(cases, {2, 16, 2, true, {0, 0}, "all_zero", 1.f, 1.f, DataKind::kNormal, true, true});
+  // Larger batches, mixed lengths.
+  add(cases, {32, 16, 1, false, random_lens("b32h16", 32, 1, 4096), "rand1_4096", 1.f});
+  add(cases, {32, 128, 1, false, random_lens("b32h128", 32, 1, 4096), "rand1_4096", 0.02f, 1.f, kDs});
+  add(cases, {32, 32, 2, true, random_lens("b32h32", 32, 1, 2048), "rand1_2048", 3.f, 1.f, kDs});
+  add(cases, {32, 64, 1, false, random_lens("b32h64", 32, 1, 1024), "rand1_1024", 1.f});
+  add(cases, {128, 16, 1, false, std::vector<int>(128, 4096), "all4096", 1.f, 1.f, DataKind::kNormal, false});
+  add(cases, {128, 16, 4, true, random_lens("b128h16", 128, 60, 70), "rand60_70", 0.02f});
+  add(cases, {128, 128, 1, false, random_lens("b128h128", 128, 1, 511), "rand1_511", 1.f, 1.f, kDs, false});
+  add(cases, {128, 32, 1, false, random_lens("b128h32", 128, 1, 1024), "rand1_1024", 3.f, 1.f, DataKind::kNormal, false});
+});
+
+// Bad fp8 input: each call must return an error Status and launch nothing (out stays poisoned).
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  cases.push_back({"mla_decode", "fp8_bad_inputs_no_launch", Tolerance{0.0, 0.0, "a status code is exact"},
+                   [](CaseReport* rep) -> Status {
+                     DecodeShape s;
+                     s.batch = 2;
+                     s.h_q = 16;
+                     s.seqlens = {100, 200};
+                     s.format = KvFormat::kFp8;
+                     auto rng = case_rng("fp8_bad_inputs");
+                     const DecodeHostData h = make_decode_data(s, rng);
+                     DecodePlanGeometry g;
+                     MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sms(), &g));
+                     DeviceBuffer q, cache, bt, sl, out, lse, parts, off, ws;
+                     MLA_TRY(q.alloc(h.q.size() * 2));  // room for a bf16 q too
+                     MLA_TRY(cache.alloc(h.cache.size() * 2));
+                     MLA_TRY(bt.alloc(h.block_table.size() * 4));
+                     MLA_TRY(sl.alloc(8));
+                     MLA_TRY(out.alloc(h.out_elems() * 2));
+                     MLA_TRY(lse.alloc(h.lse_elems() * 4));
+                     MLA_TRY(parts.alloc(size_t(g.num_parts) * kPlanPartInts * 4));
+                     MLA_TRY(off.alloc(3 * 4));
+                     MLA_TRY(ws.alloc(decode_workspace_bytes(g)));
+                     const MlaDecodeParams good =
+                         h.params(q.data(), cache.data(), bt.data(), sl.data(), out.data(), lse.data(), kSoftmaxScale);
+                     DecodePlanView plan{parts.as<int32_t>(), off.as<int32_t>(), g.num_parts};
+                     std::vector<std::pair<std::string, Status>> results;
+                     auto try_call = [&](const std::string& what, const MlaDecodeParams& p) {
+                       results.emplace_back(what, cuda::mla_decode(p, g, plan, ws.data(), ws.bytes(), nullptr));
+                     };
+                     { auto p = good; p.q.dtype = DType::kBf16; try_call("fp8 with bf16 q", p); }
+                     { auto p = good; p.kv_cache.dtype = DType::kBf16; try_call("fp8 with bf16 cache", p); }
+                     { auto p = good; p.k_scale = NAN; try_call("k_scale NaN", p); }
+                     { auto p = good; p.k_scale = -1.f; try_call("k_scale < 0", p); }
+                     { auto p = good; p.q_scale = 0.f; try_call("q_scale 0", p); }
+                     { auto p = good; p.q_scale = INFINITY; try_call("q_scale inf", p); }
+                     { auto p = good; p.out.dtype = DType::kFp32; try_call("fp32 out", p); }
+                     { auto p = good; p.q = TensorView::contiguous(q.data(), DType::kE4m3, {2, 1, 24, 576});
+                       try_call("h_q 24", p); }
+                     MLA_CUDA_TRY("test", cudaDeviceSynchronize());
+                     std::vector<uint8_t> bytes(out.bytes());
+                     MLA_TRY(out.download(&bytes));
+                     size_t failures = 0;
+                     for (const auto& [what, st] : results) {
+                       if (st.is_ok()) {
+                         ++failures;
+                         std::printf("  accepted bad input: %s\n", what.c_str());
+                       } else {
+                         std::printf("  %-22s -> %s\n", what.c_str(), st.to_string().c_str());
+                       }
+                     }
+                     const size_t written = std::count_if(bytes.begin(), bytes.end(), [](uint8_t v) { return v != 0xFF; });
+                     std::vector<double> got{double(failures), double(written)}, want{0, 0};
+                     rep->add("accepted_or_written", compare_vec(got, want));
+                     return Status::ok();
+                   }});
+});
+
+}  // namespace
+}  // namespace mla::test
