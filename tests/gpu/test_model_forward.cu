@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -25,8 +26,13 @@
 namespace mla::model {
 namespace {
 
+// MLA_FIXTURES_DIR if set; else the source tree this was compiled from; else ./tests/fixtures (a binary
+// built on one machine and run from the repository root of a copy elsewhere).
 std::string fixtures_dir() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().string() + "/fixtures";
+  if (const char* e = std::getenv("MLA_FIXTURES_DIR")) return e;
+  const std::string compiled = std::filesystem::path(__FILE__).parent_path().parent_path().string() + "/fixtures";
+  if (std::filesystem::exists(compiled + "/tiny/config.json")) return compiled;
+  return "tests/fixtures";
 }
 
 struct Models {
