@@ -4,9 +4,12 @@
 // decode kernel + combine, captured in a CUDA graph; a 256 MB memset between calls evicts L2; median
 // over --reps calls. Rows print in DESIGN.md §6 column order.
 //
-//   bench_decode [--format bf16|fp16] [--rows 1,2,18] [--reps N]      (mlaserve bench decode ...)
+//   bench_decode [--format bf16|fp16|fp8] [--rows 1,2,18] [--reps N]      (mlaserve bench decode ...)
+//
+// fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -30,6 +33,10 @@ struct Row {
   double anchor_us;  // best of "FlashMLA bf16" and "FlashMLA PR54 bf16" for this row
 };
 
+// ANCHORS.md, same table, column "FlashMLA PR54 fp8" (the fp8 anchor, issue 4), in kRows order.
+constexpr double kAnchorFp8Us[] = {10.1, 14.5, 15.9, 15.5, 41.2, 65.5, 25.1, 111.3, 210.1,
+                                   12.1, 16.6, 19.6, 27.7, 68.7, 116.2, 50.6, 218.1, 419.1};
+
 // ANCHORS.md, table "Decode call, µs", measured 2026-11-29 on our H200: min(FlashMLA bf16, PR54 bf16).
 constexpr Row kRows[] = {
     {16, 1, 512, 9.6},     {16, 1, 4096, 15.5},    {16, 1, 8192, 17.5},    {16, 32, 512, 17.9},
@@ -39,10 +46,12 @@ constexpr Row kRows[] = {
     {128, 128, 4096, 236.5}, {128, 128, 8192, 484.6},
 };
 
+static_assert(sizeof(kAnchorFp8Us) / sizeof(kAnchorFp8Us[0]) == sizeof(kRows) / sizeof(kRows[0]), "one fp8 anchor per row");
+
 constexpr size_t kFlushBytes = 256u << 20;
 
-// N(0, 1) 16-bit values from a counter hash (Box-Muller), so gigabytes of cache fill in milliseconds.
-__global__ void fill_normal(uint16_t* x, size_t n, uint32_t seed, int fp16) {
+// N(0, 1) values (bf16, fp16 or e4m3 codes) from a counter hash (Box-Muller), so gigabytes of cache fill in milliseconds.
+__global__ void fill_normal(uint16_t* x, size_t n, uint32_t seed, int kind) {  // kind 0 bf16, 1 fp16, 2 e4m3
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     uint32_t h = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed ^ static_cast<uint32_t>(i >> 32) * 0x85EBCA77u;
     h ^= h >> 16; h *= 0x7FEB352Du; h ^= h >> 15; h *= 0x846CA68Bu; h ^= h >> 16;
@@ -51,7 +60,9 @@ __global__ void fill_normal(uint16_t* x, size_t n, uint32_t seed, int fp16) {
     const float u1 = (static_cast<float>(h >> 8) + 1.f) * (1.f / 16777217.f);
     const float u2 = static_cast<float>(g >> 8) * (1.f / 16777216.f);
     const float v = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
-    if (fp16) {
+    if (kind == 2) {  // e4m3 codes, one byte per value
+      reinterpret_cast<uint8_t*>(x)[i] = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+    } else if (kind == 1) {
       const __half hv = __float2half_rn(v);
       x[i] = *reinterpret_cast<const uint16_t*>(&hv);
     } else {
@@ -83,11 +94,11 @@ Status parse(int argc, char** argv, Options* o) {
     } else if (a == "--reps" && has_val) {
       o->reps = std::max(1, std::atoi(argv[++i]));
     } else {
-      return Status::invalid("bench decode", "usage: [--format bf16|fp16] [--rows 1,2,..18] [--reps N]; got '" + a + "'");
+      return Status::invalid("bench decode", "usage: [--format bf16|fp16|fp8] [--rows 1,2,..18] [--reps N]; got '" + a + "'");
     }
   }
-  if (o->format != mla::KvFormat::kBf16 && o->format != mla::KvFormat::kFp16)
-    return Status::unsupported("bench decode", "only bf16 and fp16 have a CUDA kernel so far");
+  if (o->format != mla::KvFormat::kBf16 && o->format != mla::KvFormat::kFp16 && o->format != mla::KvFormat::kFp8)
+    return Status::unsupported("bench decode", "only bf16, fp16 and fp8 have a CUDA kernel so far");
   return Status::ok();
 }
 
@@ -106,7 +117,9 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   const int pages_per_seq = r.seqlen / mla::kDecodePageSize;
   const int num_pages = r.batch * pages_per_seq;
   const bool fp16 = o.format == mla::KvFormat::kFp16;
+  const int fill_kind = o.format == mla::KvFormat::kFp8 ? 2 : fp16 ? 1 : 0;
   const mla::DType dt = mla::kv_cache_dtype(o.format);
+  const mla::DType out_dt = fp16 ? mla::DType::kFp16 : mla::DType::kBf16;
   int dev = 0, sms = 0;
   MLA_CUDA_TRY("bench decode", cudaGetDevice(&dev));
   MLA_CUDA_TRY("bench decode", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -127,8 +140,8 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_TRY(parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
   MLA_TRY(off.alloc(r.batch + 1));
   MLA_TRY(ws.alloc(mla::decode_workspace_bytes(g)));
-  fill_normal<<<1024, 256, 0, s>>>(q.p, size_t(r.batch) * r.h_q * mla::kDimQK, 0x1234u + r.h_q, fp16);
-  fill_normal<<<4096, 256, 0, s>>>(cache.p, cache_elems, 0xBEEFu + r.batch, fp16);
+  fill_normal<<<1024, 256, 0, s>>>(q.p, size_t(r.batch) * r.h_q * mla::kDimQK, 0x1234u + r.h_q, fill_kind);
+  fill_normal<<<4096, 256, 0, s>>>(cache.p, cache_elems, 0xBEEFu + r.batch, fill_kind);
   MLA_CUDA_TRY_LAUNCH("bench decode");
   std::vector<int32_t> perm(num_pages), lens(r.batch, r.seqlen);
   std::iota(perm.begin(), perm.end(), 0);
@@ -141,7 +154,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   p.kv_cache = mla::TensorView::contiguous(cache.p, dt, {num_pages, mla::kDecodePageSize, mla::kDimQK});
   p.block_table = mla::TensorView::contiguous(bt.p, mla::DType::kInt32, {r.batch, pages_per_seq});
   p.seqlens = mla::TensorView::contiguous(sl.p, mla::DType::kInt32, {r.batch});
-  p.out = mla::TensorView::contiguous(out.p, dt, {r.batch, 1, r.h_q, mla::kDimV});
+  p.out = mla::TensorView::contiguous(out.p, out_dt, {r.batch, 1, r.h_q, mla::kDimV});
   p.lse = mla::TensorView::contiguous(lse.p, mla::DType::kFp32, {r.batch, r.h_q, 1});
   p.format = o.format;
   p.softmax_scale = 0.0721687836f;
@@ -203,7 +216,9 @@ Status bench(const Options& o) {
   MLA_CUDA_TRY("bench decode", cudaGetDeviceProperties(&prop, 0));
   std::printf("# mla_decode, %s, %d SMs, format %s, s_q 1, reps %d (median, L2 flushed, CUDA graph)\n", prop.name,
               prop.multiProcessorCount, std::string(mla::kv_format_name(o.format)).c_str(), o.reps);
-  std::printf("# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
+  const bool fp8 = o.format == mla::KvFormat::kFp8;
+  std::printf(fp8 ? "# anchor = the FlashMLA PR54 fp8 column of ANCHORS.md\n"
+                  : "# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
   std::printf("| format | h_q | batch | seqlen | µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   std::vector<double> plan_us;
@@ -213,12 +228,14 @@ Status bench(const Options& o) {
     const Row& r = kRows[i - 1];
     Timing t{};
     MLA_TRY(run_row(r, o, s, flush, &t));
+    // ANCHORS.md: cache bytes + q bytes (1 per value for fp8) + 16-bit out bytes.
     const double bytes = double(r.batch) * r.seqlen * mla::kv_bytes_per_token(o.format) +
-                         double(r.batch) * r.h_q * (mla::kDimQK + mla::kDimV) * 2;
+                         double(r.batch) * r.h_q * (mla::kDimQK * (fp8 ? 1 : 2) + mla::kDimV * 2);
+    const double anchor_us = fp8 ? kAnchorFp8Us[i - 1] : r.anchor_us;
     const double flops = double(r.batch) * r.h_q * r.seqlen * (mla::kDimQK + mla::kDimV) * 2;
     std::printf("| %s | %d | %d | %d | %.1f | %.2f | %.0f | %.1f | %.2f |\n",
                 std::string(mla::kv_format_name(o.format)).c_str(), r.h_q, r.batch, r.seqlen, t.decode_us,
-                bytes / t.decode_us * 1e-6, flops / t.decode_us * 1e-6, r.anchor_us, r.anchor_us / t.decode_us);
+                bytes / t.decode_us * 1e-6, flops / t.decode_us * 1e-6, anchor_us, anchor_us / t.decode_us);
     std::fflush(stdout);
     plan_us.push_back(t.plan_us);
   }
