@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# One device call for the decode kernel (fits a 240 s limit): a short smoke test of the 64-row
-# warp-specialized kernel (a hang shows here first), all tests, the short tiles on the warp-specialized
-# kernel (MLA_DECODE_VARIANT16=ws), the benchmark table for both, memcheck on small cases, and one
-# Nsight Compute profile (h128 b128 s4096).
+# One device call for the decode kernel (fits a 240 s limit). Smoke tests of the three warp-specialized
+# schedules first (a hang shows there, in seconds); the first one that passes becomes the reference for
+# the rest. Then: all tests, the other schedules / knobs on the cases they change, benchmark tables for
+# each schedule and L2-prefetch depth, sanitizers on small cases, one Nsight Compute profile.
 # Run from the repo root:  bench/decode/h200_check.sh [BIN_DIR]   (default build-decode/bin; logs in $OUT or /tmp)
 set -u
 BIN=${1:-build-decode/bin}
@@ -10,29 +10,54 @@ O=${OUT:-/tmp/decode_check}
 mkdir -p "$O"
 T=$BIN/gpu_test_mla_decode
 B=$BIN/bench_decode
-export MLA_TEST_SEED=${MLA_TEST_SEED:-20261202}
+export MLA_TEST_SEED=${MLA_TEST_SEED:-20261203}
 summary() {  # name log rc
   echo "== $1: rc=$3 $(grep -E '^\[  (PASSED|FAILED)  \]' "$2" | tr '\n' ' ')"
   grep -E "FAIL|differs|rror" "$2" | grep -v "^\[  FAILED  \] [0-9]* test" | head -8
   grep -E "^\[case\].* out:" "$2" | awk '{print $6}' | sort -t= -k2 -g | tail -1 | sed 's/^/   worst out /'
 }
+bench() {  # name args...  (environment set by the caller)
+  local name=$1; shift
+  timeout 30 "$B" --reps 30 "$@" > "$O/bench_$name.log" 2>&1
+  echo "-- bench $name (rc $?):"; grep -E "^\| bf16" "$O/bench_$name.log"
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
-timeout 15 "$T" --gtest_filter='*b1_h128_sq1_len65*:*b1_h64_sq1_len511*' > "$O/test_smoke.log" 2>&1
-summary "smoke (ws 64-row)" "$O/test_smoke.log" $?
-timeout 60 "$T" > "$O/test_default.log" 2>&1; summary "tests (ws 64-row tiles, mma.sync 16-row tiles)" "$O/test_default.log" $?
-MLA_DECODE_VARIANT16=ws timeout 25 "$T" --gtest_filter='*h16*:*h32*' > "$O/test_ws16.log" 2>&1
-summary "tests (short tiles on ws)" "$O/test_ws16.log" $?
-timeout 45 "$B" --reps 30 > "$O/bench.log" 2>&1; grep -v "^|---" "$O/bench.log"
-MLA_DECODE_VARIANT16=ws timeout 25 "$B" --reps 30 --rows 1,2,3,4,5,6,7,8,9 > "$O/bench_ws16.log" 2>&1
-echo "-- short tiles on ws:"; grep -v "^|---" "$O/bench_ws16.log"
+SMOKE='*b1_h128_sq1_len65*:*b1_h64_sq1_len511*:*tiny_mix*:*b2_h64_sq2_causal_8191_4096*'
+OK=""
+for v in ws_pvfirst_slabs ws_pvfirst ws_overlap; do
+  MLA_DECODE_VARIANT64=$v timeout 12 "$T" --gtest_filter="$SMOKE" > "$O/smoke_$v.log" 2>&1
+  rc=$?; summary "smoke $v" "$O/smoke_$v.log" $rc
+  [ $rc -eq 0 ] && OK="$OK $v"
+done
+REF=$(echo $OK | awk '{print $1}'); REF=${REF:-ws_overlap}
+echo "reference schedule: $REF (passed smoke: $OK)"
+export MLA_DECODE_VARIANT64=$REF
+timeout 40 "$T" > "$O/test_ref.log" 2>&1; summary "tests, all ($REF)" "$O/test_ref.log" $?
+F64='*h128*:*h64*:*sq4*:*sq3*:*h32_sq2*'
+for v in $OK mma_sync; do
+  [ "$v" = "$REF" ] && continue
+  MLA_DECODE_VARIANT64=$v timeout 20 "$T" --gtest_filter="$F64" > "$O/test_$v.log" 2>&1; summary "tests 64-row ($v)" "$O/test_$v.log" $?
+done
+MLA_DECODE_L2_PREFETCH=2 timeout 40 "$T" > "$O/test_pf2.log" 2>&1; summary "tests, all ($REF, L2 prefetch 2)" "$O/test_pf2.log" $?
+MLA_DECODE_VARIANT16=ws MLA_DECODE_L2_PREFETCH=2 timeout 20 "$T" --gtest_filter='*h16*:*h32*' > "$O/test_ws16.log" 2>&1
+summary "tests short tiles on $REF (L2 prefetch 2)" "$O/test_ws16.log" $?
+bench ref_pf0
+MLA_DECODE_L2_PREFETCH=2 bench ref_pf2
+MLA_DECODE_L2_PREFETCH=4 bench ref_pf4
+for v in $OK; do
+  [ "$v" = "$REF" ] && continue
+  MLA_DECODE_L2_PREFETCH=2 bench "${v}_pf2" --rows 10,11,12,13,14,15,16,17,18
+done
+MLA_DECODE_VARIANT16=ws MLA_DECODE_L2_PREFETCH=2 bench ws16_pf2 --rows 1,2,3,4,5,6,7,8,9
+MLA_DECODE_VARIANT16=ws MLA_DECODE_L2_PREFETCH=4 bench ws16_pf4 --rows 4,5,6,7,8,9
 CS=/usr/local/cuda/bin/compute-sanitizer
-timeout 20 $CS --tool memcheck "$T" --gtest_filter='*b1_h128_sq1_len65*:*tiny_mix*:*b1_h16_sq1_len511*' > "$O/memcheck.log" 2>&1
+MLA_DECODE_L2_PREFETCH=2 timeout 25 $CS --tool memcheck "$T" --gtest_filter='*b1_h128_sq1_len65*:*tiny_mix*:*b1_h16_sq1_len511*:*b7_h16_sq3*' > "$O/memcheck.log" 2>&1
 echo "memcheck: $(tail -1 "$O/memcheck.log")"
+timeout 20 $CS --tool racecheck "$T" --gtest_filter='*b1_h128_sq1_len65*:*b1_h16_sq1_len65*' > "$O/racecheck.log" 2>&1
+echo "racecheck: $(tail -1 "$O/racecheck.log")"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$NCU" ]; then
-  timeout 30 "$NCU" -k regex:'mla_decode(_ws)?_kernel' -s 1 -c 1 --section SpeedOfLight --section WarpStateStats \
-    --section MemoryWorkloadAnalysis "$B" --rows 17 --reps 1 > "$O/ncu_row17.txt" 2>&1
-  echo "ncu row 17: $(grep -E "^ +(Duration|Memory Throughput|Compute \(SM\) Throughput|DRAM Throughput|Warp Cycles Per Issued)" "$O/ncu_row17.txt" | awk '{$1=$1};1' | tr '\n' ';')"
-else
-  echo "ncu: not found"
+  MLA_DECODE_L2_PREFETCH=2 timeout 30 "$NCU" -k regex:'mla_decode(_ws)?_kernel' -s 1 -c 1 --section SpeedOfLight \
+    --section WarpStateStats --section MemoryWorkloadAnalysis "$B" --rows 17 --reps 1 > "$O/ncu_row17.txt" 2>&1
+  echo "ncu row 17: $(grep -E "^ +(Duration|Memory Throughput|Compute \(SM\) Throughput|DRAM Throughput|Warp Cycles Per Issued|L2 Hit Rate)" "$O/ncu_row17.txt" | awk '{$1=$1};1' | tr '\n' ';')"
 fi

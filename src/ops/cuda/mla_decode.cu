@@ -3,6 +3,7 @@
 // call can be captured in a CUDA graph.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -46,25 +47,36 @@ Status check_plan(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   return Status::ok();
 }
 
-// Variant of 64-row tiles: warp-specialized TMA + wgmma (default), the 256-thread cp.async + wgmma
-// kernel, or cp.async + mma.sync. All three are tested; MLA_DECODE_VARIANT64=ws|wgmma|mma_sync picks one
+// Variant of 64-row tiles: the warp-specialized TMA + wgmma kernel in one of three schedules (see
+// kernel_ws.cuh; default ws_pvfirst_slabs), the 256-thread cp.async + wgmma kernel, or cp.async + mma.sync.
+// All are tested; MLA_DECODE_VARIANT64=ws_pvfirst_slabs|ws_pvfirst|ws_overlap|wgmma|mma_sync picks one
 // (debugging and benchmarking; MLA_DECODE_FORCE_MMA_SYNC=1 still means mma_sync), read once.
-enum class Variant64 { kWarpSpecialized, kWgmma, kMmaSync };
+// MLA_DECODE_VARIANT16=ws runs the short tiles (h_q 16/32 with fewer than 48 query rows) on the chosen
+// warp-specialized schedule too (rows past the tile compute and are dropped).
+enum class Variant64 { kWsPvFirstSlabs, kWsPvFirst, kWsOverlap, kWgmma, kMmaSync };
 Variant64 variant64() {
   static const Variant64 v = [] {
     const char* force = std::getenv("MLA_DECODE_FORCE_MMA_SYNC");
     if (force != nullptr && force[0] == '1') return Variant64::kMmaSync;
     const char* e = std::getenv("MLA_DECODE_VARIANT64");
     const std::string s = e != nullptr ? e : "";
+    if (s == "ws_pvfirst") return Variant64::kWsPvFirst;
+    if (s == "ws_overlap") return Variant64::kWsOverlap;
     if (s == "wgmma") return Variant64::kWgmma;
     if (s == "mma_sync") return Variant64::kMmaSync;
-    return Variant64::kWarpSpecialized;
+    return Variant64::kWsPvFirstSlabs;
   }();
   return v;
 }
-
-// MLA_DECODE_VARIANT16=ws runs the short tiles (h_q 16/32 with fewer than 48 query rows) on the
-// warp-specialized 64-row kernel too (rows past the tile compute and are dropped): an experiment knob.
+// Pages prefetched into L2 ahead of the shared-memory stages (both kernels); MLA_DECODE_L2_PREFETCH=N
+// overrides the default (0 turns it off), read once.
+int l2_prefetch_pages() {
+  static const int v = [] {
+    const char* e = std::getenv("MLA_DECODE_L2_PREFETCH");
+    return e != nullptr ? std::max(0, std::min(8, std::atoi(e))) : 0;
+  }();
+  return v;
+}
 bool ws_for_short_tiles() {
   static const bool v = [] {
     const char* e = std::getenv("MLA_DECODE_VARIANT16");
@@ -74,15 +86,27 @@ bool ws_for_short_tiles() {
 }
 
 template <class Traits>
+Status launch_ws(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, dim3 grid,
+                 cudaStream_t stream) {
+  using namespace sm90::decode;
+  MLA_TRY(encode_tensor_maps(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
+  switch (variant64()) {
+    case Variant64::kWsOverlap: return launch_decode_ws<Traits, false, false>(kp, grid, stream);
+    case Variant64::kWsPvFirst: return launch_decode_ws<Traits, true, false>(kp, grid, stream);
+    default: return launch_decode_ws<Traits, true, true>(kp, grid, stream);
+  }
+}
+
+template <class Traits>
 Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, cudaStream_t stream) {
   using namespace sm90::decode;
   const dim3 grid(g.num_parts, g.num_head_tiles);
   // Active 16-row groups: a single short tile (h_q 16/32 with few query rows) skips the empty groups.
   const int rows_first_tile = kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta;
   const int groups = rows_first_tile / 16;
-  if (groups <= 2 && ws_for_short_tiles()) {
-    MLA_TRY(encode_tensor_maps(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
-    MLA_TRY((launch_decode_ws<Traits>(kp, grid, stream)));
+  const bool ws64 = variant64() != Variant64::kWgmma && variant64() != Variant64::kMmaSync;
+  if (groups <= 2 && ws64 && ws_for_short_tiles()) {
+    MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
   } else if (groups == 1) {
     MLA_TRY((launch_decode<Traits, 1, false>(kp, grid, stream)));
   } else if (groups == 2) {
@@ -93,8 +117,7 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
     MLA_TRY((launch_decode<Traits, 4, true>(kp, grid, stream)));  // 3 groups: one row group computes zeros
   } else {
     // 3 groups: the 4th computes rows of the next sequence's q (finite), never written.
-    MLA_TRY(encode_tensor_maps(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
-    MLA_TRY((launch_decode_ws<Traits>(kp, grid, stream)));
+    MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
   }
   return launch_combine<Traits>(kp, stream);
 }
@@ -128,6 +151,7 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   kp.causal = p.causal && g.s_q > 1 ? 1 : 0;
   kp.softmax_scale = p.softmax_scale;
   kp.scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  kp.l2_prefetch = l2_prefetch_pages();
 
   auto* s = reinterpret_cast<cudaStream_t>(stream);
   if (p.format == KvFormat::kFp8) {

@@ -37,11 +37,12 @@ static_assert(smem_layout(4, 2).total <= 227 * 1024, "largest variant fits the s
 
 // Warp-specialized 64-row variant (kernel_ws.cuh): warpgroups 0 and 1 consume (math), warpgroup 2
 // produces (one thread issues TMA). Shared memory: the Q tile, two KV stages, the per-page row maxima
-// [stage][64], the row sums of the epilogue [parity][warpgroup][64], six mbarriers. P has no buffer of
+// [stage][64], the row sums of the epilogue [parity][warpgroup][64], the mbarriers. P has no buffer of
 // its own: it lives in the RoPE slab of its page's stage (see mainloop_ws.cuh).
 constexpr int kWsThreads = 384;
 constexpr int kWsConsumerThreads = 256;
 constexpr int kWsStages = 2;
+constexpr int kWsBarrierBytes = 256;  // full barriers (per stage, or per stage and slab), empty, Q full/empty
 struct WsSmemLayout {
   int q_offset, kv_offset, m_offset, l_offset, bar_offset, total;
 };
@@ -52,7 +53,7 @@ constexpr WsSmemLayout ws_smem_layout() {
   s.m_offset = s.kv_offset + kWsStages * kPageBytes;
   s.l_offset = s.m_offset + kWsStages * kRowsPerCta * 4;
   s.bar_offset = s.l_offset + 2 * 2 * kRowsPerCta * 4;
-  s.total = s.bar_offset + 8 * 8;
+  s.total = s.bar_offset + kWsBarrierBytes;
   return s;
 }
 static_assert(ws_smem_layout().total <= 227 * 1024, "warp-specialized variant fits the sm90 shared-memory limit");

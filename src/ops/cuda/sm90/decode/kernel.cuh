@@ -65,6 +65,20 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
     cp_async_commit();
   }
 
+  // L2 prefetch cursor (thread 0), p.l2_prefetch pages ahead of the next page the stages will load:
+  // more bytes in flight from DRAM than two shared-memory stages hold. Its block-table entry is read
+  // one step before use, so warp 0 never stalls on it.
+  PartCursor pf = load;
+  const bool prefetcher = !kWg && threadIdx.x == 0 && p.l2_prefetch > 0;  // (kWg: a divergent branch would serialize its wgmma)
+  if (prefetcher) {
+    for (int i = 0; i < p.l2_prefetch; ++i) {
+      pf.fetch_page(p);
+      pf.prefetch_page(p);
+      pf.advance(p);
+    }
+    pf.fetch_page(p);
+  }
+
   // Causal visibility of this thread's two rows depends on the sequence; recomputed per segment.
   const int row_i[2] = {(tile_row0 + rg * kRowGroup + g) / p.h_q, (tile_row0 + rg * kRowGroup + g + 8) / p.h_q};
   RowState<RG> st;
@@ -169,6 +183,11 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       load_kv_page<kWg>(p, load.page, load.blk, load.seqlen, s_kv);
       load.advance(p);
       load.fetch_page(p);
+      if (prefetcher) {
+        pf.prefetch_page(p);
+        pf.advance(p);
+        pf.fetch_page(p);
+      }
     }
     cp_async_commit();
     stage ^= 1;

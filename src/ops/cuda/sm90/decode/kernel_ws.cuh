@@ -11,9 +11,11 @@
 //   - pages alternate owners: page j (j-th page of the part) belongs to warpgroup j % 2, which computes
 //     S = Q K^T for all 64 keys (m64n64k16), the softmax against the running max of page j - 1, and P
 //     into the page's RoPE slab; both warpgroups then add P V for their half.
-// Per own page j a warpgroup runs: S_j | wait P_{j-1} ready | softmax_j, P_j | signal P_j ready |
-// P_{j-1} V_{j-1} | P_j V_j. So S_j (the longer MMA) of one warpgroup runs while the other does its
-// softmax and P V, and the only cross-warpgroup dependency is the max chain m_{j-1} -> m_j.
+// Per own page j a warpgroup runs (kPvFirst, the default):
+//   wait P_{j-1} ready | P_{j-1} V_{j-1}, release stage of j - 1 | S_j | softmax_j, P_j | signal | P_j V_j
+// or (!kPvFirst): S_j | wait P_{j-1} | softmax_j, P_j | signal | P_{j-1} V_{j-1} | P_j V_j, where S_j
+// overlaps the other warpgroup's softmax but page j - 1's stage stays busy one S longer. The only
+// cross-warpgroup dependency is the max chain m_{j-1} -> m_j (and P_{j-1} itself).
 //
 // The running max is a chain over pages: m_j = max(m_{j-1}, rowmax S_j), P_j = exp(S_j - m_j). Each
 // warpgroup applies pages to its O in order, rescaling by exp(m_{j-1} - m_j) with m_j read from
@@ -27,20 +29,61 @@
 
 namespace mla::sm90::decode {
 
+// Variant knobs of the warp-specialized kernel (both tested, see mla_decode.cu):
+//  kPvFirst: a warpgroup adds the other's previous page (P_{j-1} V_{j-1}) *before* its own S_j instead of
+//    after its softmax. The stage of page j - 1 is then released one S earlier, which gives the TMA of
+//    page j + 1 that much more time: with two stages the release -> refill -> use distance, not the MMA,
+//    bounds the page rate (run 5 in NOTES.md).
+//  kSlabBars: one full-barrier per 64-column slab instead of one per page, so S starts on slab 0 while
+//    the rest of the page is still arriving.
+template <bool kPvFirst_, bool kSlabBars_>
+struct WsVariant {
+  static constexpr bool kPvFirst = kPvFirst_;
+  static constexpr bool kSlabBars = kSlabBars_;
+};
+
+constexpr int kSlabsPerPage = kChunksPerRow / 8;  // 9
+
 struct WsBarriers {
   uint32_t base;
-  __device__ uint32_t full(int stage) const { return base + 8 * stage; }
-  __device__ uint32_t empty(int stage) const { return base + 16 + 8 * stage; }
-  __device__ uint32_t q_full() const { return base + 32; }
-  __device__ uint32_t q_empty() const { return base + 40; }
+  // full(stage, slab): TMA bytes landed (slab 0 carries the whole page without slab barriers).
+  __device__ uint32_t full(int stage, int slab = 0) const { return base + 8 * (stage * kSlabsPerPage + slab); }
+  __device__ uint32_t empty(int stage) const { return base + 8 * (kWsStages * kSlabsPerPage + stage); }
+  __device__ uint32_t q_full() const { return base + 8 * (kWsStages * kSlabsPerPage + kWsStages); }
+  __device__ uint32_t q_empty() const { return q_full() + 8; }
 };
+static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2) <= kWsBarrierBytes, "barrier area");
+
+template <bool kSlabBars>
+__device__ __forceinline__ void wait_page(const WsBarriers& bars, int stage, uint32_t parity) {
+  if constexpr (kSlabBars) {
+#pragma unroll 1
+    for (int slab = 0; slab < kSlabsPerPage; ++slab) mbar_wait(bars.full(stage, slab), parity);
+  } else {
+    mbar_wait(bars.full(stage), parity);
+  }
+}
 
 // One thread. Page j goes to stage j % 2 once both consumers released page j - 2 there; the Q tile of
 // segment s (the part's s-th sequence) once both released segment s - 1's.
+template <bool kSlabBars>
 __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCursor c, const WsBarriers& bars,
                                             uint32_t s_q_tile, uint32_t s_kv0, int tile_row0) {
   int j = 0, seg = -1;
   bool new_seg = true;
+  // L2 prefetch cursor, p.l2_prefetch pages ahead of the next shared-memory load beyond the two stages:
+  // bytes in flight from DRAM without shared memory to hold them (its block-table entry is read one
+  // step early, so the prefetch never waits on it).
+  PartCursor pf = c;
+  if (p.l2_prefetch > 0) {
+    for (int i = 0; i < kWsStages; ++i) pf.advance(p);
+    for (int i = 0; i < p.l2_prefetch; ++i) {
+      pf.fetch_page(p);
+      pf.prefetch_page(p);
+      pf.advance(p);
+    }
+    pf.fetch_page(p);
+  }
   c.fetch_page(p);
   while (c.valid()) {
     if (new_seg) {
@@ -50,15 +93,26 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
     }
     const int stage = j & 1;
     if (j >= kWsStages) mbar_wait(bars.empty(stage), ((j >> 1) - 1) & 1);
-    issue_page_tma(p, c.page, s_kv0 + stage * kPageBytes, bars.full(stage));
+    if constexpr (kSlabBars) {
+#pragma unroll
+      for (int slab = 0; slab < kSlabsPerPage; ++slab)
+        issue_slab_tma(p, c.page, slab, s_kv0 + stage * kPageBytes, bars.full(stage, slab));
+    } else {
+      issue_page_tma(p, c.page, s_kv0 + stage * kPageBytes, bars.full(stage));
+    }
     new_seg = c.last_of_sequence();
     c.advance(p);
     c.fetch_page(p);  // the next page's block-table entry loads while this thread waits
+    if (p.l2_prefetch > 0) {
+      pf.prefetch_page(p);
+      pf.advance(p);
+      pf.fetch_page(p);
+    }
     ++j;
   }
 }
 
-template <class Traits>
+template <class Traits, class V>
 __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCursor cur, const WsBarriers& bars,
                                             uint8_t* smem, int wg, int tid) {
   constexpr WsSmemLayout L = ws_smem_layout();
@@ -77,7 +131,6 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
     row_local[h] = warp * kRowGroup + g + 8 * h;
     row_i[h] = (tile_row0 + row_local[h]) / p.h_q;  // query position of the row (causal mask)
   }
-  const float zero2[2] = {0.f, 0.f};
 
   WsState st;
   st.reset();
@@ -88,6 +141,20 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
     write_segment_ws<Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows, wg, warp, lane);
     ++epi;
     st.reset();
+  };
+  // Max of the other warpgroup's page jj, which also says its P is in shared memory.
+  auto wait_other = [&](int jj, float (&mp)[2]) {
+    named_sync(kBarPReady + (jj & 1), kWsConsumerThreads);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj & 1) * kRowsPerCta + row_local[h]];
+  };
+  // Adds the other warpgroup's page jj (after wait_other) and releases its stage.
+  auto pv_other = [&](int jj, const float (&mp)[2]) {
+    const int ps = jj & 1;
+    const float zero2[2] = {0.f, 0.f};
+    wait_page<V::kSlabBars>(bars, ps, (jj >> 1) & 1);  // TMA bytes of page jj visible to this warpgroup
+    pv_page<Traits>(st, mp, zero2, s_kv0 + ps * kPageBytes, wg, p.scale_log2);
+    mbar_arrive(bars.empty(ps));
   };
 
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
@@ -102,6 +169,14 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       const int stage = j & 1;
       const uint32_t s_kv = s_kv0 + stage * kPageBytes;
       uint8_t* stage_ptr = smem + L.kv_offset + stage * kPageBytes;
+      float mp[2] = {-INFINITY, -INFINITY};
+      if constexpr (V::kPvFirst) {
+        if (j > 0) {
+          wait_other(j - 1, mp);
+          pv_other(j - 1, mp);
+          if (prev_end) epilogue(prev_b);
+        }
+      }
       // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
       while (q_seg < seg) {
         if (q_held) mbar_arrive(bars.q_empty());
@@ -109,15 +184,18 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         mbar_wait(bars.q_full(), q_seg & 1);
         q_held = true;
       }
-      mbar_wait(bars.full(stage), (j >> 1) & 1);
+      const uint32_t parity = (j >> 1) & 1;
       const int valid_tokens = cur.seqlen - cur.blk * kBlockN;
       if (valid_tokens < kBlockN) {
+        wait_page<V::kSlabBars>(bars, stage, parity);
         zero_page_tail_wg(stage_ptr, valid_tokens, tid);
         fence_proxy_async();  // generic zeros before wgmma (and the next TMA) touch the stage
         named_sync(kBarWg + wg, 128);
+      } else if constexpr (!V::kSlabBars) {
+        mbar_wait(bars.full(stage), parity);
       }
       float sc[8][4];
-      compute_scores_page<Traits>(sc, s_q_tile, s_kv);
+      compute_scores_page<Traits, V::kSlabBars>(sc, s_q_tile, s_kv, bars.full(stage, 0), parity);
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
       if (cur.hi - cur.blk - 1 < 2 && q_held) {
         mbar_arrive(bars.q_empty());
@@ -142,12 +220,8 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
       }
-      // Max of page j - 1 (the other warpgroup's), which also says its P is in shared memory.
-      float mp[2] = {-INFINITY, -INFINITY};
-      if (j > 0) {
-        named_sync(kBarPReady + ((j - 1) & 1), kWsConsumerThreads);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) mp[h] = s_m[((j - 1) & 1) * kRowsPerCta + row_local[h]];
+      if constexpr (!V::kPvFirst) {
+        if (j > 0) wait_other(j - 1, mp);
       }
       float m_new[2], rowsum[2];
 #pragma unroll
@@ -169,12 +243,11 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
       named_sync(kBarWg + wg, 128);
       named_arrive(kBarPReady + stage, kWsConsumerThreads);
-      if (j > 0) {
-        const int ps = (j - 1) & 1;
-        mbar_wait(bars.full(ps), ((j - 1) >> 1) & 1);  // TMA bytes of page j - 1 visible to this warpgroup
-        pv_page<Traits>(st, mp, zero2, s_kv0 + ps * kPageBytes, wg, p.scale_log2);
-        mbar_arrive(bars.empty(ps));
-        if (prev_end) epilogue(prev_b);
+      if constexpr (!V::kPvFirst) {
+        if (j > 0) {
+          pv_other(j - 1, mp);
+          if (prev_end) epilogue(prev_b);
+        }
       }
       pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
       mbar_arrive(bars.empty(stage));
@@ -187,19 +260,14 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   }
   // The part's last page belongs to the other warpgroup: add it and write the last segment.
   if (j > 0 && ((j - 1) & 1) != wg) {
-    const int ps = (j - 1) & 1;
-    named_sync(kBarPReady + ps, kWsConsumerThreads);
     float mp[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) mp[h] = s_m[ps * kRowsPerCta + row_local[h]];
-    mbar_wait(bars.full(ps), ((j - 1) >> 1) & 1);
-    pv_page<Traits>(st, mp, zero2, s_kv0 + ps * kPageBytes, wg, p.scale_log2);
-    mbar_arrive(bars.empty(ps));
+    wait_other(j - 1, mp);
+    pv_other(j - 1, mp);
     epilogue(prev_b);
   }
 }
 
-template <class Traits>
+template <class Traits, class V>
 __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr WsSmemLayout L = ws_smem_layout();
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -208,7 +276,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   const WsBarriers bars{smem_u32(smem + L.bar_offset)};
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWsStages; ++s) {
-      mbar_init(bars.full(s), 1);
+      for (int slab = 0; slab < (V::kSlabBars ? kSlabsPerPage : 1); ++slab) mbar_init(bars.full(s, slab), 1);
       mbar_init(bars.empty(s), kWsConsumerThreads);
     }
     mbar_init(bars.q_full(), 1);
@@ -226,11 +294,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   if (wg == 2) {
     setmaxnreg_dec<40>();
     if (tid == 0)
-      ws_producer(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset), blockIdx.y * kRowsPerCta);
+      ws_producer<V::kSlabBars>(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset),
+                                blockIdx.y * kRowsPerCta);
     return;
   }
   setmaxnreg_inc<232>();
-  ws_consumer<Traits>(p, cur, bars, smem, wg, tid);
+  ws_consumer<Traits, V>(p, cur, bars, smem, wg, tid);
 }
 
 }  // namespace mla::sm90::decode

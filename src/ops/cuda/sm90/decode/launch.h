@@ -17,8 +17,8 @@ template <class Traits, int RG, bool kWg>
 Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
 
 // Warp-specialized 64-row variant (kernel_ws.cuh): TMA producer warp + two ping-pong wgmma consumer
-// warpgroups. p.tmap_* must be encoded first (encode_tensor_maps).
-template <class Traits>
+// warpgroups. p.tmap_* must be encoded first (encode_tensor_maps). kPvFirst / kSlabBars: see kernel_ws.cuh.
+template <class Traits, bool kPvFirst, bool kSlabBars>
 Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
 
 // Fills p->tmap_kv ([num_pages * 64, 576]) and p->tmap_q ([q_rows, 576]) for the warp-specialized variant.

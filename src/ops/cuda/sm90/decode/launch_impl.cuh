@@ -20,10 +20,10 @@ Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream
   return Status::ok();
 }
 
-template <class Traits>
+template <class Traits, bool kPvFirst, bool kSlabBars>
 Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = ws_smem_layout().total;
-  auto* kernel = &mla_decode_ws_kernel<Traits>;
+  auto* kernel = &mla_decode_ws_kernel<Traits, WsVariant<kPvFirst, kSlabBars>>;
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY("mla_decode", attr);
   kernel<<<grid, kWsThreads, smem, stream>>>(p);

@@ -38,6 +38,11 @@ __device__ __forceinline__ void issue_page_tma(const DecodeKernelParams& p, int3
   for (int slab = 0; slab < kChunksPerRow / 8; ++slab)
     tma_load_2d(dst + slab * kSlabBytes, &p.tmap_kv, bar, slab * 64, page * kBlockN);
 }
+__device__ __forceinline__ void issue_slab_tma(const DecodeKernelParams& p, int32_t page, int slab, uint32_t dst,
+                                               uint32_t bar) {
+  mbar_expect_tx(bar, kSlabBytes);
+  tma_load_2d(dst + slab * kSlabBytes, &p.tmap_kv, bar, slab * 64, page * kBlockN);
+}
 __device__ __forceinline__ void issue_q_tma(const DecodeKernelParams& p, int b, int tile_row0, uint32_t dst, uint32_t bar) {
   mbar_expect_tx(bar, kRowsPerCta * kRowBytes);
 #pragma unroll
@@ -58,8 +63,10 @@ __device__ __forceinline__ void zero_page_tail_wg(uint8_t* stage, int valid_toke
 
 // S (64 rows x 64 keys) = Q (64 x 576) . K^T for one warpgroup; s[t][e] has the mma.sync fragment
 // layout (warp w of the group: rows 16 w + g (+8), keys 8 t + 2 t4 (+1)).
-template <class Traits>
-__device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_kv) {
+// kSlabBars: wait for each slab's own full barrier (slab_bar0 + 8 * slab, `parity`) before its MMAs.
+template <class Traits, bool kSlabBars>
+__device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_kv,
+                                                    uint32_t slab_bar0, uint32_t parity) {
   float(&d)[32] = reinterpret_cast<float(&)[32]>(s);
 #pragma unroll
   for (int i = 0; i < 32; ++i) d[i] = 0.f;
@@ -69,6 +76,7 @@ __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s
   uint64_t db = make_smem_desc(s_kv, 16, 1024);
 #pragma unroll 1
   for (int slab = 0; slab < kDimQK / 64; ++slab) {
+    if constexpr (kSlabBars) mbar_wait(slab_bar0 + 8 * slab, parity);
 #pragma unroll
     for (int k = 0; k < 4; ++k) Traits::wgmma_qk64(d, da + 2 * k, db + 2 * k);
     da += kSlabBytes >> 4;

@@ -5,7 +5,9 @@
 #include <cstdint>
 
 #include "mla/ops/plan_decode.h"
+#include "ops/cuda/sm90/decode/config.h"
 #include "ops/cuda/sm90/decode/params.h"
+#include "ops/cuda/sm90/decode/ptx.h"
 
 namespace mla::sm90::decode {
 
@@ -29,6 +31,10 @@ struct PartCursor {
   // latency (an L2 miss, often) stays off the critical path.
   __device__ void fetch_page(const DecodeKernelParams& p) {
     if (valid()) page = p.block_table[static_cast<int64_t>(b) * p.block_table_stride + blk];
+  }
+  // Prefetches the current item's page into L2 (after fetch_page).
+  __device__ void prefetch_page(const DecodeKernelParams& p) const {
+    if (valid()) prefetch_l2_bulk(static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(page) * kPageBytes, kPageBytes);
   }
   __device__ void advance(const DecodeKernelParams& p) {
     if (++blk >= hi) {
