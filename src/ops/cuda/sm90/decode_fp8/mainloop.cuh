@@ -139,10 +139,13 @@ template <int RG>
 __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::kSTiles][4], const QFrags& qf,
                                                      uint32_t s_kv, int ws, int lane) {
   using WS = WarpShape<RG>;
+  // Even and odd k32 steps accumulate separately and add at the end: with one n8 tile per warp (RG 1)
+  // the 18 MMAs would otherwise form one dependent chain, the critical path of the memory-bound case.
+  float s2[WS::kSTiles][4];
 #pragma unroll
   for (int t = 0; t < WS::kSTiles; ++t)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) s[t][e] = 0.f;
+    for (int e = 0; e < 4; ++e) s[t][e] = s2[t][e] = 0.f;
   const uint32_t k_base = s_kv + (ws * WS::kKeys + (lane & 7)) * kSmemRowBytes + ((lane >> 3) << 4);
 #pragma unroll
   for (int m = 0; m < kDimQK / 64; ++m) {
@@ -151,9 +154,13 @@ __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::k
       uint32_t bk[4];
       ldmatrix_x4(bk, k_base + t * 8 * kSmemRowBytes + m * 64);
       mma_e4m3(s[t], qf[2 * m], bk[0], bk[1]);
-      mma_e4m3(s[t], qf[2 * m + 1], bk[2], bk[3]);
+      mma_e4m3(s2[t], qf[2 * m + 1], bk[2], bk[3]);
     }
   }
+#pragma unroll
+  for (int t = 0; t < WS::kSTiles; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[t][e] += s2[t][e];
 }
 
 // Byte position of `key` (0..63) in a row of P: 32 * (key / 32) + kappa(key % 32), see the top of the file.
