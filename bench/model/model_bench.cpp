@@ -5,7 +5,7 @@
 // median of the timed steps.
 //
 //   bench_model [--preset deepseek-v2-lite] [--layers N] [--prefill-seqs 8] [--prefill-len 2048]
-//               [--context 1024] [--batches 1,64,256] [--steps 10]
+//               [--context 1024] [--batches 1,64,256] [--steps 10] [--kv-cache-dtype auto|fp8]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -31,6 +31,7 @@ struct Args {
   int64_t layers = 0;  // 0: the preset's
   int64_t prefill_seqs = 8, prefill_len = 2048, context = 1024, steps = 10;
   std::vector<int64_t> batches = {1, 64, 256};
+  KvFormat kv = KvFormat::kBf16;
 };
 
 bool parse(int argc, char** argv, Args* a) {
@@ -44,6 +45,9 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--prefill-len") a->prefill_len = std::atoll(v.c_str());
     else if (k == "--context") a->context = std::atoll(v.c_str());
     else if (k == "--steps") a->steps = std::atoll(v.c_str());
+    else if (k == "--kv-cache-dtype") {
+      if (!parse_kv_format(v, &a->kv).is_ok()) return false;
+    }
     else if (k == "--batches") {
       a->batches.clear();
       size_t p = 0;
@@ -92,7 +96,7 @@ int model_bench_main(int argc, char** argv) {
   Args a;
   if (!parse(argc, argv, &a)) {
     std::fprintf(stderr, "usage: bench_model [--preset P] [--layers N] [--prefill-seqs S] [--prefill-len L] "
-                         "[--context C] [--batches 1,64,256] [--steps N]\n");
+                         "[--context C] [--batches 1,64,256] [--steps N] [--kv-cache-dtype auto|fp8]\n");
     return 2;
   }
   model::ModelConfig c;
@@ -112,6 +116,7 @@ int model_bench_main(int argc, char** argv) {
   const int64_t pages_per_seq = (std::max(a.prefill_len, a.context + a.steps + 8) + 63) / 64;
   o.num_pages = pages_per_seq * std::max(a.prefill_seqs, max_batch);
   o.max_batch_tokens = max_tokens;
+  o.kv_format = a.kv;
   // The model allocates per layer and frees at the next step: activation memory grows with layers × tokens.
   o.activation_bytes = size_t{14} << 30;
   o.scratch_bytes = size_t{4} << 30;
@@ -120,8 +125,8 @@ int model_bench_main(int argc, char** argv) {
   if (!s.is_ok()) return fail(s);
   const auto t2 = Clock::now();
   w = model::ModelWeights{};  // host copy no longer needed
-  std::printf("model %s, %lld layers, kv bf16, %lld pages\n", a.preset.c_str(), static_cast<long long>(c.num_hidden_layers),
-              static_cast<long long>(o.num_pages));
+  std::printf("model %s, %lld layers, kv %s, %lld pages\n", a.preset.c_str(), static_cast<long long>(c.num_hidden_layers),
+              std::string(kv_format_name(a.kv)).c_str(), static_cast<long long>(o.num_pages));
   std::printf("dummy weights on the host: %.1f s, upload + allocation: %.1f s\n", secs(t0, t1), secs(t1, t2));
 
   // Prefill: warm up once, then time fresh sequences (each step starts from position 0).

@@ -40,7 +40,7 @@ struct Models {
   std::unique_ptr<CudaBackend> gpu;
 };
 
-Models load(const std::string& name, bool prefill_attention) {
+Models load(const std::string& name, bool prefill_attention, KvFormat kv = KvFormat::kBf16) {
   Models m;
   ModelWeights w;
   Status s = loader::load_model(fixtures_dir() + "/" + name, &w, {.progress = loader::ProgressMode::kOff});
@@ -52,6 +52,7 @@ Models load(const std::string& name, bool prefill_attention) {
   o.activation_bytes = size_t{256} << 20;
   o.scratch_bytes = size_t{128} << 20;
   o.prefill_attention = prefill_attention;
+  o.kv_format = kv;
   const Status sg = CudaBackend::create(w, o, &m.gpu);
   EXPECT_TRUE(sg.is_ok()) << sg.to_string();
   const Status sc = CpuBackend::create(std::move(w), &m.cpu);
@@ -309,6 +310,39 @@ TEST(CudaForwardPaths, ForcedExpandedMatchesCpu) {
   }
   expect_bar(a, "tiny forced expanded");
 }
+
+// fp8 (e4m3) KV cache, per-tensor scales 1.0: reported, with a loose bar (e4m3 keeps 3 mantissa bits, so
+// every cached latent and the decode query carry up to 2^-4 relative rounding; the issue asks for the
+// numbers, not a threshold). Chunked prefill (expanded path: dequantizing gather) then decode steps
+// (absorbed path: fp8 mla_decode).
+class CudaForwardFp8 : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaForwardFp8, ReportsAgreementWithCpu) {
+  Models m = load(GetParam(), true, KvFormat::kFp8);
+  ASSERT_TRUE(m.cpu && m.gpu);
+  const int64_t V = m.cpu->weights().config.vocab_size;
+  auto rng = mla::test::case_rng(std::string("fp8") + GetParam());
+  const std::vector<int32_t> s0 = random_ids(rng, 120, V), s1 = random_ids(rng, 70, V);
+  Agreement a;
+  auto run = [&](const ForwardBatch& b) {
+    Status s = step_both(m, b, V, &a);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    return s.is_ok();
+  };
+  ASSERT_TRUE(run(chunk(s0, 0, 100, 0)));
+  ASSERT_TRUE(run(chunk(s1, 0, 50, 1)));
+  for (int64_t i = 0; i < 20; ++i) {
+    ForwardBatch b;
+    add_chunk(&b, s0, 100 + i, 101 + i, 0);
+    add_chunk(&b, s1, 50 + i, 51 + i, 1);
+    ASSERT_TRUE(run(b));
+  }
+  std::printf("[model] %s fp8 KV (k_scale = q_scale = 1): %s\n", GetParam(), a.str().c_str());
+  EXPECT_EQ(a.nonfinite, 0);
+  EXPECT_LE(a.rel(), 0.15) << a.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(Model, CudaForwardFp8, ::testing::Values("tiny", "tiny-qlora"));
 
 }  // namespace
 }  // namespace mla::model

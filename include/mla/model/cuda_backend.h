@@ -1,6 +1,7 @@
 #pragma once
 // The CUDA backend: bf16 weights and activations on one GPU, fp32 accumulation everywhere, an fp32
-// residual stream, and a paged bf16 latent KV cache (64-token pages of 576 values, one pool per layer).
+// residual stream, and a paged latent KV cache (64-token pages of 576 values, bf16 or fp8 e4m3, one pool
+// per layer).
 // Everything is allocated once in create(): weights, KV pages (from a page budget), the activation arena
 // that alloc() hands out, the per-op scratch arena and the cuBLASLt workspace. A step allocates nothing.
 //
@@ -27,7 +28,11 @@ struct CudaBackendOptions {
   size_t activation_bytes = size_t{1} << 30;  // arena behind alloc(), reset by begin_step
   size_t scratch_bytes = size_t{512} << 20;   // per-op temporaries (MoE sorting, decode q/out, plans)
   size_t gemm_workspace_bytes = size_t{32} << 20;
-  KvFormat kv_format = KvFormat::kBf16;  // bf16 only for now
+  // bf16, or fp8 (e4m3, vLLM/FlashMLA's per-tensor scheme: cache = satfinite(x / k_scale), decode q =
+  // satfinite(q / q_scale); both products on FP8 tensor cores). fp16 and fp8_ds are not wired yet.
+  KvFormat kv_format = KvFormat::kBf16;
+  float k_scale = 1.f;  // fp8: one scale for every layer (calibration can come later)
+  float q_scale = 1.f;  // fp8: the decode query's scale
   bool prefill_attention = true;         // expanded path for prefill chunks (see above)
 };
 

@@ -42,9 +42,12 @@ Status check_config(const ModelConfig& c, const CudaBackendOptions& o) {
                                     std::to_string(c.n_routed_experts) + ", k " + std::to_string(c.num_experts_per_tok));
   if (c.qk_nope_head_dim % 8 != 0 || c.v_head_dim % 8 != 0 || c.hidden_size % 8 != 0)
     return Status::unsupported(kOp, "qk_nope_head_dim, v_head_dim and hidden_size must be multiples of 8");
-  if (o.kv_format != KvFormat::kBf16)
+  if (o.kv_format != KvFormat::kBf16 && o.kv_format != KvFormat::kFp8)
     return Status::unsupported(kOp, std::string("kv cache format ") + std::string(kv_format_name(o.kv_format)) +
-                                    ": only bf16 is wired into the CUDA backend so far");
+                                    ": the CUDA backend runs bf16 and fp8 so far");
+  if (!(o.k_scale > 0.f && o.k_scale < 3e38f) || !(o.q_scale > 0.f && o.q_scale < 3e38f))
+    return Status::invalid(kOp, "k_scale and q_scale must be finite and > 0, got " + std::to_string(o.k_scale) + ", " +
+                                    std::to_string(o.q_scale));
   if (o.num_pages < 1 || o.num_pages > (int64_t{1} << 30) || o.max_batch_tokens < 1)
     return Status::invalid(kOp, "num_pages and max_batch_tokens must be positive");
   return Status::ok();
@@ -53,9 +56,9 @@ Status check_config(const ModelConfig& c, const CudaBackendOptions& o) {
 }  // namespace
 
 TensorView CudaBackend::State::kv_cache(int layer) const {
-  const int64_t per_layer = opts.num_pages * kDecodePageSize * kDimQK;
-  return TensorView::contiguous(static_cast<uint16_t*>(kv_pool) + layer * per_layer, DType::kBf16,
-                                {opts.num_pages, kDecodePageSize, kDimQK});
+  const int64_t per_layer = opts.num_pages * kDecodePageSize * kv_bytes_per_token(opts.kv_format);
+  return TensorView::contiguous(static_cast<uint8_t*>(kv_pool) + layer * per_layer, kv_cache_dtype(opts.kv_format),
+                                {opts.num_pages, kDecodePageSize, kv_token_elems(opts.kv_format)});
 }
 
 TensorView CudaBackend::State::scratch_view(DType dtype, int64_t rows, int64_t cols) {
@@ -91,7 +94,8 @@ Status CudaBackend::create(const ModelWeights& host, const CudaBackendOptions& o
   MLA_CUDA_TRY(kOp, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
   MLA_TRY(upload_weights(host, s.get()));
 
-  const size_t kv_bytes = static_cast<size_t>(c.num_hidden_layers * opts.num_pages) * kDecodePageSize * kDimQK * 2;
+  const size_t kv_bytes =
+      static_cast<size_t>(c.num_hidden_layers * opts.num_pages) * kDecodePageSize * kv_bytes_per_token(opts.kv_format);
   MLA_TRY(device_alloc(s.get(), kv_bytes, &s->kv_pool, "the KV cache"));
   void* p = nullptr;
   MLA_TRY(device_alloc(s.get(), opts.activation_bytes, &p, "the activation arena"));

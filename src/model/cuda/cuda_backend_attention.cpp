@@ -15,6 +15,7 @@
 #include "mla/ops/gather_rows.h"
 #include "mla/ops/mla_decode.h"
 #include "mla/ops/prefill_attention.h"
+#include "mla/ops/quantize_fp8.h"
 
 namespace mla::model {
 namespace {
@@ -59,7 +60,8 @@ Status CudaBackend::mla_attention(int layer, const TensorView& q, const TensorVi
                                    .k_pe = cols(latent, kDimLatent, kDimRope),
                                    .kv_cache = cache,
                                    .slot_mapping = TensorView::contiguous(s.step.slots, DType::kInt64, {t}),
-                                   .format = KvFormat::kBf16};
+                                   .format = s.opts.kv_format,
+                                   .k_scale = s.opts.k_scale};
   MLA_TRY(cuda::concat_and_cache_mla(cp, stream()));
   if (s.step.num_abs > 0) MLA_TRY(attention_absorbed(layer, q, kv_b, out));
   if (s.step.num_exp > 0) MLA_TRY(attention_expanded(layer, q, kv_b, out));
@@ -111,12 +113,22 @@ Status CudaBackend::attention_absorbed(int layer, const TensorView& q_all, const
 
   MlaDecodeParams dp;
   dp.q = TensorView::contiguous(q_dec.data, DType::kBf16, {n, 1, hp, kDimQK});
+  if (s.opts.kv_format == KvFormat::kFp8) {
+    // fp8: both products run on e4m3, so the query is quantized too (per tensor, q_scale).
+    void* q8 = s.scratch.alloc(static_cast<size_t>(n * hp * kDimQK));
+    if (!q8) return Status::oom(kOp, "scratch arena too small for the fp8 decode query");
+    const TensorView q8v = TensorView::contiguous(q8, DType::kE4m3, {n, 1, hp, kDimQK});
+    MLA_TRY(cuda::quantize_fp8_per_tensor({.x = dp.q, .out = q8v, .scale = s.opts.q_scale}, st));
+    dp.q = q8v;
+    dp.q_scale = s.opts.q_scale;
+    dp.k_scale = s.opts.k_scale;
+  }
   dp.kv_cache = s.kv_cache(layer);
   dp.block_table = TensorView::contiguous(s.step.dec_block_table, DType::kInt32, {n, s.step.table_width});
   dp.seqlens = TensorView::contiguous(s.step.dec_seqlens, DType::kInt32, {n});
   dp.out = TensorView::contiguous(o_lat.data, DType::kBf16, {n, 1, hp, kDimV});
   dp.lse = TensorView::contiguous(lse.data, DType::kFp32, {n, hp, 1});
-  dp.format = KvFormat::kBf16;
+  dp.format = s.opts.kv_format;
   dp.softmax_scale = s.softmax_scale;
   dp.causal = false;
   MLA_TRY(cuda::mla_decode(dp, s.step.geom, s.step.plan, s.step.dec_workspace, s.step.dec_workspace_bytes, st));
@@ -151,7 +163,8 @@ Status CudaBackend::attention_expanded(int layer, const TensorView& q, const Ten
   gp.dst = ctx;
   gp.block_table = TensorView::contiguous(s.step.exp_block_table, DType::kInt32, {b, s.step.table_width});
   gp.cu_seq_lens = TensorView::contiguous(s.step.exp_cu_ctx, DType::kInt32, {b + 1});
-  gp.format = KvFormat::kBf16;
+  gp.format = s.opts.kv_format;  // fp8: dequantized (× k_scale) to bf16 on the way out
+  gp.k_scale = s.opts.k_scale;
   MLA_TRY(cuda::gather_and_maybe_dequant_cache_mla(gp, st));
 
   cuda_backend::GemmArgs g;

@@ -25,7 +25,7 @@ struct CudaBackend::State {
   cudaStream_t stream = nullptr;
   std::vector<void*> allocations;  // every cudaMalloc, freed by the destructor
 
-  void* kv_pool = nullptr;  // [layers][num_pages][64][576] bf16
+  void* kv_pool = nullptr;  // [layers][num_pages][64][576] bf16 | e4m3 (opts.kv_format)
   float* inv_freq = nullptr;  // [32]
   cuda_backend::DeviceArena act;      // alloc() / alloc_fp32() and the step's inputs; reset by begin_step
   cuda_backend::DeviceArena scratch;  // one op's temporaries; reset at the start of each op that uses it
