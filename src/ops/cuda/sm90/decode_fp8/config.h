@@ -29,6 +29,13 @@ static_assert(kSmemRowBytes % 16 == 0 && kPRowBytes % 16 == 0, "16-byte aligned 
 // pages of 72 KB. The 64-row variant keeps 3 (its 64-row Q tile takes the fourth stage's room).
 constexpr int stages_for(int row_groups) { return row_groups == 4 ? 3 : 4; }
 
+// Q tiles in shared memory. 16-row tiles keep a ring of kStages + 1 tiles: the Q tile of a sequence travels
+// in the commit group of the sequence's first page (no pipeline stall at a sequence switch), and at most
+// kStages + 1 sequences can have pages in flight or in use (each has >= 1 page). Wider tiles keep one Q
+// tile, loaded at the segment boundary (their shared memory has no room for a ring).
+constexpr bool q_ring(int row_groups) { return row_groups == 1; }
+constexpr int q_tiles_for(int row_groups) { return q_ring(row_groups) ? stages_for(row_groups) + 1 : 1; }
+
 // Shared-memory layout (bytes) for `row_groups` active 16-row groups and `slices` key/column slices.
 struct SmemLayout {
   int k_offset, q_offset, p_offset, max_offset, sum_offset, total;
@@ -37,7 +44,7 @@ constexpr SmemLayout smem_layout(int row_groups, int slices) {
   SmemLayout s{};
   s.k_offset = 0;
   s.q_offset = s.k_offset + stages_for(row_groups) * kSmemPageBytes;
-  s.p_offset = s.q_offset + row_groups * kRowGroup * kSmemRowBytes;
+  s.p_offset = s.q_offset + q_tiles_for(row_groups) * row_groups * kRowGroup * kSmemRowBytes;
   s.max_offset = s.p_offset + row_groups * kRowGroup * kPRowBytes;
   s.sum_offset = s.max_offset + slices * kRowsPerCta * 4;
   s.total = s.sum_offset + slices * kRowsPerCta * 4;

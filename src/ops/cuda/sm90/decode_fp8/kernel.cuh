@@ -7,7 +7,8 @@
 // Pipeline (per step j, page j in stage j % kStages):
 //   wait for page j (and the Q tile when j starts a sequence) -> S = Q K^T -> row max exchange ->
 //   P = exp2(S * scale_log2 - m) -> row sums (unrounded), P as e4m3 to shared -> O = O * alpha + P V ->
-//   [segment end: epilogue] -> barrier -> [next segment: load its Q tile] -> issue page j + kStages.
+//   [segment end: epilogue] -> barrier -> [wide tiles, next segment: load its Q tile] -> issue page j + kStages
+//   (16-row tiles: with the Q tile of its sequence when it is the sequence's first page, see q_ring).
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/scheduler.cuh"
@@ -20,6 +21,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   using WS = WarpShape<RG>;
   constexpr int kStages = stages_for(RG);
   constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
+  constexpr bool kQRing = q_ring(RG);
+  constexpr int kQTiles = q_tiles_for(RG);
+  constexpr int kQTileBytes = RG * kRowGroup * kSmemRowBytes;
+  static_assert(!kQRing || kQRegs, "the ring frees a Q tile once its registers are loaded");
   constexpr SmemLayout L = smem_layout(RG, WS::kSlices);
   const decode::DecodeKernelParams& p = fp.d;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -47,17 +52,33 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   if (!comp.valid()) return;  // an empty part (more CTAs than work)
   load = comp;
   load.fetch_page(p);
+  // Sequence ordinals within this part, counted by both cursors in the same order: the Q ring slot of a
+  // sequence is its ordinal % kQTiles. Slot reuse is safe: when the load cursor issues the first page of
+  // sequence n (page k, at the end of step k - kStages), the kStages + 1 sequences before it each own a page
+  // before k, so sequence n - kQTiles started at step <= k - kStages - 1 and its Q is in registers already.
+  int load_seq = -1, load_last_b = -1, comp_seq = 0;
+  // Issues the load cursor's page into `stage` (and, in ring mode, the Q tile of a sequence it enters).
+  auto issue_page = [&](uint32_t stage_addr) {
+    if constexpr (kQRing) {
+      if (load.b != load_last_b) {
+        ++load_seq;
+        load_last_b = load.b;
+        load_q_tile<RG>(p, load.b, tile_row0, valid_rows, s_q_tile + (load_seq % kQTiles) * kQTileBytes);
+      }
+    }
+    load_kv_page(p, load.page, load.blk, load.seqlen, stage_addr);
+    load.advance(p);
+    load.fetch_page(p);
+  };
 
-  // Prologue: Q tile of the first sequence, then pages 0 .. kStages - 1, one commit group each.
-  load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
-  decode::cp_async_commit();
+  // Prologue: [Q tile of the first sequence, wide tiles], then pages 0 .. kStages - 1, one commit group each.
+  if constexpr (!kQRing) {
+    load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+    decode::cp_async_commit();
+  }
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
-    if (load.valid()) {
-      load_kv_page(p, load.page, load.blk, load.seqlen, s_kv0 + s * kSmemPageBytes);
-      load.advance(p);
-      load.fetch_page(p);
-    }
+    if (load.valid()) issue_page(s_kv0 + s * kSmemPageBytes);
     decode::cp_async_commit();
   }
 
@@ -70,8 +91,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   bool q_behind = false;  // a Q tile was committed after pages j + 1 .. j + kStages - 1 (see the wait)
   int stage = 0;
   while (comp.valid()) {
-    // Groups still pending, oldest first: pages j .. j + kStages - 1, or, right after a sequence switch,
-    // pages j .. j + kStages - 2, the Q tile, page j + kStages - 1. Page j (and Q) must be complete.
+    // Groups still pending, oldest first: pages j .. j + kStages - 1 (ring mode: a page's group carries the
+    // Q tile of a sequence it starts), or, wide tiles right after a sequence switch, pages j .. j + kStages - 2,
+    // the Q tile, page j + kStages - 1. Page j (and its Q) must be complete.
     if (q_behind) {
       decode::cp_async_wait<1>();
     } else {
@@ -85,7 +107,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
     float alpha[2] = {1.f, 1.f};
     if (active) {
       if constexpr (kQRegs) {
-        if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_tile, lane);
+        const uint32_t s_q_seq = kQRing ? s_q_tile + (comp_seq % kQTiles) * kQTileBytes : s_q_tile;
+        if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_seq, lane);
         q_fresh = false;
         compute_scores_qregs<RG>(sc, reinterpret_cast<const QFrags&>(qf), s_kv, ws, lane);
       } else {
@@ -153,21 +176,18 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
       write_segment<RG>(fp, st, s_sum, b, slot, n_splits == 1, tile_row0, active, rg, ws, lane);
       st.reset();
       q_fresh = true;
+      ++comp_seq;
     }
     __syncthreads();  // stage, P, Q and the reduction buffers are free again
     comp.advance(p);
-    if (seg_end && comp.valid()) {
+    if (!kQRing && seg_end && comp.valid()) {
       // Its own commit group, ahead of page j + kStages: the next step waits for it (and the pages
       // committed before it) with wait<1>.
       load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
       decode::cp_async_commit();
       q_behind = true;
     }
-    if (load.valid()) {
-      load_kv_page(p, load.page, load.blk, load.seqlen, s_kv);
-      load.advance(p);
-      load.fetch_page(p);
-    }
+    if (load.valid()) issue_page(s_kv);
     decode::cp_async_commit();
     stage = stage + 1 == kStages ? 0 : stage + 1;
   }
