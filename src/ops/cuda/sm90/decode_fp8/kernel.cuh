@@ -7,8 +7,10 @@
 // Pipeline (per step j, page j in stage j % kStages):
 //   wait for page j (and the Q tile when j starts a sequence) -> S = Q K^T -> row max exchange ->
 //   P = exp2(S * scale_log2 - m) -> row sums (unrounded), P as e4m3 to shared -> O = O * alpha + P V ->
-//   [segment end: epilogue] -> barrier -> [wide tiles, next segment: load its Q tile] -> issue page j + kStages
-//   (16-row tiles: with the Q tile of its sequence when it is the sequence's first page, see q_ring).
+//   [segment end: epilogue] -> barrier -> [wide tiles, next segment: load its Q tile] -> issue page j + kStages.
+// 16-row tiles: page j + kStages is issued at the top of step j + 1 instead (after its barrier, which then
+// replaces the end-of-step one), with the Q tile of its sequence when it is the sequence's first page
+// (config.h q_ring).
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/scheduler.cuh"
@@ -25,6 +27,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   constexpr int kQTiles = q_tiles_for(RG);
   constexpr int kQTileBytes = RG * kRowGroup * kSmemRowBytes;
   static_assert(!kQRing || kQRegs, "the ring frees a Q tile once its registers are loaded");
+  // 16-row tiles refill the stage of step j - 1 at the top of step j, after the barrier that publishes
+  // page j: that barrier also says every warp is done with step j - 1, so the end-of-step barrier goes
+  // (3 barriers per page instead of 4). Wide tiles keep it: their Q tile group must precede the refill.
+  constexpr bool kLateRefill = kQRing;
   constexpr SmemLayout L = smem_layout(RG, WS::kSlices);
   const decode::DecodeKernelParams& p = fp.d;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -89,18 +95,30 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   uint32_t qf[kQRegs ? kDimQK / 32 : 1][4];
   bool q_fresh = true;   // the Q tile in shared memory belongs to a sequence not yet in qf
   bool q_behind = false;  // a Q tile was committed after pages j + 1 .. j + kStages - 1 (see the wait)
-  int stage = 0;
+  int stage = 0, prev_stage = 0;
+  bool first_step = true;
   while (comp.valid()) {
     // Groups still pending, oldest first: pages j .. j + kStages - 1 (ring mode: a page's group carries the
     // Q tile of a sequence it starts), or, wide tiles right after a sequence switch, pages j .. j + kStages - 2,
     // the Q tile, page j + kStages - 1. Page j (and its Q) must be complete.
-    if (q_behind) {
+    // Late refill: page j + kStages - 1 is not issued yet, so pages j .. j + kStages - 2 are pending
+    // (step 0: pages 0 .. kStages - 1).
+    if (kLateRefill && !first_step) {
+      decode::cp_async_wait<kStages - 2>();
+    } else if (q_behind) {
       decode::cp_async_wait<1>();
     } else {
       decode::cp_async_wait<kStages - 1>();
     }
     q_behind = false;
     __syncthreads();
+    if constexpr (kLateRefill) {
+      if (!first_step) {
+        if (load.valid()) issue_page(s_kv0 + prev_stage * kSmemPageBytes);
+        decode::cp_async_commit();
+      }
+    }
+    first_step = false;
     const uint32_t s_kv = s_kv0 + stage * kSmemPageBytes;
     const int b = comp.b, blk = comp.blk;
     float sc[WS::kSTiles][4];
@@ -178,17 +196,20 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
       q_fresh = true;
       ++comp_seq;
     }
-    __syncthreads();  // stage, P, Q and the reduction buffers are free again
     comp.advance(p);
-    if (!kQRing && seg_end && comp.valid()) {
-      // Its own commit group, ahead of page j + kStages: the next step waits for it (and the pages
-      // committed before it) with wait<1>.
-      load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+    if constexpr (!kLateRefill) {
+      __syncthreads();  // stage, P, Q and the reduction buffers are free again
+      if (seg_end && comp.valid()) {
+        // Its own commit group, ahead of page j + kStages: the next step waits for it (and the pages
+        // committed before it) with wait<1>.
+        load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+        decode::cp_async_commit();
+        q_behind = true;
+      }
+      if (load.valid()) issue_page(s_kv);
       decode::cp_async_commit();
-      q_behind = true;
     }
-    if (load.valid()) issue_page(s_kv);
-    decode::cp_async_commit();
+    prev_stage = stage;
     stage = stage + 1 == kStages ? 0 : stage + 1;
   }
   decode::cp_async_wait<0>();
