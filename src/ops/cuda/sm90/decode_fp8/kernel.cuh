@@ -60,8 +60,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   load.fetch_page(p);
   // Sequence ordinals within this part, counted by both cursors in the same order: the Q ring slot of a
   // sequence is its ordinal % kQTiles. Slot reuse is safe: when the load cursor issues the first page of
-  // sequence n (page k, at the end of step k - kStages), the kStages + 1 sequences before it each own a page
-  // before k, so sequence n - kQTiles started at step <= k - kStages - 1 and its Q is in registers already.
+  // sequence n (page k, right after the top barrier of step k - kStages + 1), the kStages + 1 sequences
+  // before it each own a page before k, so sequence n - kQTiles started at step <= k - kStages - 1, which
+  // every warp has finished: its Q is in registers already (scripts/check_fp8_decode_pipeline.py).
   int load_seq = -1, load_last_b = -1, comp_seq = 0;
   // Issues the load cursor's page into `stage` (and, in ring mode, the Q tile of a sequence it enters).
   auto issue_page = [&](uint32_t stage_addr) {
