@@ -54,6 +54,48 @@ def p_position(key):
     r = key & 31
     return (key & ~31) + (r & 16) + ((r >> 1) & 3) * 4 + ((r >> 3) & 1) * 2 + (r & 1)
 
+def slab_offset(row, chunk):
+    return (chunk >> 3) * 64 * 128 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4)
+
+def run_slab_pv():
+    # 64-row wgmma-S variant: P.V on mma.sync with the page in the slab layout (accumulate_pv<4, true>).
+    RG = 4; slices = 2; kCols = 256; kVChunks = 16
+    K = rng.integers(-3, 4, size=(KEYS, DQK)); P = rng.integers(0, 5, size=(64, KEYS))
+    mem = np.zeros(200000, dtype=np.int64); KB, PB = 0, 100000
+    for r in range(KEYS):
+        for c in range(DQK // 16):
+            mem[KB + slab_offset(r, c): KB + slab_offset(r, c) + 16] = K[r, 16*c:16*c + 16]
+    for row in range(64):
+        for key in range(0, 64, 2):
+            pos = p_position(key); mem[PB + row*PROW + pos] = P[row, key]; mem[PB + row*PROW + pos + 1] = P[row, key + 1]
+    O_ref = P @ K[:, :DV]
+    for warp in range(8):
+        rg, ws = warp % RG, warp // RG
+        o = [[[0.0]*4 for _ in range(32)] for _ in range(2*kVChunks)]
+        for ks in range(2):
+            a = ldmatrix_x4(mem, [PB + (rg*16 + (l & 15))*PROW + ks*32 + ((l >> 4) << 4) for l in range(32)])
+            for c in range(kVChunks):
+                cg = ws*kVChunks + c
+                addrs = [KB + slab_offset(ks*32 + l, cg) for l in range(32)]
+                for i in range(4):  # each 8-key matrix conflict-free
+                    assert len({(addrs[8*i + r] % 128) // 16 for r in range(8)}) == 8
+                v = ldmatrix_x4(mem, addrs, trans=True)
+                be = [[prmt(v[T][0], v[T][1], 0x6420), prmt(v[T][2], v[T][3], 0x6420)] for T in range(32)]
+                bo = [[prmt(v[T][0], v[T][1], 0x7531), prmt(v[T][2], v[T][3], 0x7531)] for T in range(32)]
+                mma(o[2*c], a, be); mma(o[2*c+1], a, bo)
+        for T in range(32):
+            g, t4 = T // 4, T % 4
+            for h in range(2):
+                row = rg*16 + g + 8*h
+                for c in range(kVChunks):
+                    d0 = ws*kCols + 4*t4 + 16*c
+                    vals = [o[2*c][T][2*h], o[2*c+1][T][2*h], o[2*c][T][2*h+1], o[2*c+1][T][2*h+1]]
+                    assert vals == list(O_ref[row, d0:d0+4].astype(float)), ("slab O", warp, T, h, c)
+    # the slab copy is a bijection of the 36 chunks per row into the 5 allocated slabs
+    offs = {slab_offset(r, c) for r in range(64) for c in range(36)}
+    assert len(offs) == 64 * 36 and max(offs) < 5 * 64 * 128
+    print("slab P.V layout OK")
+
 def run(RG):
     slices = 8 // RG; kKeys = KEYS // slices; kSTiles = kKeys // 8; kCols = DV // slices; kVChunks = kCols // 16
     Q = rng.integers(-3, 4, size=(RG*16, DQK)); K = rng.integers(-3, 4, size=(KEYS, DQK))
@@ -114,3 +156,4 @@ for stride in (ROW, PROW):
 assert sorted(p_position(k) for k in range(64)) == list(range(64))
 assert all(p_position(k) + 1 == p_position(k + 1) for k in range(0, 64, 2))
 for RG in (1, 2, 4): run(RG)
+run_slab_pv()

@@ -36,21 +36,36 @@ constexpr int stages_for(int row_groups) { return row_groups == 4 ? 3 : 4; }
 constexpr bool q_ring(int row_groups) { return row_groups == 1; }
 constexpr int q_tiles_for(int row_groups) { return q_ring(row_groups) ? stages_for(row_groups) + 1 : 1; }
 
+// Slab layout of the 64-row wgmma-S variant (kSlab): the canonical 128-byte-swizzle K-major layout of
+// ../decode/wgmma.h, whose descriptors the bf16 kernel verified: slabs of 128 bytes (= 128 e4m3 values)
+// per row, 64 rows per slab, chunk c of row r at slab c / 8, chunk (c % 8) ^ (r % 8). 576 bytes are 4.5
+// slabs; the fifth is allocated whole and its first half used.
+constexpr int kSlabs = 5;
+constexpr int kSlabBytes = kBlockN * 128;                // 8192
+constexpr int kSlabTileBytes = kSlabs * kSlabBytes;      // 40960: one page or one 64-row Q tile
+__host__ __device__ constexpr int slab_offset(int row, int chunk) {
+  return (chunk >> 3) * kSlabBytes + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
+}
+static_assert(kBlockN == kRowsPerCta, "pages and Q tiles share the slab geometry");
+
 // Shared-memory layout (bytes) for `row_groups` active 16-row groups and `slices` key/column slices.
 struct SmemLayout {
   int k_offset, q_offset, p_offset, max_offset, sum_offset, total;
 };
-constexpr SmemLayout smem_layout(int row_groups, int slices) {
+constexpr SmemLayout smem_layout(int row_groups, int slices, bool slab = false) {
   SmemLayout s{};
   s.k_offset = 0;
-  s.q_offset = s.k_offset + stages_for(row_groups) * kSmemPageBytes;
-  s.p_offset = s.q_offset + q_tiles_for(row_groups) * row_groups * kRowGroup * kSmemRowBytes;
+  s.q_offset = s.k_offset + stages_for(row_groups) * (slab ? kSlabTileBytes : kSmemPageBytes);
+  s.p_offset = s.q_offset + (slab ? kSlabTileBytes : q_tiles_for(row_groups) * row_groups * kRowGroup * kSmemRowBytes);
   s.max_offset = s.p_offset + row_groups * kRowGroup * kPRowBytes;
   s.sum_offset = s.max_offset + slices * kRowsPerCta * 4;
   s.total = s.sum_offset + slices * kRowsPerCta * 4;
   return s;
 }
 static_assert(smem_layout(4, 2).total <= 227 * 1024, "64-row variant fits the sm90 shared-memory limit");
+static_assert(smem_layout(4, 2, true).total <= 227 * 1024, "64-row wgmma-S variant fits the sm90 shared-memory limit");
+static_assert(smem_layout(4, 2, true).q_offset % 1024 == 0 && kSlabTileBytes % 1024 == 0,
+              "wgmma operands (stages, Q tile) start on 1024-byte swizzle-atom boundaries");
 static_assert(smem_layout(2, 4).total <= 227 * 1024, "32-row variant fits the sm90 shared-memory limit");
 static_assert(smem_layout(1, 8).total <= 227 * 1024, "16-row variant fits the sm90 shared-memory limit");
 

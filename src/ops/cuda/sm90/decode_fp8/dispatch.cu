@@ -1,10 +1,26 @@
 // Row-group dispatch of the fp8 decode kernel, then the shared combine (bf16 output, as for bf16 KV).
+#include <cstdlib>
+#include <string>
+
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/config.h"
 #include "ops/cuda/sm90/decode_fp8/launch.h"
 
 namespace mla::sm90::decode_fp8 {
+namespace {
+
+// MLA_DECODE_FP8_VARIANT64=wgmma_s runs 64-row tiles with S on wgmma (read once; an experiment until it is
+// measured on the H200: the default stays the mma.sync variant).
+bool wgmma_s_for_wide_tiles() {
+  static const bool v = [] {
+    const char* e = std::getenv("MLA_DECODE_FP8_VARIANT64");
+    return e != nullptr && std::string(e) == "wgmma_s";
+  }();
+  return v;
+}
+
+}  // namespace
 
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
                       cudaStream_t stream) {
@@ -20,6 +36,8 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     MLA_TRY(launch_decode_fp8<1>(p, grid, stream));
   } else if (groups == 2) {
     MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
+  } else if (wgmma_s_for_wide_tiles()) {
+    MLA_TRY((launch_decode_fp8<4, true>(p, grid, stream)));
   } else {
     MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
   }

@@ -18,9 +18,11 @@
 
 namespace mla::sm90::decode_fp8 {
 
-template <int RG>
+// kWgS (RG == 4 only, opt-in): S on wgmma m64n32k32 e4m3 from the slab layout (config.h), P.V unchanged.
+template <int RG, bool kWgS>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   using WS = WarpShape<RG>;
+  static_assert(!kWgS || RG == 4, "the wgmma S variant computes all 64 rows");
   constexpr int kStages = stages_for(RG);
   constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
   constexpr bool kQRing = q_ring(RG);
@@ -31,9 +33,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   // page j: that barrier also says every warp is done with step j - 1, so the end-of-step barrier goes
   // (3 barriers per page instead of 4). Wide tiles keep it: their Q tile group must precede the refill.
   constexpr bool kLateRefill = kQRing;
-  constexpr SmemLayout L = smem_layout(RG, WS::kSlices);
+  constexpr SmemLayout L = smem_layout(RG, WS::kSlices, kWgS);
   const decode::DecodeKernelParams& p = fp.d;
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(1024) uint8_t smem[];  // slab layout: 1024-byte swizzle atoms
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up; it waits on
   // griddepcontrol.wait for this grid's completion before reading any result.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -49,7 +51,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   const int g = lane >> 2, t4 = lane & 3;
   const int tile_row0 = blockIdx.y * kRowsPerCta;
   const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);  // a multiple of 16 (h_q is)
-  const bool active = rg * kRowGroup < valid_rows;  // this warp's rows exist (else it only joins barriers)
+  const bool writes = rg * kRowGroup < valid_rows;  // this warp's rows exist
+  // mma.sync warps of empty row groups skip the math and only join barriers; wgmma is warpgroup-wide, so
+  // there every warp computes (rows past valid_rows see a zero Q tile: finite, never written).
+  const bool active = kWgS || writes;
   const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
 
@@ -73,19 +78,20 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
         load_q_tile<RG>(p, load.b, tile_row0, valid_rows, s_q_tile + (load_seq % kQTiles) * kQTileBytes);
       }
     }
-    load_kv_page(p, load.page, load.blk, load.seqlen, stage_addr);
+    load_kv_page<kWgS>(p, load.page, load.blk, load.seqlen, stage_addr);
     load.advance(p);
     load.fetch_page(p);
   };
 
   // Prologue: [Q tile of the first sequence, wide tiles], then pages 0 .. kStages - 1, one commit group each.
+  constexpr int kStageBytes = kWgS ? kSlabTileBytes : kSmemPageBytes;
   if constexpr (!kQRing) {
-    load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+    load_q_tile<RG, kWgS>(p, comp.b, tile_row0, valid_rows, s_q_tile);
     decode::cp_async_commit();
   }
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
-    if (load.valid()) issue_page(s_kv0 + s * kSmemPageBytes);
+    if (load.valid()) issue_page(s_kv0 + s * kStageBytes);
     decode::cp_async_commit();
   }
 
@@ -112,20 +118,23 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
       decode::cp_async_wait<kStages - 1>();
     }
     q_behind = false;
+    if constexpr (kWgS) decode::fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
     __syncthreads();
     if constexpr (kLateRefill) {
       if (!first_step) {
-        if (load.valid()) issue_page(s_kv0 + prev_stage * kSmemPageBytes);
+        if (load.valid()) issue_page(s_kv0 + prev_stage * kStageBytes);
         decode::cp_async_commit();
       }
     }
     first_step = false;
-    const uint32_t s_kv = s_kv0 + stage * kSmemPageBytes;
+    const uint32_t s_kv = s_kv0 + stage * kStageBytes;
     const int b = comp.b, blk = comp.blk;
     float sc[WS::kSTiles][4];
     float alpha[2] = {1.f, 1.f};
     if (active) {
-      if constexpr (kQRegs) {
+      if constexpr (kWgS) {
+        compute_scores_wgmma(sc, s_q_tile, s_kv, ws);
+      } else if constexpr (kQRegs) {
         const uint32_t s_q_seq = kQRing ? s_q_tile + (comp_seq % kQTiles) * kQTileBytes : s_q_tile;
         if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_seq, lane);
         q_fresh = false;
@@ -186,13 +195,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
         st.o[t][2] *= alpha[1];
         st.o[t][3] *= alpha[1];
       }
-      accumulate_pv<RG>(st, s_p, s_kv, rg, ws, lane);
+      accumulate_pv<RG, kWgS>(st, s_p, s_kv, rg, ws, lane);
     }
     const bool seg_end = comp.last_of_sequence();
     if (seg_end) {
       const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
       const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
-      write_segment<RG>(fp, st, s_sum, b, slot, n_splits == 1, tile_row0, active, rg, ws, lane);
+      write_segment<RG>(fp, st, s_sum, b, slot, n_splits == 1, tile_row0, writes, rg, ws, lane);
       st.reset();
       q_fresh = true;
       ++comp_seq;
@@ -203,7 +212,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
       if (seg_end && comp.valid()) {
         // Its own commit group, ahead of page j + kStages: the next step waits for it (and the pages
         // committed before it) with wait<1>.
-        load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+        load_q_tile<RG, kWgS>(p, comp.b, tile_row0, valid_rows, s_q_tile);
         decode::cp_async_commit();
         q_behind = true;
       }

@@ -9,8 +9,9 @@
 
 namespace mla::sm90::decode_fp8 {
 
-// grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (1, 2 or 4).
-template <int RG>
+// grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (1, 2 or 4); kWgS: S on wgmma
+// (RG 4 only; opt-in with MLA_DECODE_FP8_VARIANT64=wgmma_s).
+template <int RG, bool kWgS = false>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
 // Picks the row-group variant from the first head tile's rows, launches decode + the shared combine
