@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# fp8 decode (issue 4) on the H200 in one batch: smoke cases (a hang or a layout bug shows in seconds), all
+# fp8 tests, the opt-in wgmma-S 64-row variant on the cases it changes, the bf16 decode tests (regression),
+# compute-sanitizer memcheck/racecheck on the small cases, then bench tables: fp8 (both 64-row variants)
+# and bf16 (for the fp8 / bf16 ratio). Prints a summary; full logs in $OUT (default /tmp/fp8_check).
+# Run from the repo root:  bench/decode/fp8_h200_check.sh [BIN_DIR]   (default build-fp8/bin)
+set -u
+BIN=${1:-build-fp8/bin}
+O=${OUT:-/tmp/fp8_check}
+mkdir -p "$O"
+T=$BIN/gpu_test_mla_decode_fp8
+T16=$BIN/gpu_test_mla_decode
+B=$BIN/bench_decode
+export MLA_TEST_SEED=${MLA_TEST_SEED:-20261129}
+summary() {  # name log rc
+  echo "== $1: rc=$3 $(grep -E '^\[  (PASSED|FAILED)  \]' "$2" | tr '\n' ' ')"
+  grep -E "FAIL|differs|rror" "$2" | grep -v "^\[  FAILED  \] [0-9]* test" | head -8
+  grep -E "^\[case\].* out(/max\|V\|)?:" "$2" | grep -o "rel_l2=[0-9.e+-]*" | sort -t= -k2 -g | tail -1 | sed 's/^/   worst out /'
+}
+bench() {  # name args...  (environment set by the caller)
+  local name=$1; shift
+  timeout 120 "$B" --reps 30 "$@" > "$O/bench_$name.log" 2>&1
+  echo "-- bench $name (rc $?):"; grep -E "^\| (fp8|bf16) " "$O/bench_$name.log"
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+SMOKE='*fp8_b1_h16_sq1_len65_*:*fp8_b1_h32_sq1_len65_*:*fp8_b1_h128_sq1_len65_*:*tiny_mix*'
+timeout 30 "$T" --gtest_filter="$SMOKE" > "$O/smoke.log" 2>&1; summary "smoke fp8" "$O/smoke.log" $?
+timeout 180 "$T" > "$O/test_fp8.log" 2>&1; summary "tests fp8, all" "$O/test_fp8.log" $?
+MLA_DECODE_FP8_VARIANT64=wgmma_s timeout 120 "$T" --gtest_filter='*_h128_*:*_h64_*:*_sq4_*:*_sq3_*' \
+  > "$O/test_fp8_wgmma_s.log" 2>&1
+summary "tests fp8 64-row (wgmma_s)" "$O/test_fp8_wgmma_s.log" $?
+timeout 120 "$T16" > "$O/test_bf16.log" 2>&1; summary "tests bf16 decode (regression)" "$O/test_bf16.log" $?
+for tool in memcheck racecheck; do
+  MLA_SMALL_CASES=1 timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 "$T" > "$O/$tool.log" 2>&1
+  echo "== $tool fp8 small cases: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/$tool.log" | tail -1)"
+done
+MLA_DECODE_FP8_VARIANT64=wgmma_s MLA_SMALL_CASES=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$T" \
+  > "$O/memcheck_wgmma_s.log" 2>&1
+echo "== memcheck fp8 small cases (wgmma_s): rc=$? $(grep -E 'ERROR SUMMARY' "$O/memcheck_wgmma_s.log" | tail -1)"
+echo "-- price of FP8 (kernel vs unquantized bf16 inputs), per case:"
+grep -E "^\[note\]" "$O/test_fp8.log" | sed 's/^\[note\] mla_decode //'
+bench fp8 --format fp8
+MLA_DECODE_FP8_VARIANT64=wgmma_s bench fp8_wgmma_s --format fp8 --rows 10,11,12,13,14,15,16,17,18
+bench bf16 --format bf16
