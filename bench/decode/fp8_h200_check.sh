@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fp8 decode (issue 4) on the H200 in one batch: smoke cases (a hang or a layout bug shows in seconds), all
-# fp8 tests, the opt-in wgmma-S 64-row variant on the cases it changes, the bf16 decode tests (regression),
+# fp8 tests, the opt-in wgmma-S 64-row variant and L2 prefetch on the cases they change, the bf16 decode tests (regression),
 # compute-sanitizer memcheck/racecheck on the small cases, then bench tables: fp8 (both 64-row variants)
 # and bf16 (for the fp8 / bf16 ratio). Prints a summary; full logs in $OUT (default /tmp/fp8_check).
 # Run from the repo root:  bench/decode/fp8_h200_check.sh [BIN_DIR]   (default build-fp8/bin)
@@ -29,6 +29,8 @@ timeout 180 "$T" > "$O/test_fp8.log" 2>&1; summary "tests fp8, all" "$O/test_fp8
 MLA_DECODE_FP8_VARIANT64=wgmma_s timeout 120 "$T" --gtest_filter='*_h128_*:*_h64_*:*_sq4_*:*_sq3_*' \
   > "$O/test_fp8_wgmma_s.log" 2>&1
 summary "tests fp8 64-row (wgmma_s)" "$O/test_fp8_wgmma_s.log" $?
+MLA_DECODE_FP8_L2_PREFETCH=4 timeout 120 "$T" --gtest_filter='*_h16_*:*_h32_*' > "$O/test_fp8_pf4.log" 2>&1
+summary "tests fp8 h16/h32 (L2 prefetch 4)" "$O/test_fp8_pf4.log" $?
 timeout 120 "$T16" > "$O/test_bf16.log" 2>&1; summary "tests bf16 decode (regression)" "$O/test_bf16.log" $?
 for tool in memcheck racecheck; do
   MLA_SMALL_CASES=1 timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 "$T" > "$O/$tool.log" 2>&1
@@ -41,4 +43,6 @@ echo "-- price of FP8 (kernel vs unquantized bf16 inputs), per case:"
 grep -E "^\[note\]" "$O/test_fp8.log" | sed 's/^\[note\] mla_decode //'
 bench fp8 --format fp8
 MLA_DECODE_FP8_VARIANT64=wgmma_s bench fp8_wgmma_s --format fp8 --rows 10,11,12,13,14,15,16,17,18
+MLA_DECODE_FP8_L2_PREFETCH=2 bench fp8_pf2 --format fp8 --rows 1,2,3,4,5,6,7,8,9
+MLA_DECODE_FP8_L2_PREFETCH=4 bench fp8_pf4 --format fp8 --rows 1,2,3,4,5,6,7,8,9
 bench bf16 --format bf16

@@ -12,6 +12,16 @@ namespace {
 
 // MLA_DECODE_FP8_VARIANT64=wgmma_s runs 64-row tiles with S on wgmma (read once; an experiment until it is
 // measured on the H200: the default stays the mma.sync variant).
+// MLA_DECODE_FP8_L2_PREFETCH=N (0..8, default 0): pages prefetched into L2 ahead of the stages (read once).
+int l2_prefetch_pages() {
+  static const int v = [] {
+    const char* e = std::getenv("MLA_DECODE_FP8_L2_PREFETCH");
+    const int n = e != nullptr ? std::atoi(e) : 0;
+    return n < 0 ? 0 : n > 8 ? 8 : n;
+  }();
+  return v;
+}
+
 bool wgmma_s_for_wide_tiles() {
   static const bool v = [] {
     const char* e = std::getenv("MLA_DECODE_FP8_VARIANT64");
@@ -27,6 +37,7 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   Fp8DecodeParams p{};
   p.d = kp;
   p.out_scale = out_scale;
+  p.l2_prefetch = l2_prefetch_pages();
   const dim3 grid(g.num_parts, g.num_head_tiles);
   // Active 16-row groups of the first tile: short tiles (h_q 16/32 with few query rows) skip empty groups;
   // 3 groups run the 64-row variant with one idle row group.

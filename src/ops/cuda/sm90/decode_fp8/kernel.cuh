@@ -69,6 +69,21 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   // before it each own a page before k, so sequence n - kQTiles started at step <= k - kStages - 1, which
   // every warp has finished: its Q is in registers already (scripts/check_fp8_decode_pipeline.py).
   int load_seq = -1, load_last_b = -1, comp_seq = 0;
+  // Optional L2 prefetch: cursor `pf` runs fp.l2_prefetch pages ahead of `load`; whenever `load` issues
+  // page k into shared memory, thread 0 prefetches page k + l2_prefetch into L2 (a page is 36 KB contiguous).
+  decode::PartCursor pf = load;
+  for (int i = 0; i < fp.l2_prefetch && pf.valid(); ++i) {
+    pf.advance(p);
+    pf.fetch_page(p);
+  }
+  auto prefetch_next = [&]() {
+    if (pf.valid()) {
+      if (threadIdx.x == 0)
+        prefetch_l2(static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(pf.page) * kPageBytes, kPageBytes);
+      pf.advance(p);
+      pf.fetch_page(p);
+    }
+  };
   // Issues the load cursor's page into `stage` (and, in ring mode, the Q tile of a sequence it enters).
   auto issue_page = [&](uint32_t stage_addr) {
     if constexpr (kQRing) {
@@ -81,6 +96,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
     load_kv_page<kWgS>(p, load.page, load.blk, load.seqlen, stage_addr);
     load.advance(p);
     load.fetch_page(p);
+    if (fp.l2_prefetch > 0) prefetch_next();
   };
 
   // Prologue: [Q tile of the first sequence, wide tiles], then pages 0 .. kStages - 1, one commit group each.

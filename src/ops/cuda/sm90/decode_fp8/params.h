@@ -12,6 +12,7 @@ struct Fp8DecodeParams {
   // d.scale_log2 = that * log2(e); so the lse comes out in the caller's units.
   decode::DecodeKernelParams d;
   float out_scale;  // k_scale: O accumulates P * raw e4m3 V, the output (and every partial) is O / l * k_scale
+  int l2_prefetch;  // pages to prefetch into L2 ahead of the shared-memory stages (0: off; opt-in knob)
 };
 
 }  // namespace mla::sm90::decode_fp8

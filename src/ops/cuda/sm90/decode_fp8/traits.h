@@ -33,6 +33,11 @@ __device__ __forceinline__ uint16_t pack_e4m3x2(float lo, float hi) {
 //   [x.b0, x.b2, y.b0, y.b2] = keys {2t, 2t+1, 8+2t, 9+2t} of dim 2g.
 // The k order {2t, 2t+1, 8+2t, 9+2t} is the order P's A fragment is packed in (see mainloop.cuh), so the
 // product sums matching keys; no shared-memory transpose of V is needed.
+// Bulk prefetch of `bytes` contiguous global bytes into L2 (a hint: no shared memory, nothing to wait for).
+__device__ __forceinline__ void prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+}
+
 __device__ __forceinline__ uint32_t select_even(uint32_t x, uint32_t y) { return __byte_perm(x, y, 0x6420); }
 __device__ __forceinline__ uint32_t select_odd(uint32_t x, uint32_t y) { return __byte_perm(x, y, 0x7531); }
 
