@@ -32,9 +32,10 @@ constexpr int stages_for(int row_groups) { return row_groups == 4 ? 3 : 4; }
 // Q tiles in shared memory. 16-row tiles keep a ring of kStages + 1 tiles: the Q tile of a sequence travels
 // in the commit group of the sequence's first page (no pipeline stall at a sequence switch), and at most
 // kStages + 1 sequences can have pages in flight or in use (each has >= 1 page). Wider tiles keep one Q
-// tile, loaded at the segment boundary (their shared memory has no room for a ring).
-constexpr bool q_ring(int row_groups) { return row_groups == 1; }
-constexpr int q_tiles_for(int row_groups) { return q_ring(row_groups) ? stages_for(row_groups) + 1 : 1; }
+// tile, loaded at the segment boundary (their shared memory has no room for a ring); so do 16-row tiles
+// with MLA_DECODE_FP8_SIMPLE16=1 (a diagnostic fallback).
+constexpr bool q_ring_default(int row_groups) { return row_groups == 1; }
+constexpr int q_tiles_for(int row_groups, bool ring) { return ring ? stages_for(row_groups) + 1 : 1; }
 
 // Slab layout of the 64-row wgmma-S variant (kSlab): the canonical 128-byte-swizzle K-major layout of
 // ../decode/wgmma.h, whose descriptors the bf16 kernel verified: slabs of 128 bytes (= 128 e4m3 values)
@@ -52,21 +53,21 @@ static_assert(kBlockN == kRowsPerCta, "pages and Q tiles share the slab geometry
 struct SmemLayout {
   int k_offset, q_offset, p_offset, max_offset, sum_offset, total;
 };
-constexpr SmemLayout smem_layout(int row_groups, int slices, bool slab = false) {
+constexpr SmemLayout smem_layout(int row_groups, int slices, bool slab, bool ring) {
   SmemLayout s{};
   s.k_offset = 0;
   s.q_offset = s.k_offset + stages_for(row_groups) * (slab ? kSlabTileBytes : kSmemPageBytes);
-  s.p_offset = s.q_offset + (slab ? kSlabTileBytes : q_tiles_for(row_groups) * row_groups * kRowGroup * kSmemRowBytes);
+  s.p_offset = s.q_offset + (slab ? kSlabTileBytes : q_tiles_for(row_groups, ring) * row_groups * kRowGroup * kSmemRowBytes);
   s.max_offset = s.p_offset + row_groups * kRowGroup * kPRowBytes;
   s.sum_offset = s.max_offset + slices * kRowsPerCta * 4;
   s.total = s.sum_offset + slices * kRowsPerCta * 4;
   return s;
 }
-static_assert(smem_layout(4, 2).total <= 227 * 1024, "64-row variant fits the sm90 shared-memory limit");
-static_assert(smem_layout(4, 2, true).total <= 227 * 1024, "64-row wgmma-S variant fits the sm90 shared-memory limit");
-static_assert(smem_layout(4, 2, true).q_offset % 1024 == 0 && kSlabTileBytes % 1024 == 0,
+static_assert(smem_layout(4, 2, false, false).total <= 227 * 1024, "64-row variant fits the sm90 shared-memory limit");
+static_assert(smem_layout(4, 2, true, false).total <= 227 * 1024, "64-row wgmma-S variant fits the sm90 shared-memory limit");
+static_assert(smem_layout(4, 2, true, false).q_offset % 1024 == 0 && kSlabTileBytes % 1024 == 0,
               "wgmma operands (stages, Q tile) start on 1024-byte swizzle-atom boundaries");
-static_assert(smem_layout(2, 4).total <= 227 * 1024, "32-row variant fits the sm90 shared-memory limit");
-static_assert(smem_layout(1, 8).total <= 227 * 1024, "16-row variant fits the sm90 shared-memory limit");
+static_assert(smem_layout(2, 4, false, false).total <= 227 * 1024, "32-row variant fits the sm90 shared-memory limit");
+static_assert(smem_layout(1, 8, false, true).total <= 227 * 1024, "16-row variant fits the sm90 shared-memory limit");
 
 }  // namespace mla::sm90::decode_fp8

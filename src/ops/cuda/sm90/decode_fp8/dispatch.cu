@@ -22,6 +22,15 @@ int l2_prefetch_pages() {
   return v;
 }
 
+// MLA_DECODE_FP8_SIMPLE16=1: 16-row tiles without the Q-tile ring and late refill (diagnostic fallback).
+bool simple16() {
+  static const bool v = [] {
+    const char* e = std::getenv("MLA_DECODE_FP8_SIMPLE16");
+    return e != nullptr && e[0] == '1';
+  }();
+  return v;
+}
+
 bool wgmma_s_for_wide_tiles() {
   static const bool v = [] {
     const char* e = std::getenv("MLA_DECODE_FP8_VARIANT64");
@@ -43,7 +52,9 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   // 3 groups run the 64-row variant with one idle row group.
   const int rows_first_tile = kp.rows < kRowsPerCta ? kp.rows : kRowsPerCta;
   const int groups = rows_first_tile / kRowGroup;
-  if (groups == 1) {
+  if (groups == 1 && simple16()) {
+    MLA_TRY((launch_decode_fp8<1, false, false>(p, grid, stream)));
+  } else if (groups == 1) {
     MLA_TRY(launch_decode_fp8<1>(p, grid, stream));
   } else if (groups == 2) {
     MLA_TRY(launch_decode_fp8<2>(p, grid, stream));

@@ -10,7 +10,7 @@
 //   [segment end: epilogue] -> barrier -> [wide tiles, next segment: load its Q tile] -> issue page j + kStages.
 // 16-row tiles: page j + kStages is issued at the top of step j + 1 instead (after its barrier, which then
 // replaces the end-of-step one), with the Q tile of its sequence when it is the sequence's first page
-// (config.h q_ring).
+// (config.h q_ring_default; kRing).
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/scheduler.cuh"
@@ -19,21 +19,22 @@
 namespace mla::sm90::decode_fp8 {
 
 // kWgS (RG == 4 only, opt-in): S on wgmma m64n32k32 e4m3 from the slab layout (config.h), P.V unchanged.
-template <int RG, bool kWgS>
+// kRing (RG == 1 only, the default there): the Q-tile ring with late refill (config.h).
+template <int RG, bool kWgS, bool kRing>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   using WS = WarpShape<RG>;
   static_assert(!kWgS || RG == 4, "the wgmma S variant computes all 64 rows");
   constexpr int kStages = stages_for(RG);
   constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
-  constexpr bool kQRing = q_ring(RG);
-  constexpr int kQTiles = q_tiles_for(RG);
+  constexpr bool kQRing = kRing;
+  constexpr int kQTiles = q_tiles_for(RG, kRing);
   constexpr int kQTileBytes = RG * kRowGroup * kSmemRowBytes;
   static_assert(!kQRing || kQRegs, "the ring frees a Q tile once its registers are loaded");
   // 16-row tiles refill the stage of step j - 1 at the top of step j, after the barrier that publishes
   // page j: that barrier also says every warp is done with step j - 1, so the end-of-step barrier goes
   // (3 barriers per page instead of 4). Wide tiles keep it: their Q tile group must precede the refill.
   constexpr bool kLateRefill = kQRing;
-  constexpr SmemLayout L = smem_layout(RG, WS::kSlices, kWgS);
+  constexpr SmemLayout L = smem_layout(RG, WS::kSlices, kWgS, kRing);
   const decode::DecodeKernelParams& p = fp.d;
   extern __shared__ __align__(1024) uint8_t smem[];  // slab layout: 1024-byte swizzle atoms
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up; it waits on

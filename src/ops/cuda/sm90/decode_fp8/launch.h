@@ -5,13 +5,15 @@
 
 #include "mla/core/status.h"
 #include "mla/ops/plan_decode.h"
+#include "ops/cuda/sm90/decode_fp8/config.h"
 #include "ops/cuda/sm90/decode_fp8/params.h"
 
 namespace mla::sm90::decode_fp8 {
 
 // grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (1, 2 or 4); kWgS: S on wgmma
-// (RG 4 only; opt-in with MLA_DECODE_FP8_VARIANT64=wgmma_s).
-template <int RG, bool kWgS = false>
+// (RG 4 only; opt-in with MLA_DECODE_FP8_VARIANT64=wgmma_s); kRing: Q-tile ring + late refill (RG 1 only;
+// MLA_DECODE_FP8_SIMPLE16=1 turns it off).
+template <int RG, bool kWgS = false, bool kRing = q_ring_default(RG)>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
 // Picks the row-group variant from the first head tile's rows, launches decode + the shared combine

@@ -6,10 +6,10 @@
 
 namespace mla::sm90::decode_fp8 {
 
-template <int RG, bool kWgS>
+template <int RG, bool kWgS, bool kRing>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
-  constexpr int smem = smem_layout(RG, WarpShape<RG>::kSlices, kWgS).total;
-  auto* kernel = &mla_decode_fp8_kernel<RG, kWgS>;
+  constexpr int smem = smem_layout(RG, WarpShape<RG>::kSlices, kWgS, kRing).total;
+  auto* kernel = &mla_decode_fp8_kernel<RG, kWgS, kRing>;
   // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY("mla_decode (fp8)", attr);
