@@ -7,6 +7,11 @@
 
 #include "mla/core/macros.h"
 
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#endif
+
 namespace mla {
 
 constexpr float kE4m3Max = 448.0f;
@@ -34,6 +39,10 @@ MLA_HD_INLINE float bits_float(uint32_t u) {
 
 // float -> e4m3: round to nearest even, saturate finite and infinite values to ±448, NaN -> 0x7F.
 MLA_HD_INLINE uint8_t float_to_e4m3(float x) {
+#if defined(__CUDA_ARCH__)
+  // The hardware conversion: bit-identical to the code below (tests/gpu/test_fp8_convert.cu), one instruction.
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+#else
   const uint32_t bits = float_bits(x);
   const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
   const uint32_t mag = bits & 0x7FFFFFFFu;
@@ -60,10 +69,17 @@ MLA_HD_INLINE uint8_t float_to_e4m3(float x) {
   const uint32_t half = 1u << (shift - 1);
   if (rem > half || (rem == half && (q & 1u))) ++q;
   return sign | static_cast<uint8_t>(q);
+#endif
 }
 
 // e4m3 -> float (exact: every e4m3 value is a float).
 MLA_HD_INLINE float e4m3_to_float(uint8_t v) {
+#if defined(__CUDA_ARCH__)
+  // cvt.rn.f16x2.e4m3x2 then f16 -> f32, both exact; NaN codes take the host's NaN bits (the hardware
+  // would give a canonical NaN, and byte-exact cache round trips compare NaN payloads too).
+  if ((v & 0x7Fu) == 0x7Fu) return __uint_as_float((static_cast<uint32_t>(v & 0x80u) << 24) | 0x7FC00000u);
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(v, __NV_E4M3)));
+#else
   const uint32_t sign = static_cast<uint32_t>(v & 0x80u) << 24;
   const uint32_t e = (v >> 3) & 0xFu;
   const uint32_t m = v & 0x7u;
@@ -74,6 +90,7 @@ MLA_HD_INLINE float e4m3_to_float(uint8_t v) {
     return (v & 0x80u) ? -f : f;
   }
   return bits_float(sign | ((e + 120u) << 23) | (m << 20));
+#endif
 }
 
 }  // namespace mla
