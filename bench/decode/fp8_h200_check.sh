@@ -4,7 +4,9 @@
 # compute-sanitizer memcheck/racecheck on the small cases, then bench tables: fp8 (both 64-row variants)
 # and bf16 (for the fp8 / bf16 ratio). Prints a summary; full logs in $OUT (default /tmp/fp8_check).
 # Run from the repo root:  bench/decode/fp8_h200_check.sh [BIN_DIR]   (default build-fp8/bin)
+# PART=tests or PART=bench runs one half (each well under 10 minutes; both together may not be).
 set -u
+PART=${PART:-all}
 BIN=${1:-build-fp8/bin}
 O=${OUT:-/tmp/fp8_check}
 mkdir -p "$O"
@@ -23,6 +25,7 @@ bench() {  # name args...  (environment set by the caller)
   echo "-- bench $name (rc $?):"; grep -E "^\| (fp8|bf16) " "$O/bench_$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+if [ "$PART" != bench ]; then
 SMOKE='*fp8_b1_h16_sq1_len65_*:*fp8_b1_h32_sq1_len65_*:*fp8_b1_h128_sq1_len65_*:*tiny_mix*'
 timeout 30 "$T" --gtest_filter="$SMOKE" > "$O/smoke.log" 2>&1; summary "smoke fp8" "$O/smoke.log" $?
 timeout 180 "$T" > "$O/test_fp8.log" 2>&1; summary "tests fp8, all" "$O/test_fp8.log" $?
@@ -43,9 +46,12 @@ MLA_DECODE_FP8_VARIANT64=wgmma_s MLA_SMALL_CASES=1 timeout 300 compute-sanitizer
 echo "== memcheck fp8 small cases (wgmma_s): rc=$? $(grep -E 'ERROR SUMMARY' "$O/memcheck_wgmma_s.log" | tail -1)"
 echo "-- price of FP8 (kernel vs unquantized bf16 inputs), per case:"
 grep -E "^\[note\]" "$O/test_fp8.log" | sed 's/^\[note\] mla_decode //'
+fi
+if [ "$PART" != tests ]; then
 bench fp8 --format fp8
 MLA_DECODE_FP8_VARIANT64=wgmma_s bench fp8_wgmma_s --format fp8 --rows 10,11,12,13,14,15,16,17,18
 MLA_DECODE_FP8_SIMPLE16=1 bench fp8_simple16 --format fp8 --rows 1,2,3,4,5,6,7,8,9
 MLA_DECODE_FP8_L2_PREFETCH=2 bench fp8_pf2 --format fp8 --rows 1,2,3,4,5,6,7,8,9
 MLA_DECODE_FP8_L2_PREFETCH=4 bench fp8_pf4 --format fp8 --rows 1,2,3,4,5,6,7,8,9
 bench bf16 --format bf16
+fi
