@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "mla/runner/step_batch.h"
+
 namespace mla::runner {
 
 Status CudaModelRunner::create(const model::ModelWeights& weights, const model::CudaBackendOptions& opts,
@@ -15,16 +17,7 @@ Status CudaModelRunner::create(const model::ModelWeights& weights, const model::
 }
 
 Status CudaModelRunner::forward(const engine::StepInputs& in, engine::Logits* logits) {
-  model::ForwardBatch fb;
-  fb.token_ids = in.input_ids;
-  fb.logits_rows = in.logits_indices;
-  for (int e = 0; e < in.num_seqs; ++e) {
-    const int64_t id = static_cast<int64_t>(in.seq_ids[e]);
-    const int64_t start = in.context_lens[e];
-    // A sequence recomputed after preemption starts over: its old pages must go.
-    if (start == 0 && backend_->cached_tokens(id) > 0) backend_->release_sequence(id);
-    fb.seqs.push_back({id, start, in.query_start_loc[e + 1] - in.query_start_loc[e]});
-  }
+  const model::ForwardBatch fb = to_forward_batch(in, *backend_);
   TensorView out;
   MLA_TRY(model_.forward(fb, &out));
   logits->num_rows = static_cast<int>(out.shape[0]);
