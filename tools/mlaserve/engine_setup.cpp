@@ -7,6 +7,13 @@
 #include "mla/core/kv_format.h"
 #include "mla/runner/cpu_model_runner.h"
 
+#if defined(MLA_WITH_CUDA)
+#include <cuda_runtime_api.h>
+
+#include "mla/model/config.h"
+#include "mla/runner/cuda_model_runner.h"
+#endif
+
 namespace mla::cli {
 
 void add_engine_options(CLI::App& app, EngineOptions* o) {
@@ -22,12 +29,86 @@ void add_engine_options(CLI::App& app, EngineOptions* o) {
   app.add_option("--seed", o->source.seed, "dummy weights and sampling seed")->capture_default_str();
 }
 
+namespace {
+
+engine::EngineConfig engine_config(const EngineOptions& o, const model::ModelConfig& c, int num_pages) {
+  engine::EngineConfig ec;
+  ec.scheduler.max_num_seqs = o.max_num_seqs;
+  ec.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
+  ec.scheduler.page_size = kDecodePageSize;
+  ec.scheduler.num_pages = num_pages;
+  ec.scheduler.eos_token_id = c.eos_token_ids.empty() ? -1 : static_cast<int32_t>(c.eos_token_ids[0]);
+  ec.seed = o.source.seed;
+  return ec;
+}
+
+void print_model(const model::ModelConfig& c, double load_s) {
+  std::fprintf(stderr, "model: %s (%lld layers, hidden %lld, vocab %lld), weights ready in %.2f s\n", c.name.c_str(),
+               (long long)c.num_hidden_layers, (long long)c.hidden_size, (long long)c.vocab_size, load_s);
+}
+
+#if defined(MLA_WITH_CUDA)
+// Activation arena for one step of `tokens` rows: DeepseekV2 allocates per layer and frees nothing within a
+// step, so it scales with layers x tokens x (q, latent, attention out, MLP temporaries, residual), with
+// 50 % headroom.
+size_t activation_bytes(const model::ModelConfig& c, int64_t tokens) {
+  const int64_t h = c.num_attention_heads;
+  const int64_t mlp = std::max(c.intermediate_size, c.moe_intermediate_size * (c.num_experts_per_tok + c.n_shared_experts));
+  const int64_t per_layer = h * c.qk_head_dim() + c.latent_dim() + h * c.v_head_dim + 3 * mlp + 6 * c.hidden_size;
+  return static_cast<size_t>(1.5 * double(tokens) * double(c.num_hidden_layers * per_layer) * 2.0) + (size_t{64} << 20);
+}
+
+Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* out) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
+    return Status::unsupported("engine", "no CUDA GPU visible; use --device cpu (e.g. with --model dummy:tiny)");
+  if (format != KvFormat::kBf16 && format != KvFormat::kFp8)
+    return Status::unsupported("engine", "--device cuda supports --kv-cache-dtype auto and fp8 today, not " + o.kv_cache_dtype);
+  const auto t0 = std::chrono::steady_clock::now();
+  model::ModelWeights w;
+  MLA_TRY(load_model_weights(o.source, DType::kBf16, &w));
+  const model::ModelConfig c = w.config;
+  model::CudaBackendOptions bo;
+  bo.kv_format = format;
+  bo.max_batch_tokens = o.max_num_batched_tokens;
+  bo.activation_bytes = activation_bytes(c, o.max_num_batched_tokens);
+  // KV pages: what --gpu-memory-utilization leaves after weights, arenas and workspaces.
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return Status::cuda("engine", "cudaMemGetInfo failed");
+  const double weights_b = 2.0 * double(model::num_parameters(c));
+  const double fixed_b = weights_b + double(bo.activation_bytes + bo.scratch_bytes + bo.gemm_workspace_bytes) + double(1u << 30);
+  const double budget = o.gpu_memory_utilization * double(total_b) - (double(total_b) - double(free_b)) - fixed_b;
+  const double page_b = double(kDecodePageSize) * kv_bytes_per_token(format) * double(c.num_hidden_layers);
+  bo.num_pages = o.num_pages > 0 ? o.num_pages : static_cast<int64_t>(budget / page_b);
+  if (bo.num_pages < 1)
+    return Status::oom("engine", "no memory left for the KV cache (weights " + std::to_string(weights_b / 1e9) +
+                                     " GB; raise --gpu-memory-utilization or lower --max-num-batched-tokens)");
+  std::unique_ptr<runner::CudaModelRunner> r;
+  MLA_TRY(runner::CudaModelRunner::create(w, bo, &r));
+  print_model(c, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  std::fprintf(stderr, "KV cache: %lld pages x %d tokens = %lld tokens (%s, %d B/token/layer, %.1f GB)\n",
+               (long long)bo.num_pages, kDecodePageSize, (long long)bo.num_pages * kDecodePageSize,
+               std::string(kv_format_name(format)).c_str(), kv_bytes_per_token(format), double(bo.num_pages) * page_b / 1e9);
+  const engine::EngineConfig ec = engine_config(o, c, static_cast<int>(bo.num_pages));
+  MLA_TRY(ec.scheduler.validate());
+  out->vocab_size = c.vocab_size;
+  MLA_TRY(engine::LLMEngine::create(ec, r.get(), &out->engine));
+  out->runner = std::move(r);
+  return Status::ok();
+}
+#endif
+
+}  // namespace
+
 Status build_engine(const EngineOptions& o, EngineHandle* out) {
   KvFormat format;
   MLA_TRY(parse_kv_format(o.kv_cache_dtype, &format));
   if (o.device == "cuda") {
-    return Status::unsupported("engine", "the CUDA model backend is not built yet (the model issue's CUDA path); "
-                                           "use --device cpu with --model dummy:tiny to run the engine end to end");
+#if defined(MLA_WITH_CUDA)
+    return build_cuda_engine(o, format, out);
+#else
+    return Status::unsupported("engine", "built without CUDA (MLA_CUDA=OFF): use --device cpu");
+#endif
   }
   if (o.device != "cpu") return Status::invalid("--device", "expected cuda or cpu, got '" + o.device + "'");
   if (format != KvFormat::kBf16)
@@ -36,20 +117,9 @@ Status build_engine(const EngineOptions& o, EngineHandle* out) {
   const auto t0 = std::chrono::steady_clock::now();
   model::ModelWeights w;
   MLA_TRY(load_model_weights(o.source, DType::kFp32, &w));
-  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  print_model(w.config, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   out->vocab_size = w.config.vocab_size;
-  const int32_t eos = w.config.eos_token_ids.empty() ? -1 : static_cast<int32_t>(w.config.eos_token_ids[0]);
-  std::fprintf(stderr, "model: %s (%lld layers, hidden %lld, vocab %lld), loaded in %.2f s\n", w.config.name.c_str(),
-               (long long)w.config.num_hidden_layers, (long long)w.config.hidden_size, (long long)w.config.vocab_size,
-               load_s);
-
-  engine::EngineConfig ec;
-  ec.scheduler.max_num_seqs = o.max_num_seqs;
-  ec.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
-  ec.scheduler.page_size = kDecodePageSize;
-  ec.scheduler.num_pages = o.num_pages > 0 ? o.num_pages : 4096;
-  ec.scheduler.eos_token_id = eos;
-  ec.seed = o.source.seed;
+  const engine::EngineConfig ec = engine_config(o, w.config, o.num_pages > 0 ? o.num_pages : 4096);
   MLA_TRY(ec.scheduler.validate());
   std::unique_ptr<runner::CpuModelRunner> r;
   MLA_TRY(runner::CpuModelRunner::create(std::move(w), ec.scheduler.num_pages, ec.scheduler.page_size, &r));
