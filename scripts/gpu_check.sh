@@ -3,16 +3,21 @@
 # the directory given (default: ./gpu-logs).
 #
 #   scripts/gpu_check.sh [--out DIR] [--bin DIR] [--tests-only] [--bench-only] [--filter REGEX]
-#                        [--sanitize] [--bench-args "ARGS"]
+#                        [--sanitize] [--sanitize-filter REGEX] [--bench-args "ARGS"] [--decode-formats "bf16 fp8"]
 #
 # --bin DIR   use binaries built elsewhere (e.g. carried build/bin); otherwise configure and build here
 #             into build-gpu with all cores.
 # --filter    only test/bench binaries whose name matches REGEX (e.g. 'decode|fp8').
 # --sanitize  also run compute-sanitizer memcheck and racecheck on each test binary's small cases
-#             (tests honour MLA_SMALL_CASES=1 to keep these short).
+#             (tests honour MLA_SMALL_CASES=1 to keep these short); --sanitize-filter limits which.
+# --decode-formats  formats bench_decode runs, one table each (default: bf16 fp8).
+# Every binary runs under a time limit (MLA_STEP_TIMEOUT, default 300 s) so one hang cannot eat the lease.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=gpu-logs bin="" tests=1 bench=1 filter="." sanitize=0 bench_args=""
+out=gpu-logs bin="" tests=1 bench=1 filter="." sanitize=0 sanitize_filter="." bench_args="" decode_formats="bf16 fp8"
+step_timeout=${MLA_STEP_TIMEOUT:-300}
+# cuBLASLt is linked dynamically (CUDA 13 ships no static one here).
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
@@ -22,6 +27,8 @@ while [ $# -gt 0 ]; do
     --filter) filter=$2; shift 2 ;;
     --sanitize) sanitize=1; shift ;;
     --bench-args) bench_args=$2; shift 2 ;;
+    --sanitize-filter) sanitize_filter=$2; shift 2 ;;
+    --decode-formats) decode_formats=$2; shift 2 ;;
     *) echo "gpu_check: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -48,14 +55,14 @@ if [ "$tests" = 1 ]; then
     name=$(basename "$t")
     echo "$name" | grep -Eq "$filter" || continue
     start=$(date +%s)
-    "$t" > "$out/$name.log" 2>&1
+    timeout "$step_timeout" "$t" > "$out/$name.log" 2>&1
     rc=$?
     line=$(grep -E '^\[  (PASSED|FAILED)  \]|tests? from .* ran' "$out/$name.log" | tr '\n' ' ')
     log "test $name rc=$rc $(( $(date +%s) - start ))s: $line"
     [ $rc -ne 0 ] && { fail=1; grep -E 'FAIL|Failure' "$out/$name.log" | head -20 | tee -a "$summary"; }
-    if [ "$sanitize" = 1 ]; then
+    if [ "$sanitize" = 1 ] && echo "$name" | grep -Eq "$sanitize_filter"; then
       for tool in memcheck racecheck; do
-        MLA_SMALL_CASES=1 compute-sanitizer --tool $tool --error-exitcode 9 "$t" > "$out/$name.$tool.log" 2>&1
+        MLA_SMALL_CASES=1 timeout "$step_timeout" compute-sanitizer --tool $tool --error-exitcode 9 "$t" > "$out/$name.$tool.log" 2>&1
         rc=$?
         log "sanitize $name $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$name.$tool.log" | tail -1)"
         [ $rc -ne 0 ] && fail=1
@@ -68,12 +75,17 @@ if [ "$bench" = 1 ]; then
   for b in "$bin"/bench_*; do
     name=$(basename "$b")
     echo "$name" | grep -Eq "$filter" || continue
-    # shellcheck disable=SC2086
-    "$b" $bench_args > "$out/$name.md" 2> "$out/$name.err"
-    rc=$?
-    log "bench $name rc=$rc"
-    cat "$out/$name.md" | tee -a "$summary" > /dev/null
-    [ $rc -ne 0 ] && { fail=1; tail -5 "$out/$name.err" | tee -a "$summary"; }
+    variants=("")
+    [ "$name" = bench_decode ] && variants=($decode_formats)
+    for v in "${variants[@]}"; do
+      tag=$name${v:+_$v}
+      # shellcheck disable=SC2086
+      timeout "$step_timeout" "$b" ${v:+--format $v} $bench_args > "$out/$tag.md" 2> "$out/$tag.err"
+      rc=$?
+      log "bench $tag rc=$rc"
+      tee -a "$summary" < "$out/$tag.md"
+      [ $rc -ne 0 ] && { fail=1; tail -5 "$out/$tag.err" | tee -a "$summary"; }
+    done
   done
 fi
 log "gpu_check: $([ $fail = 0 ] && echo ALL OK || echo FAILURES)"
