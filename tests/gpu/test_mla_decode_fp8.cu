@@ -43,10 +43,20 @@ constexpr float kSoftmaxScale = 0.0721687836f;  // 1/sqrt(192)
 // single-flip bound 2^-4 itself; rel_l2 2e-2: 4x the worst estimate above and below what FP8 itself costs
 // (ANCHORS.md: PR54 vs the original bf16 inputs 3.2e-2 - 4.5e-2), while a layout, order or scale bug gives
 // errors of O(1) and cannot pass.
-// lse: a perturbed S moves lse by |dS| (natural-log units), far below 2^-4.
-// TODO(h200): replace the estimate by the measured worst case (as test_mla_decode.cu does) after a run.
+// lse: a perturbed S moves lse by |dS| (natural-log units), far below 2^-4; compared relative to
+// max(1, |lse|) since saturated cases reach |lse| ~ 1e7, where one float ulp is ~1.
+// Measured on the H200 (2026-11-29, MLA_TEST_SEED=20261129, 46 cases): unsaturated cases worst out rel_l2
+// 1.8e-4 (max_abs 3.5e-3 in max|V| units), lse rel 1.9e-7 — so 2e-2 keeps a 100x margin only for rare
+// flips; a layout or scale bug still gives O(1).
 constexpr Tolerance kFp8Tol{2e-2, 6.25e-2,
-                            "e4m3 P flips on fp32-order noise: one flip <= 2^-4 max|V|, rel_l2 estimated <= 5e-3"};
+                            "e4m3 P flips on fp32-order noise: one flip <= 2^-4 max|V|, measured worst rel_l2 1.8e-4"};
+// Saturated inputs (codes pinned at +-448 so raw scores reach 448^2 * 576 ~ 1.2e8): Hopper's FP8 MMA keeps
+// only ~14 bits of its partial sums (the DeepSeek-V3 report measures this on H800), so S carries a relative
+// error ~1e-4 of a score whose scaled value is thousands of logits: softmax weights then differ from the
+// fp32-accumulating reference at the percent level (PR54 shares the limitation: both products in FP8).
+// Measured: out rel_l2 2.1e-2 and 2.7e-2, max_abs 6.0e-2 (max|V| units); limit 5e-2 / 1.25e-1 = ~2x.
+constexpr Tolerance kFp8SaturatedTol{5e-2, 1.25e-1,
+                                     "FP8 MMA accumulation (~14-bit partial sums) on saturated scores; measured 2.7e-2"};
 
 struct Fp8Case {
   DecodeShape shape;
@@ -204,7 +214,9 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   MLA_TRY(ref::mla_decode_split(ph, plan_ref, o_acc.data(), lse_acc.data()));
   const double vmax = max_abs_v(h);
   rep->add("out/max|V|", compare_bf16(out, out_ref, vmax));
-  rep->add("lse", compare_vec(lse, lse_ref));
+  rep->add("lse/max(1,|lse|)",
+           compare(lse.size(), [&](size_t i) { return double(lse[i]) / std::max(1.0, std::fabs(double(lse_ref[i]))); },
+                   [&](size_t i) { return double(lse_ref[i]) / std::max(1.0, std::fabs(double(lse_ref[i]))); }));
 
   if (c.price_check) {
     std::vector<uint16_t> out_u;
@@ -265,7 +277,10 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                            std::to_string(cs.s_q) + (cs.causal ? "_causal" : "") + "_" + cs.lens_tag + "_s" +
                            scale_tag(cs.scale) + (cs.data_scale != 1.f ? "_x" + scale_tag(cs.data_scale) : "") +
                            (cs.data == DataKind::kDeepSeekLike ? "_ds" : "");
-  cases.push_back({"mla_decode", name, kFp8Tol, [c, name](CaseReport* rep) { return run_fp8_case(name, c, rep); }});
+  // Saturating cases (|x / scale| >> 448 for most values) get the accumulation-precision tolerance.
+  const bool saturated = cs.data_scale / cs.scale > 448.f;
+  cases.push_back({"mla_decode", name, saturated ? kFp8SaturatedTol : kFp8Tol,
+                   [c, name](CaseReport* rep) { return run_fp8_case(name, c, rep); }});
 }
 
 constexpr DataKind kDs = DataKind::kDeepSeekLike;
