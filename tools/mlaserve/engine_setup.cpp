@@ -1,6 +1,7 @@
 #include "engine_setup.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -72,6 +73,12 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
   bo.kv_format = format;
   bo.max_batch_tokens = o.max_num_batched_tokens;
   bo.activation_bytes = activation_bytes(c, o.max_num_batched_tokens);
+  // MoE sorts every (token, expert) pair into expert-contiguous rows with their gate/up/down temporaries;
+  // 8192 tokens of V2-Lite need ~0.5 GB (seen: "scratch arena too small" at the 512 MB default).
+  const double moe_pairs = double(o.max_num_batched_tokens) * double(c.num_experts_per_tok + c.n_shared_experts);
+  bo.scratch_bytes = std::max(bo.scratch_bytes,
+                              static_cast<size_t>(1.5 * moe_pairs * double(c.hidden_size + 3 * c.moe_intermediate_size) * 2.0) +
+                                  (size_t{64} << 20));
   // KV pages: what --gpu-memory-utilization leaves after weights, arenas and workspaces.
   size_t free_b = 0, total_b = 0;
   if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return Status::cuda("engine", "cudaMemGetInfo failed");
