@@ -1,8 +1,6 @@
 // CpuBackend: argument checks, the step's state and the KV cache; the math is in cpu_*.cpp.
 #include "mla/model/cpu_backend.h"
 
-#include <set>
-
 #include "cpu_kernels.h"
 #include "mla/core/half.h"
 
@@ -49,30 +47,13 @@ int64_t CpuBackend::cached_tokens(int64_t seq_id) const {
 }
 
 Status CpuBackend::begin_step(const ForwardBatch& b) {
-  const ModelConfig& c = w_.config;
-  if (b.seqs.empty() || b.token_ids.empty()) return Status::invalid(kOp, "empty batch");
-  int64_t total = 0;
-  std::set<int64_t> seen;
-  for (const auto& s : b.seqs) {
-    if (s.num_tokens < 1) return Status::invalid(kOp, "sequence " + std::to_string(s.seq_id) + ": num_tokens < 1");
-    if (!seen.insert(s.seq_id).second) return Status::invalid(kOp, "sequence " + std::to_string(s.seq_id) + " twice in one batch");
-    if (s.start_pos != cached_tokens(s.seq_id))
-      return Status::invalid(kOp, "sequence " + std::to_string(s.seq_id) + ": start_pos " + std::to_string(s.start_pos) +
-                                      " but " + std::to_string(cached_tokens(s.seq_id)) + " tokens cached");
-    if (s.start_pos + s.num_tokens > c.max_position_embeddings)
-      return Status::invalid(kOp, "sequence " + std::to_string(s.seq_id) + " exceeds max_position_embeddings");
-    total += s.num_tokens;
-  }
-  if (total != b.num_tokens())
-    return Status::invalid(kOp, "chunks hold " + std::to_string(total) + " tokens, token_ids has " + std::to_string(b.num_tokens()));
-  for (int32_t r : b.logits_rows)
-    if (r < 0 || r >= b.num_tokens()) return Status::invalid(kOp, "logits row " + std::to_string(r) + " outside the step's rows");
-  for (int32_t id : b.token_ids)
-    if (id < 0 || id >= c.vocab_size) return Status::invalid(kOp, "token id " + std::to_string(id) + " outside the vocabulary");
+  MLA_TRY(validate_forward_batch(b, w_.config, [this](int64_t id) { return cached_tokens(id); }, kOp));
+  // Trim every layer back to the last layer's length (a step that failed part-way left the early layers
+  // longer).
   for (const auto& s : b.seqs) {
     auto it = cache_.find(s.seq_id);
     if (it == cache_.end()) continue;
-    for (auto& layer : it->second) layer.resize(static_cast<size_t>(s.start_pos * c.latent_dim()));
+    for (auto& layer : it->second) layer.resize(static_cast<size_t>(s.start_pos * w_.config.latent_dim()));
   }
   batch_ = b;
   positions_ = b.positions();

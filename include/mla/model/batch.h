@@ -1,7 +1,10 @@
 #pragma once
 // What one forward step computes: for each sequence, a run of new tokens continuing its cache.
 #include <cstdint>
+#include <functional>
 #include <vector>
+
+#include "mla/core/status.h"
 
 namespace mla::model {
 
@@ -36,5 +39,13 @@ struct ForwardBatch {
     return p;
   }
 };
+
+struct ModelConfig;
+
+// The checks every backend makes before a step: non-empty, each sequence once with >= 1 token, chunks
+// continuing exactly the cached prefix (`cached_tokens(seq_id)`), within max_position_embeddings, chunk
+// sizes adding up to token_ids, logits rows and token ids in range. Errors name `op` and the sequence.
+Status validate_forward_batch(const ForwardBatch& b, const ModelConfig& c,
+                              const std::function<int64_t(int64_t)>& cached_tokens, const char* op);
 
 }  // namespace mla::model

@@ -1,7 +1,6 @@
 // begin_step: checks the batch against the cache, reserves KV pages, and uploads the step's inputs (token
 // ids, positions, cache slots, logit rows, the decode block table) into the activation arena; then plans
 // the split-KV decode once for every layer of the step.
-#include <set>
 #include <string>
 #include <vector>
 
@@ -25,30 +24,10 @@ Status upload(CudaBackend::State* s, const std::vector<T>& host, T** dev) {
 }
 
 Status check_batch(const CudaBackend::State& s, const ForwardBatch& b) {
-  const ModelConfig& c = s.w.config;
-  if (b.seqs.empty() || b.token_ids.empty()) return Status::invalid(kOp, "empty batch");
   if (b.num_tokens() > s.opts.max_batch_tokens)
     return Status::invalid(kOp, std::to_string(b.num_tokens()) + " tokens exceed max_batch_tokens " +
                                     std::to_string(s.opts.max_batch_tokens));
-  int64_t total = 0;
-  std::set<int64_t> seen;
-  for (const auto& q : b.seqs) {
-    const std::string name = "sequence " + std::to_string(q.seq_id);
-    if (q.num_tokens < 1) return Status::invalid(kOp, name + ": num_tokens < 1");
-    if (!seen.insert(q.seq_id).second) return Status::invalid(kOp, name + " twice in one batch");
-    if (q.start_pos != s.pages.committed(q.seq_id))
-      return Status::invalid(kOp, name + ": start_pos " + std::to_string(q.start_pos) + " but " +
-                                      std::to_string(s.pages.committed(q.seq_id)) + " tokens cached");
-    if (q.start_pos + q.num_tokens > c.max_position_embeddings) return Status::invalid(kOp, name + " exceeds max_position_embeddings");
-    total += q.num_tokens;
-  }
-  if (total != b.num_tokens())
-    return Status::invalid(kOp, "chunks hold " + std::to_string(total) + " tokens, token_ids has " + std::to_string(b.num_tokens()));
-  for (int32_t r : b.logits_rows)
-    if (r < 0 || r >= b.num_tokens()) return Status::invalid(kOp, "logits row " + std::to_string(r) + " outside the step's rows");
-  for (int32_t id : b.token_ids)
-    if (id < 0 || id >= c.vocab_size) return Status::invalid(kOp, "token id " + std::to_string(id) + " outside the vocabulary");
-  return Status::ok();
+  return validate_forward_batch(b, s.w.config, [&s](int64_t id) { return s.pages.committed(id); }, kOp);
 }
 
 }  // namespace
