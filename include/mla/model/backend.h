@@ -1,8 +1,9 @@
 #pragma once
-// The operations a DeepSeek-V2 forward step needs, implemented once per device (CPU now, CUDA later).
+// The operations a DeepSeek-V2 forward step needs, implemented once per device (CpuBackend, CudaBackend).
 // DeepseekV2 (deepseek_v2.h) is the one model definition: it calls these in order and owns no math.
-// Activations are backend memory (host for CPU, device for CUDA) in act_dtype(), 2-d [rows, cols]
-// with a contiguous last dim; a row stride (stride[0]) larger than cols is allowed, so column slices
+// Activations are backend memory (host for CPU, device for CUDA) in the backend's activation dtype (fp32 on
+// the CPU, bf16 on CUDA; alloc_fp32 gives fp32 for the residual and logits), 2-d [rows, cols] with a
+// contiguous last dim; a row stride (stride[0]) larger than cols is allowed, so column slices
 // such as latent[:, :512] are views, not copies.
 #include <cstdint>
 #include <initializer_list>
