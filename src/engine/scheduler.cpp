@@ -171,7 +171,7 @@ Status Scheduler::postprocess(const ScheduledBatch& batch, const std::vector<int
     Sequence& s = seqs_.at(e.id);
     s.advance_computed(e.num_new_tokens);
     if (!e.samples) continue;
-    s.append_token(sampled[k++], config_.eos_token_id);
+    s.append_token(sampled[k++], config_.eos_token_ids);
     if (s.state() != SeqState::kFinished) continue;
     MLA_TRY(blocks_.free(&s.block_table()));
     running_.erase(std::find(running_.begin(), running_.end(), e.id));

@@ -29,12 +29,12 @@ Sequence::Sequence(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
     : id_(id), tokens_(std::move(prompt)), num_prompt_tokens_(int(tokens_.size())), params_(std::move(params)),
       seed_(seed) {}
 
-void Sequence::append_token(int32_t token, int32_t eos_token_id) {
+void Sequence::append_token(int32_t token, const std::vector<int32_t>& eos_token_ids) {
   tokens_.push_back(token);
   // Order matters only for the reason reported when several apply; EOS and stop are the model's
   // choice and more informative than running out of length.
   const auto& stops = params_.stop_token_ids;
-  if (!params_.ignore_eos && token == eos_token_id) {
+  if (!params_.ignore_eos && std::find(eos_token_ids.begin(), eos_token_ids.end(), token) != eos_token_ids.end()) {
     finish_reason_ = FinishReason::kEos;
   } else if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
     finish_reason_ = FinishReason::kStopToken;

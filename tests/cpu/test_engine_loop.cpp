@@ -26,7 +26,7 @@ EngineConfig make_config(int max_seqs, int budget, int pages, int page_size) {
   c.scheduler.max_num_batched_tokens = budget;
   c.scheduler.num_pages = pages;
   c.scheduler.page_size = page_size;
-  c.scheduler.eos_token_id = kEos;
+  c.scheduler.eos_token_ids = {kEos};
   c.seed = 2026;
   return c;
 }

@@ -102,6 +102,21 @@ void checked_step(Scheduler& s, ScheduledBatch* batch, std::vector<SeqId>* finis
   ASSERT_TRUE(s.postprocess(*batch, tokens_for(*batch), finished).is_ok());
 }
 
+TEST(Sequence, AnyOfSeveralEosIdsFinishes) {
+  // config.json may list several EOS ids (DeepSeek's is one, others have two or three).
+  const std::vector<int32_t> eos = {7, 9};
+  Sequence a = make_seq(1, 3, 10);
+  a.append_token(5, eos);
+  EXPECT_EQ(a.finish_reason(), FinishReason::kNone);
+  a.append_token(9, eos);
+  EXPECT_EQ(a.finish_reason(), FinishReason::kEos);
+  Sequence b = make_seq(2, 3, 2);
+  b.append_token(7, {});  // no EOS configured: 7 is an ordinary token
+  EXPECT_EQ(b.finish_reason(), FinishReason::kNone);
+  b.append_token(7, {});
+  EXPECT_EQ(b.finish_reason(), FinishReason::kLength);
+}
+
 TEST(Scheduler, ConfigIsValidated) {
   EXPECT_TRUE(config(4, 64, 8, 16).validate().is_ok());
   EXPECT_FALSE(config(0, 64, 8, 16).validate().is_ok());

@@ -38,7 +38,7 @@ engine::EngineConfig engine_config(const EngineOptions& o, const model::ModelCon
   ec.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
   ec.scheduler.page_size = kDecodePageSize;
   ec.scheduler.num_pages = num_pages;
-  ec.scheduler.eos_token_id = c.eos_token_ids.empty() ? -1 : static_cast<int32_t>(c.eos_token_ids[0]);
+  for (int64_t id : c.eos_token_ids) ec.scheduler.eos_token_ids.push_back(static_cast<int32_t>(id));
   ec.seed = o.source.seed;
   return ec;
 }

@@ -29,7 +29,7 @@ struct SchedulerConfig {
   // Pages kept free when admitting new sequences so running decodes can grow without preempting
   // straight away (vLLM's watermark); preemption still handles the worst case.
   int watermark_pages = 0;
-  int32_t eos_token_id = -1;  // -1: the model has none
+  std::vector<int32_t> eos_token_ids;  // empty: the model has none; config.json may list several
 
   Status validate() const;
 };

@@ -63,7 +63,7 @@ class Sequence {
   }
   // Appends a sampled token and decides whether the sequence is done (then state is kFinished).
   // EOS and stop tokens stay in the output, as in vLLM's token ids.
-  void append_token(int32_t token, int32_t eos_token_id);
+  void append_token(int32_t token, const std::vector<int32_t>& eos_token_ids);
 
  private:
   SeqId id_;
