@@ -26,14 +26,7 @@ CpuBackend::CpuBackend(ModelWeights w)
 Status CpuBackend::create(ModelWeights weights, std::unique_ptr<CpuBackend>* out) {
   MLA_TRY(validate_config(weights.config));
   ModelWeights copy = weights;
-  for (const auto& s : list_weights(&copy)) {
-    const TensorView& v = *s.slot;
-    std::vector<int64_t> shape(v.shape.begin(), v.shape.begin() + v.rank);
-    if (!v.defined() || !v.data || shape != s.shape || !v.is_contiguous() ||
-        (v.dtype != DType::kFp32 && v.dtype != DType::kBf16))
-      return Status::invalid(kOp, "weight \"" + s.hf_name + "\": expected fp32 or bf16 contiguous of its spec's shape, got " +
-                                      (v.defined() ? v.str() : std::string("nothing")));
-  }
+  for (const auto& s : list_weights(&copy)) MLA_TRY(check_host_weight(s, kOp));
   if (!weights.lm_head.defined()) return Status::invalid(kOp, "lm_head is not set");
   out->reset(new CpuBackend(std::move(weights)));
   return Status::ok();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "mla/core/status.h"
 #include "mla/core/tensor.h"
 #include "mla/model/config.h"
 
@@ -68,6 +69,10 @@ std::vector<WeightSpec> weight_specs(const ModelConfig& c, ModelWeights* w);
 // The same list for weights already sized by weight_specs (slots keep their views).
 std::vector<WeightSpec> list_weights(ModelWeights* w);
 int64_t num_parameters(const ModelConfig& c);
+
+// What every backend accepts as a host weight: present, non-null, contiguous, fp32 or bf16, of its spec's
+// shape. The error names `op` and the Hugging Face tensor name.
+Status check_host_weight(const WeightSpec& spec, const char* op);
 
 // Checkpoint tensors a loader may skip without error (buffers some exports include, e.g. RoPE inv_freq).
 bool is_ignorable_checkpoint_tensor(const std::string& hf_name);

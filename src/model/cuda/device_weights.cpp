@@ -16,13 +16,8 @@ Status upload_weights(const ModelWeights& host, CudaBackend::State* s) {
   std::vector<WeightSpec> specs = list_weights(&d);
   size_t total = 0;
   for (const auto& sp : specs) {
-    const TensorView& v = *sp.slot;
-    std::vector<int64_t> shape(v.shape.begin(), v.shape.begin() + v.rank);
-    if (!v.defined() || !v.data || shape != sp.shape || !v.is_contiguous() ||
-        (v.dtype != DType::kFp32 && v.dtype != DType::kBf16))
-      return Status::invalid(kOp, "weight \"" + sp.hf_name + "\": expected fp32 or bf16 contiguous of its spec's shape, got " +
-                                      (v.defined() ? v.str() : std::string("nothing")));
-    total += (static_cast<size_t>(v.numel()) * 2 + 255) / 256 * 256;
+    MLA_TRY(check_host_weight(sp, kOp));
+    total += (static_cast<size_t>(sp.slot->numel()) * 2 + 255) / 256 * 256;
   }
   void* block = nullptr;
   MLA_CUDA_TRY(kOp, cudaMalloc(&block, total == 0 ? 256 : total));
