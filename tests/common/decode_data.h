@@ -9,12 +9,15 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "mla/core/fp8.h"
 #include "mla/core/half.h"
 #include "mla/core/kv_format.h"
 #include "mla/ops/mla_decode.h"
+#include "mla/ops/concat_and_cache_mla.h"
 #include "ops/common/cache_codec.h"
 
 namespace mla::test {
@@ -72,36 +75,6 @@ struct DecodeHostData {
   }
 };
 
-// Encodes one token (576 floats) into the cache format.
-inline void encode_token(const float* k, KvFormat f, float k_scale, uint8_t* dst) {
-  switch (f) {
-    case KvFormat::kBf16:
-    case KvFormat::kFp16:
-      for (int d = 0; d < kDimQK; ++d) {
-        const uint16_t v = f == KvFormat::kBf16 ? float_to_bf16(k[d]) : float_to_fp16(k[d]);
-        std::memcpy(dst + 2 * d, &v, 2);
-      }
-      break;
-    case KvFormat::kFp8:
-      for (int d = 0; d < kDimQK; ++d) dst[d] = cache::encode_e4m3(k[d], k_scale);
-      break;
-    case KvFormat::kFp8Ds:
-      for (int j = 0; j < Fp8DsLayout::kNumTiles; ++j) {
-        float amax = 0.f;
-        for (int d = 0; d < Fp8DsLayout::kTileSize; ++d) amax = std::max(amax, cache::finite_abs(k[j * Fp8DsLayout::kTileSize + d]));
-        const float scale = cache::fp8_ds_tile_scale(amax);
-        for (int d = 0; d < Fp8DsLayout::kTileSize; ++d)
-          dst[j * Fp8DsLayout::kTileSize + d] = cache::encode_e4m3(k[j * Fp8DsLayout::kTileSize + d], scale);
-        std::memcpy(dst + Fp8DsLayout::kScalesOffset + 4 * j, &scale, 4);
-      }
-      for (int d = 0; d < kDimRope; ++d) {
-        const uint16_t v = float_to_bf16(k[kDimLatent + d]);
-        std::memcpy(dst + Fp8DsLayout::kRopeOffset + 2 * d, &v, 2);
-      }
-      break;
-  }
-}
-
 inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rng) {
   DecodeHostData h;
   h.shape = s;
@@ -144,15 +117,30 @@ inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rn
   };
   h.kv_float.assign(size_t(s.batch) * h.max_pages * kDecodePageSize * kDimQK, std::numeric_limits<float>::quiet_NaN());
   int next = 0;
-  std::vector<float> tok(kDimQK);
+  // The cache is written by the cache-op reference (the same bytes the model's writer produces).
+  ConcatAndCacheMlaParams write;
+  write.kv_cache = TensorView::contiguous(h.cache.data(), kv_cache_dtype(s.format),
+                                          {h.num_pages, kDecodePageSize, kv_token_elems(s.format)});
+  write.format = s.format;
+  write.k_scale = s.k_scale;
   for (int b = 0; b < s.batch; ++b) {
-    for (int j = 0; j < decode_num_blocks(s.seqlens[b]); ++j) h.block_table[size_t(b) * h.max_pages + j] = perm[next++];
-    for (int t = 0; t < s.seqlens[b]; ++t) {
-      float* kf = &h.kv_float[(size_t(b) * h.max_pages * kDecodePageSize + t) * kDimQK];
-      draw_token(kf);
-      const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
-      encode_token(kf, s.format, s.k_scale, &h.cache[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * bpt]);
+    const int L = s.seqlens[b];
+    for (int j = 0; j < decode_num_blocks(L); ++j) h.block_table[size_t(b) * h.max_pages + j] = perm[next++];
+    float* rows = &h.kv_float[size_t(b) * h.max_pages * kDecodePageSize * kDimQK];
+    std::vector<int64_t> slots(L);
+    for (int t = 0; t < L; ++t) {
+      draw_token(rows + size_t(t) * kDimQK);
+      slots[t] = int64_t(h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize]) * kDecodePageSize + t % kDecodePageSize;
     }
+    if (L == 0) continue;
+    // kv_c and k_pe are column splits of the [L, 576] float rows.
+    write.kv_c = TensorView::contiguous(rows, DType::kFp32, {L, kDimLatent});
+    write.kv_c.stride[0] = kDimQK;
+    write.k_pe = TensorView::contiguous(rows + kDimLatent, DType::kFp32, {L, kDimRope});
+    write.k_pe.stride[0] = kDimQK;
+    write.slot_mapping = TensorView::contiguous(slots.data(), DType::kInt64, {L});
+    const Status st = ref::concat_and_cache_mla(write);
+    if (!st.is_ok()) throw std::runtime_error("make_decode_data: " + st.to_string());
   }
   const size_t nq = size_t(s.batch) * s.s_q * s.h_q * kDimQK;
   h.q_float.resize(nq);
