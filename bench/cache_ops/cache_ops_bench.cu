@@ -2,7 +2,9 @@
 // written by the op (the ANCHORS.md copy ceiling counts the same way: 4.19 TB/s on the H200).
 //
 //   concat_and_cache_mla               64k tokens of bf16 [kv_c | k_pe] into each format, page size 64
-//   gather_and_maybe_dequant_cache_mla 1M cached tokens of each format -> bf16 and fp32
+//   gather_and_maybe_dequant_cache_mla 1M cached tokens of each format -> bf16 and fp32 (random finite
+//                                      cache contents), next to a streaming "read N, write k N" ceiling for
+//                                      its shape and a sweep of the kernel's knobs (gather_study.h)
 //   merge_attn_states                  64k tokens x 16 heads x 128 (bf16), prefill chunk merge
 //   quantize_fp8_per_tensor            Q of 128 sequences x 128 heads x 576 (bf16 -> e4m3), x 16
 #include <cuda_runtime.h>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cache_ops/gather_study.h"
 #include "cache_ops/timing.h"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/concat_and_cache_mla.h"
@@ -32,6 +35,7 @@ constexpr KvFormat kFormats[] = {KvFormat::kBf16, KvFormat::kFp16, KvFormat::kFp
 struct Args {
   int64_t concat_tokens = 64 * 1024;
   int64_t gather_tokens = 1024 * 1024;
+  bool sweep = true;  // --sweep 0: skip the gather knob sweep
   TimingOptions timing;
 };
 
@@ -65,10 +69,15 @@ std::vector<uint16_t> random_bf16(size_t n, std::mt19937_64& rng) {
   return v;
 }
 
-void print_row(const char* op, const std::string& fmt, const std::string& what, int64_t tokens, double bytes, float ms) {
+// shape_gbs > 0: also the share of the measured streaming ceiling of the op's read/write shape.
+double print_row(const char* op, const std::string& fmt, const std::string& what, int64_t tokens, double bytes, float ms,
+                 double shape_gbs = 0) {
   const double gbs = bytes / (ms * 1e-3) / 1e9;
-  std::printf("| %-34s | %-6s | %-12s | %8lld | %9.1f | %7.0f | %5.1f %% |\n", op, fmt.c_str(), what.c_str(),
-              static_cast<long long>(tokens), ms * 1e3, gbs, 100.0 * gbs / kCopyCeilingGBs);
+  char shape[32] = "-";
+  if (shape_gbs > 0) std::snprintf(shape, sizeof shape, "%5.1f %%", 100.0 * gbs / shape_gbs);
+  std::printf("| %-34s | %-6s | %-12s | %8lld | %9.1f | %7.0f | %5.1f %% | %7s |\n", op, fmt.c_str(), what.c_str(),
+              static_cast<long long>(tokens), ms * 1e3, gbs, 100.0 * gbs / kCopyCeilingGBs, shape);
+  return gbs;
 }
 
 // Pages handed out in a random order (as a block manager would after churn); tokens fill pages in order.
@@ -106,6 +115,13 @@ Status bench_concat(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
   return Status::ok();
 }
 
+// Read/write ratio k of a gather (written bytes / read bytes, rounded to the streaming kernels' 1, 2, 4):
+// bf16/fp16 -> bf16 1, -> fp32 2; fp8 -> bf16 2, -> fp32 4; fp8_ds (656 B read) -> bf16 1.76 ~ 2, -> fp32 3.5 ~ 4.
+int shape_k(KvFormat f, DType out) {
+  const bool wide_in = f == KvFormat::kBf16 || f == KvFormat::kFp16;
+  return out == DType::kBf16 ? (wide_in ? 1 : 2) : (wide_in ? 2 : 4);
+}
+
 Status bench_gather(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
   const int64_t total = a.gather_tokens;
   const int seq_len = 4096;  // 256 sequences of 4k tokens of context for 1M tokens
@@ -120,7 +136,23 @@ Status bench_gather(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
   MLA_TRY(d_cu.upload(cu));
   MLA_TRY(cache.alloc(size_t(num_pages) * kPage * 2 * kDimQK));  // the largest format (bf16/fp16)
   MLA_TRY(dst.alloc(size_t(total) * kDimQK * 4));                  // the largest output (fp32)
+
+  // Streaming ceilings of the gather's shapes: read N, write k N, N = the tokens' cache bytes (bf16 tokens
+  // for k = 1, fp8 tokens for k = 2 and 4), same buffers, same timing.
+  MLA_TRY(fill_cache(KvFormat::kBf16, cache.p, num_pages * kPage, 7));
+  double shape_gbs[5] = {};
+  for (int k : {1, 2, 4}) {
+    const int64_t n_in = total * (k == 1 ? 2 * kDimQK : kDimQK);
+    float ms = 0;
+    MLA_TRY(time_stream(k, cache.p, dst.p, n_in, l2, a.timing, &ms));
+    const std::string what = "read N, write " + (k == 1 ? std::string("N") : std::to_string(k) + "N");
+    shape_gbs[k] = print_row("stream (shape ceiling)", "-", what, total, double(n_in) * (1 + k), ms);
+  }
+
+  struct Sweep { KvFormat f; DType out; float ms[4]; };
+  std::vector<Sweep> sweeps;
   for (KvFormat f : kFormats) {
+    MLA_TRY(fill_cache(f, cache.p, num_pages * kPage, 11 + static_cast<uint32_t>(f)));
     for (DType out : {DType::kBf16, DType::kFp32}) {
       GatherCacheMlaParams p;
       p.kv_cache = TensorView::contiguous(cache.p, kv_cache_dtype(f), {num_pages, kPage, kv_token_elems(f)});
@@ -133,9 +165,32 @@ Status bench_gather(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
       MLA_TRY(time_median_ms([&] { return cuda::gather_and_maybe_dequant_cache_mla(p, nullptr); }, l2, a.timing, &ms));
       const double bytes = double(total) * (kv_bytes_per_token(f) + kDimQK * dtype_size(out));
       print_row("gather_and_maybe_dequant_cache_mla", std::string(kv_format_name(f)),
-                "-> " + std::string(dtype_name(out)), total, bytes, ms);
+                "-> " + std::string(dtype_name(out)), total, bytes, ms, shape_gbs[shape_k(f, out)]);
+      if (!a.sweep) continue;
+      const cache::GatherKernelParams kp{
+          .cache = static_cast<const uint8_t*>(cache.p), .dst = dst.p, .block_table = static_cast<const int32_t*>(d_bt.p),
+          .cu_seq_lens = static_cast<const int32_t*>(d_cu.p), .seq_starts = nullptr, .n_rows = total, .batch = batch,
+          .max_pages = max_pages, .page_size = kPage, .num_pages = static_cast<int>(num_pages), .k_scale = p.k_scale};
+      Sweep sw{f, out, {}};
+      const bool fp32 = out == DType::kFp32;
+      MLA_TRY(time_gather_variant(f, fp32, 64, false, kp, l2, a.timing, &sw.ms[0]));
+      MLA_TRY(time_gather_variant(f, fp32, 128, false, kp, l2, a.timing, &sw.ms[1]));
+      MLA_TRY(time_gather_variant(f, fp32, 256, false, kp, l2, a.timing, &sw.ms[2]));
+      MLA_TRY(time_gather_variant(f, fp32, 128, true, kp, l2, a.timing, &sw.ms[3]));
+      sweeps.push_back(sw);
     }
   }
+  if (sweeps.empty()) return Status::ok();
+  std::printf("\ngather knobs (kernel launched directly, same data and timing; %% of the copy ceiling): read bytes in "
+              "flight per lane 64 / 128 (the op's default) / 256, and 128 with streaming stores (st.global.cs)\n\n");
+  std::printf("| format | dtypes  | 64 B   | 128 B  | 256 B  | 128 B + st.cs |\n|---|---|---|---|---|---|\n");
+  for (const Sweep& sw : sweeps) {
+    const double bytes = double(total) * (kv_bytes_per_token(sw.f) + kDimQK * dtype_size(sw.out));
+    auto pct = [&](float ms) { return 100.0 * bytes / (ms * 1e-3) / 1e9 / kCopyCeilingGBs; };
+    std::printf("| %-6s | -> %-4s | %5.1f %% | %5.1f %% | %5.1f %% | %5.1f %% |\n", std::string(kv_format_name(sw.f)).c_str(),
+                std::string(dtype_name(sw.out)).c_str(), pct(sw.ms[0]), pct(sw.ms[1]), pct(sw.ms[2]), pct(sw.ms[3]));
+  }
+  std::printf("\n");
   return Status::ok();
 }
 
@@ -190,7 +245,7 @@ Status run_all(const Args& a) {
 }
 
 int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--reps N] [--warmup N] [--concat-tokens N] [--gather-tokens N]\n", argv0);
+  std::fprintf(stderr, "usage: %s [--reps N] [--warmup N] [--concat-tokens N] [--gather-tokens N] [--sweep 0|1]\n", argv0);
   return 2;
 }
 
@@ -204,11 +259,12 @@ int cache_ops_bench_main(int argc, char** argv) {
     const std::string k = argv[i];
     if (i + 1 >= argc) return usage(argv[0]);
     const long long v = std::atoll(argv[++i]);
-    if (v <= 0) return usage(argv[0]);
+    if (v < 0 || (v == 0 && k != "--sweep")) return usage(argv[0]);
     if (k == "--reps") a.timing.reps = static_cast<int>(v);
     else if (k == "--warmup") a.timing.warmup = static_cast<int>(v);
     else if (k == "--concat-tokens") a.concat_tokens = v;
     else if (k == "--gather-tokens") a.gather_tokens = v;
+    else if (k == "--sweep") a.sweep = v != 0;
     else return usage(argv[0]);
   }
   int n = 0;
@@ -219,12 +275,14 @@ int cache_ops_bench_main(int argc, char** argv) {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::printf("bench cache_ops on %s: median of %d reps after %d warm-up, L2 flushed before each rep; "
-              "%% of the %.2f TB/s copy ceiling (ANCHORS.md), bytes = read + written\n\n",
+              "%% of the %.2f TB/s copy ceiling (ANCHORS.md), bytes = read + written; shape = %% of the "
+              "stream row of the same write/read ratio (fp8_ds: 1.76 and 3.5 against 2 and 4)\n\n",
               prop.name, a.timing.reps, a.timing.warmup, kCopyCeilingGBs / 1e3);
-  std::printf("| %-34s | %-6s | %-12s | %8s | %9s | %7s | %7s |\n", "op", "format", "dtypes", "tokens", "us", "GB/s", "ceiling");
-  std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(8, '-').c_str(),
+  std::printf("| %-34s | %-6s | %-12s | %8s | %9s | %7s | %7s | %7s |\n", "op", "format", "dtypes", "tokens", "us", "GB/s",
+              "ceiling", "shape");
+  std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(8, '-').c_str(),
               std::string(14, '-').c_str(), std::string(10, '-').c_str(), std::string(11, '-').c_str(),
-              std::string(9, '-').c_str(), std::string(9, '-').c_str());
+              std::string(9, '-').c_str(), std::string(9, '-').c_str(), std::string(9, '-').c_str());
   const mla::Status st = run_all(a);
   if (!st.is_ok()) {
     std::fprintf(stderr, "bench cache_ops: %s\n", st.to_string().c_str());

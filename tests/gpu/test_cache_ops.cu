@@ -187,6 +187,7 @@ struct GatherSpec {
   int max_len;     // lengths uniform in [0, max_len]
   bool starts;     // random seq_starts in [0, 200]
   float k_scale;
+  int row_offset;  // cu_seq_lens[0]: dst rows before it must keep the poison
 };
 
 // A cache of random bytes: every pattern is a legal bf16/fp16/e4m3 value (NaNs included); fp8_ds tile scales
@@ -279,7 +280,8 @@ Status run_gather(const GatherSpec& s, const std::string& name, CaseReport* rep)
     if (s.starts) starts[i] = static_cast<int>(rng() % 201);
   }
   if (s.batch > 0) lens[0] = s.max_len;  // at least one full-length sequence
-  const Sequences q = random_sequences(lens, starts, s.page_size, rng);
+  Sequences q = random_sequences(lens, starts, s.page_size, rng);
+  for (int32_t& c : q.cu) c += s.row_offset;
   const std::vector<uint8_t> cache = random_cache(s.format, q.num_pages * s.page_size, rng);
   DeviceBuffer d_cache;
   MLA_TRY(upload_new(&d_cache, cache));
@@ -517,13 +519,22 @@ void register_cases(std::vector<GpuCase>& cases) {
     for (DType out : {DType::kBf16, DType::kFp32}) {
       for (int ps : {16, 32, 64}) {
         for (bool starts : {false, true}) {
-          const GatherSpec s{f, out, ps, 5, ps == 32 ? 700 : 300, starts, f == KvFormat::kFp8 ? 0.1f : 1.f};
+          const GatherSpec s{f, out, ps, 5, ps == 32 ? 700 : 300, starts, f == KvFormat::kFp8 ? 0.1f : 1.f, 0};
           const std::string name = fmt_name(f) + "_" + dt_name(out) + "_p" + std::to_string(ps) + (starts ? "_starts" : "");
           cases.push_back({"gather_cache_mla", name, kExact, [s, name](CaseReport* r) { return run_gather(s, name, r); }});
         }
       }
+      // The kernel works on tiles of 32 dst rows, one row resolved per lane: many short (and empty)
+      // sequences put several sequence boundaries into every tile, and cu_seq_lens[0] = 45 starts the
+      // first sequence inside a tile whose leading rows must stay untouched.
+      const GatherSpec many{f, out, 16, 70, 23, true, f == KvFormat::kFp8 ? 0.37f : 1.f, 0};
+      const std::string mname = fmt_name(f) + "_" + dt_name(out) + "_p16_70_short_seqs";
+      cases.push_back({"gather_cache_mla", mname, kExact, [many, mname](CaseReport* r) { return run_gather(many, mname, r); }});
+      const GatherSpec offs{f, out, 64, 3, 100, false, f == KvFormat::kFp8 ? 0.1f : 1.f, 45};
+      const std::string oname = fmt_name(f) + "_" + dt_name(out) + "_p64_rows_from_45";
+      cases.push_back({"gather_cache_mla", oname, kExact, [offs, oname](CaseReport* r) { return run_gather(offs, oname, r); }});
       if (small) continue;
-      const GatherSpec big{f, out, 64, 1, 4096, true, f == KvFormat::kFp8 ? 0.1f : 1.f};
+      const GatherSpec big{f, out, 64, 1, 4096, true, f == KvFormat::kFp8 ? 0.1f : 1.f, 0};
       const std::string bname = fmt_name(f) + "_" + dt_name(out) + "_one_seq_4096_starts";
       cases.push_back({"gather_cache_mla", bname, kExact, [big, bname](CaseReport* r) { return run_gather(big, bname, r); }});
       const std::string rname = fmt_name(f) + "_" + dt_name(out) + "_8x512_scale0.1";

@@ -39,7 +39,7 @@ Status gather_and_maybe_dequant_cache_mla(const GatherCacheMlaParams& p);  // ho
 }  // namespace ref
 
 namespace cuda {
-// Device pointers; one warp per dst row; no allocation, no host sync (graph-capturable).
+// Device pointers; one warp per 32 dst rows; no allocation, no host sync (graph-capturable).
 Status gather_and_maybe_dequant_cache_mla(const GatherCacheMlaParams& p, Stream stream);
 }  // namespace cuda
 

@@ -1,6 +1,8 @@
 // Launcher of gather_and_maybe_dequant_cache_mla: validate on the host, pick the (format, out dtype) kernel.
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "mla/core/cuda_check.h"
 #include "mla/ops/gather_cache_mla.h"
 #include "ops/cuda/cache/gather_cache_mla_kernel.cuh"
@@ -10,9 +12,7 @@ namespace {
 
 template <KvFormat F, class Out>
 Status launch(const cache::GatherKernelParams& kp, Stream stream) {
-  constexpr int64_t kRowsPerBlock = cache::kWarpsPerBlock * cache::kGatherRowsPerWarp;
-  const int64_t blocks = (kp.n_rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  cache::gather_cache_mla_kernel<F, Out><<<static_cast<unsigned>(blocks), cache::kWarpsPerBlock * 32, 0, stream>>>(kp);
+  cache::gather_cache_mla_kernel<F, Out><<<cache::gather_blocks(kp.n_rows), cache::kWarpsPerBlock * 32, 0, stream>>>(kp);
   MLA_CUDA_TRY_LAUNCH("gather_and_maybe_dequant_cache_mla");
   return Status::ok();
 }
@@ -33,6 +33,10 @@ Status dispatch_format(const cache::GatherKernelParams& kp, KvFormat f, Stream s
 Status gather_and_maybe_dequant_cache_mla(const GatherCacheMlaParams& p, Stream stream) {
   MLA_TRY(validate_gather_cache_mla(p));
   if (p.dst.shape[0] == 0 || p.block_table.shape[0] == 0) return Status::ok();
+  // The kernel passes cache slots between lanes as int32 (one shuffle per step); a cache of 2^31 slots
+  // (>= 1.2 TB at 576 B a token) cannot exist on one GPU, but say so rather than wrap.
+  if (p.kv_cache.shape[0] * p.kv_cache.shape[1] > INT32_MAX)
+    return Status::unsupported("gather_and_maybe_dequant_cache_mla", "kv_cache holds 2^31 or more token slots: " + p.kv_cache.str());
   const cache::GatherKernelParams kp{
       .cache = p.kv_cache.ptr<const uint8_t>(),
       .dst = p.dst.data,

@@ -38,6 +38,29 @@ __device__ __forceinline__ void store_bytes(void* dst, const void* src) {
   }
 }
 
+// N bytes (4, 8 or 16) as N / 4 little-endian words, loaded from N-aligned global memory by one read-only
+// vector load (the gather loads exactly the input behind one 16-byte output store: 16, 8 or 4 bytes).
+template <int N>
+struct Words {
+  uint32_t w[N / 4];
+};
+
+template <int N>
+__device__ __forceinline__ Words<N> ldg_words(const void* src) {
+  Words<N> r;
+  if constexpr (N == 16) {
+    const uint4 t = __ldg(static_cast<const uint4*>(src));
+    r.w[0] = t.x, r.w[1] = t.y, r.w[2] = t.z, r.w[3] = t.w;
+  } else if constexpr (N == 8) {
+    const uint2 t = __ldg(static_cast<const uint2*>(src));
+    r.w[0] = t.x, r.w[1] = t.y;
+  } else {
+    static_assert(N == 4, "4, 8 or 16 bytes");
+    r.w[0] = __ldg(static_cast<const unsigned*>(src));
+  }
+  return r;
+}
+
 template <class R>
 __device__ __forceinline__ Pack8<R> load8(const R* src) {
   Pack8<R> p;
