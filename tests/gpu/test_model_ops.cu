@@ -1,6 +1,7 @@
 // The model's small CUDA ops and the cuBLASLt GEMM against the CPU backend's math (src/model/cpu_kernels.h,
 // model::apply_rope_interleaved) on the same bf16-rounded inputs: embedding, rmsnorm, add_rmsnorm, rope_mla,
-// silu_mul, gather/scatter rows, moe_routing, moe_combine, dense and head-batched GEMMs. Fresh random data
+// silu_mul, gather/scatter rows, moe_routing, moe_align, moe_combine, dense, head-batched and grouped (MoE)
+// GEMMs (moe_align and grouped_gemm against their references in src/ops/ref). Fresh random data
 // per run, NaN-poisoned outputs (every element must be written, untouched columns must keep their values),
 // guard regions around every buffer.
 #include <cuda_runtime.h>
@@ -9,6 +10,9 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <random>
+#include <tuple>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,8 @@
 #include "mla/model/rope.h"
 #include "mla/ops/embedding.h"
 #include "mla/ops/gather_rows.h"
+#include "mla/ops/grouped_gemm.h"
+#include "mla/ops/moe_align.h"
 #include "mla/ops/moe_combine.h"
 #include "mla/ops/moe_routing.h"
 #include "mla/ops/prefill_attention.h"
@@ -431,6 +437,162 @@ Status run_gemm(const GemmSpec& s, CaseReport* rep) {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// moe_align and grouped_gemm
+
+// k distinct experts per token, uniformly.
+std::vector<int32_t> random_topk(int64_t t, int64_t k, int64_t E, std::mt19937_64& rng) {
+  std::vector<int32_t> ids, all(static_cast<size_t>(E));
+  for (int64_t i = 0; i < t; ++i) {
+    std::iota(all.begin(), all.end(), 0);
+    for (int64_t j = 0; j < k; ++j) {
+      std::swap(all[size_t(j)], all[size_t(j + int64_t(rng() % uint64_t(E - j)))]);
+      ids.push_back(all[size_t(j)]);
+    }
+  }
+  return ids;
+}
+
+// k = 1: expert e gets exactly counts[e] tokens, the tokens in random order (so the sort moves them).
+std::vector<int32_t> ids_from_counts(const std::vector<int>& counts, std::mt19937_64& rng) {
+  std::vector<int32_t> ids;
+  for (size_t e = 0; e < counts.size(); ++e) ids.insert(ids.end(), size_t(counts[e]), int32_t(e));
+  std::shuffle(ids.begin(), ids.end(), rng);
+  return ids;
+}
+
+struct AlignHost {
+  std::vector<int32_t> offsets, perm, src, tiles, error;
+};
+
+MoeAlignParams align_params(const int32_t* ids, int64_t t, int64_t k, int E, int bm, void* off, void* perm, void* src,
+                            void* tiles, void* err) {
+  const int64_t n = t * k;
+  return {.topk_ids = TensorView::contiguous(ids, DType::kInt32, {t, k}),
+          .num_experts = E,
+          .block_m = bm,
+          .expert_offsets = TensorView::contiguous(off, DType::kInt32, {E + 1}),
+          .perm = TensorView::contiguous(perm, DType::kInt32, {n}),
+          .src = TensorView::contiguous(src, DType::kInt32, {t, k}),
+          .tiles = TensorView::contiguous(tiles, DType::kInt32, {moe_align_max_tiles(n, E, bm), 2}),
+          .error = TensorView::contiguous(err, DType::kInt32, {1})};
+}
+
+Status host_align(const std::vector<int32_t>& ids, int64_t t, int64_t k, int E, int bm, AlignHost* h) {
+  const int64_t n = t * k;
+  h->offsets.assign(size_t(E + 1), 0x5A5A5A5A), h->perm.assign(size_t(n), 0x5A5A5A5A);
+  h->src.assign(size_t(n), 0x5A5A5A5A), h->tiles.assign(size_t(2 * moe_align_max_tiles(n, E, bm)), 0x5A5A5A5A);
+  h->error.assign(1, 0);
+  return ref::moe_align(align_params(ids.data(), t, k, E, bm, h->offsets.data(), h->perm.data(), h->src.data(),
+                                     h->tiles.data(), h->error.data()));
+}
+
+std::vector<float> as_float(const std::vector<int32_t>& v) { return std::vector<float>(v.begin(), v.end()); }
+
+// ids: [t, k]; `corrupt` plants out-of-range ids and repeats within a token (the error path).
+Status run_moe_align(int64_t t, int64_t k, int E, int bm, int skew, bool corrupt, CaseReport* rep) {
+  auto rng = case_rng("moe_align" + std::to_string(t) + "_" + std::to_string(E) + std::to_string(skew) + std::to_string(corrupt));
+  std::vector<int32_t> ids = random_topk(t, k, E, rng);
+  if (skew > 0)  // every token on the same k experts (rotated per token: the order within a token differs)
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < k; ++j) ids[size_t(i * k + j)] = int32_t((j + i) % k) * skew % E;
+  if (corrupt)
+    for (int64_t i = 0; i < t; i += 7) {
+      ids[size_t(i * k + int64_t(rng() % uint64_t(k)))] = (i / 7) % 3 == 0 ? E : (i / 7) % 3 == 1 ? -5 : 1 << 30;
+      if (k > 1 && i % 2 == 0) ids[size_t(i * k + k - 1)] = ids[size_t(i * k)];  // a repeat
+    }
+  AlignHost h;
+  MLA_TRY(host_align(ids, t, k, E, bm, &h));
+  if (corrupt != (h.error[0] == 1)) return Status::internal("moe_align test", "reference error flag wrong");
+  const int64_t n = t * k, max_tiles = moe_align_max_tiles(n, E, bm);
+  DeviceBuffer d_ids, d_off, d_perm, d_src, d_tiles, d_err;
+  MLA_TRY(to_device(ids, &d_ids));
+  for (auto [b, bytes] : {std::pair{&d_off, size_t(E + 1) * 4}, {&d_perm, size_t(n) * 4}, {&d_src, size_t(n) * 4},
+                          {&d_tiles, size_t(max_tiles) * 8}}) {
+    MLA_TRY(b->alloc(bytes));
+    MLA_TRY(b->fill(0x5A));  // not 0xFF: -1 is a value the op writes
+  }
+  MLA_TRY(d_err.alloc(4));
+  MLA_TRY(d_err.fill(0));
+  MLA_TRY(cuda::moe_align(align_params(d_ids.as<int32_t>(), t, k, E, bm, d_off.data(), d_perm.data(), d_src.data(),
+                                       d_tiles.data(), d_err.data()), nullptr));
+  std::vector<float> got;
+  for (auto [name, d, want] : {std::tuple{"offsets", &d_off, &h.offsets}, {"perm", &d_perm, &h.perm},
+                               {"src", &d_src, &h.src}, {"tiles", &d_tiles, &h.tiles}, {"error", &d_err, &h.error}}) {
+    MLA_TRY(from_device(*d, DType::kInt32, want->size(), &got));
+    rep->add(name, compare_f(got, as_float(*want)));
+    MLA_TRY(d->check_guards(name));
+  }
+  int64_t used = 0;
+  while (used < max_tiles && h.tiles[size_t(2 * used)] >= 0) ++used;
+  rep->note = std::to_string(h.offsets[size_t(E)]) + " valid rows, " + std::to_string(used) + " of " +
+              std::to_string(max_tiles) + " tiles";
+  return Status::ok();
+}
+
+struct GroupedSpec {
+  int64_t E, N, K;
+  GroupedEpilogue epi;
+  int bm;
+  bool gather;               // A rows through a_rows (the activations [t, K]) instead of sorted rows [n, K]
+  int64_t lda_pad, ldo_pad;  // extra row stride
+};
+
+Status run_grouped(const GroupedSpec& s, int64_t t, int64_t k, const std::vector<int32_t>& ids, CaseReport* rep) {
+  auto rng = case_rng("grouped" + std::to_string(s.N) + "_" + std::to_string(s.K) + "_" + std::to_string(s.bm) + "_" +
+                      std::to_string(t) + std::to_string(int(s.epi)));
+  const int64_t n = t * k, E = s.E;
+  AlignHost h;
+  MLA_TRY(host_align(ids, t, k, int(E), s.bm, &h));
+  const bool silu = s.epi == GroupedEpilogue::kSiluMul;
+  const int64_t n_out = silu ? s.N / 2 : s.N, m_a = s.gather ? t : n;
+  const int64_t lda = s.K + s.lda_pad, ldo = n_out + s.ldo_pad;
+  const HostArray a = HostArray::randn(DType::kBf16, rng, size_t(m_a * lda));
+  // |out| stays below ~6 (A ~ N(0, 1), W ~ N(0, 0.25 / K)): the tolerance below counts bf16 ulps at that size.
+  const HostArray w = HostArray::randn(DType::kBf16, rng, size_t(E * s.N * s.K), 0.5f / std::sqrt(float(s.K)));
+  DeviceBuffer d_a, d_w, d_off, d_tiles, d_perm, d_out;
+  MLA_TRY(to_device(a, &d_a));
+  MLA_TRY(to_device(w, &d_w));
+  MLA_TRY(to_device(h.offsets, &d_off));
+  MLA_TRY(to_device(h.tiles, &d_tiles));
+  MLA_TRY(to_device(h.perm, &d_perm));
+  MLA_TRY(d_out.alloc(size_t(n * ldo) * 2));  // NaN-poisoned: rows and columns the op must not write stay NaN
+  auto bind = [&](const void* ap, const void* wp, const void* offp, const void* tilep, const void* permp, void* outp) {
+    GroupedGemmParams p;
+    p.a = TensorView::contiguous(ap, DType::kBf16, {m_a, s.K});
+    p.a.stride[0] = lda;
+    if (s.gather) p.a_rows = TensorView::contiguous(permp, DType::kInt32, {n});
+    p.w = TensorView::contiguous(wp, DType::kBf16, {E, s.N, s.K});
+    p.expert_offsets = TensorView::contiguous(offp, DType::kInt32, {E + 1});
+    p.tiles = TensorView::contiguous(tilep, DType::kInt32, {int64_t(h.tiles.size() / 2), 2});
+    p.block_m = s.bm;
+    p.epilogue = s.epi;
+    p.out = TensorView::contiguous(outp, DType::kBf16, {n, n_out});
+    p.out.stride[0] = ldo;
+    return p;
+  };
+  MLA_TRY(cuda::grouped_gemm(bind(d_a.data(), d_w.data(), d_off.data(), d_tiles.data(), d_perm.data(), d_out.data()), nullptr));
+  std::vector<float> got;
+  MLA_TRY(from_device(d_out, DType::kBf16, size_t(n * ldo), &got));
+  std::vector<uint16_t> ref_out(size_t(n * ldo), 0xFFFF);  // the device's poison where nothing is written
+  MLA_TRY(ref::grouped_gemm(bind(a.raw.data(), w.raw.data(), h.offsets.data(), h.tiles.data(), h.perm.data(), ref_out.data())));
+  std::vector<float> want(ref_out.size());
+  for (size_t i = 0; i < ref_out.size(); ++i) want[i] = bf16_to_float(ref_out[i]);
+  rep->add("out", compare_f(got, want));
+  MLA_TRY(d_out.check_guards("out"));
+  int lo = 1 << 30, hi = 0, empty = 0;
+  for (int64_t e = 0; e < E; ++e) {
+    const int m = h.offsets[size_t(e + 1)] - h.offsets[size_t(e)];
+    lo = std::min(lo, m), hi = std::max(hi, m), empty += m == 0;
+  }
+  rep->note = "rows per expert " + std::to_string(lo) + ".." + std::to_string(hi) + ", " + std::to_string(empty) + " empty";
+  return Status::ok();
+}
+
+// Both sides sum fp32 products in different orders and round to bf16 (one ulp apart at worst, 2^-8 relative);
+// kSiluMul rounds g and u first, so a flip there adds one more ulp of |out| < ~6: max_abs <= 2 · 2^-8 · 8.
+constexpr Tolerance kGrouped{3e-3, 6e-2, "fp32 sums in another order, bf16 g/u and out roundings (<= 2 ulps), |out| < ~6"};
+
+// ---------------------------------------------------------------------------------------------------
 // prefill_attention: the backend's layout (k_nope and v interleaved per head in the kv_b_proj output,
 // k_pe inside 576-wide latent rows), several sequences with cached prefixes, against ref::prefill_attention.
 
@@ -533,6 +695,51 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   cases.push_back({"moe_routing", "lite_E64_k6_greedy", kRouting, [](CaseReport* r) { return run_routing({64, 6, false, 1, 1, false, 1.f}, 300, r); }});
   cases.push_back({"moe_routing", "v2_E160_k6_group8_3_scale16", kRouting, [](CaseReport* r) { return run_routing({160, 6, true, 8, 3, false, 16.f}, 300, r); }});
   cases.push_back({"moe_routing", "E256_k8_group8_4_norm", kRouting, [](CaseReport* r) { return run_routing({256, 8, true, 8, 4, true, 2.5f}, 300, r); }});
+
+  cases.push_back({"moe_align", "t1_k6_E64_bm16", kExact, [](CaseReport* r) { return run_moe_align(1, 6, 64, 16, 0, false, r); }});
+  cases.push_back({"moe_align", "t64_k6_E64_bm16", kExact, [](CaseReport* r) { return run_moe_align(64, 6, 64, 16, 0, false, r); }});
+  cases.push_back({"moe_align", "t256_k6_E64_bm64", kExact, [](CaseReport* r) { return run_moe_align(256, 6, 64, 64, 0, false, r); }});
+  cases.push_back({"moe_align", "t3001_k6_E64_bm128_chunks", kExact, [](CaseReport* r) { return run_moe_align(3001, 6, 64, 128, 0, false, r); }});
+  cases.push_back({"moe_align", "t1500_k8_E256_bm128_skewed", kExact, [](CaseReport* r) { return run_moe_align(1500, 8, 256, 128, 5, false, r); }});
+  cases.push_back({"moe_align", "t700_k6_E64_bm64_invalid_ids", kExact, [](CaseReport* r) { return run_moe_align(700, 6, 64, 64, 0, true, r); }});
+  cases.push_back({"moe_align", "t9_k1_E3_bm16", kExact, [](CaseReport* r) { return run_moe_align(9, 1, 3, 16, 0, false, r); }});
+
+  cases.push_back({"grouped_gemm", "bm16_t1_k6_E8_gate_up_2816x2048_silu_gather", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids1");
+                     return run_grouped({8, 2816, 2048, GroupedEpilogue::kSiluMul, 16, true, 0, 0}, 1, 6, random_topk(1, 6, 8, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm16_t64_k6_E16_down_2048x1408_multi_tile", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids2");
+                     return run_grouped({16, 2048, 1408, GroupedEpilogue::kStore, 16, false, 0, 0}, 64, 6, random_topk(64, 6, 16, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm16_edge_counts_tiny_128x64_silu_gather", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids3");
+                     return run_grouped({8, 128, 64, GroupedEpilogue::kSiluMul, 16, true, 8, 0}, 84, 1,
+                                        ids_from_counts({0, 1, 15, 16, 17, 33, 0, 2}, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm16_tiny_down_128x64_strided", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids4");
+                     return run_grouped({8, 128, 64, GroupedEpilogue::kStore, 16, false, 16, 8}, 40, 3, random_topk(40, 3, 8, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm64_edge_counts_N200_K136_store_gather_strided", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids5");
+                     return run_grouped({8, 200, 136, GroupedEpilogue::kStore, 64, true, 8, 24}, 330, 1,
+                                        ids_from_counts({0, 1, 63, 64, 65, 0, 130, 7}, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm64_edge_counts_N208_K72_silu", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids6");
+                     return run_grouped({8, 208, 72, GroupedEpilogue::kSiluMul, 64, false, 0, 8}, 330, 1,
+                                        ids_from_counts({0, 1, 63, 64, 65, 0, 130, 7}, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm64_t256_k6_E64_N384_K256_silu_gather", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids7");
+                     return run_grouped({64, 384, 256, GroupedEpilogue::kSiluMul, 64, true, 0, 0}, 256, 6, random_topk(256, 6, 64, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm128_all_rows_one_expert_N256_K512_silu", kGrouped, [](CaseReport* r) {
+                     std::vector<int> counts(16, 0);
+                     counts[5] = 300;
+                     auto rng = case_rng("gg_ids8");
+                     return run_grouped({16, 256, 512, GroupedEpilogue::kSiluMul, 128, true, 0, 0}, 300, 1, ids_from_counts(counts, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm128_t600_k6_E64_N392_K200_store", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids9");
+                     return run_grouped({64, 392, 200, GroupedEpilogue::kStore, 128, true, 0, 8}, 600, 6, random_topk(600, 6, 64, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm128_edge_counts_N2048_K1408_store", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids10");
+                     return run_grouped({6, 2048, 1408, GroupedEpilogue::kStore, 128, false, 0, 0}, 520, 1,
+                                        ids_from_counts({127, 0, 1, 128, 129, 135}, rng), r); }});
 
   cases.push_back({"moe_combine", "t21_k6_h2048_shared", kBf16Out, [](CaseReport* r) { return run_combine(21, 6, 2048, true, r); }});
   cases.push_back({"moe_combine", "t4_k3_h128_no_shared", kBf16Out, [](CaseReport* r) { return run_combine(4, 3, 128, false, r); }});
