@@ -149,7 +149,7 @@ Status bench_gather(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
     shape_gbs[k] = print_row("stream (shape ceiling)", "-", what, total, double(n_in) * (1 + k), ms);
   }
 
-  struct Sweep { KvFormat f; DType out; float ms[5]; };
+  struct Sweep { KvFormat f; DType out; float ms[4]; };
   std::vector<Sweep> sweeps;
   for (KvFormat f : kFormats) {
     MLA_TRY(fill_cache(f, cache.p, num_pages * kPage, 11 + static_cast<uint32_t>(f)));
@@ -173,27 +173,22 @@ Status bench_gather(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
           .max_pages = max_pages, .page_size = kPage, .num_pages = static_cast<int>(num_pages), .k_scale = p.k_scale};
       Sweep sw{f, out, {}};
       const bool fp32 = out == DType::kFp32;
-      MLA_TRY(time_gather_variant(f, fp32, 64, false, false, kp, l2, a.timing, &sw.ms[0]));
-      MLA_TRY(time_gather_variant(f, fp32, 128, false, false, kp, l2, a.timing, &sw.ms[1]));
-      MLA_TRY(time_gather_variant(f, fp32, 256, false, false, kp, l2, a.timing, &sw.ms[2]));
-      MLA_TRY(time_gather_variant(f, fp32, 128, true, false, kp, l2, a.timing, &sw.ms[3]));
-      if (f == KvFormat::kFp8Ds) MLA_TRY(time_gather_variant(f, fp32, 128, false, true, kp, l2, a.timing, &sw.ms[4]));
+      MLA_TRY(time_gather_variant(f, fp32, 64, false, kp, l2, a.timing, &sw.ms[0]));
+      MLA_TRY(time_gather_variant(f, fp32, 128, false, kp, l2, a.timing, &sw.ms[1]));
+      MLA_TRY(time_gather_variant(f, fp32, 256, false, kp, l2, a.timing, &sw.ms[2]));
+      MLA_TRY(time_gather_variant(f, fp32, 128, true, kp, l2, a.timing, &sw.ms[3]));
       sweeps.push_back(sw);
     }
   }
   if (sweeps.empty()) return Status::ok();
   std::printf("\ngather knobs (kernel launched directly, same data and timing; %% of the copy ceiling): read bytes in "
-              "flight per lane 64 / 128 (the op's default) / 256, 128 with streaming stores (st.global.cs), and for fp8_ds "
-              "128 with one scale load per step (the previous fp8_ds kernel) instead of a 16-byte load per row + shuffles\n\n");
-  std::printf("| format | dtypes  | 64 B   | 128 B  | 256 B  | 128 B + st.cs | fp8_ds step scale loads |\n"
-              "|---|---|---|---|---|---|---|\n");
+              "flight per lane 64 / 128 (the op's default) / 256, and 128 with streaming stores (st.global.cs)\n\n");
+  std::printf("| format | dtypes  | 64 B   | 128 B  | 256 B  | 128 B + st.cs |\n|---|---|---|---|---|---|\n");
   for (const Sweep& sw : sweeps) {
     const double bytes = double(total) * (kv_bytes_per_token(sw.f) + kDimQK * dtype_size(sw.out));
     auto pct = [&](float ms) { return 100.0 * bytes / (ms * 1e-3) / 1e9 / kCopyCeilingGBs; };
-    char ssl[16] = "-";
-    if (sw.f == KvFormat::kFp8Ds) std::snprintf(ssl, sizeof ssl, "%5.1f %%", pct(sw.ms[4]));
-    std::printf("| %-6s | -> %-4s | %5.1f %% | %5.1f %% | %5.1f %% | %5.1f %% | %s |\n", std::string(kv_format_name(sw.f)).c_str(),
-                std::string(dtype_name(sw.out)).c_str(), pct(sw.ms[0]), pct(sw.ms[1]), pct(sw.ms[2]), pct(sw.ms[3]), ssl);
+    std::printf("| %-6s | -> %-4s | %5.1f %% | %5.1f %% | %5.1f %% | %5.1f %% |\n", std::string(kv_format_name(sw.f)).c_str(),
+                std::string(dtype_name(sw.out)).c_str(), pct(sw.ms[0]), pct(sw.ms[1]), pct(sw.ms[2]), pct(sw.ms[3]));
   }
   std::printf("\n");
   return Status::ok();

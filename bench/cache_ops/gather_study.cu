@@ -68,19 +68,15 @@ __global__ void __launch_bounds__(256) stream_kernel(const uint4* __restrict__ i
   }
 }
 
-template <KvFormat F, class Out, int T, bool S, bool L = false>
+template <KvFormat F, class Out, int T, bool S>
 Status launch_variant(const cache::GatherKernelParams& kp) {
-  cache::gather_cache_mla_kernel<F, Out, T, S, L><<<cache::gather_blocks(kp.n_rows), cache::kWarpsPerBlock * 32>>>(kp);
+  cache::gather_cache_mla_kernel<F, Out, T, S><<<cache::gather_blocks(kp.n_rows), cache::kWarpsPerBlock * 32>>>(kp);
   MLA_CUDA_TRY_LAUNCH("bench gather variant");
   return Status::ok();
 }
 
 template <KvFormat F, class Out>
-Status launch_knobs(int target, bool stream, bool step_scale_loads, const cache::GatherKernelParams& kp) {
-  if constexpr (F == KvFormat::kFp8Ds) {
-    if (step_scale_loads) return launch_variant<F, Out, 128, false, true>(kp);
-  }
-  if (step_scale_loads) return Status::invalid("bench", "step scale loads exist for fp8_ds only");
+Status launch_knobs(int target, bool stream, const cache::GatherKernelParams& kp) {
   if (stream) return launch_variant<F, Out, 128, true>(kp);
   if (target == 64) return launch_variant<F, Out, 64, false>(kp);
   if (target == 256) return launch_variant<F, Out, 256, false>(kp);
@@ -88,12 +84,12 @@ Status launch_knobs(int target, bool stream, bool step_scale_loads, const cache:
 }
 
 template <class Out>
-Status launch_format(KvFormat f, int target, bool stream, bool ssl, const cache::GatherKernelParams& kp) {
+Status launch_format(KvFormat f, int target, bool stream, const cache::GatherKernelParams& kp) {
   switch (f) {
-    case KvFormat::kBf16: return launch_knobs<KvFormat::kBf16, Out>(target, stream, ssl, kp);
-    case KvFormat::kFp16: return launch_knobs<KvFormat::kFp16, Out>(target, stream, ssl, kp);
-    case KvFormat::kFp8: return launch_knobs<KvFormat::kFp8, Out>(target, stream, ssl, kp);
-    case KvFormat::kFp8Ds: return launch_knobs<KvFormat::kFp8Ds, Out>(target, stream, ssl, kp);
+    case KvFormat::kBf16: return launch_knobs<KvFormat::kBf16, Out>(target, stream, kp);
+    case KvFormat::kFp16: return launch_knobs<KvFormat::kFp16, Out>(target, stream, kp);
+    case KvFormat::kFp8: return launch_knobs<KvFormat::kFp8, Out>(target, stream, kp);
+    case KvFormat::kFp8Ds: return launch_knobs<KvFormat::kFp8Ds, Out>(target, stream, kp);
   }
   return Status::internal("bench", "unknown format");
 }
@@ -126,12 +122,12 @@ Status time_stream(int k, const void* in, void* out, int64_t n_in_bytes, const L
       l2, t, ms);
 }
 
-Status time_gather_variant(KvFormat f, bool fp32_out, int target_bytes, bool stream_stores, bool step_scale_loads,
+Status time_gather_variant(KvFormat f, bool fp32_out, int target_bytes, bool stream_stores,
                            const cache::GatherKernelParams& kp, const L2Flusher& l2, const TimingOptions& t, float* ms) {
   return time_median_ms(
       [&]() {
-        return fp32_out ? launch_format<cache::Fp32>(f, target_bytes, stream_stores, step_scale_loads, kp)
-                        : launch_format<cache::Bf16>(f, target_bytes, stream_stores, step_scale_loads, kp);
+        return fp32_out ? launch_format<cache::Fp32>(f, target_bytes, stream_stores, kp)
+                        : launch_format<cache::Bf16>(f, target_bytes, stream_stores, kp);
       },
       l2, t, ms);
 }

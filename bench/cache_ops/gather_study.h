@@ -23,9 +23,8 @@ Status time_stream(int k, const void* in, void* out, int64_t n_in_bytes, const L
                    float* ms);
 
 // Median time of the gather kernel with explicit knobs: target read bytes in flight per lane (64, 128 or
-// 256), streaming stores, and (fp8_ds only) one scale load per step instead of per-row loads + shuffles.
-// Valid (format, Out) as the op; kp as the launcher builds it.
-Status time_gather_variant(KvFormat f, bool fp32_out, int target_bytes, bool stream_stores, bool step_scale_loads,
+// 256) and streaming stores. Valid (format, Out) as the op; kp as the launcher builds it.
+Status time_gather_variant(KvFormat f, bool fp32_out, int target_bytes, bool stream_stores,
                            const cache::GatherKernelParams& kp, const L2Flusher& l2, const TimingOptions& t, float* ms);
 
 }  // namespace mla::bench

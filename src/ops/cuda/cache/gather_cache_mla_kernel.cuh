@@ -56,15 +56,9 @@ __device__ __forceinline__ uint4 pack16(const typename Out::raw (&y)[V]) {
   return t;
 }
 
-// Where an e4m3 step's scale comes from: the argument (fp8: k_scale; fp8_ds: the tile scale the walker
-// got by shuffle from the lane that loaded its row's four scales), or one 4-byte load per step from the
-// token's scale array (fp8_ds; kept as a bench variant).
-enum class ScaleSrc { kArg, kTileShuffled, kTileLoaded };
-
 // 16-bit stored values (bf16 / fp16 type In) of columns [B, E), the first at byte kSrc of the token.
 template <class In, class Out, int B, int E, int kSrc>
 struct Seg16 {
-  static constexpr ScaleSrc kScaleSrc = ScaleSrc::kArg;  // unused: no scale
   static constexpr int kBegin = B, kCols = E - B, kV = kValsPerStore<Out>, kLoadBytes = 2 * kV;
   Words<kLoadBytes> raw;
   __device__ __forceinline__ void load(const uint8_t* tok, int col, float) { raw = ldg_words<kLoadBytes>(tok + kSrc + 2 * (col - B)); }
@@ -77,22 +71,19 @@ struct Seg16 {
 };
 
 // e4m3 codes of columns [B, E), code c at byte c of the token, scaled by k_scale (fp8) or by the fp32 tile
-// scale stored at byte kScalesOffset + 4 (c / 128) (fp8_ds).
-template <class Out, int B, int E, ScaleSrc S>
+// scale stored at kScales + 4 (c / 128) (fp8_ds).
+template <class Out, int B, int E, int kScales>
 struct SegE4m3 {
-  static constexpr ScaleSrc kScaleSrc = S;
-  static constexpr int kBegin = B, kCols = E - B, kV = kValsPerStore<Out>;
-  // A per-step tile scale costs a register either way (loaded or shuffled): count it, so both variants keep
-  // the same number of steps in flight (and the same register budget).
-  static constexpr int kLoadBytes = kV + (S == ScaleSrc::kArg ? 0 : 4);
+  static constexpr bool kTileScales = kScales >= 0;
+  static constexpr int kBegin = B, kCols = E - B, kV = kValsPerStore<Out>, kLoadBytes = kV + (kTileScales ? 4 : 0);
   Words<kV> raw;
   float scale;
-  __device__ __forceinline__ void load(const uint8_t* tok, int col, float scale_arg) {
+  __device__ __forceinline__ void load(const uint8_t* tok, int col, float k_scale) {
     raw = ldg_words<kV>(tok + col);
-    if constexpr (S == ScaleSrc::kTileLoaded)
-      scale = __ldg(reinterpret_cast<const float*>(tok + Fp8DsLayout::kScalesOffset) + col / Fp8DsLayout::kTileSize);
+    if constexpr (kTileScales)
+      scale = __ldg(reinterpret_cast<const float*>(tok + kScales) + col / Fp8DsLayout::kTileSize);
     else
-      scale = scale_arg;
+      scale = k_scale;
   }
   __device__ __forceinline__ uint4 decode() const {
     typename Out::raw y[kV];
@@ -106,43 +97,20 @@ struct SegE4m3 {
 template <class... S>
 struct SegList {};
 
-template <KvFormat F, class Out, bool kStepScaleLoads>
+template <KvFormat F, class Out>
 struct GatherSegments;
-template <class Out, bool X>
-struct GatherSegments<KvFormat::kBf16, Out, X> { using type = SegList<Seg16<Bf16, Out, 0, kDimQK, 0>>; };
-template <class Out, bool X>
-struct GatherSegments<KvFormat::kFp16, Out, X> { using type = SegList<Seg16<Fp16, Out, 0, kDimQK, 0>>; };
-template <class Out, bool X>
-struct GatherSegments<KvFormat::kFp8, Out, X> { using type = SegList<SegE4m3<Out, 0, kDimQK, ScaleSrc::kArg>>; };
-template <class Out, bool kStepScaleLoads>
-struct GatherSegments<KvFormat::kFp8Ds, Out, kStepScaleLoads> {
+template <class Out>
+struct GatherSegments<KvFormat::kBf16, Out> { using type = SegList<Seg16<Bf16, Out, 0, kDimQK, 0>>; };
+template <class Out>
+struct GatherSegments<KvFormat::kFp16, Out> { using type = SegList<Seg16<Fp16, Out, 0, kDimQK, 0>>; };
+template <class Out>
+struct GatherSegments<KvFormat::kFp8, Out> { using type = SegList<SegE4m3<Out, 0, kDimQK, -1>>; };
+template <class Out>
+struct GatherSegments<KvFormat::kFp8Ds, Out> {
   using L = Fp8DsLayout;
-  static constexpr ScaleSrc kSrc = kStepScaleLoads ? ScaleSrc::kTileLoaded : ScaleSrc::kTileShuffled;
-  using type = SegList<SegE4m3<Out, 0, kDimLatent, kSrc>, Seg16<Bf16, Out, kDimLatent, kDimQK, L::kRopeOffset>>;
+  static_assert(L::kTileSize % kValsPerStore<Out> == 0, "a step never straddles two tiles' scales");
+  using type = SegList<SegE4m3<Out, 0, kDimLatent, L::kScalesOffset>, Seg16<Bf16, Out, kDimLatent, kDimQK, L::kRopeOffset>>;
 };
-
-__device__ __forceinline__ float pick(const float4& s, int i) { return i == 0 ? s.x : i == 1 ? s.y : i == 2 ? s.z : s.w; }
-
-// The scale of this lane's values at step `step` of segment Seg. For shuffled tile scales: a step covers
-// 32 kV values of one row r (kCols is a multiple of 32 kV), i.e. one tile (fp32 out) or two (bf16 out,
-// lanes 0-15 and 16-31); lane r holds row r's four scales in my_scales. Every lane executes the shuffles.
-template <class Seg>
-__device__ __forceinline__ float step_scale(int step, int lane, float k_scale, const float4& my_scales) {
-  if constexpr (Seg::kScaleSrc != ScaleSrc::kTileShuffled) {
-    return k_scale;
-  } else {
-    constexpr int kTile = Fp8DsLayout::kTileSize, kStepVals = 32 * Seg::kV;
-    static_assert(Seg::kCols % kStepVals == 0 && (kStepVals == kTile || kStepVals == 2 * kTile));
-    const int e0 = step * kStepVals, r = e0 / Seg::kCols, t0 = (e0 % Seg::kCols) / kTile;
-    const float a = __shfl_sync(kFullMask, pick(my_scales, t0), r);
-    if constexpr (kStepVals == kTile) {
-      return a;
-    } else {
-      const float b = __shfl_sync(kFullMask, pick(my_scales, t0 + 1), r);
-      return lane * Seg::kV >= kTile ? b : a;
-    }
-  }
-}
 
 // Steps per lane of one segment over a tile, and the loads each lane issues before its first store: the
 // largest divisor of the step count that keeps about kTargetBytes of reads per lane in flight.
@@ -187,8 +155,8 @@ __device__ __forceinline__ int32_t resolve_row(const GatherKernelParams& p, int6
 // bit r set when row r of the tile has a token (my_slot of lane r >= 0). Everything that the stores need is
 // recomputed from the step index rather than kept live across the loads (registers are occupancy here).
 template <class Seg, class Out, int kTokenBytes, int kUnroll, bool kStream>
-__device__ __forceinline__ void gather_segment(const uint8_t* __restrict__ cache, int32_t my_slot, const float4& my_scales,
-                                               unsigned valid, uint8_t* tile_dst, int lane, float k_scale) {
+__device__ __forceinline__ void gather_segment(const uint8_t* __restrict__ cache, int32_t my_slot, unsigned valid,
+                                               uint8_t* tile_dst, int lane, float k_scale) {
   constexpr int kSteps = kSegSteps<Seg>;
   static_assert(kSteps % kUnroll == 0 && Seg::kCols % Seg::kV == 0);
   constexpr int kOutBytes = sizeof(typename Out::raw);
@@ -206,8 +174,7 @@ __device__ __forceinline__ void gather_segment(const uint8_t* __restrict__ cache
       const int e = ((g + u) * 32 + lane) * Seg::kV;
       const int r = e / Seg::kCols;
       const int32_t slot = __shfl_sync(kFullMask, my_slot, r);
-      const float scale = step_scale<Seg>(g + u, lane, k_scale, my_scales);
-      if ((valid >> r) & 1u) s[u].load(cache + static_cast<int64_t>(slot) * kTokenBytes, Seg::kBegin + e % Seg::kCols, scale);
+      if ((valid >> r) & 1u) s[u].load(cache + static_cast<int64_t>(slot) * kTokenBytes, Seg::kBegin + e % Seg::kCols, k_scale);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -218,17 +185,15 @@ __device__ __forceinline__ void gather_segment(const uint8_t* __restrict__ cache
 }
 
 template <class Out, int kTokenBytes, int kTargetBytes, bool kStream, class... Segs>
-__device__ __forceinline__ void gather_segments(SegList<Segs...>, const uint8_t* cache, int32_t my_slot, const float4& my_scales,
-                                                unsigned valid, uint8_t* tile_dst, int lane, float k_scale) {
-  (gather_segment<Segs, Out, kTokenBytes, seg_unroll<Segs, kTargetBytes>(), kStream>(cache, my_slot, my_scales, valid, tile_dst,
-                                                                                      lane, k_scale),
+__device__ __forceinline__ void gather_segments(SegList<Segs...>, const uint8_t* cache, int32_t my_slot, unsigned valid,
+                                                uint8_t* tile_dst, int lane, float k_scale) {
+  (gather_segment<Segs, Out, kTokenBytes, seg_unroll<Segs, kTargetBytes>(), kStream>(cache, my_slot, valid, tile_dst, lane, k_scale),
    ...);
 }
 
-// kTargetBytes: read bytes each lane keeps in flight; kStream: streaming (evict-first) stores;
-// kStepScaleLoads (fp8_ds): one scale load per step instead of one 16-byte load per row + shuffles. The
-// launcher uses the defaults; bench_cache_ops sweeps them.
-template <KvFormat F, class Out, int kTargetBytes = kGatherLoadBytesPerLane, bool kStream = false, bool kStepScaleLoads = false>
+// kTargetBytes: read bytes each lane keeps in flight; kStream: streaming (evict-first) stores. The
+// launcher uses the defaults; bench_cache_ops sweeps both.
+template <KvFormat F, class Out, int kTargetBytes = kGatherLoadBytesPerLane, bool kStream = false>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     gather_cache_mla_kernel(const __grid_constant__ GatherKernelParams p) {
   static_assert(kGatherRowsPerWarp == 32, "one row per lane");
@@ -238,18 +203,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const int32_t my_slot = resolve_row(p, row0 + lane);
   const unsigned valid = __ballot_sync(kFullMask, my_slot >= 0);
   if (valid == 0) return;
-  // fp8_ds: lane r loads row r's four tile scales now; the load is first waited on by the first conversion,
-  // so it overlaps the first group of code loads instead of adding a round trip.
-  float4 my_scales = make_float4(0.f, 0.f, 0.f, 0.f);
-  if constexpr (F == KvFormat::kFp8Ds && !kStepScaleLoads) {
-    static_assert(Fp8DsLayout::kNumTiles == 4 && Fp8DsLayout::kScalesOffset % 16 == 0 && kv_bytes_per_token(F) % 16 == 0);
-    if (my_slot >= 0)
-      my_scales = __ldg(reinterpret_cast<const float4*>(p.cache + static_cast<int64_t>(my_slot) * kv_bytes_per_token(F) +
-                                                        Fp8DsLayout::kScalesOffset));
-  }
   uint8_t* tile_dst = static_cast<uint8_t*>(p.dst) + row0 * kDimQK * static_cast<int64_t>(sizeof(typename Out::raw));
-  gather_segments<Out, kv_bytes_per_token(F), kTargetBytes, kStream>(typename GatherSegments<F, Out, kStepScaleLoads>::type{}, p.cache,
-                                                                      my_slot, my_scales, valid, tile_dst, lane, p.k_scale);
+  gather_segments<Out, kv_bytes_per_token(F), kTargetBytes, kStream>(typename GatherSegments<F, Out>::type{}, p.cache, my_slot,
+                                                                      valid, tile_dst, lane, p.k_scale);
 }
 
 // Grid of the kernel for n_rows dst rows (one warp per kGatherRowsPerWarp rows).
