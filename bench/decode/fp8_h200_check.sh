@@ -5,6 +5,10 @@
 # and bf16 (for the fp8 / bf16 ratio). Prints a summary; full logs in $OUT (default /tmp/fp8_check).
 # Run from the repo root:  bench/decode/fp8_h200_check.sh [BIN_DIR]   (default build-fp8/bin)
 # PART=tests or PART=bench runs one half (each well under 10 minutes; both together may not be).
+# PART=ws: the short batch for the warp-specialized 64-row kernel (the default since it passed): all fp8
+# tests, the 64-row cases on the other ws schedule and three on the old kernel (mma_sync), h_q 128 bench rows
+# for both ws schedules, memcheck on two small 64-row cases; NCU=1 adds one ncu profile of h128 b128 s8192.
+# At most seven files in $OUT.
 set -u
 PART=${PART:-all}
 BIN=${1:-build-fp8/bin}
@@ -25,6 +29,33 @@ bench() {  # name args...  (environment set by the caller)
   echo "-- bench $name (rc $?):"; grep -E "^\| (fp8|bf16) " "$O/bench_$name.log"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+if [ "$PART" = ws ]; then
+  S=$O/summary.txt
+  timeout 90 "$T" > "$O/tests.log" 2>&1; summary "tests fp8, all (64-row: ws)" "$O/tests.log" $? | tee -a "$S"
+  W64='*_h128_*:*_h64_*:*_sq4_*:*_sq3_*:*_h32_sq2_*'
+  MLA_DECODE_FP8_VARIANT64=ws_overlap timeout 60 "$T" --gtest_filter="$W64" > "$O/tests_alt.log" 2>&1
+  summary "tests fp8 64-row (ws_overlap)" "$O/tests_alt.log" $? | tee -a "$S"
+  MLA_DECODE_FP8_VARIANT64=mma_sync timeout 30 "$T" --gtest_filter='*_h128_sq1_len65_*:*tiny_mix*:*_h64_sq1_len511_*' \
+    >> "$O/tests_alt.log" 2>&1
+  summary "tests fp8 64-row (mma_sync, 3 cases)" "$O/tests_alt.log" $? | tee -a "$S"
+  for v in ws ws_overlap; do
+    MLA_DECODE_FP8_VARIANT64=$v timeout 40 "$B" --reps 30 --format fp8 --rows 10,11,12,13,14,15,16,17,18 >> "$O/bench.log" 2>&1
+    echo "-- bench fp8 h128, $v (rc $?):" | tee -a "$S"; grep -E "^\| fp8 " "$O/bench.log" | tail -9 | tee -a "$S"
+  done
+  MLA_SMALL_CASES=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 "$T" \
+    --gtest_filter='*fp8_b1_h128_sq1_len65_*:*tiny_mix*' > "$O/sanitizer.log" 2>&1
+  echo "== memcheck ws (2 small 64-row cases): rc=$? $(grep -E 'ERROR SUMMARY' "$O/sanitizer.log" | tail -1)" | tee -a "$S"
+  if [ -n "${NCU:-}" ] && command -v ncu > /dev/null; then  # one kernel of h128 b128 s8192, briefly
+    timeout 90 ncu -k regex:decode_fp8_ws --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+      --section WarpStateStats --section SchedulerStats --section SourceCounters --section MemoryWorkloadAnalysis \
+      --import-source yes -o "$O/prof" "$B" --reps 3 --format fp8 --rows 18 > "$O/ncu.txt" 2>&1
+    echo "== ncu rc=$?" | tee -a "$S"
+    ncu -i "$O/prof.ncu-rep" --print-details all >> "$O/ncu.txt" 2>&1
+    ncu -i "$O/prof.ncu-rep" --page source --csv --print-source cuda > "$O/ncu_src.csv" 2>&1
+    rm -f "$O/prof.ncu-rep"
+  fi
+  exit 0
+fi
 if [ "$PART" != bench ]; then
 SMOKE='*fp8_b1_h16_sq1_len65_*:*fp8_b1_h32_sq1_len65_*:*fp8_b1_h128_sq1_len65_*:*tiny_mix*'
 timeout 30 "$T" --gtest_filter="$SMOKE" > "$O/smoke.log" 2>&1; summary "smoke fp8" "$O/smoke.log" $?
@@ -41,6 +72,9 @@ for tool in memcheck racecheck; do
   MLA_SMALL_CASES=1 timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 "$T" > "$O/$tool.log" 2>&1
   echo "== $tool fp8 small cases: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/$tool.log" | tail -1)"
 done
+MLA_DECODE_FP8_VARIANT64=mma_sync timeout 120 "$T" --gtest_filter='*_h128_*:*_h64_*:*_sq4_*:*_sq3_*' \
+  > "$O/test_fp8_mma_sync.log" 2>&1
+summary "tests fp8 64-row (mma_sync)" "$O/test_fp8_mma_sync.log" $?
 MLA_DECODE_FP8_VARIANT64=wgmma_s MLA_SMALL_CASES=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$T" \
   > "$O/memcheck_wgmma_s.log" 2>&1
 echo "== memcheck fp8 small cases (wgmma_s): rc=$? $(grep -E 'ERROR SUMMARY' "$O/memcheck_wgmma_s.log" | tail -1)"
@@ -49,6 +83,7 @@ grep -E "^\[note\]" "$O/test_fp8.log" | sed 's/^\[note\] mla_decode //'
 fi
 if [ "$PART" != tests ]; then
 bench fp8 --format fp8
+MLA_DECODE_FP8_VARIANT64=mma_sync bench fp8_mma_sync --format fp8 --rows 10,11,12,13,14,15,16,17,18
 MLA_DECODE_FP8_VARIANT64=wgmma_s bench fp8_wgmma_s --format fp8 --rows 10,11,12,13,14,15,16,17,18
 MLA_DECODE_FP8_SIMPLE16=1 bench fp8_simple16 --format fp8 --rows 1,2,3,4,5,6,7,8,9
 MLA_DECODE_FP8_L2_PREFETCH=2 bench fp8_pf2 --format fp8 --rows 1,2,3,4,5,6,7,8,9

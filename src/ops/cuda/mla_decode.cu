@@ -159,7 +159,7 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
     // caller's units); the output is scaled by k_scale in the kernel's epilogue (src/ops/cuda/sm90/decode_fp8).
     kp.softmax_scale = p.softmax_scale * p.q_scale * p.k_scale;
     kp.scale_log2 = kp.softmax_scale * 1.4426950408889634f;
-    return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, s);
+    return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, p.kv_cache.shape[0], s);
   }
   const int64_t num_pages = p.kv_cache.shape[0];
   if (p.format == KvFormat::kFp16) return launch<sm90::decode::Fp16Traits>(kp, g, num_pages, s);

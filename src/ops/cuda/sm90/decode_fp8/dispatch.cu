@@ -10,8 +10,6 @@
 namespace mla::sm90::decode_fp8 {
 namespace {
 
-// MLA_DECODE_FP8_VARIANT64=wgmma_s runs 64-row tiles with S on wgmma (read once; an experiment until it is
-// measured on the H200: the default stays the mma.sync variant).
 // MLA_DECODE_FP8_L2_PREFETCH=N (0..8, default 0): pages prefetched into L2 ahead of the stages (read once).
 int l2_prefetch_pages() {
   static const int v = [] {
@@ -31,10 +29,19 @@ bool simple16() {
   return v;
 }
 
-bool wgmma_s_for_wide_tiles() {
-  static const bool v = [] {
+// MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh)
+// with the pvfirst schedule (`ws`, the default) or the overlap schedule (`ws_overlap`), the 256-thread
+// mma.sync kernel (`mma_sync`, the previous default, kept for comparison) or that kernel with S on wgmma
+// (`wgmma_s`, an experiment).
+enum class Variant64 { kWs, kWsOverlap, kMmaSync, kWgmmaS };
+Variant64 variant64() {
+  static const Variant64 v = [] {
     const char* e = std::getenv("MLA_DECODE_FP8_VARIANT64");
-    return e != nullptr && std::string(e) == "wgmma_s";
+    const std::string s = e != nullptr ? e : "";
+    return s == "mma_sync"     ? Variant64::kMmaSync
+           : s == "wgmma_s"    ? Variant64::kWgmmaS
+           : s == "ws_overlap" ? Variant64::kWsOverlap
+                               : Variant64::kWs;
   }();
   return v;
 }
@@ -42,7 +49,7 @@ bool wgmma_s_for_wide_tiles() {
 }  // namespace
 
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
-                      cudaStream_t stream) {
+                      int64_t num_pages, cudaStream_t stream) {
   Fp8DecodeParams p{};
   p.d = kp;
   p.out_scale = out_scale;
@@ -58,10 +65,18 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     MLA_TRY(launch_decode_fp8<1>(p, grid, stream));
   } else if (groups == 2) {
     MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
-  } else if (wgmma_s_for_wide_tiles()) {
+  } else if (variant64() == Variant64::kWgmmaS) {
     MLA_TRY((launch_decode_fp8<4, true>(p, grid, stream)));
-  } else {
+  } else if (variant64() == Variant64::kMmaSync) {
     MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
+  } else {
+    // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
+    MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
+    if (variant64() == Variant64::kWsOverlap) {
+      MLA_TRY(launch_decode_fp8_ws<false>(p, grid, stream));
+    } else {
+      MLA_TRY(launch_decode_fp8_ws<true>(p, grid, stream));
+    }
   }
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream);
 }

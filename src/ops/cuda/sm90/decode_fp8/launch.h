@@ -16,10 +16,18 @@ namespace mla::sm90::decode_fp8 {
 template <int RG, bool kWgS = false, bool kRing = q_ring_default(RG)>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
+// Warp-specialized 64-row kernel (kernel_ws.cuh), schedule pvfirst or overlap (config_ws.h WsSchedule);
+// p.d.tmap_kv / tmap_q must hold encode_tensor_maps_fp8's maps.
+template <bool kPvFirst>
+Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
+
+// TMA maps of the e4m3 cache ([num_pages * 64, 576] bytes) and q ([q_rows, 576] bytes) into p (tensor_maps.cu).
+Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
+
 // Picks the row-group variant from the first head tile's rows, launches decode + the shared combine
 // (bf16 output). kp must be filled as for the 16-bit kernel, with softmax_scale / scale_log2 already
-// multiplied by q_scale * k_scale; out_scale = k_scale.
+// multiplied by q_scale * k_scale; out_scale = k_scale; num_pages = the cache's first dimension.
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
-                      cudaStream_t stream);
+                      int64_t num_pages, cudaStream_t stream);
 
 }  // namespace mla::sm90::decode_fp8

@@ -1,0 +1,298 @@
+#pragma once
+// Warp-specialized split-KV fp8 decode kernel for 64-row tiles (h_q 64 / 128, or s_q * h_q >= 48): the
+// e4m3 version of ../decode/kernel_ws.cuh (same plan, part cursor, ping-pong of pages between two consumer
+// warpgroups, "pvfirst" schedule, epilogue), with both products on 8-bit wgmma.
+//
+// Roles (384 threads):
+//   warpgroup 2, warp 0, one thread: TMA of the Q tile per segment and of each page into kWsKStages K stages
+//     (k_full: TMA bytes; k_empty: the owner's S and the transpose are done with the page);
+//   warpgroup 2, warps 1..3: V^T of each page into kVStages V^T stages (transpose_ws.cuh; vt_full: 96
+//     arrivals; vt_empty: both consumers' P.V done);
+//   warpgroups 0 / 1: consumers owning output columns [0, 256) / [256, 512). Page j belongs to warpgroup
+//     j % 2, which computes S (m64n64k32), the softmax against the running max of page j - 1 and P (e4m3)
+//     into half j % 2 of the P buffer; both warpgroups add P V for their half (m64n256k32).
+// Per own page j a consumer runs (S::kPvFirst, the default): wait P_{j-1} | P_{j-1} V_{j-1}, release V^T_{j-1} |
+//   S_j, release K_j | softmax_j, P_j | signal | P_j V_j, release V^T_j;
+// or ("overlap"): S_j, release K_j | wait P_{j-1} | softmax_j, P_j | signal | P_{j-1} V_{j-1} | P_j V_j, where S_j
+//   overlaps the other warpgroup's softmax (config_ws.h WsSchedule: buffer counts of each).
+// Unlike the 16-bit kernel, the K stage is released right after S (P lives in its own buffer, V in V^T),
+// so the TMA of page j + kWsKStages starts while both P.V products of page j are still to come.
+//
+// Reuse of the P halves (page j: half j % kPHalves) and of s_m[j % 2] without extra barriers: the next
+// write of P half j % kPHalves is the softmax of page j + kPHalves, after its owner waited for P of page
+// j + kPHalves - 1, which the other warpgroup signals after its P_j V_j (pvfirst: 2 halves; overlap: that
+// signal precedes its P_j V_j by one step, hence 4). s_m[j % 2] is read right after the P_j wait, before
+// the reader's own signal, so 2 entries suffice for both.
+#include <cstdint>
+
+#include "ops/cuda/sm90/decode/epilogue.cuh"
+#include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/traits.h"
+#include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
+#include "ops/cuda/sm90/decode_fp8/transpose_ws.cuh"
+
+namespace mla::sm90::decode_fp8 {
+
+using decode::kBarPReady;
+using decode::kBarWg;
+using decode::mbar_arrive;
+using decode::mbar_wait;
+using decode::PartCursor;
+
+template <int kVStages>
+struct WsBarriers {
+  uint32_t base;
+  __device__ uint32_t k_full(int s) const { return base + 8 * s; }
+  __device__ uint32_t k_empty(int s) const { return base + 8 * (kWsKStages + s); }
+  __device__ uint32_t vt_full(int v) const { return base + 8 * (2 * kWsKStages + v); }
+  __device__ uint32_t vt_empty(int v) const { return base + 8 * (2 * kWsKStages + kVStages + v); }
+  __device__ uint32_t q_full() const { return base + 8 * (2 * kWsKStages + 2 * kVStages); }
+  __device__ uint32_t q_empty() const { return q_full() + 8; }
+};
+
+// Parity of the barrier phase that page j completes in its stage (stage j % n, phase j / n).
+__device__ __forceinline__ uint32_t phase(int j, int n) { return static_cast<uint32_t>(j / n) & 1u; }
+
+// One thread: Q tile of segment s once both consumers released segment s - 1's; page j into K stage
+// j % kWsKStages once page j - kWsKStages's S and transpose are done.
+template <class Bars>
+__device__ __forceinline__ void ws_producer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
+                                            uint32_t s_q_tile, uint32_t s_k0, int tile_row0) {
+  int j = 0, seg = -1;
+  bool new_seg = true;
+  c.fetch_page(p);
+  while (c.valid()) {
+    if (new_seg) {
+      ++seg;
+      if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
+      issue_tile_tma(&p.tmap_q, c.b * p.rows + tile_row0, s_q_tile, bars.q_full());
+    }
+    const int stage = j % kWsKStages;
+    if (j >= kWsKStages) mbar_wait(bars.k_empty(stage), phase(j - kWsKStages, kWsKStages));
+    issue_tile_tma(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
+    new_seg = c.last_of_sequence();
+    c.advance(p);
+    c.fetch_page(p);  // the next page's block-table entry loads while this thread waits
+    ++j;
+  }
+}
+
+// 96 threads: V^T of page j into stage j % kVStages once both consumers are done with page
+// j - kVStages's; tokens past the sequence end become zeros.
+template <int kVStages>
+__device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& p, PartCursor c,
+                                              const WsBarriers<kVStages>& bars, uint32_t s_k0, uint32_t s_vt0, int tw) {
+  int j = 0;
+  while (c.valid()) {
+    const int ks = j % kWsKStages, vs = j % kVStages;
+    if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
+    mbar_wait(bars.k_full(ks), phase(j, kWsKStages));
+    transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
+    decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
+    mbar_arrive(bars.vt_full(vs));
+    mbar_arrive(bars.k_empty(ks));
+    c.advance(p);
+    ++j;
+  }
+}
+
+template <class S>
+__device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCursor cur,
+                                            const WsBarriers<S::kVStages>& bars, uint8_t* smem, int wg, int tid) {
+  constexpr int kVStages = S::kVStages;
+  constexpr WsSmemLayout L = ws_smem_layout<S>();
+  const decode::DecodeKernelParams& p = fp.d;
+  const uint32_t s_q_tile = decode::smem_u32(smem + L.q_offset);
+  const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset);
+  const uint32_t s_vt0 = decode::smem_u32(smem + L.vt_offset);
+  const uint32_t s_p = decode::smem_u32(smem + L.p_offset);
+  uint8_t* p_buf = smem + L.p_offset;
+  float* s_m = reinterpret_cast<float*>(smem + L.m_offset);  // [j % 2][64]: running max after page j
+  float* s_l = reinterpret_cast<float*>(smem + L.l_offset);
+  const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+  const int tile_row0 = blockIdx.y * kRowsPerCta;
+  const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
+  int row_local[2], row_i[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_local[h] = warp * kRowGroup + g + 8 * h;
+    row_i[h] = (tile_row0 + row_local[h]) / p.h_q;  // query position of the row (causal mask)
+  }
+
+  WsState st;
+  st.reset();
+  int epi = 0;  // segments written so far (parity of the s_l buffer)
+  auto epilogue = [&](int b) {
+    const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
+    const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
+    // O accumulates P times raw e4m3 V: out (and every partial) = O / l * k_scale.
+#pragma unroll
+    for (int t = 0; t < 32; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) st.o[t][e] *= fp.out_scale;
+    decode::write_segment_ws<decode::Bf16Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows,
+                                                 wg, warp, lane);
+    ++epi;
+    st.reset();
+  };
+  // Max of the other warpgroup's page jj, which also says its P is in shared memory.
+  auto wait_other = [&](int jj, float (&mp)[2]) {
+    decode::named_sync(kBarPReady + (jj & 1), kWsConsumerThreads);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj & 1) * kRowsPerCta + row_local[h]];
+  };
+  // Adds page jj (its P and V^T) to this warpgroup's columns, then releases the V^T stage.
+  auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2]) {
+    const int vs = jj % kVStages;
+    mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
+    pv_page_ws(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
+    mbar_arrive(bars.vt_empty(vs));
+  };
+  const float zero2[2] = {0.f, 0.f};
+
+  int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
+  bool q_held = false;              // ... and has not released yet
+  bool prev_end = true;
+  int prev_b = 0;
+  while (cur.valid()) {
+    const bool first = prev_end;  // first page of a segment
+    if (first) ++seg;
+    const bool end = cur.last_of_sequence();
+    if ((j & 1) == wg) {
+      const int ks = j % kWsKStages;
+      float mp[2] = {-INFINITY, -INFINITY};
+      if constexpr (S::kPvFirst) {
+        if (j > 0) {
+          wait_other(j - 1, mp);
+          pv(j - 1, mp, zero2);
+          if (prev_end) epilogue(prev_b);
+        }
+      }
+      // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
+      while (q_seg < seg) {
+        if (q_held) mbar_arrive(bars.q_empty());
+        ++q_seg;
+        mbar_wait(bars.q_full(), q_seg & 1);
+        q_held = true;
+      }
+      mbar_wait(bars.k_full(ks), phase(j, kWsKStages));
+      float sc[8][4];
+      compute_scores_ws(sc, s_q_tile, s_k0 + ks * kSlabTileBytes);
+      mbar_arrive(bars.k_empty(ks));
+      // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
+      if (cur.hi - cur.blk - 1 < 2 && q_held) {
+        mbar_arrive(bars.q_empty());
+        q_held = false;
+      }
+      // Mask keys past each row's visible length (sequence end, causal diagonal); row maxima. Keys past
+      // the sequence end may hold NaN codes: the mask replaces their scores whatever they are.
+      float mx[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // Clamped: rows past the tile's valid rows (causal position >= s_q) must not see past seqlen.
+        const int visible = p.causal ? min(cur.seqlen, cur.seqlen - p.s_q + 1 + row_i[h]) : cur.seqlen;
+        const int limit = visible - cur.blk * kBlockN;
+        mx[h] = -INFINITY;
+#pragma unroll
+        for (int t = 0; t < 8; ++t)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& v = sc[t][2 * h + e];
+            if (t * 8 + 2 * t4 + e >= limit) v = -INFINITY;
+            mx[h] = fmaxf(mx[h], v);
+          }
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      }
+      if constexpr (!S::kPvFirst) {
+        if (j > 0) wait_other(j - 1, mp);
+      }
+      float m_new[2], rowsum[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
+        const float ms = m_new[h] == -INFINITY ? 0.f : m_new[h] * p.scale_log2;
+        float p0[8], p1[8];
+        float sum = 0.f;
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+          p0[t] = exp2f(fmaf(sc[t][2 * h], p.scale_log2, -ms));
+          p1[t] = exp2f(fmaf(sc[t][2 * h + 1], p.scale_log2, -ms));
+          sum += p0[t] + p1[t];  // the row sum uses unrounded P (as the reference does)
+        }
+        rowsum[h] = sum;
+        store_p_e4m3(p_buf, j % S::kPHalves, row_local[h], t4, p0, p1);
+        if (t4 == 0) s_m[(j & 1) * kRowsPerCta + row_local[h]] = m_new[h];
+      }
+      decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
+      decode::named_sync(kBarWg + wg, 128);
+      decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
+      if constexpr (!S::kPvFirst) {
+        if (j > 0) {
+          pv(j - 1, mp, zero2);
+          if (prev_end) epilogue(prev_b);
+        }
+      }
+      pv(j, m_new, rowsum);
+      if (end) epilogue(cur.b);
+    }
+    prev_end = end;
+    prev_b = cur.b;
+    cur.advance(p);
+    ++j;
+  }
+  // The part's last page belongs to the other warpgroup: add it and write the last segment.
+  if (j > 0 && ((j - 1) & 1) != wg) {
+    float mp[2];
+    wait_other(j - 1, mp);
+    pv(j - 1, mp, zero2);
+    epilogue(prev_b);
+  }
+}
+
+template <class S>
+__global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const __grid_constant__ Fp8DecodeParams fp) {
+  constexpr int kVStages = S::kVStages;
+  constexpr WsSmemLayout L = ws_smem_layout<S>();
+  const decode::DecodeKernelParams& p = fp.d;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const WsBarriers<kVStages> bars{decode::smem_u32(smem + L.bar_offset)};
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kWsKStages; ++s) {
+      decode::mbar_init(bars.k_full(s), 1);
+      decode::mbar_init(bars.k_empty(s), 128 + kWsTransposeThreads);  // owner warpgroup + transposers
+    }
+    for (int v = 0; v < kVStages; ++v) {
+      decode::mbar_init(bars.vt_full(v), kWsTransposeThreads);
+      decode::mbar_init(bars.vt_empty(v), kWsConsumerThreads);
+    }
+    decode::mbar_init(bars.q_full(), 1);
+    decode::mbar_init(bars.q_empty(), kWsConsumerThreads);
+    decode::mbar_init_fence();
+  }
+  __syncthreads();
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  PartCursor cur;
+  cur.init(p, rec);
+  if (!cur.valid()) return;  // an empty part (more CTAs than work): uniform across the CTA
+  // Warp-uniform by construction (shuffled from lane 0), so ptxas sees each role's wgmma on a convergent path.
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
+  if (wg == 2) {
+    decode::setmaxnreg_dec<56>();
+    if (tid == 0) {
+      ws_producer(p, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
+                  blockIdx.y * kRowsPerCta);
+    } else if (tid >= 32) {
+      ws_transposer(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset), tid - 32);
+    }
+    return;
+  }
+  decode::setmaxnreg_inc<224>();
+  ws_consumer<S>(fp, cur, bars, smem, wg, tid);
+}
+
+}  // namespace mla::sm90::decode_fp8

@@ -1,0 +1,104 @@
+#pragma once
+// Mainloop pieces of the warp-specialized 64-row fp8 kernel (kernel_ws.cuh): TMA issue (producer thread),
+// S = Q K^T over a page (wgmma m64n64k32 e4m3, owner warpgroup), P as e4m3 into the shared P buffer in the
+// key order of V^T (transpose_ws.cuh), and O_half = O_half * alpha + P V_half (wgmma m64n256k32 e4m3, both
+// consumer warpgroups). The per-thread state (WsState), the named-barrier ids and the epilogue are the
+// 16-bit warp-specialized kernel's (../decode/mainloop_ws.cuh, ../decode/epilogue.cuh): same fragment
+// layouts, same hand-off.
+#include <cstdint>
+
+#include "ops/cuda/sm90/decode/mainloop_ws.cuh"
+#include "ops/cuda/sm90/decode/tma.h"
+#include "ops/cuda/sm90/decode/wgmma.h"
+#include "ops/cuda/sm90/decode_fp8/config_ws.h"
+#include "ops/cuda/sm90/decode_fp8/params.h"
+#include "ops/cuda/sm90/decode_fp8/traits.h"
+#include "ops/cuda/sm90/decode_fp8/wgmma_e4m3.h"
+
+namespace mla::sm90::decode_fp8 {
+
+using decode::WsState;
+
+// Producer: a 64-row tile of 576-byte rows (a KV page, or a Q tile) as five 128 x 64 boxes onto an
+// mbarrier expecting the full 40 KB: the fifth box reaches 64 bytes past the row, which the TMA unit
+// fills with zeros and still counts. Rows past the tensor's end are zero-filled likewise.
+__device__ __forceinline__ void issue_tile_tma(const CUtensorMap* map, int row0, uint32_t dst, uint32_t bar) {
+  decode::mbar_expect_tx(bar, kSlabTileBytes);
+#pragma unroll
+  for (int slab = 0; slab < kSlabs; ++slab) decode::tma_load_2d(dst + slab * kSlabBytes, map, bar, slab * 128, row0);
+}
+
+// S (64 rows x 64 keys) = Q . K^T for one warpgroup: 4 slabs of 4 k32 steps, then 2 steps in the fifth
+// slab (+32 bytes per step inside a 128-byte swizzled row, as the 16-bit kernel's +2 x 16 bytes).
+// s[t][e]: warp w of the group holds rows 16w + g (+8), keys 8t + 2 t4 (+1).
+__device__ __forceinline__ void compute_scores_ws(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_k) {
+  float(&d)[32] = reinterpret_cast<float(&)[32]>(s);
+#pragma unroll
+  for (int i = 0; i < 32; ++i) d[i] = 0.f;
+  decode::fence_operands(d);
+  decode::wgmma_fence();
+  uint64_t da = decode::make_smem_desc(s_q_tile, 16, 1024);
+  uint64_t db = decode::make_smem_desc(s_k, 16, 1024);
+#pragma unroll
+  for (int slab = 0; slab < kDimQK / 128; ++slab) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) wgmma_m64n64k32_e4m3(d, da + 2 * k, db + 2 * k);
+    da += kSlabBytes >> 4;
+    db += kSlabBytes >> 4;
+  }
+  static_assert(kDimQK % 128 == 64, "the fifth slab holds 64 bytes: two k32 steps");
+  wgmma_m64n64k32_e4m3(d, da, db);
+  wgmma_m64n64k32_e4m3(d, da + 2, db + 2);
+  decode::wgmma_commit();
+  decode::wgmma_wait_all();
+  decode::fence_operands(d);
+}
+
+// Byte offset of this thread's 4 keys 16G + {2 t4, 2 t4 + 1, 8 + 2 t4, 9 + 2 t4} of `row` in P half `half` of the
+// P area (config_ws.h p_half_offset): kappa order 4 t4 .. 4 t4 + 3 of the half's chunk G (the key order of V^T).
+__host__ __device__ constexpr int p_byte(int row, int half, int group, int t4) {
+  return half / 2 * kPBufBytes + row * 128 + (((4 * (half % 2) + group) ^ (row & 7)) << 4) + 4 * t4;
+}
+
+// P (this thread's row x 16 keys: p0[t] = key 8t + 2 t4, p1[t] = key 8t + 2 t4 + 1) rounded to e4m3.
+__device__ __forceinline__ void store_p_e4m3(uint8_t* s_p, int half, int row, int t4, const float (&p0)[8],
+                                             const float (&p1)[8]) {
+#pragma unroll
+  for (int group = 0; group < 4; ++group) {
+    const uint32_t lo = pack_e4m3x2(p0[2 * group], p1[2 * group]);          // keys 16G + 2 t4, +1
+    const uint32_t hi = pack_e4m3x2(p0[2 * group + 1], p1[2 * group + 1]);  // keys 16G + 8 + 2 t4, +1
+    *reinterpret_cast<uint32_t*>(s_p + p_byte(row, half, group, t4)) = lo | (hi << 16);
+  }
+}
+
+// O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half]; l likewise plus this warpgroup's own row
+// sums (zero for the other warpgroup's page). m_page: the page's running max as its owner used it.
+// s_p_page: the page's P half (P area + p_half_offset); s_vt: the page's V^T stage.
+__device__ __forceinline__ void pv_page_ws(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
+                                           uint32_t s_p_page, uint32_t s_vt, int wg, float scale_log2) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN.
+    const float ms = m_page[h] == -INFINITY ? 0.f : m_page[h] * scale_log2;
+    const float alpha = exp2f(st.m[h] * scale_log2 - ms);
+    st.m[h] = m_page[h];
+    st.l[h] = st.l[h] * alpha + rowsum[h];
+#pragma unroll
+    for (int t = 0; t < 32; ++t) {
+      st.o[t][2 * h] *= alpha;
+      st.o[t][2 * h + 1] *= alpha;
+    }
+  }
+  float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
+  decode::fence_operands(d);
+  decode::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kBlockN / 32; ++ks)
+    wgmma_m64n256k32_e4m3(d, decode::make_smem_desc(s_p_page + 32 * ks, 16, 1024),
+                          decode::make_smem_desc(s_vt + 64 * wg + 32 * ks, 16, 1024));
+  decode::wgmma_commit();
+  decode::wgmma_wait_all();
+  decode::fence_operands(d);
+}
+
+}  // namespace mla::sm90::decode_fp8

@@ -1,0 +1,54 @@
+// Host side of the warp-specialized fp8 kernel: TMA tensor maps of the e4m3 cache and q, encoded per call
+// (they hold the base addresses) through the driver entry point, so nothing links against libcuda.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cudaTypedefs.h>
+
+#include <string>
+
+#include "mla/core/cuda_check.h"
+#include "mla/core/mla_shapes.h"
+#include "ops/cuda/sm90/decode_fp8/config.h"
+#include "ops/cuda/sm90/decode_fp8/launch.h"
+
+namespace mla::sm90::decode_fp8 {
+namespace {
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* ptr = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
+  }();
+  return fn;
+}
+
+// [rows, 576] bytes, boxes of 64 rows x 128 bytes (the swizzle span: one slab), 128-byte swizzle. The box
+// at column 512 reaches 64 bytes past the row: the TMA unit fills them with zeros (OOB_FILL_NONE).
+Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* what) {
+  auto fn = encode_fn();
+  if (fn == nullptr) return Status::cuda("mla_decode (fp8)", "cuTensorMapEncodeTiled is not available from the driver");
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kTokenBytes), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kTokenBytes)};
+  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(kBlockN)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return Status::cuda("mla_decode (fp8)", std::string("cuTensorMapEncodeTiled(") + what + ") failed with CUresult " +
+                                                std::to_string(static_cast<int>(r)));
+  return Status::ok();
+}
+
+}  // namespace
+
+Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
+  MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache"));
+  return encode_u8(&p->tmap_q, p->q, q_rows, "q");
+}
+
+}  // namespace mla::sm90::decode_fp8
