@@ -176,6 +176,14 @@ Status run_case(const Args& a, int64_t t, const Dev& w13, const Dev& w2) {
   row("gate|up + SiLU·mul", us1, b1, f1);
   row("down", us2, b2, f2);
   row("all three", us_all, b1 + b2, f1 + f2);
+  if (bm == 128) {  // the same two GEMMs on the mma.sync kernel (what block_m 128 ran before wgmma)
+    setenv("MLA_GROUPED_GEMM_MMA_SYNC", "1", 1);
+    MLA_TRY(time_us(gemm1, int(a.reps), &us1));
+    MLA_TRY(time_us(gemm2, int(a.reps), &us2));
+    unsetenv("MLA_GROUPED_GEMM_MMA_SYNC");
+    row("gate|up + SiLU·mul (mma.sync)", us1, b1, f1);
+    row("down (mma.sync)", us2, b2, f2);
+  }
   return Status::ok();
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -588,6 +589,14 @@ Status run_grouped(const GroupedSpec& s, int64_t t, int64_t k, const std::vector
   return Status::ok();
 }
 
+// The same with block_m 128 on the mma.sync kernel instead of wgmma (MLA_GROUPED_GEMM_MMA_SYNC, read per call).
+Status run_grouped_mma_sync(const GroupedSpec& s, int64_t t, int64_t k, const std::vector<int32_t>& ids, CaseReport* rep) {
+  setenv("MLA_GROUPED_GEMM_MMA_SYNC", "1", 1);
+  const Status st = run_grouped(s, t, k, ids, rep);
+  unsetenv("MLA_GROUPED_GEMM_MMA_SYNC");
+  return st;
+}
+
 // Both sides sum fp32 products in different orders and round to bf16 (one ulp apart at worst, 2^-8 relative);
 // kSiluMul rounds g and u first, so a flip there adds one more ulp of |out| < ~6: max_abs <= 2 · 2^-8 · 8.
 constexpr Tolerance kGrouped{3e-3, 6e-2, "fp32 sums in another order, bf16 g/u and out roundings (<= 2 ulps), |out| < ~6"};
@@ -740,6 +749,19 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      auto rng = case_rng("gg_ids10");
                      return run_grouped({6, 2048, 1408, GroupedEpilogue::kStore, 128, false, 0, 0}, 520, 1,
                                         ids_from_counts({127, 0, 1, 128, 129, 135}, rng), r); }});
+
+  cases.push_back({"grouped_gemm", "bm128_gate_up_2816x2048_silu_gather_counts", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids11");
+                     return run_grouped({4, 2816, 2048, GroupedEpilogue::kSiluMul, 128, true, 0, 0}, 300, 1,
+                                        ids_from_counts({0, 129, 40, 131}, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm128_mma_sync_t600_k6_E64_N392_K200_store", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids9");
+                     return run_grouped_mma_sync({64, 392, 200, GroupedEpilogue::kStore, 128, true, 0, 8}, 600, 6, random_topk(600, 6, 64, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm128_mma_sync_all_rows_one_expert_N256_K512_silu", kGrouped, [](CaseReport* r) {
+                     std::vector<int> counts(16, 0);
+                     counts[5] = 300;
+                     auto rng = case_rng("gg_ids8");
+                     return run_grouped_mma_sync({16, 256, 512, GroupedEpilogue::kSiluMul, 128, true, 0, 0}, 300, 1, ids_from_counts(counts, rng), r); }});
 
   cases.push_back({"moe_combine", "t21_k6_h2048_shared", kBf16Out, [](CaseReport* r) { return run_combine(21, 6, 2048, true, r); }});
   cases.push_back({"moe_combine", "t4_k3_h128_no_shared", kBf16Out, [](CaseReport* r) { return run_combine(4, 3, 128, false, r); }});

@@ -1,4 +1,4 @@
-// grouped_gemm on sm_90 with mma.sync m16n8k16 (bf16 in, fp32 accumulate), ldmatrix from XOR-swizzled
+// grouped_gemm on sm_90: mma.sync m16n8k16 (bf16 in, fp32 accumulate), ldmatrix from XOR-swizzled
 // shared tiles (128-byte rows, 16-byte chunk c of row r at chunk c ^ (r & 7): ldmatrix's eight row reads
 // and cp.async's eight chunk writes each hit eight distinct bank groups), and a STAGES-deep cp.async ring.
 //
@@ -16,24 +16,27 @@
 // output columns' gate and up values in the same registers of the same thread: SiLU·mul is a per-register
 // epilogue, and the gate|up GEMM writes I columns instead of 2I.
 //
-// Three tile shapes (grouped_gemm_block_m picks by rows per expert):
+// Tile shapes (grouped_gemm_block_m picks the height by rows per expert):
 //   16 × 64,   4 warps (1 × 4), 8 stages: decode; few rows per expert, weight streaming; 80 KB smem, 2 CTAs/SM
 //   64 × 128,  4 warps (2 × 2), 4 stages: tens of rows per expert; 96 KB, 2 CTAs/SM
-//   128 × 128, 8 warps (2 × 4), 3 stages: prefill, compute bound; 96 KB, 2 CTAs/SM
+//   128 × 256 on wgmma (grouped_gemm_wgmma.cu): prefill, compute bound; mma.sync measured ~310 TFLOP/s there
+//   128 × 128, 8 warps (2 × 4), 3 stages on mma.sync: the same with MLA_GROUPED_GEMM_MMA_SYNC=1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 
+#include "grouped_gemm_common.cuh"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/grouped_gemm.h"
 
 namespace mla::cuda {
 namespace {
 
+using namespace grouped;
+
 constexpr const char* kOp = "grouped_gemm";
-constexpr int kBK = 64;         // k per stage: one 128-byte row of bf16
-constexpr int kRowBytes = 128;
 
 template <int BM, int BN, int WARPS_M, int WARPS_N, int STAGES, int MIN_BLOCKS>
 struct Cfg {
@@ -53,49 +56,6 @@ using CfgDecode = Cfg<16, 64, 1, 4, 8, 2>;
 using CfgMid = Cfg<64, 128, 2, 2, 4, 2>;
 using CfgPrefill = Cfg<128, 128, 2, 4, 3, 2>;
 
-struct GroupedKernelParams {
-  const __nv_bfloat16* a;  // [m_a, lda]
-  const int32_t* a_rows;   // [n_rows] or null
-  const __nv_bfloat16* w;  // [E, N, K]
-  const int32_t* offsets;  // [E + 1]
-  const int32_t* tiles;    // [max_tiles, 2]
-  __nv_bfloat16* out;      // [n_rows, ldo]
-  int64_t lda, ldo, m_a;
-  int N, K;
-  bool silu;
-};
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global → shared, L2 only; src_bytes 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Byte offset of 16-byte chunk `ch` of row `r` in a swizzled tile.
-__device__ __forceinline__ uint32_t swz(int r, int ch) { return r * kRowBytes + ((ch ^ (r & 7)) << 4); }
-
-__device__ __forceinline__ float bf16_round(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     grouped_gemm_kernel(const __grid_constant__ GroupedKernelParams p) {
@@ -107,7 +67,6 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   const uint32_t s_base = smem_addr(smem);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int wm = warp / C::kWarpsN, wn = warp % C::kWarpsN;
-  const int half = p.N / 2;
 
   // This thread's load chunks: fixed rows (global pointers at k = 0) and 16-byte columns.
   const __nv_bfloat16* a_src[C::kAChunks];
@@ -125,16 +84,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   const __nv_bfloat16* w_e = p.w + int64_t(expert) * p.N * p.K;
 #pragma unroll
   for (int i = 0; i < C::kBChunks; ++i) {
-    const int c = tid + i * C::kThreads, r = c / 8;
-    int wrow;
-    if (p.silu) {
-      const int col = blockIdx.x * (C::kBN / 2) + (r / 16) * 8 + r % 8;
-      b_ok[i] = col < half;
-      wrow = ((r / 8) & 1) * half + col;
-    } else {
-      wrow = blockIdx.x * C::kBN + r;
-      b_ok[i] = wrow < p.N;
-    }
+    const int c = tid + i * C::kThreads;
+    const int wrow = b_tile_row(p, blockIdx.x, C::kBN, c / 8, &b_ok[i]);
     b_src[i] = w_e + (b_ok[i] ? int64_t(wrow) * p.K : 0) + (c % 8) * 8;
   }
 
@@ -199,35 +150,14 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   }
   cp_async_wait<0>();
 
-  // Epilogue: accumulator (mi, ni) element q sits at row 16 mi + lane / 4 + 8 (q / 2), column 8 ni + 2 (lane % 4) + q % 2.
+  // Epilogue: warp (wm, wn) holds rows wm · WTM + 16 mi + lane / 4 (+ 8) and columns wn · WTN + 8 ni + ...;
+  // its fragments of one mi are a contiguous run of the tile's n8 fragments starting at wn · WTN / 8.
 #pragma unroll
   for (int mi = 0; mi < C::kMI; ++mi)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int gr = row0 + wm * C::kWTM + mi * 16 + (lane >> 2) + 8 * h;
-      if (gr >= row_end) continue;
-      __nv_bfloat16* o = p.out + int64_t(gr) * p.ldo;
-      if (!p.silu) {
-#pragma unroll
-        for (int ni = 0; ni < C::kNI; ++ni) {
-          const int col = blockIdx.x * C::kBN + wn * C::kWTN + ni * 8 + (lane & 3) * 2;
-          if (col < p.N)
-            *reinterpret_cast<__nv_bfloat162*>(o + col) = __floats2bfloat162_rn(acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
-        }
-      } else {
-#pragma unroll
-        for (int q = 0; q < C::kNI / 2; ++q) {
-          const int col = blockIdx.x * (C::kBN / 2) + (wn * C::kWTN) / 2 + q * 8 + (lane & 3) * 2;
-          if (col >= half) continue;
-          float v[2];
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const float g = bf16_round(acc[mi][2 * q][2 * h + j]), u = bf16_round(acc[mi][2 * q + 1][2 * h + j]);
-            v[j] = g / (1.0f + expf(-g)) * u;
-          }
-          *reinterpret_cast<__nv_bfloat162*>(o + col) = __floats2bfloat162_rn(v[0], v[1]);
-        }
-      }
+      if (gr < row_end) store_rows<C::kNI>(p, acc[mi], gr, h, blockIdx.x * C::kWarpsN + wn, C::kWTN, lane);
     }
 }
 
@@ -244,6 +174,13 @@ Status launch(const GroupedKernelParams& kp, int64_t max_tiles, cudaStream_t str
                            C::kSmemBytes, stream>>>(kp);
   MLA_CUDA_TRY_LAUNCH(kOp);
   return Status::ok();
+}
+
+// MLA_GROUPED_GEMM_MMA_SYNC=1 runs block_m 128 on the mma.sync kernel instead of wgmma (comparison, and a
+// fallback); read per call so one process can time both.
+bool mma_sync_forced() {
+  const char* e = std::getenv("MLA_GROUPED_GEMM_MMA_SYNC");
+  return e && e[0] == '1';
 }
 
 }  // namespace
@@ -271,7 +208,7 @@ Status grouped_gemm(const GroupedGemmParams& p, Stream stream) {
   switch (p.block_m) {
     case 16: return launch<CfgDecode>(kp, max_tiles, s);
     case 64: return launch<CfgMid>(kp, max_tiles, s);
-    default: return launch<CfgPrefill>(kp, max_tiles, s);
+    default: return mma_sync_forced() ? launch<CfgPrefill>(kp, max_tiles, s) : launch_wgmma_128x256(kp, max_tiles, s);
   }
 }
 

@@ -1,11 +1,13 @@
-// moe_align on the GPU: one 1024-thread block, two passes over the ids.
-//   Pass 1 counts each expert's valid entries (one shared atomic per distinct expert per warp, found with
-//   __match_any_sync), then a block scan gives the expert offsets and the tile list.
-//   Pass 2 walks the tokens in chunks of 512: each entry sets bit (token - chunk start) of its expert's
-//   512-bit mask, and its rank among the expert's entries of the chunk is the popcount of the mask's lower
-//   bits. Ranks therefore follow token order (a token has each expert at most once), which makes the sort
-//   stable without any serial loop. A block is enough: the work is O(t · k) shared-memory operations
-//   (decode: one chunk, a few microseconds; 16k-token prefill: ~100 µs against milliseconds of GEMMs).
+// moe_align on the GPU: one 1024-thread block, two passes over the ids, one token per thread (its k ids
+// loaded together, repeats checked in registers).
+//   Pass 1 counts each expert's valid entries (one shared atomic per distinct expert per warp and slot,
+//   found with __match_any_sync); a block scan gives the expert offsets and the tile list.
+//   Pass 2 walks the tokens in chunks of 1024: token tid of the chunk sets bit lane of word warp of its
+//   experts' 1024-bit masks (the __match_any_sync peers mask is exactly the warp's word); a per-expert scan
+//   of the words' popcounts gives each word's prefix; an entry's rank among its expert's entries of the
+//   chunk is prefix + popcount of the lower lanes. Ranks therefore follow token order (a token has each
+//   expert at most once): a stable sort without any serial loop. O(t · k / 1024) steps for one block:
+//   decode a few µs; 16k-token prefill tens of µs against milliseconds of GEMMs.
 #include "mla/ops/moe_align.h"
 
 #include <cuda_runtime.h>
@@ -17,38 +19,44 @@ namespace {
 
 constexpr const char* kOp = "moe_align";
 constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / 32;
 constexpr int kMaxExperts = 256;
-constexpr int kChunkTokens = 512;
-constexpr int kChunkWords = kChunkTokens / 32;
+constexpr int kMaxK = 16;
+constexpr unsigned kFull = 0xFFFFFFFFu;
 
 struct AlignKernelParams {
-  const int32_t* ids;  // [n]
+  const int32_t* ids;  // [t, k]
   int32_t* offsets;    // [E + 1]
-  int32_t* perm;       // [n]
-  int32_t* src;        // [n]
+  int32_t* perm;       // [t · k]
+  int32_t* src;        // [t · k]
   int32_t* tiles;      // [max_tiles, 2]
   int32_t* error;      // [1]
   int64_t t;
   int k, num_experts, block_m, max_tiles;
 };
 
-// Entry i's expert, or -1 for an out-of-range id or a repeat of an earlier slot of the same token.
-__device__ __forceinline__ int valid_expert(const AlignKernelParams& p, int64_t i) {
-  const int e = p.ids[i];
-  if (e < 0 || e >= p.num_experts) return -1;
-  for (int64_t j = i - i % p.k; j < i; ++j)
-    if (p.ids[j] == e) return -1;
-  return e;
+// Token i's experts, -1 for an out-of-range id or a repeat of an earlier slot (and for i >= t).
+__device__ __forceinline__ void load_token(const AlignKernelParams& p, int64_t i, int (&e)[kMaxK]) {
+#pragma unroll
+  for (int j = 0; j < kMaxK; ++j) e[j] = j < p.k && i < p.t ? p.ids[i * p.k + j] : -1;
+#pragma unroll
+  for (int j = 0; j < kMaxK; ++j) {
+    bool ok = e[j] >= 0 && e[j] < p.num_experts;
+#pragma unroll
+    for (int q = 0; q < j; ++q) ok &= e[q] != e[j] || e[q] < 0;  // a repeat of a valid earlier id
+    // An earlier invalid slot holding the same out-of-range value does not matter: e[j] is invalid too.
+    if (!ok) e[j] = -1;
+  }
 }
 
 // Exclusive scan of one value per thread over the first kMaxExperts threads (the others pass 0);
-// returns the thread's exclusive prefix, and the total in *total. All threads must call it.
+// returns the thread's exclusive prefix and the total in *total. All threads must call it.
 __device__ int block_exclusive_scan(int v, int* s_warp, int* total) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int x = v;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
-    const int y = __shfl_up_sync(0xFFFFFFFFu, x, o);
+    const int y = __shfl_up_sync(kFull, x, o);
     if (lane >= o) x += y;
   }
   if (lane == 31 && warp < kMaxExperts / 32) s_warp[warp] = x;
@@ -58,29 +66,36 @@ __device__ int block_exclusive_scan(int v, int* s_warp, int* total) {
     if (w < warp) before += s_warp[w];
     all += s_warp[w];
   }
-  __syncthreads();  // s_warp may be reused by the next scan
+  __syncthreads();  // s_warp is reused by the next scan
   *total = all;
   return before + x - v;
 }
 
 __global__ void __launch_bounds__(kThreads) moe_align_kernel(const __grid_constant__ AlignKernelParams p) {
   __shared__ int s_count[kMaxExperts];
-  __shared__ int s_base[kMaxExperts];  // running first row of each expert's next chunk
+  __shared__ int s_base[kMaxExperts];  // first row of each expert's entries in the current chunk
+  __shared__ int s_tot[kMaxExperts];   // each expert's entries in the current chunk
   __shared__ int s_warp[kMaxExperts / 32];
-  __shared__ unsigned s_bits[kMaxExperts][kChunkWords];
-  const int tid = threadIdx.x, E = p.num_experts;
-  const int64_t n = p.t * p.k;
+  extern __shared__ uint32_t s_dyn[];
+  uint32_t* s_bits = s_dyn;                                              // [E][kWarps] token masks
+  uint16_t* s_pre = reinterpret_cast<uint16_t*>(s_dyn + p.num_experts * kWarps);  // [E][kWarps] prefixes
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, E = p.num_experts;
   if (tid < kMaxExperts) s_count[tid] = 0;
   __syncthreads();
 
   // Pass 1: counts.
   bool bad = false;
-  for (int64_t i0 = 0; i0 < n; i0 += kThreads) {
+  int e[kMaxK];
+  for (int64_t i0 = 0; i0 < p.t; i0 += kThreads) {
     const int64_t i = i0 + tid;
-    const int e = i < n ? valid_expert(p, i) : -1;
-    bad |= i < n && e < 0;
-    const unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
-    if (e >= 0 && (tid % 32) == __ffs(peers) - 1) atomicAdd(&s_count[e], __popc(peers));
+    load_token(p, i, e);
+#pragma unroll
+    for (int j = 0; j < kMaxK; ++j) {
+      if (j >= p.k) break;  // uniform
+      bad |= i < p.t && e[j] < 0;
+      const unsigned peers = __match_any_sync(kFull, e[j]);
+      if (e[j] >= 0 && lane == __ffs(peers) - 1) atomicAdd(&s_count[e[j]], __popc(peers));
+    }
   }
   if (__syncthreads_or(bad) && tid == 0) *p.error = 1;
 
@@ -100,41 +115,54 @@ __global__ void __launch_bounds__(kThreads) moe_align_kernel(const __grid_consta
   }
   if (tid == 0) p.offsets[E] = total_rows;
   for (int j = total_tiles + tid; j < p.max_tiles; j += kThreads) p.tiles[2 * j] = -1, p.tiles[2 * j + 1] = -1;
-  for (int64_t r = total_rows + tid; r < n; r += kThreads) p.perm[r] = -1;
+  for (int64_t r = total_rows + tid; r < p.t * p.k; r += kThreads) p.perm[r] = -1;
 
-  // Pass 2: placement, chunk by chunk.
-  for (int64_t c0 = 0; c0 < p.t; c0 += kChunkTokens) {
-    const int64_t c1 = min(p.t, c0 + kChunkTokens);
-    for (int w = tid; w < E * kChunkWords; w += kThreads) s_bits[w / kChunkWords][w % kChunkWords] = 0;
+  // Pass 2: placement, 1024 tokens at a time.
+  const unsigned lower = (1u << lane) - 1u;
+  for (int64_t c0 = 0; c0 < p.t; c0 += kThreads) {
+    for (int w = tid; w < E * kWarps; w += kThreads) s_bits[w] = 0;
     __syncthreads();
-    for (int64_t i = c0 * p.k + tid; i < c1 * p.k; i += kThreads) {
-      const int e = valid_expert(p, i);
-      const int lt = static_cast<int>(i / p.k - c0);
-      if (e >= 0) atomicOr(&s_bits[e][lt / 32], 1u << (lt % 32));
+    const int64_t i = c0 + tid;
+    load_token(p, i, e);
+#pragma unroll
+    for (int j = 0; j < kMaxK; ++j) {
+      if (j >= p.k) break;
+      const unsigned peers = __match_any_sync(kFull, e[j]);
+      if (e[j] >= 0 && lane == __ffs(peers) - 1) atomicOr(&s_bits[e[j] * kWarps + warp], peers);
     }
     __syncthreads();
-    for (int64_t i = c0 * p.k + tid; i < c1 * p.k; i += kThreads) {
-      const int e = valid_expert(p, i);
-      if (e < 0) {
-        p.src[i] = -1;
-        continue;
+    for (int x = warp; x < E; x += kWarps) {  // warp per expert, lane per word: exclusive scan of popcounts
+      const int c = __popc(s_bits[x * kWarps + lane]);
+      int incl = c;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(kFull, incl, o);
+        if (lane >= o) incl += y;
       }
-      const int lt = static_cast<int>(i / p.k - c0);
-      int rank = __popc(s_bits[e][lt / 32] & ((1u << (lt % 32)) - 1u));
-      for (int w = 0; w < lt / 32; ++w) rank += __popc(s_bits[e][w]);
-      const int row = s_base[e] + rank;
-      p.perm[row] = static_cast<int32_t>(i / p.k);
-      p.src[i] = row;
+      s_pre[x * kWarps + lane] = static_cast<uint16_t>(incl - c);
+      if (lane == 31) s_tot[x] = incl;
     }
     __syncthreads();
-    if (tid < E) {
-      int add = 0;
-      for (int w = 0; w < kChunkWords; ++w) add += __popc(s_bits[tid][w]);
-      s_base[tid] += add;
+    if (i < p.t) {
+#pragma unroll
+      for (int j = 0; j < kMaxK; ++j) {
+        if (j >= p.k) break;
+        if (e[j] < 0) {
+          p.src[i * p.k + j] = -1;
+          continue;
+        }
+        const int w = e[j] * kWarps + warp;
+        const int row = s_base[e[j]] + s_pre[w] + __popc(s_bits[w] & lower);
+        p.perm[row] = static_cast<int32_t>(i);
+        p.src[i * p.k + j] = row;
+      }
     }
-    __syncthreads();  // every read of this chunk's masks and bases before the next chunk clears them
+    __syncthreads();  // every read of this chunk's masks, prefixes and bases before they change
+    if (tid < E) s_base[tid] += s_tot[tid];
   }
 }
+
+size_t dyn_smem_bytes(int num_experts) { return size_t(num_experts) * kWarps * (sizeof(uint32_t) + sizeof(uint16_t)); }
 
 }  // namespace
 
@@ -152,8 +180,13 @@ Status moe_align(const MoeAlignParams& p, Stream stream) {
                              .num_experts = p.num_experts,
                              .block_m = p.block_m,
                              .max_tiles = static_cast<int>(moe_align_max_tiles(t * k, p.num_experts, p.block_m))};
+  // Up to 48 KB of masks and prefixes (E = 256) plus 3 KB static: past the default limit, so opt in
+  // once (not a stream operation: fine during a graph capture).
+  static const cudaError_t attr = cudaFuncSetAttribute(moe_align_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       static_cast<int>(dyn_smem_bytes(kMaxExperts)));
+  MLA_CUDA_TRY(kOp, attr);
   // t == 0 still writes the offsets (all zero) and an empty tile list: the GEMMs after it read them.
-  moe_align_kernel<<<1, kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(kp);
+  moe_align_kernel<<<1, kThreads, dyn_smem_bytes(p.num_experts), reinterpret_cast<cudaStream_t>(stream)>>>(kp);
   MLA_CUDA_TRY_LAUNCH(kOp);
   return Status::ok();
 }
