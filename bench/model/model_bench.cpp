@@ -1,11 +1,14 @@
 // bench_model: the CUDA DeepSeek-V2 forward with dummy weights (issue 7's numbers): weight creation and
 // upload time, prefill tokens/s for one step of `prefill_seqs` × `prefill_len` tokens, and decode step
 // time at several batch sizes over `context`-token sequences. Wall clock around forward + stream sync
-// (the step includes the MoE layers' host syncs, which a real step pays too); warm-up steps first;
-// median of the timed steps.
+// (with MLA_MOE_PATH=per_expert the step includes the MoE layers' host syncs, which a real step pays
+// too); warm-up steps first; median of the timed steps. `--moe-path both` times every prefill and decode
+// measurement under the grouped MoE and the per-expert MoE (MLA_MOE_PATH, set before each step) in one
+// process, so before/after share the weights, the KV cache and the sequences.
 //
 //   bench_model [--preset deepseek-v2-lite] [--layers N] [--prefill-seqs 8] [--prefill-len 2048]
-//               [--context 1024] [--batches 1,64,256] [--steps 10] [--kv-cache-dtype auto|fp8]
+//               [--context 1024] [--batches 1,64,256] [--steps 10] [--kv-cache-dtype auto|fp8|auto,fp8]
+//               [--moe-path grouped|per_expert|both]
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -31,7 +34,8 @@ struct Args {
   int64_t layers = 0;  // 0: the preset's
   int64_t prefill_seqs = 8, prefill_len = 2048, context = 1024, steps = 10;
   std::vector<int64_t> batches = {1, 64, 256};
-  KvFormat kv = KvFormat::kBf16;
+  std::vector<KvFormat> kvs = {KvFormat::kBf16};  // one backend each, in turn, over one set of host weights
+  std::vector<std::string> moe_paths = {"grouped"};
 };
 
 bool parse(int argc, char** argv, Args* a) {
@@ -45,8 +49,19 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--prefill-len") a->prefill_len = std::atoll(v.c_str());
     else if (k == "--context") a->context = std::atoll(v.c_str());
     else if (k == "--steps") a->steps = std::atoll(v.c_str());
+    else if (k == "--moe-path") {
+      if (v != "grouped" && v != "per_expert" && v != "both") return false;
+      a->moe_paths = v == "both" ? std::vector<std::string>{"grouped", "per_expert"} : std::vector<std::string>{v};
+    }
     else if (k == "--kv-cache-dtype") {
-      if (!parse_kv_format(v, &a->kv).is_ok()) return false;
+      a->kvs.clear();
+      for (size_t p = 0; p < v.size();) {
+        const size_t q = v.find(',', p);
+        KvFormat f;
+        if (!parse_kv_format(v.substr(p, q - p), &f).is_ok()) return false;
+        a->kvs.push_back(f);
+        p = q == std::string::npos ? v.size() : q + 1;
+      }
     }
     else if (k == "--batches") {
       a->batches.clear();
@@ -90,13 +105,95 @@ model::ForwardBatch prefill_batch(int64_t first_seq, int64_t seqs, int64_t len, 
   return b;
 }
 
+// One backend with KV format `kv` over host weights `w`: prefill tokens/s, then decode steps per batch.
+Status run_format(const Args& a, const model::ModelConfig& c, const model::ModelWeights& w, KvFormat kv,
+                  int64_t max_batch, int64_t max_tokens) {
+  model::CudaBackendOptions o;
+  // Pages: the prefill sequences, then every decode batch's sequences (released after each batch).
+  const int64_t paths = static_cast<int64_t>(a.moe_paths.size());
+  const int64_t pages_per_seq = (std::max(a.prefill_len, a.context + paths * (a.steps + 2) + 8) + 63) / 64;
+  o.num_pages = pages_per_seq * std::max(a.prefill_seqs, max_batch);
+  o.max_batch_tokens = max_tokens;
+  o.kv_format = kv;
+  // The model allocates per layer and frees at the next step: activation memory grows with layers × tokens.
+  o.activation_bytes = size_t{14} << 30;
+  o.scratch_bytes = size_t{4} << 30;
+  std::unique_ptr<model::CudaBackend> be;
+  const auto t1 = Clock::now();
+  MLA_TRY(model::CudaBackend::create(w, o, &be));
+  const auto t2 = Clock::now();
+  std::printf("model %s, %lld layers, kv %s, %lld pages\n", a.preset.c_str(), static_cast<long long>(c.num_hidden_layers),
+              std::string(kv_format_name(kv)).c_str(), static_cast<long long>(o.num_pages));
+  std::printf("upload + allocation: %.1f s\n", secs(t1, t2));
+
+  // Prefill: warm up once, then time fresh sequences (each step starts from position 0).
+  std::vector<double> times;
+  int64_t next_seq = 0;
+  for (const std::string& path : a.moe_paths) {
+    setenv("MLA_MOE_PATH", path.c_str(), 1);
+    times.clear();
+    for (int64_t r = 0; r < 4; ++r) {
+      const model::ForwardBatch b = prefill_batch(next_seq, a.prefill_seqs, a.prefill_len, c.vocab_size);
+      double t = 0;
+      MLA_TRY(timed_step(*be, b, &t));
+      if (r > 0) times.push_back(t);
+      for (int64_t q = 0; q < a.prefill_seqs; ++q) be->release_sequence(next_seq + q);
+      next_seq += a.prefill_seqs;
+    }
+    std::sort(times.begin(), times.end());
+    const double tp = times[times.size() / 2];
+    std::printf("prefill %lld x %lld tokens, moe %s: %.1f ms, %.0f tokens/s (median of %zu)\n",
+                static_cast<long long>(a.prefill_seqs), static_cast<long long>(a.prefill_len), path.c_str(), tp * 1e3,
+                double(a.prefill_seqs * a.prefill_len) / tp, times.size());
+  }
+
+  std::printf("| batch | context | moe | decode step ms | tokens/s |\n|---|---|---|---|---|\n");
+  for (int64_t B : a.batches) {
+    // Contexts through prefill steps of at most max_tokens tokens.
+    std::vector<int64_t> ids;
+    for (int64_t q = 0; q < B; ++q) ids.push_back(next_seq++);
+    setenv("MLA_MOE_PATH", a.moe_paths[0].c_str(), 1);
+    for (int64_t q0 = 0; q0 < B;) {
+      const int64_t n = std::max<int64_t>(1, std::min(B - q0, max_tokens / a.context));
+      model::ForwardBatch b = prefill_batch(ids[static_cast<size_t>(q0)], n, a.context, c.vocab_size);
+      double t = 0;
+      MLA_TRY(timed_step(*be, b, &t));
+      q0 += n;
+    }
+    int64_t pos = a.context;
+    for (const std::string& path : a.moe_paths) {
+      setenv("MLA_MOE_PATH", path.c_str(), 1);
+      times.clear();
+      for (int64_t step = 0; step < a.steps + 2; ++step, ++pos) {
+        model::ForwardBatch b;
+        for (int64_t q = 0; q < B; ++q) {
+          b.seqs.push_back({.seq_id = ids[static_cast<size_t>(q)], .start_pos = pos, .num_tokens = 1});
+          b.token_ids.push_back(static_cast<int32_t>((q * 31 + pos) % c.vocab_size));
+        }
+        double t = 0;
+        MLA_TRY(timed_step(*be, b, &t));
+        if (step >= 2) times.push_back(t);
+      }
+      std::sort(times.begin(), times.end());
+      const double td = times[times.size() / 2];
+      std::printf("| %lld | %lld | %s | %.2f | %.0f |\n", static_cast<long long>(B), static_cast<long long>(a.context),
+                  path.c_str(), td * 1e3, double(B) / td);
+      std::fflush(stdout);
+    }
+    for (int64_t id : ids) be->release_sequence(id);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 int model_bench_main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows reach a log even if a time limit stops the run
   Args a;
   if (!parse(argc, argv, &a)) {
     std::fprintf(stderr, "usage: bench_model [--preset P] [--layers N] [--prefill-seqs S] [--prefill-len L] "
-                         "[--context C] [--batches 1,64,256] [--steps N] [--kv-cache-dtype auto|fp8]\n");
+                         "[--context C] [--batches 1,64,256] [--steps N] [--kv-cache-dtype auto|fp8|auto,fp8] "
+                         "[--moe-path grouped|per_expert|both]\n");
     return 2;
   }
   model::ModelConfig c;
@@ -111,71 +208,10 @@ int model_bench_main(int argc, char** argv) {
   s = loader::make_dummy_weights(c, 1, DType::kBf16, &w);
   if (!s.is_ok()) return fail(s);
   const auto t1 = Clock::now();
-  model::CudaBackendOptions o;
-  // Pages: the prefill sequences, then every decode batch's sequences (released after each batch).
-  const int64_t pages_per_seq = (std::max(a.prefill_len, a.context + a.steps + 8) + 63) / 64;
-  o.num_pages = pages_per_seq * std::max(a.prefill_seqs, max_batch);
-  o.max_batch_tokens = max_tokens;
-  o.kv_format = a.kv;
-  // The model allocates per layer and frees at the next step: activation memory grows with layers × tokens.
-  o.activation_bytes = size_t{14} << 30;
-  o.scratch_bytes = size_t{4} << 30;
-  std::unique_ptr<model::CudaBackend> be;
-  s = model::CudaBackend::create(w, o, &be);
-  if (!s.is_ok()) return fail(s);
-  const auto t2 = Clock::now();
-  w = model::ModelWeights{};  // host copy no longer needed
-  std::printf("model %s, %lld layers, kv %s, %lld pages\n", a.preset.c_str(), static_cast<long long>(c.num_hidden_layers),
-              std::string(kv_format_name(a.kv)).c_str(), static_cast<long long>(o.num_pages));
-  std::printf("dummy weights on the host: %.1f s, upload + allocation: %.1f s\n", secs(t0, t1), secs(t1, t2));
-
-  // Prefill: warm up once, then time fresh sequences (each step starts from position 0).
-  std::vector<double> times;
-  int64_t next_seq = 0;
-  for (int64_t r = 0; r < 4; ++r) {
-    const model::ForwardBatch b = prefill_batch(next_seq, a.prefill_seqs, a.prefill_len, c.vocab_size);
-    double t = 0;
-    s = timed_step(*be, b, &t);
+  std::printf("dummy weights on the host: %.1f s\n", secs(t0, t1));
+  for (KvFormat kv : a.kvs) {
+    s = run_format(a, c, w, kv, max_batch, max_tokens);
     if (!s.is_ok()) return fail(s);
-    if (r > 0) times.push_back(t);
-    for (int64_t q = 0; q < a.prefill_seqs; ++q) be->release_sequence(next_seq + q);
-    next_seq += a.prefill_seqs;
-  }
-  std::sort(times.begin(), times.end());
-  const double tp = times[times.size() / 2];
-  std::printf("prefill %lld x %lld tokens: %.1f ms, %.0f tokens/s (median of %zu)\n", static_cast<long long>(a.prefill_seqs),
-              static_cast<long long>(a.prefill_len), tp * 1e3, double(a.prefill_seqs * a.prefill_len) / tp, times.size());
-
-  std::printf("| batch | context | decode step ms | tokens/s |\n|---|---|---|---|\n");
-  for (int64_t B : a.batches) {
-    // Contexts through prefill steps of at most max_tokens tokens.
-    std::vector<int64_t> ids;
-    for (int64_t q = 0; q < B; ++q) ids.push_back(next_seq++);
-    for (int64_t q0 = 0; q0 < B;) {
-      const int64_t n = std::max<int64_t>(1, std::min(B - q0, max_tokens / a.context));
-      model::ForwardBatch b = prefill_batch(ids[static_cast<size_t>(q0)], n, a.context, c.vocab_size);
-      double t = 0;
-      s = timed_step(*be, b, &t);
-      if (!s.is_ok()) return fail(s);
-      q0 += n;
-    }
-    times.clear();
-    for (int64_t step = 0; step < a.steps + 2; ++step) {
-      model::ForwardBatch b;
-      for (int64_t q = 0; q < B; ++q) {
-        b.seqs.push_back({.seq_id = ids[static_cast<size_t>(q)], .start_pos = a.context + step, .num_tokens = 1});
-        b.token_ids.push_back(static_cast<int32_t>((q * 31 + step) % c.vocab_size));
-      }
-      double t = 0;
-      s = timed_step(*be, b, &t);
-      if (!s.is_ok()) return fail(s);
-      if (step >= 2) times.push_back(t);
-    }
-    std::sort(times.begin(), times.end());
-    const double td = times[times.size() / 2];
-    std::printf("| %lld | %lld | %.2f | %.0f |\n", static_cast<long long>(B), static_cast<long long>(a.context), td * 1e3,
-                double(B) / td);
-    for (int64_t id : ids) be->release_sequence(id);
   }
   return 0;
 }
