@@ -45,14 +45,12 @@ Status LLMEngine::step(std::vector<RequestOutput>* finished) {
     return Status::ok();
   }
   MLA_TRY(build_step_inputs(batch, scheduler_.sequences(), config_.scheduler.page_size, &inputs_));
-  MLA_TRY(backend_.forward(inputs_, &logits_));
-
   sample_requests_.clear();
   for (int32_t e : inputs_.sample_entries) {
     const Sequence& s = scheduler_.sequences().at(batch.seqs[size_t(e)].id);
     sample_requests_.push_back({.params = &s.params(), .seed = s.seed(), .draw_index = s.num_generated()});
   }
-  MLA_TRY(sample(logits_, sample_requests_, &sampled_));
+  MLA_TRY(backend_.forward_sample(inputs_, sample_requests_, &sampled_));
 
   std::vector<SeqId> done;
   MLA_TRY(scheduler_.postprocess(batch, sampled_, &done));

@@ -28,6 +28,7 @@ void add_engine_options(CLI::App& app, EngineOptions* o) {
       ->capture_default_str();
   app.add_option("--num-pages", o->num_pages, "KV pages (0: from memory on cuda, 4096 on cpu)")->capture_default_str();
   app.add_option("--seed", o->source.seed, "dummy weights and sampling seed")->capture_default_str();
+  app.add_flag("--enforce-eager", o->enforce_eager, "cuda: run decode steps eagerly (no CUDA graphs)");
 }
 
 namespace {
@@ -72,6 +73,7 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
   model::CudaBackendOptions bo;
   bo.kv_format = format;
   bo.max_batch_tokens = o.max_num_batched_tokens;
+  bo.max_num_seqs = o.max_num_seqs;
   bo.activation_bytes = activation_bytes(c, o.max_num_batched_tokens);
   // MoE sorts every (token, expert) pair into expert-contiguous rows with their gate/up/down temporaries;
   // 8192 tokens of V2-Lite need ~0.5 GB (seen: "scratch arena too small" at the 512 MB default).
@@ -91,8 +93,16 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
     return Status::oom("engine", "no memory left for the KV cache (weights " + std::to_string(weights_b / 1e9) +
                                      " GB; raise --gpu-memory-utilization or lower --max-num-batched-tokens)");
   std::unique_ptr<runner::CudaModelRunner> r;
-  MLA_TRY(runner::CudaModelRunner::create(w, bo, &r));
+  runner::CudaRunnerOptions ro;
+  ro.enforce_eager = o.enforce_eager;
+  MLA_TRY(runner::CudaModelRunner::create(w, bo, &r, ro));
   print_model(c, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (r->stats().graphs_off.empty()) {
+    std::fprintf(stderr, "CUDA graphs: decode steps of %zu batch sizes (up to %d sequences)\n", r->stats().captured.size(),
+                 r->stats().captured.empty() ? 0 : r->stats().captured.back());
+  } else {
+    std::fprintf(stderr, "CUDA graphs: off (%s)\n", r->stats().graphs_off.c_str());
+  }
   std::fprintf(stderr, "KV cache: %lld pages x %d tokens = %lld tokens (%s, %d B/token/layer, %.1f GB)\n",
                (long long)bo.num_pages, kDecodePageSize, (long long)bo.num_pages * kDecodePageSize,
                std::string(kv_format_name(format)).c_str(), kv_bytes_per_token(format), double(bo.num_pages) * page_b / 1e9);

@@ -19,6 +19,7 @@ struct EngineOptions {
   int max_num_batched_tokens = 8192;
   double gpu_memory_utilization = 0.9;
   int num_pages = 0;                     // 0: sized from memory (cuda) or 4096 (cpu)
+  bool enforce_eager = false;            // cuda: no CUDA graphs for decode steps
 };
 
 // Registers the options every engine command shares (vLLM's flag names).

@@ -1,6 +1,6 @@
 #pragma once
 // LLMEngine: the loop that ties the parts together, one step at a time:
-//   schedule -> build_step_inputs -> backend.forward -> sample -> postprocess (finish, free pages).
+//   schedule -> build_step_inputs -> backend.forward_sample (model + sampler) -> postprocess (finish, free pages).
 // It owns the scheduler (and through it the sequences and pages) and borrows the backend. A step that
 // fails (backend or sampler error) advances nothing: pages claimed for it stay with their sequences,
 // and the next step schedules the same work again.
@@ -65,7 +65,6 @@ class LLMEngine {
   EngineStats stats_;
   // Per-step buffers, kept so steady-state steps reuse their capacity instead of reallocating.
   StepInputs inputs_;
-  Logits logits_;
   std::vector<SampleRequest> sample_requests_;
   std::vector<int32_t> sampled_;
 };

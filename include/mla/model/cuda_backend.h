@@ -18,6 +18,7 @@
 #include "mla/core/kv_format.h"
 #include "mla/core/stream.h"
 #include "mla/model/backend.h"
+#include "mla/ops/sampling.h"
 
 namespace mla::model {
 
@@ -36,6 +37,11 @@ struct CudaBackendOptions {
   float k_scale = 1.f;  // fp8: one scale for every layer (calibration can come later)
   float q_scale = 1.f;  // fp8: the decode query's scale
   bool prefill_attention = true;         // expanded path for prefill chunks (see above)
+  // Fixed step-input buffers (pinned staging + device twin) are sized from these once: a step's block
+  // tables hold at most max_num_seqs rows (more when the arrays still fit, e.g. forced absorbed prefill) of
+  // max_pages_per_seq pages; CUDA-graph steps use max_pages_per_seq as their fixed table width.
+  int64_t max_num_seqs = 256;
+  int64_t max_pages_per_seq = 0;  // 0: ceil(max_position_embeddings / 64), at most num_pages
 };
 
 class CudaBackend final : public Backend {
@@ -68,12 +74,35 @@ class CudaBackend final : public Backend {
   // Copies a device activation (bf16 or fp32, 2-d) into host floats, row-major [rows · cols]; synchronizes.
   Status download(const TensorView& v, std::vector<float>* out) const;
 
+  // ---- Sampling on the device and CUDA-graph steps (CudaModelRunner) ----
+  // Per-row sampling parameters of the next step's logits rows; the next begin_step stages them with the
+  // step's inputs (one upload).
+  void set_sampling(std::vector<SamplingRow> rows);
+  // sample_tokens over the step's logits [rows, vocab] fp32 into fixed device memory, then an async copy
+  // of the ids into pinned host memory. No host sync: graph-capturable.
+  Status sample(const TensorView& logits);
+  // Waits for the stream and returns the step's sampled ids (padding rows dropped); a NaN/inf row is an
+  // error naming the row.
+  Status read_samples(std::vector<int32_t>* tokens);
+  // The host half of begin_step for a decode-only batch padded to `rows` rows (padding: token 0, position
+  // 0, cache slot -1, seqlen 1 on the first sequence's first page, greedy sampling), its block table at
+  // graph_table_width(). Until end_padded_step(), begin_step(batch of `rows` tokens) only plans the
+  // decode: a captured graph replays exactly that. commit_step() marks the staged tokens cached (what the
+  // last layer does when run eagerly).
+  Status stage_padded_decode(const ForwardBatch& batch, int64_t rows);
+  void commit_step();
+  void end_padded_step();
+  int64_t graph_table_width() const;
+  int64_t pages_of(int64_t seq_id) const;  // pages the backend holds for the sequence
+
   struct State;  // device memory and step state (cuda_backend_state.h)
 
  private:
   explicit CudaBackend(std::unique_ptr<State> s);
   Status attention_absorbed(int layer, const TensorView& q, const TensorView& kv_b, TensorView out);
   Status attention_expanded(int layer, const TensorView& q, const TensorView& kv_b, TensorView out);
+  Status stage(const ForwardBatch& batch, int64_t pad_rows);
+  Status plan_step();
   std::unique_ptr<State> s_;
 };
 

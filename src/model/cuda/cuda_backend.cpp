@@ -1,5 +1,6 @@
 // CudaBackend: creation (all device memory, once), the small ops, and host-side argument checks. The
 // step setup is in cuda_backend_step.cpp, attention in cuda_backend_attention.cpp, MoE in cuda_backend_moe.cpp.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -50,6 +51,22 @@ Status check_config(const ModelConfig& c, const CudaBackendOptions& o) {
                                     std::to_string(o.q_scale));
   if (o.num_pages < 1 || o.num_pages > (int64_t{1} << 30) || o.max_batch_tokens < 1)
     return Status::invalid(kOp, "num_pages and max_batch_tokens must be positive");
+  return Status::ok();
+}
+
+// The fixed step-input block (step_io.h), sized for the worst step: every per-token array at
+// max_batch_tokens rows, and block tables of max_pages_per_seq pages for max_num_seqs rows -- or for every
+// token row when that still fits 32 MB per table (forced absorbed attention over a whole prefill).
+Status init_step_io(CudaBackend::State* s) {
+  CudaBackendOptions& o = s->opts;
+  const int64_t max_pos_pages = (s->w.config.max_position_embeddings + kDecodePageSize - 1) / kDecodePageSize;
+  if (o.max_pages_per_seq <= 0) o.max_pages_per_seq = std::min<int64_t>(max_pos_pages, o.num_pages);
+  if (o.max_num_seqs < 1) return Status::invalid(kOp, "max_num_seqs must be >= 1");
+  const int64_t t = o.max_batch_tokens, w = o.max_pages_per_seq;
+  const int64_t table_rows = std::min<int64_t>(t, std::max<int64_t>(o.max_num_seqs, (int64_t{32} << 20) / (w * 4)));
+  const int64_t per_token = 4 + 4 + 8 + 4 + 4 + 4 + 4 * 4 + 4 + static_cast<int64_t>(sizeof(SamplingRow));
+  const size_t bytes = static_cast<size_t>(t * per_token + 2 * table_rows * w * 4 + 16 * 256);
+  MLA_CUDA_TRY(kOp, s->io.init(bytes, t));
   return Status::ok();
 }
 
@@ -109,6 +126,7 @@ Status CudaBackend::create(const ModelWeights& host, const CudaBackendOptions& o
   MLA_CUDA_TRY(kOp, cudaMemcpy(s->inv_freq, s->rope.inv_freq.data(), s->rope.inv_freq.size() * sizeof(float),
                                cudaMemcpyHostToDevice));
   s->pages.init(opts.num_pages);
+  MLA_TRY(init_step_io(s.get()));
   out->reset(new CudaBackend(std::move(s)));
   return Status::ok();
 }

@@ -9,9 +9,11 @@
 #include "device_arena.h"
 #include "gemm.h"
 #include "kv_pages.h"
+#include "step_io.h"
 #include "mla/model/cuda_backend.h"
 #include "mla/model/rope.h"
 #include "mla/ops/plan_decode.h"
+#include "mla/ops/sampling.h"
 
 namespace mla::model {
 
@@ -34,6 +36,7 @@ struct CudaBackend::State {
   cuda_backend::DeviceArena scratch;  // one op's temporaries; reset at the start of each op that uses it
   cuda_backend::Gemm gemm;
   cuda_backend::KvPages pages;
+  cuda_backend::StepIo io;  // the step's inputs and sampled tokens, in fixed pinned/device memory
 
   // The current step.
   struct Step {
@@ -64,6 +67,12 @@ struct CudaBackend::State {
     int32_t* exp_cu_ctx = nullptr;       // [num_exp + 1]
     int32_t* exp_block_table = nullptr;  // [num_exp, table_width]
     std::vector<std::pair<int64_t, int64_t>> pending;  // (seq, tokens cached once the step's last layer ran)
+    // Sampling (set_sampling → staged by begin_step; sample() writes io.tokens_*).
+    std::vector<SamplingRow> sampling_host;  // rows of the next step to stage
+    const SamplingRow* sampling = nullptr;   // [num_samples] device
+    int64_t num_samples = 0;                 // staged rows (padding included)
+    int64_t num_real_samples = 0;            // rows read_samples() returns
+    bool prestaged = false;  // stage_padded_decode ran: begin_step only plans (graph capture / padded run)
   } step;
 
   TensorView kv_cache(int layer) const;

@@ -1,18 +1,128 @@
 #include "mla/runner/cuda_model_runner.h"
 
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <string>
 
+#include "mla/core/cuda_check.h"
 #include "mla/runner/step_batch.h"
+#include "step_profile.h"
 
 namespace mla::runner {
 
+namespace {
+constexpr const char* kOp = "cuda_runner";
+}  // namespace
+
+struct CudaModelRunner::Graphs {
+  struct Entry {
+    cudaGraphExec_t exec = nullptr;
+    TensorView logits;  // where the graph leaves its logits (arena addresses fixed at capture)
+  };
+  std::map<int, Entry> by_bucket;
+  ~Graphs() {
+    for (auto& [b, e] : by_bucket) cudaGraphExecDestroy(e.exec);
+  }
+};
+
+CudaModelRunner::CudaModelRunner(std::unique_ptr<model::CudaBackend> be, int64_t num_pages, const CudaRunnerOptions& ro)
+    : backend_(std::move(be)), model_(backend_.get()), num_pages_(num_pages), ro_(ro), graphs_(new Graphs) {}
+
+CudaModelRunner::~CudaModelRunner() {
+  if (prof_) std::fprintf(stderr, "%s", prof_->report().c_str());
+}
+
 Status CudaModelRunner::create(const model::ModelWeights& weights, const model::CudaBackendOptions& opts,
-                               std::unique_ptr<CudaModelRunner>* out) {
+                               std::unique_ptr<CudaModelRunner>* out, const CudaRunnerOptions& ro) {
   if (opts.num_pages < 1 || opts.num_pages > (int64_t{1} << 30))
-    return Status::invalid("cuda_runner", "num_pages must be in [1, 2^30], got " + std::to_string(opts.num_pages));
+    return Status::invalid(kOp, "num_pages must be in [1, 2^30], got " + std::to_string(opts.num_pages));
   std::unique_ptr<model::CudaBackend> be;
   MLA_TRY(model::CudaBackend::create(weights, opts, &be));
-  out->reset(new CudaModelRunner(std::move(be), opts.num_pages));
+  std::unique_ptr<CudaModelRunner> r(new CudaModelRunner(std::move(be), opts.num_pages, ro));
+  // Buckets: what a padded step may hold -- no more rows than the staging block and batch allow.
+  std::vector<int> sizes = ro.graph_batch_sizes;
+  if (sizes.empty()) {
+    sizes = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 160, 192, 224, 256};
+    for (int b = 320; b <= opts.max_num_seqs; b += 64) sizes.push_back(b);
+  }
+  const int64_t cap = std::min<int64_t>(opts.max_num_seqs, opts.max_batch_tokens);
+  for (int b : sizes)
+    if (b >= 1 && b <= cap) r->buckets_.push_back(b);
+  if (r->buckets_.empty() || r->buckets_.back() < cap) r->buckets_.push_back(static_cast<int>(cap));
+  std::sort(r->buckets_.begin(), r->buckets_.end());
+  r->buckets_.erase(std::unique(r->buckets_.begin(), r->buckets_.end()), r->buckets_.end());
+  if (const char* e = std::getenv("MLA_PROFILE_DECODE"); e && std::atoi(e) > 0) {
+    r->prof_every_ = std::atoi(e);
+    r->prof_ = std::make_unique<ProfilingBackend>(r->backend_.get());
+    r->prof_model_ = std::make_unique<model::DeepseekV2>(r->prof_.get());
+  }
+  if (ro.enforce_eager) r->stats_.graphs_off = "--enforce-eager";
+  else if (!ro.pad_eager_decode) MLA_TRY(r->capture_graphs());
+  *out = std::move(r);
+  return Status::ok();
+}
+
+// Start-up capture, one graph per bucket: a throw-away decode step of `bucket` one-token sequences (ids
+// below any the engine uses, released after) runs once eagerly -- loading every kernel its shapes need --
+// and is then captured. The graph depends on shapes only; each replay reads the staged inputs of its step.
+Status CudaModelRunner::capture_graphs() {
+  const cudaStream_t stream = reinterpret_cast<cudaStream_t>(backend_->stream());
+  for (int bucket : buckets_) {
+    if (backend_->free_pages() < bucket) {
+      stats_.graphs_off = "too few free KV pages to capture bucket " + std::to_string(bucket);
+      break;
+    }
+    model::ForwardBatch fb;
+    for (int i = 0; i < bucket; ++i) {
+      fb.seqs.push_back({-1 - int64_t{i}, 0, 1});
+      fb.token_ids.push_back(0);
+      fb.logits_rows.push_back(i);
+    }
+    std::vector<int32_t> tokens;
+    Status st = run_padded(fb, bucket, std::vector<SamplingRow>(static_cast<size_t>(bucket)), &tokens);
+    if (st.is_ok()) {
+      backend_->set_sampling(std::vector<SamplingRow>(static_cast<size_t>(bucket)));
+      for (auto& q : fb.seqs) q.start_pos = 1;  // the warm-up step cached one token each
+      fb.token_ids.assign(static_cast<size_t>(bucket), 0);
+      st = backend_->stage_padded_decode(fb, bucket);
+    }
+    TensorView logits;
+    cudaGraph_t graph = nullptr;
+    if (st.is_ok()) {
+      MLA_CUDA_TRY(kOp, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      st = model_.forward(fb, &logits);
+      if (st.is_ok()) st = backend_->sample(logits);
+      const cudaError_t e = cudaStreamEndCapture(stream, &graph);
+      if (st.is_ok() && e != cudaSuccess) st = cuda_status(e, kOp, "cudaStreamEndCapture");
+      (void)cudaGetLastError();  // a failed capture leaves its error behind; the stream itself is usable
+    }
+    backend_->end_padded_step();
+    for (const auto& q : fb.seqs) backend_->release_sequence(q.seq_id);
+    cudaGraphExec_t exec = nullptr;
+    if (st.is_ok() && graph) {
+      const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+      if (e != cudaSuccess) st = cuda_status(e, kOp, "cudaGraphInstantiate"), (void)cudaGetLastError();
+    }
+    if (graph) cudaGraphDestroy(graph);
+    if (!st.is_ok()) {
+      // Not fatal: the engine runs every step eagerly, and says why once.
+      stats_.graphs_off = "capture of bucket " + std::to_string(bucket) + " failed: " + st.to_string();
+      std::fprintf(stderr, "cuda graphs off (%s)\n", stats_.graphs_off.c_str());
+      for (auto& [b, en] : graphs_->by_bucket) cudaGraphExecDestroy(en.exec);
+      graphs_->by_bucket.clear();
+      stats_.captured.clear();
+      MLA_CUDA_TRY(kOp, cudaStreamSynchronize(stream));
+      return Status::ok();
+    }
+    graphs_->by_bucket[bucket] = {exec, logits};
+    stats_.captured.push_back(bucket);
+  }
+  MLA_CUDA_TRY(kOp, cudaStreamSynchronize(stream));
   return Status::ok();
 }
 
@@ -23,6 +133,109 @@ Status CudaModelRunner::forward(const engine::StepInputs& in, engine::Logits* lo
   logits->num_rows = static_cast<int>(out.shape[0]);
   logits->vocab = static_cast<int>(out.shape[1]);
   return backend_->download(out, &logits->data);
+}
+
+// The bucket a decode-only step pads to; 0 when the step runs eagerly as it is.
+int CudaModelRunner::bucket_for(const engine::StepInputs& in, const model::ForwardBatch& fb) const {
+  if (in.num_decodes != in.num_seqs || in.num_tokens != in.num_seqs || in.logits_indices.size() != size_t(in.num_seqs))
+    return 0;
+  for (int i = 0; i < in.num_seqs; ++i)
+    if (in.logits_indices[size_t(i)] != i) return 0;
+  for (const auto& q : fb.seqs)  // the graph's block table has a fixed width
+    if ((q.start_pos + q.num_tokens + 63) / 64 > backend_->graph_table_width()) return 0;
+  for (int b : buckets_) {
+    if (b < in.num_seqs) continue;
+    if (ro_.pad_eager_decode || graphs_->by_bucket.count(b)) return b;
+    return 0;
+  }
+  return 0;
+}
+
+Status CudaModelRunner::forward_sample(const engine::StepInputs& in, const std::vector<engine::SampleRequest>& requests,
+                                       std::vector<int32_t>* tokens) {
+  if (requests.size() != in.logits_indices.size())
+    return Status::invalid(kOp, std::to_string(requests.size()) + " sample requests for " +
+                                    std::to_string(in.logits_indices.size()) + " logits rows");
+  std::vector<SamplingRow> rows(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const engine::SamplingParams& p = *requests[i].params;
+    rows[i].seed = requests[i].seed;
+    rows[i].draw_index = requests[i].draw_index;
+    rows[i].temperature = p.is_greedy() ? 0.f : p.temperature;
+    rows[i].top_k = p.top_k;
+    rows[i].top_p = p.top_p;
+  }
+  model::ForwardBatch fb = to_forward_batch(in, *backend_);
+  if (rows.empty()) {
+    // Prefill chunks only, none finishing its prompt: run the layers for the cache; lm_head on one row
+    // (an empty list would mean every row), nothing sampled.
+    fb.logits_rows = {static_cast<int32_t>(fb.num_tokens() - 1)};
+    MLA_TRY(model_.forward(fb, &last_logits_));
+    ++stats_.eager_steps;
+    tokens->clear();
+    return Status::ok();
+  }
+  if (prof_ && in.num_decodes == in.num_seqs && decode_steps_++ % prof_every_ == 0)
+    return run_profiled(fb, std::move(rows), tokens);
+  const int bucket = bucket_for(in, fb);
+  if (bucket > 0) return run_padded(fb, bucket, std::move(rows), tokens);
+  return run_eager(fb, std::move(rows), tokens);
+}
+
+Status CudaModelRunner::run_eager(const model::ForwardBatch& fb, std::vector<SamplingRow> rows,
+                                  std::vector<int32_t>* tokens) {
+  backend_->set_sampling(std::move(rows));
+  MLA_TRY(model_.forward(fb, &last_logits_));
+  MLA_TRY(backend_->sample(last_logits_));
+  ++stats_.eager_steps;
+  return backend_->read_samples(tokens);
+}
+
+// A decode-only step padded to `bucket` rows: replayed from its graph, or (no graph yet, or
+// pad_eager_decode) run eagerly with the same shapes.
+Status CudaModelRunner::run_padded(const model::ForwardBatch& fb, int bucket, std::vector<SamplingRow> rows,
+                                   std::vector<int32_t>* tokens) {
+  backend_->set_sampling(std::move(rows));
+  MLA_TRY(backend_->stage_padded_decode(fb, bucket));
+  Status st;
+  auto it = graphs_->by_bucket.find(bucket);
+  if (it != graphs_->by_bucket.end()) {
+    // The graph holds no host code: the pages the eager path commits in its last layer are committed here.
+    backend_->commit_step();
+    st = cuda_status(cudaGraphLaunch(it->second.exec, reinterpret_cast<cudaStream_t>(backend_->stream())), kOp,
+                     "cudaGraphLaunch");
+    last_logits_ = it->second.logits;
+    ++stats_.graph_steps;
+  } else {
+    model::ForwardBatch padded;
+    padded.token_ids.assign(static_cast<size_t>(bucket), 0);
+    padded.seqs = fb.seqs;
+    for (int i = 0; i < bucket; ++i) padded.logits_rows.push_back(i);
+    st = model_.forward(padded, &last_logits_);
+    if (st.is_ok()) st = backend_->sample(last_logits_);
+    ++stats_.eager_steps;
+  }
+  backend_->end_padded_step();
+  MLA_TRY(st);
+  return backend_->read_samples(tokens);
+}
+
+Status CudaModelRunner::run_profiled(const model::ForwardBatch& fb, std::vector<SamplingRow> rows,
+                                     std::vector<int32_t>* tokens) {
+  const auto t0 = std::chrono::steady_clock::now();
+  backend_->set_sampling(std::move(rows));
+  MLA_TRY(prof_model_->forward(fb, &last_logits_));
+  MLA_TRY(prof_->sample(last_logits_));
+  ++stats_.eager_steps;
+  const Status st = backend_->read_samples(tokens);
+  prof_->end_step(static_cast<int>(fb.seqs.size()),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  return st;
+}
+
+Status CudaModelRunner::download_last_logits(std::vector<float>* out) const {
+  if (!last_logits_.defined()) return Status::invalid(kOp, "no step has run");
+  return backend_->download(last_logits_, out);
 }
 
 }  // namespace mla::runner
