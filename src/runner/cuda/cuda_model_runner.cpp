@@ -110,9 +110,8 @@ Status CudaModelRunner::capture_graphs() {
     }
     if (graph) cudaGraphDestroy(graph);
     if (!st.is_ok()) {
-      // Not fatal: the engine runs every step eagerly, and says why once.
+      // Not fatal: the engine runs every step eagerly; stats().graphs_off says why (the CLI prints it).
       stats_.graphs_off = "capture of bucket " + std::to_string(bucket) + " failed: " + st.to_string();
-      std::fprintf(stderr, "cuda graphs off (%s)\n", stats_.graphs_off.c_str());
       for (auto& [b, en] : graphs_->by_bucket) cudaGraphExecDestroy(en.exec);
       graphs_->by_bucket.clear();
       stats_.captured.clear();
