@@ -25,7 +25,8 @@ def slab_offset(row, chunk):  # config.h
     return (chunk >> 3) * SLAB + row * 128 + (((chunk & 7) ^ (row & 7)) << 4)
 
 
-def tma_tile(x):  # x: [64, 576] bytes -> 40 KB slab tile as the TMA writes it (box 5 zero-filled past 576)
+def tma_tile(x):
+    """x: [64, 576] bytes -> 40 KB slab tile as the TMA writes it (box 5 at column 512, zero-filled past 576)."""
     mem = np.zeros(5 * SLAB, dtype=np.int64)
     for slab in range(5):
         for r in range(64):
@@ -145,8 +146,9 @@ def check(valid):
     s = np.zeros((64, 64), dtype=np.int64)
     for slab in range(5):
         for k in range(4 if slab < 4 else 2):
-            a = desc_read(qm, slab * SLAB + 32 * k, 64)
-            b = desc_read(km, slab * SLAB + 32 * k, 64)
+            off = slab * SLAB + 32 * k
+            a = desc_read(qm, off, 64)
+            b = desc_read(km, off, 64)
             s += a @ b.T
     assert (s == q @ kv.T).all(), "S"
     # V^T and P.V for both page parities and both warpgroups
@@ -182,4 +184,5 @@ def check(valid):
 
 for valid in (64, 1, 17, 63):
     check(valid)
+
 print("ok: S, V^T (transpose, tail zeros, bank conflicts), P and O layouts of the ws fp8 kernel")

@@ -6,9 +6,10 @@
 # Run from the repo root:  bench/decode/fp8_h200_check.sh [BIN_DIR]   (default build-fp8/bin)
 # PART=tests or PART=bench runs one half (each well under 10 minutes; both together may not be).
 # PART=ws: the short batch for the warp-specialized 64-row kernel (the default since it passed): all fp8
-# tests, the 64-row cases on the other ws schedule and three on the old kernel (mma_sync), h_q 128 bench rows
-# for both ws schedules, memcheck on two small 64-row cases; NCU=1 adds one ncu profile of h128 b128 s8192.
-# At most seven files in $OUT.
+# tests, the 64-row cases on the other ws variants (WS_VARIANTS, default ws_overlap), h128 cases with the L2
+# prefetch, three on the old kernel (mma_sync); h_q 128 bench rows (BENCH_ROWS) for ws, each variant and ws
+# with L2 prefetch 1 / 2; memcheck on two small 64-row cases (SAN_VARIANT); NCU=1 adds one ncu profile of
+# h128 b128 s8192. At most six files in $OUT.
 set -u
 PART=${PART:-all}
 BIN=${1:-build-fp8/bin}
@@ -33,26 +34,31 @@ if [ "$PART" = ws ]; then
   S=$O/summary.txt
   timeout 90 "$T" > "$O/tests.log" 2>&1; summary "tests fp8, all (64-row: ws)" "$O/tests.log" $? | tee -a "$S"
   W64='*_h128_*:*_h64_*:*_sq4_*:*_sq3_*:*_h32_sq2_*'
-  MLA_DECODE_FP8_VARIANT64=ws_overlap timeout 60 "$T" --gtest_filter="$W64" > "$O/tests_alt.log" 2>&1
-  summary "tests fp8 64-row (ws_overlap)" "$O/tests_alt.log" $? | tee -a "$S"
+  for v in ${WS_VARIANTS:-ws_overlap}; do
+    MLA_DECODE_FP8_VARIANT64=$v timeout 60 "$T" --gtest_filter="$W64" >> "$O/tests_alt.log" 2>&1
+    summary "tests fp8 64-row ($v)" "$O/tests_alt.log" $? | tee -a "$S"
+  done
+  MLA_DECODE_FP8_L2_PREFETCH=2 timeout 60 "$T" --gtest_filter='*_h128_*' >> "$O/tests_alt.log" 2>&1
+  summary "tests fp8 h128 (ws, L2 prefetch 2)" "$O/tests_alt.log" $? | tee -a "$S"
   MLA_DECODE_FP8_VARIANT64=mma_sync timeout 30 "$T" --gtest_filter='*_h128_sq1_len65_*:*tiny_mix*:*_h64_sq1_len511_*' \
     >> "$O/tests_alt.log" 2>&1
   summary "tests fp8 64-row (mma_sync, 3 cases)" "$O/tests_alt.log" $? | tee -a "$S"
-  for v in ws ws_overlap; do
-    MLA_DECODE_FP8_VARIANT64=$v timeout 40 "$B" --reps 30 --format fp8 --rows 10,11,12,13,14,15,16,17,18 >> "$O/bench.log" 2>&1
-    echo "-- bench fp8 h128, $v (rc $?):" | tee -a "$S"; grep -E "^\| fp8 " "$O/bench.log" | tail -9 | tee -a "$S"
+  ROWS=${BENCH_ROWS:-10,11,12,13,14,15,16,17,18}
+  for v in ws ${WS_VARIANTS:-ws_overlap} ws:1 ws:2; do
+    MLA_DECODE_FP8_VARIANT64=${v%%:*} MLA_DECODE_FP8_L2_PREFETCH=$([ "$v" = "${v#*:}" ] && echo 0 || echo ${v#*:}) \
+      timeout 40 "$B" --reps 30 --format fp8 --rows $ROWS >> "$O/bench.log" 2>&1
+    echo "-- bench fp8 h128, $v (variant:L2 prefetch) (rc $?):" | tee -a "$S"
+    grep -E "^\| fp8 " "$O/bench.log" | tail -$(echo $ROWS | tr ',' '\n' | wc -l) | tee -a "$S"
   done
-  MLA_SMALL_CASES=1 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 "$T" \
-    --gtest_filter='*fp8_b1_h128_sq1_len65_*:*tiny_mix*' > "$O/sanitizer.log" 2>&1
-  echo "== memcheck ws (2 small 64-row cases): rc=$? $(grep -E 'ERROR SUMMARY' "$O/sanitizer.log" | tail -1)" | tee -a "$S"
+  MLA_DECODE_FP8_VARIANT64=${SAN_VARIANT:-ws} MLA_SMALL_CASES=1 timeout 60 compute-sanitizer --tool memcheck \
+    --error-exitcode 9 "$T" --gtest_filter='*fp8_b1_h128_sq1_len65_*:*tiny_mix*' > "$O/sanitizer.log" 2>&1
+  echo "== memcheck ${SAN_VARIANT:-ws} (2 small 64-row cases): rc=$? $(grep -E 'ERROR SUMMARY' "$O/sanitizer.log" | tail -1)" \
+    | tee -a "$S"
   if [ -n "${NCU:-}" ] && command -v ncu > /dev/null; then  # one kernel of h128 b128 s8192, briefly
     timeout 90 ncu -k regex:decode_fp8_ws --launch-skip 2 --launch-count 1 --section SpeedOfLight \
       --section WarpStateStats --section SchedulerStats --section SourceCounters --section MemoryWorkloadAnalysis \
-      --import-source yes -o "$O/prof" "$B" --reps 3 --format fp8 --rows 18 > "$O/ncu.txt" 2>&1
+      "$B" --reps 3 --format fp8 --rows 18 > "$O/ncu.txt" 2>&1
     echo "== ncu rc=$?" | tee -a "$S"
-    ncu -i "$O/prof.ncu-rep" --print-details all >> "$O/ncu.txt" 2>&1
-    ncu -i "$O/prof.ncu-rep" --page source --csv --print-source cuda > "$O/ncu_src.csv" 2>&1
-    rm -f "$O/prof.ncu-rep"
   fi
   exit 0
 fi

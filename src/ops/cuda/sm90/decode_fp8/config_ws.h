@@ -17,32 +17,36 @@ namespace mla::sm90::decode_fp8 {
 constexpr int kWsThreads = 384;           // warpgroups 0, 1: consumers; 2: producer (TMA thread + transposers)
 constexpr int kWsConsumerThreads = 256;
 constexpr int kWsTransposeThreads = 96;   // warps 1..3 of the producer warpgroup
-constexpr int kWsKStages = 2;             // 40 KB each (a third does not fit next to the V^T stages)
 constexpr int kVtBytes = kDimV * kBlockN;           // 32768
 constexpr int kPBufBytes = kRowsPerCta * 128;        // 8192: P of two pages (64-byte halves of each row)
 constexpr int kWsBarrierBytes = 256;
 
-// The consumer schedule (kernel_ws.cuh) decides how long P and V^T of a page live, hence the buffer counts:
-//  kPvFirst (default): a warpgroup adds the other's page j - 1 before its own S_j. P_j is dead before the
-//    owner writes P_{j+2} (2 halves); shared memory left over holds a third V^T stage.
+// Variant of the kernel (kernel_ws.cuh): consumer schedule and stage counts.
+//  kPvFirst (default): a warpgroup adds the other's page j - 1 before its own S_j; P_j is dead before its
+//    owner writes P_{j+2} (2 P halves).
 //  !kPvFirst ("overlap"): S_j first, then the softmax against m_{j-1}, signal P_j, and only then P_{j-1} V_{j-1}
 //    and P_j V_j, so S_j overlaps the other warpgroup's softmax; P_j is read up to page j + 2's softmax
-//    (4 halves = 2 buffers, which leaves room for 2 V^T stages only).
-template <bool kPvFirst_>
+//    (4 halves = 2 buffers).
+//  kKStages / kVStages: K pages (40 KB) and V^T stages (32 KB) in flight; 227 KB hold 2 + 3 or 3 + 1 (run W3
+//    in bench/decode/NOTES_fp8.md: 3 + 1 was 6 % slower, 2 + 2 (overlap) and 2 + 3 equal).
+template <bool kPvFirst_, int kKStages_, int kVStages_>
 struct WsSchedule {
   static constexpr bool kPvFirst = kPvFirst_;
-  static constexpr int kVStages = kPvFirst ? 3 : 2;
+  static constexpr int kKStages = kKStages_;
+  static constexpr int kVStages = kVStages_;
   static constexpr int kPHalves = kPvFirst ? 2 : 4;
 };
+using WsPvFirst = WsSchedule<true, 2, 3>;   // the default
+using WsOverlap = WsSchedule<false, 2, 2>;
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;
 };
-constexpr WsSmemLayout ws_smem_layout(int v_stages, int p_halves) {
+constexpr WsSmemLayout ws_smem_layout(int k_stages, int v_stages, int p_halves) {
   WsSmemLayout s{};
   s.q_offset = 0;
   s.k_offset = s.q_offset + kSlabTileBytes;
-  s.vt_offset = s.k_offset + kWsKStages * kSlabTileBytes;
+  s.vt_offset = s.k_offset + k_stages * kSlabTileBytes;
   s.p_offset = s.vt_offset + v_stages * kVtBytes;
   s.m_offset = s.p_offset + p_halves / 2 * kPBufBytes;  // [j % 2][64]: running max after page j
   s.l_offset = s.m_offset + 2 * kRowsPerCta * 4;        // [parity][warpgroup][64]: epilogue row sums
@@ -52,7 +56,7 @@ constexpr WsSmemLayout ws_smem_layout(int v_stages, int p_halves) {
 }
 template <class S>
 constexpr WsSmemLayout ws_smem_layout() {
-  return ws_smem_layout(S::kVStages, S::kPHalves);
+  return ws_smem_layout(S::kKStages, S::kVStages, S::kPHalves);
 }
 // Byte offset of P half `h` (page j uses half j % kPHalves) in the P area: buffer h / 2, bytes 64 (h % 2).. of each row.
 __host__ __device__ constexpr int p_half_offset(int h) { return h / 2 * kPBufBytes + 64 * (h % 2); }
@@ -61,10 +65,10 @@ template <class S>
 constexpr bool ws_layout_ok() {
   constexpr WsSmemLayout L = ws_smem_layout<S>();
   return L.total <= 227 * 1024 && L.k_offset % 1024 == 0 && L.vt_offset % 1024 == 0 && L.p_offset % 1024 == 0 &&
-         8 * (2 * kWsKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
+         8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
 }
-static_assert(ws_layout_ok<WsSchedule<true>>() && ws_layout_ok<WsSchedule<false>>(),
-              "both schedules fit the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");
+static_assert(ws_layout_ok<WsPvFirst>() && ws_layout_ok<WsOverlap>(),
+              "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");
 static_assert(kSlabTileBytes % 1024 == 0 && kVtBytes % 1024 == 0 && kPBufBytes % 1024 == 0, "1024-byte atoms");
 static_assert(kDimV == 4 * 128 && kBlockN == 64, "V^T rows hold two dims of 64 keys each");
 

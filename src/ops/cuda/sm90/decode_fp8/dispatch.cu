@@ -29,10 +29,10 @@ bool simple16() {
   return v;
 }
 
-// MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh)
-// with the pvfirst schedule (`ws`, the default) or the overlap schedule (`ws_overlap`), the 256-thread
-// mma.sync kernel (`mma_sync`, the previous default, kept for comparison) or that kernel with S on wgmma
-// (`wgmma_s`, an experiment).
+// MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh):
+// `ws` (the default: pvfirst, 2 K + 3 V^T stages) or `ws_overlap` (config_ws.h WsSchedule); or the
+// 256-thread mma.sync kernel (`mma_sync`, the previous default, kept for comparison), or that kernel with
+// S on wgmma (`wgmma_s`, an experiment).
 enum class Variant64 { kWs, kWsOverlap, kMmaSync, kWgmmaS };
 Variant64 variant64() {
   static const Variant64 v = [] {
@@ -72,10 +72,9 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   } else {
     // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
-    if (variant64() == Variant64::kWsOverlap) {
-      MLA_TRY(launch_decode_fp8_ws<false>(p, grid, stream));
-    } else {
-      MLA_TRY(launch_decode_fp8_ws<true>(p, grid, stream));
+    switch (variant64()) {
+      case Variant64::kWsOverlap: MLA_TRY(launch_decode_fp8_ws<WsOverlap>(p, grid, stream)); break;
+      default: MLA_TRY(launch_decode_fp8_ws<WsPvFirst>(p, grid, stream)); break;
     }
   }
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream);

@@ -4,7 +4,7 @@
 // warpgroups, "pvfirst" schedule, epilogue), with both products on 8-bit wgmma.
 //
 // Roles (384 threads):
-//   warpgroup 2, warp 0, one thread: TMA of the Q tile per segment and of each page into kWsKStages K stages
+//   warpgroup 2, warp 0, one thread: TMA of the Q tile per segment and of each page into kKStages K stages
 //     (k_full: TMA bytes; k_empty: the owner's S and the transpose are done with the page);
 //   warpgroup 2, warps 1..3: V^T of each page into kVStages V^T stages (transpose_ws.cuh; vt_full: 96
 //     arrivals; vt_empty: both consumers' P.V done);
@@ -16,7 +16,7 @@
 // or ("overlap"): S_j, release K_j | wait P_{j-1} | softmax_j, P_j | signal | P_{j-1} V_{j-1} | P_j V_j, where S_j
 //   overlaps the other warpgroup's softmax (config_ws.h WsSchedule: buffer counts of each).
 // Unlike the 16-bit kernel, the K stage is released right after S (P lives in its own buffer, V in V^T),
-// so the TMA of page j + kWsKStages starts while both P.V products of page j are still to come.
+// so the TMA of page j + kKStages starts while both P.V products of page j are still to come.
 //
 // Reuse of the P halves (page j: half j % kPHalves) and of s_m[j % 2] without extra barriers: the next
 // write of P half j % kPHalves is the softmax of page j + kPHalves, after its owner waited for P of page
@@ -39,14 +39,14 @@ using decode::mbar_arrive;
 using decode::mbar_wait;
 using decode::PartCursor;
 
-template <int kVStages>
+template <int kKStages, int kVStages>
 struct WsBarriers {
   uint32_t base;
   __device__ uint32_t k_full(int s) const { return base + 8 * s; }
-  __device__ uint32_t k_empty(int s) const { return base + 8 * (kWsKStages + s); }
-  __device__ uint32_t vt_full(int v) const { return base + 8 * (2 * kWsKStages + v); }
-  __device__ uint32_t vt_empty(int v) const { return base + 8 * (2 * kWsKStages + kVStages + v); }
-  __device__ uint32_t q_full() const { return base + 8 * (2 * kWsKStages + 2 * kVStages); }
+  __device__ uint32_t k_empty(int s) const { return base + 8 * (kKStages + s); }
+  __device__ uint32_t vt_full(int v) const { return base + 8 * (2 * kKStages + v); }
+  __device__ uint32_t vt_empty(int v) const { return base + 8 * (2 * kKStages + kVStages + v); }
+  __device__ uint32_t q_full() const { return base + 8 * (2 * kKStages + 2 * kVStages); }
   __device__ uint32_t q_empty() const { return q_full() + 8; }
 };
 
@@ -54,12 +54,26 @@ struct WsBarriers {
 __device__ __forceinline__ uint32_t phase(int j, int n) { return static_cast<uint32_t>(j / n) & 1u; }
 
 // One thread: Q tile of segment s once both consumers released segment s - 1's; page j into K stage
-// j % kWsKStages once page j - kWsKStages's S and transpose are done.
-template <class Bars>
-__device__ __forceinline__ void ws_producer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
-                                            uint32_t s_q_tile, uint32_t s_k0, int tile_row0) {
+// j % kKStages once page j - kKStages's S and transpose are done. l2_prefetch > 0: the page l2_prefetch
+// pages beyond the K stages is prefetched into L2 (cp.async.bulk.prefetch) when page j is issued.
+template <class S, class Bars>
+__device__ __forceinline__ void ws_producer(const decode::DecodeKernelParams& p, int l2_prefetch, PartCursor c,
+                                            const Bars& bars, uint32_t s_q_tile, uint32_t s_k0, int tile_row0) {
+  constexpr int kKStages = S::kKStages;
   int j = 0, seg = -1;
   bool new_seg = true;
+  const uint8_t* cache = static_cast<const uint8_t*>(p.kv_cache);
+  PartCursor pf = c;  // runs kKStages + l2_prefetch - 1 pages ahead of c
+  auto prefetch_next = [&]() {
+    if (pf.valid()) prefetch_l2(cache + static_cast<int64_t>(pf.page) * kPageBytes, kPageBytes);
+    pf.advance(p);
+    pf.fetch_page(p);
+  };
+  if (l2_prefetch > 0) {
+    for (int i = 0; i < kKStages; ++i) pf.advance(p);
+    pf.fetch_page(p);
+    for (int i = 0; i + 1 < l2_prefetch; ++i) prefetch_next();
+  }
   c.fetch_page(p);
   while (c.valid()) {
     if (new_seg) {
@@ -67,9 +81,10 @@ __device__ __forceinline__ void ws_producer(const decode::DecodeKernelParams& p,
       if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
       issue_tile_tma(&p.tmap_q, c.b * p.rows + tile_row0, s_q_tile, bars.q_full());
     }
-    const int stage = j % kWsKStages;
-    if (j >= kWsKStages) mbar_wait(bars.k_empty(stage), phase(j - kWsKStages, kWsKStages));
+    const int stage = j % kKStages;
+    if (j >= kKStages) mbar_wait(bars.k_empty(stage), phase(j - kKStages, kKStages));
     issue_tile_tma(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
+    if (l2_prefetch > 0) prefetch_next();
     new_seg = c.last_of_sequence();
     c.advance(p);
     c.fetch_page(p);  // the next page's block-table entry loads while this thread waits
@@ -79,14 +94,15 @@ __device__ __forceinline__ void ws_producer(const decode::DecodeKernelParams& p,
 
 // 96 threads: V^T of page j into stage j % kVStages once both consumers are done with page
 // j - kVStages's; tokens past the sequence end become zeros.
-template <int kVStages>
+template <int kKStages, int kVStages>
 __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& p, PartCursor c,
-                                              const WsBarriers<kVStages>& bars, uint32_t s_k0, uint32_t s_vt0, int tw) {
+                                              const WsBarriers<kKStages, kVStages>& bars, uint32_t s_k0, uint32_t s_vt0,
+                                              int tw) {
   int j = 0;
   while (c.valid()) {
-    const int ks = j % kWsKStages, vs = j % kVStages;
+    const int ks = j % kKStages, vs = j % kVStages;
     if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
-    mbar_wait(bars.k_full(ks), phase(j, kWsKStages));
+    mbar_wait(bars.k_full(ks), phase(j, kKStages));
     transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
@@ -98,8 +114,9 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
 
 template <class S>
 __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCursor cur,
-                                            const WsBarriers<S::kVStages>& bars, uint8_t* smem, int wg, int tid) {
-  constexpr int kVStages = S::kVStages;
+                                            const WsBarriers<S::kKStages, S::kVStages>& bars, uint8_t* smem, int wg,
+                                            int tid) {
+  constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   constexpr WsSmemLayout L = ws_smem_layout<S>();
   const decode::DecodeKernelParams& p = fp.d;
   const uint32_t s_q_tile = decode::smem_u32(smem + L.q_offset);
@@ -161,7 +178,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     if (first) ++seg;
     const bool end = cur.last_of_sequence();
     if ((j & 1) == wg) {
-      const int ks = j % kWsKStages;
+      const int ks = j % kKStages;
       float mp[2] = {-INFINITY, -INFINITY};
       if constexpr (S::kPvFirst) {
         if (j > 0) {
@@ -177,7 +194,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         mbar_wait(bars.q_full(), q_seg & 1);
         q_held = true;
       }
-      mbar_wait(bars.k_full(ks), phase(j, kWsKStages));
+      mbar_wait(bars.k_full(ks), phase(j, kKStages));
       float sc[8][4];
       compute_scores_ws(sc, s_q_tile, s_k0 + ks * kSlabTileBytes);
       mbar_arrive(bars.k_empty(ks));
@@ -254,15 +271,15 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
 
 template <class S>
 __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const __grid_constant__ Fp8DecodeParams fp) {
-  constexpr int kVStages = S::kVStages;
+  constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   constexpr WsSmemLayout L = ws_smem_layout<S>();
   const decode::DecodeKernelParams& p = fp.d;
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  const WsBarriers<kVStages> bars{decode::smem_u32(smem + L.bar_offset)};
+  const WsBarriers<kKStages, kVStages> bars{decode::smem_u32(smem + L.bar_offset)};
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kWsKStages; ++s) {
+    for (int s = 0; s < kKStages; ++s) {
       decode::mbar_init(bars.k_full(s), 1);
       decode::mbar_init(bars.k_empty(s), 128 + kWsTransposeThreads);  // owner warpgroup + transposers
     }
@@ -284,8 +301,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   if (wg == 2) {
     decode::setmaxnreg_dec<56>();
     if (tid == 0) {
-      ws_producer(p, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
-                  blockIdx.y * kRowsPerCta);
+      ws_producer<S>(p, fp.l2_prefetch, cur, bars, decode::smem_u32(smem + L.q_offset),
+                     decode::smem_u32(smem + L.k_offset), blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
       ws_transposer(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset), tid - 32);
     }

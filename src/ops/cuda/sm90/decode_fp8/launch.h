@@ -6,6 +6,7 @@
 #include "mla/core/status.h"
 #include "mla/ops/plan_decode.h"
 #include "ops/cuda/sm90/decode_fp8/config.h"
+#include "ops/cuda/sm90/decode_fp8/config_ws.h"
 #include "ops/cuda/sm90/decode_fp8/params.h"
 
 namespace mla::sm90::decode_fp8 {
@@ -16,9 +17,9 @@ namespace mla::sm90::decode_fp8 {
 template <int RG, bool kWgS = false, bool kRing = q_ring_default(RG)>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
-// Warp-specialized 64-row kernel (kernel_ws.cuh), schedule pvfirst or overlap (config_ws.h WsSchedule);
+// Warp-specialized 64-row kernel (kernel_ws.cuh), variant S (config_ws.h WsSchedule: WsPvFirst, WsOverlap);
 // p.d.tmap_kv / tmap_q must hold encode_tensor_maps_fp8's maps.
-template <bool kPvFirst>
+template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
 // TMA maps of the e4m3 cache ([num_pages * 64, 576] bytes) and q ([q_rows, 576] bytes) into p (tensor_maps.cu).
