@@ -69,6 +69,19 @@ def sel(x, y, s):
     return [b[(s >> (4 * j)) & 0xF] for j in range(4)]
 
 
+def ldmatrix_trans(mem, addrs):
+    """ldmatrix.x4.trans (b16): lane (g, t), matrix m -> bytes 2g, 2g+1 of rows 2t, 2t+1 of matrix m."""
+    regs = []
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        r = []
+        for m in range(4):
+            r0, r1 = addrs[8 * m + 2 * t], addrs[8 * m + 2 * t + 1]
+            r.append([int(mem[r0 + 2 * g]), int(mem[r0 + 2 * g + 1]), int(mem[r1 + 2 * g]), int(mem[r1 + 2 * g + 1])])
+        regs.append(r)
+    return regs
+
+
 def transpose(page_mem, valid):
     """transpose_ws.cuh transpose_page_impl, lane by lane: warp w takes chunk pairs cp = w, w + 3, ...,
     four key groups each; returns V^T and checks it against the layout formula (vt_byte)."""
@@ -85,15 +98,7 @@ def transpose(page_mem, valid):
                     addrs.append(a)
                 for m in range(4):  # each 8x16 matrix: 8 row addresses, one 128-byte phase
                     assert banks_conflict_free(addrs[8 * m:8 * m + 8], 16), "ldmatrix conflict"
-                regs = []
-                for lane in range(32):
-                    g, t = lane // 4, lane % 4
-                    r = []
-                    for m in range(4):
-                        r0, r1 = addrs[8 * m + 2 * t], addrs[8 * m + 2 * t + 1]
-                        r.append([int(page_mem[r0 + 2 * g]), int(page_mem[r0 + 2 * g + 1]),
-                                  int(page_mem[r1 + 2 * g]), int(page_mem[r1 + 2 * g + 1])])
-                    regs.append(r)
+                regs = ldmatrix_trans(page_mem, addrs)
                 for q in range(2):
                     st1, st2 = [], []
                     for lane in range(32):
@@ -120,6 +125,53 @@ def transpose(page_mem, valid):
                                 written[a + j] += 1
                     assert banks_conflict_free(st1, 4) and banks_conflict_free(st2, 4), "V^T store conflict"
     assert (written == 1).all(), "every V^T byte written exactly once"
+    return vt
+
+
+def transpose_stsm(page_mem, valid):
+    """transpose_ws.cuh transpose_page_stsm_impl: same loads, byte permutes with lane-dependent selectors,
+    one stmatrix.x4 per (chunk pair, group): register k of lane (g, t) = bytes 4t..4t+3 of row g of matrix
+    k, stored at the address lane 8k + g supplies."""
+    vt = np.full(256 * 128, -1, dtype=np.int64)
+    written = np.zeros(256 * 128, dtype=np.int64)
+    for warp in range(3):
+        for cp in range(warp, 16, 3):
+            for group in range(4):
+                addrs = [slab_offset(16 * group + (l & 7) + 8 * ((l >> 3) & 1), 2 * cp + (l >> 4))
+                         for l in range(32)]
+                lm = ldmatrix_trans(page_mem, addrs)
+                w = []
+                for lane in range(32):
+                    g, t = lane // 4, lane % 4
+                    of = lane >= 16
+                    sa, sb = (0x7531, 0x6420) if of else (0x6420, 0x7531)
+                    k0 = 16 * group + 2 * t
+                    keep = [k0 < valid, k0 + 1 < valid, k0 + 8 < valid, k0 + 9 < valid]
+                    ww = []
+                    for q in range(2):
+                        for sl in (sa, sb):
+                            word = sel(lm[lane][2 * q], lm[lane][2 * q + 1], sl)
+                            ww.append([b if kk else 0 for b, kk in zip(word, keep)])
+                    w.append(ww)
+                h = cp >> 3
+                st_addr = []
+                for lane in range(32):
+                    k, r = lane >> 3, lane & 7
+                    dim_off = 16 * (k >> 1) + 2 * r + ((1 if r < 4 else 0) if (k & 1) else (1 if r >= 4 else 0))
+                    swz = dim_off & 7
+                    row = (((32 * cp) & 255) + dim_off) * 128
+                    a = row + (((4 * h + group) ^ swz) << 4)
+                    assert a == vt_byte(32 * cp + dim_off, group, 0), "stmatrix row address vs layout"
+                    st_addr.append(a)
+                for k in range(4):
+                    assert banks_conflict_free(st_addr[8 * k:8 * k + 8], 16), "stmatrix conflict"
+                    for r in range(8):
+                        a = st_addr[8 * k + r]
+                        for t in range(4):
+                            for j in range(4):
+                                vt[a + 4 * t + j] = w[4 * r + t][k][j]
+                                written[a + 4 * t + j] += 1
+    assert (written == 1).all(), "every V^T byte written exactly once (stmatrix)"
     return vt
 
 
@@ -153,13 +205,15 @@ def check(valid):
     assert (s == q @ kv.T).all(), "S"
     # V^T and P.V for both page parities and both warpgroups
     vt = transpose(km, valid)
+    assert (transpose_stsm(km, valid) == vt).all(), "stmatrix transpose equals the 4-byte-store one"
     p = rng.integers(0, 5, size=(64, 64))
     for par in range(4):  # P halves (2 per 8 KB buffer)
         pm = np.zeros(2 * 64 * 128, dtype=np.int64)
         for row in range(64):
             for group in range(4):
                 for t4 in range(4):
-                    keys = [16 * group + 2 * t4, 16 * group + 2 * t4 + 1, 16 * group + 8 + 2 * t4, 16 * group + 9 + 2 * t4]
+                    k0 = 16 * group + 2 * t4
+                    keys = [k0, k0 + 1, k0 + 8, k0 + 9]
                     a = p_byte(row, par, group, t4)
                     for j, key in enumerate(keys):
                         pm[a + j] = p[row, key]

@@ -29,15 +29,18 @@ constexpr int kWsBarrierBytes = 256;
 //    (4 halves = 2 buffers).
 //  kKStages / kVStages: K pages (40 KB) and V^T stages (32 KB) in flight; 227 KB hold 2 + 3 or 3 + 1 (run W3
 //    in bench/decode/NOTES_fp8.md: 3 + 1 was 6 % slower, 2 + 2 (overlap) and 2 + 3 equal).
-template <bool kPvFirst_, int kKStages_, int kVStages_>
+//  kStsm: the transpose stores V^T with stmatrix (transpose_ws.cuh; opt-in, not yet run on a GPU).
+template <bool kPvFirst_, int kKStages_, int kVStages_, bool kStsm_ = false>
 struct WsSchedule {
   static constexpr bool kPvFirst = kPvFirst_;
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
+  static constexpr bool kStsm = kStsm_;
   static constexpr int kPHalves = kPvFirst ? 2 : 4;
 };
 using WsPvFirst = WsSchedule<true, 2, 3>;   // the default
 using WsOverlap = WsSchedule<false, 2, 2>;
+using WsPvFirstStsm = WsSchedule<true, 2, 3, true>;
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;
@@ -58,7 +61,8 @@ template <class S>
 constexpr WsSmemLayout ws_smem_layout() {
   return ws_smem_layout(S::kKStages, S::kVStages, S::kPHalves);
 }
-// Byte offset of P half `h` (page j uses half j % kPHalves) in the P area: buffer h / 2, bytes 64 (h % 2).. of each row.
+// Byte offset of P half `h` (page j uses half j % kPHalves) in the P area: buffer h / 2, bytes 64 (h % 2) ..
+// 64 (h % 2) + 63 of each row.
 __host__ __device__ constexpr int p_half_offset(int h) { return h / 2 * kPBufBytes + 64 * (h % 2); }
 
 template <class S>
@@ -67,7 +71,7 @@ constexpr bool ws_layout_ok() {
   return L.total <= 227 * 1024 && L.k_offset % 1024 == 0 && L.vt_offset % 1024 == 0 && L.p_offset % 1024 == 0 &&
          8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
 }
-static_assert(ws_layout_ok<WsPvFirst>() && ws_layout_ok<WsOverlap>(),
+static_assert(ws_layout_ok<WsPvFirst>() && ws_layout_ok<WsOverlap>() && ws_layout_ok<WsPvFirstStsm>(),
               "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");
 static_assert(kSlabTileBytes % 1024 == 0 && kVtBytes % 1024 == 0 && kPBufBytes % 1024 == 0, "1024-byte atoms");
 static_assert(kDimV == 4 * 128 && kBlockN == 64, "V^T rows hold two dims of 64 keys each");

@@ -30,10 +30,11 @@ bool simple16() {
 }
 
 // MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh):
-// `ws` (the default: pvfirst, 2 K + 3 V^T stages) or `ws_overlap` (config_ws.h WsSchedule); or the
+// `ws` (the default: pvfirst, 2 K + 3 V^T stages), `ws_overlap`, or `ws_stsm` (V^T stored with stmatrix: not
+// yet run on a GPU) (config_ws.h WsSchedule); or the
 // 256-thread mma.sync kernel (`mma_sync`, the previous default, kept for comparison), or that kernel with
 // S on wgmma (`wgmma_s`, an experiment).
-enum class Variant64 { kWs, kWsOverlap, kMmaSync, kWgmmaS };
+enum class Variant64 { kWs, kWsOverlap, kWsStsm, kMmaSync, kWgmmaS };
 Variant64 variant64() {
   static const Variant64 v = [] {
     const char* e = std::getenv("MLA_DECODE_FP8_VARIANT64");
@@ -41,6 +42,7 @@ Variant64 variant64() {
     return s == "mma_sync"     ? Variant64::kMmaSync
            : s == "wgmma_s"    ? Variant64::kWgmmaS
            : s == "ws_overlap" ? Variant64::kWsOverlap
+           : s == "ws_stsm"    ? Variant64::kWsStsm
                                : Variant64::kWs;
   }();
   return v;
@@ -74,6 +76,7 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
     switch (variant64()) {
       case Variant64::kWsOverlap: MLA_TRY(launch_decode_fp8_ws<WsOverlap>(p, grid, stream)); break;
+      case Variant64::kWsStsm: MLA_TRY(launch_decode_fp8_ws<WsPvFirstStsm>(p, grid, stream)); break;
       default: MLA_TRY(launch_decode_fp8_ws<WsPvFirst>(p, grid, stream)); break;
     }
   }

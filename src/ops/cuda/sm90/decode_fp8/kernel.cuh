@@ -165,16 +165,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
       for (int h = 0; h < 2; ++h) {
         const int visible = p.causal ? comp.seqlen - p.s_q + 1 + row_i[h] : comp.seqlen;
         const int limit = visible - blk * kBlockN - ws * WS::kKeys;  // first masked key, slice-local
-#pragma unroll
-        for (int t = 0; t < WS::kSTiles; ++t)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& v = sc[t][2 * h + e];
-            if (t * 8 + 2 * t4 + e >= limit) v = -INFINITY;
-            mx[h] = fmaxf(mx[h], v);
-          }
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        mx[h] = mask_row_max<WS::kSTiles>(sc, h, limit, t4);
         if (t4 == 0) s_max[ws * kRowsPerCta + rg * kRowGroup + g + 8 * h] = mx[h];
       }
     }

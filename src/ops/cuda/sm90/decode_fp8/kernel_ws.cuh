@@ -94,16 +94,17 @@ __device__ __forceinline__ void ws_producer(const decode::DecodeKernelParams& p,
 
 // 96 threads: V^T of page j into stage j % kVStages once both consumers are done with page
 // j - kVStages's; tokens past the sequence end become zeros.
-template <int kKStages, int kVStages>
+template <class S>
 __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& p, PartCursor c,
-                                              const WsBarriers<kKStages, kVStages>& bars, uint32_t s_k0, uint32_t s_vt0,
-                                              int tw) {
+                                              const WsBarriers<S::kKStages, S::kVStages>& bars, uint32_t s_k0,
+                                              uint32_t s_vt0, int tw) {
+  constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   int j = 0;
   while (c.valid()) {
     const int ks = j % kKStages, vs = j % kVStages;
     if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
-    transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
+    transpose_page<S::kStsm>(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     mbar_arrive(bars.k_empty(ks));
@@ -210,18 +211,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       for (int h = 0; h < 2; ++h) {
         // Clamped: rows past the tile's valid rows (causal position >= s_q) must not see past seqlen.
         const int visible = p.causal ? min(cur.seqlen, cur.seqlen - p.s_q + 1 + row_i[h]) : cur.seqlen;
-        const int limit = visible - cur.blk * kBlockN;
-        mx[h] = -INFINITY;
-#pragma unroll
-        for (int t = 0; t < 8; ++t)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& v = sc[t][2 * h + e];
-            if (t * 8 + 2 * t4 + e >= limit) v = -INFINITY;
-            mx[h] = fmaxf(mx[h], v);
-          }
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        mx[h] = mask_row_max<8>(sc, h, visible - cur.blk * kBlockN, t4);
       }
       if constexpr (!S::kPvFirst) {
         if (j > 0) wait_other(j - 1, mp);
@@ -304,7 +294,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
       ws_producer<S>(p, fp.l2_prefetch, cur, bars, decode::smem_u32(smem + L.q_offset),
                      decode::smem_u32(smem + L.k_offset), blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
-      ws_transposer(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset), tid - 32);
+      ws_transposer<S>(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset),
+                       tid - 32);
     }
     return;
   }

@@ -1,21 +1,15 @@
 #pragma once
 // Definition of launch_decode_fp8, included only by the instantiation files.
-#include "mla/core/cuda_check.h"
 #include "ops/cuda/sm90/decode_fp8/kernel.cuh"
 #include "ops/cuda/sm90/decode_fp8/launch.h"
+#include "ops/cuda/sm90/decode_fp8/launch_kernel.cuh"
 
 namespace mla::sm90::decode_fp8 {
 
 template <int RG, bool kWgS, bool kRing>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
-  constexpr int smem = smem_layout(RG, WarpShape<RG>::kSlices, kWgS, kRing).total;
-  auto* kernel = &mla_decode_fp8_kernel<RG, kWgS, kRing>;
-  // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
-  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  MLA_CUDA_TRY("mla_decode (fp8)", attr);
-  kernel<<<grid, kThreads, smem, stream>>>(p);
-  MLA_CUDA_TRY_LAUNCH("mla_decode (fp8)");
-  return Status::ok();
+  return launch_fp8_kernel<&mla_decode_fp8_kernel<RG, kWgS, kRing>>(
+      p, grid, kThreads, smem_layout(RG, WarpShape<RG>::kSlices, kWgS, kRing).total, stream);
 }
 
 }  // namespace mla::sm90::decode_fp8

@@ -24,6 +24,7 @@
 #include "ops/cuda/sm90/decode_fp8/config.h"
 #include "ops/cuda/sm90/decode_fp8/params.h"
 #include "ops/cuda/sm90/decode_fp8/traits.h"
+#include "ops/cuda/sm90/decode_fp8/wgmma_e4m3.h"
 
 namespace mla::sm90::decode_fp8 {
 
@@ -178,26 +179,24 @@ __device__ __forceinline__ int p_position(int key) {
 // slab). Warp w of the warpgroup receives rows 16w.. in the mma.sync C layout, i.e. exactly the fragment
 // compute_scores gives warp (rg = w, ws), so masking and softmax are shared.
 __device__ __forceinline__ void compute_scores_wgmma(float (&s)[4][4], uint32_t s_q_tile, uint32_t s_kv, int ws) {
-  float(&d)[16] = reinterpret_cast<float(&)[16]>(s);
+  scores_over_slabs<16>(reinterpret_cast<float(&)[16]>(s), s_q_tile, s_kv + ws * 32 * 128);
+}
+
+// Masks this thread's keys at or past `limit` (index within the tile's kTiles * 8 keys) in row h of its S
+// fragment (columns 2h, 2h + 1 of each n8 tile) to -inf; returns the row's max over the 4 lanes sharing it.
+template <int kTiles>
+__device__ __forceinline__ float mask_row_max(float (&s)[kTiles][4], int h, int limit, int t4) {
+  float mx = -INFINITY;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) d[i] = 0.f;
-  decode::fence_operands(d);
-  decode::wgmma_fence();
-  uint64_t da = decode::make_smem_desc(s_q_tile, 16, 1024);
-  uint64_t db = decode::make_smem_desc(s_kv + ws * 32 * 128, 16, 1024);
-#pragma unroll 1
-  for (int slab = 0; slab < kDimQK / 128; ++slab) {  // 4 full slabs of 4 k32 steps
+  for (int t = 0; t < kTiles; ++t)
 #pragma unroll
-    for (int k = 0; k < 4; ++k) wgmma_m64n32k32_e4m3(d, da + 2 * k, db + 2 * k);
-    da += kSlabBytes >> 4;
-    db += kSlabBytes >> 4;
-  }
-  static_assert(kDimQK % 128 == 64, "the fifth slab holds 64 bytes: two k32 steps");
-  wgmma_m64n32k32_e4m3(d, da, db);
-  wgmma_m64n32k32_e4m3(d, da + 2, db + 2);
-  decode::wgmma_commit();
-  decode::wgmma_wait_all();
-  decode::fence_operands(d);
+    for (int e = 0; e < 2; ++e) {
+      float& v = s[t][2 * h + e];
+      if (t * 8 + 2 * t4 + e >= limit) v = -INFINITY;
+      mx = fmaxf(mx, v);
+    }
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  return fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
 }
 
 // O (16 x kCols) += P_rg (16 x 64, e4m3) . V (64 x kCols, e4m3); V = the first 512 dims of the KV page.

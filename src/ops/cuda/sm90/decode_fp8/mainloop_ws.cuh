@@ -11,6 +11,7 @@
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"
+#include "ops/cuda/sm90/decode_fp8/mainloop.cuh"
 #include "ops/cuda/sm90/decode_fp8/params.h"
 #include "ops/cuda/sm90/decode_fp8/traits.h"
 #include "ops/cuda/sm90/decode_fp8/wgmma_e4m3.h"
@@ -29,30 +30,10 @@ __device__ __forceinline__ void issue_tile_tma(const CUtensorMap* map, int row0,
   for (int slab = 0; slab < kSlabs; ++slab) decode::tma_load_2d(dst + slab * kSlabBytes, map, bar, slab * 128, row0);
 }
 
-// S (64 rows x 64 keys) = Q . K^T for one warpgroup: 4 slabs of 4 k32 steps, then 2 steps in the fifth
-// slab (+32 bytes per step inside a 128-byte swizzled row, as the 16-bit kernel's +2 x 16 bytes).
+// S (64 rows x 64 keys) = Q . K^T for one warpgroup (m64n64k32 x 18, wgmma_e4m3.h scores_over_slabs).
 // s[t][e]: warp w of the group holds rows 16w + g (+8), keys 8t + 2 t4 (+1).
 __device__ __forceinline__ void compute_scores_ws(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_k) {
-  float(&d)[32] = reinterpret_cast<float(&)[32]>(s);
-#pragma unroll
-  for (int i = 0; i < 32; ++i) d[i] = 0.f;
-  decode::fence_operands(d);
-  decode::wgmma_fence();
-  uint64_t da = decode::make_smem_desc(s_q_tile, 16, 1024);
-  uint64_t db = decode::make_smem_desc(s_k, 16, 1024);
-#pragma unroll
-  for (int slab = 0; slab < kDimQK / 128; ++slab) {
-#pragma unroll
-    for (int k = 0; k < 4; ++k) wgmma_m64n64k32_e4m3(d, da + 2 * k, db + 2 * k);
-    da += kSlabBytes >> 4;
-    db += kSlabBytes >> 4;
-  }
-  static_assert(kDimQK % 128 == 64, "the fifth slab holds 64 bytes: two k32 steps");
-  wgmma_m64n64k32_e4m3(d, da, db);
-  wgmma_m64n64k32_e4m3(d, da + 2, db + 2);
-  decode::wgmma_commit();
-  decode::wgmma_wait_all();
-  decode::fence_operands(d);
+  scores_over_slabs<32>(reinterpret_cast<float(&)[32]>(s), s_q_tile, s_k);
 }
 
 // Byte offset of this thread's 4 keys 16G + {2 t4, 2 t4 + 1, 8 + 2 t4, 9 + 2 t4} of `row` in P half `half` of the

@@ -35,9 +35,10 @@ Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* w
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kTokenBytes)};
   const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(kBlockN)};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r =
+      fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return Status::cuda("mla_decode (fp8)", std::string("cuTensorMapEncodeTiled(") + what + ") failed with CUresult " +
                                                 std::to_string(static_cast<int>(r)));

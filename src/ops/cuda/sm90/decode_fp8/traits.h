@@ -42,20 +42,3 @@ __device__ __forceinline__ uint32_t select_even(uint32_t x, uint32_t y) { return
 __device__ __forceinline__ uint32_t select_odd(uint32_t x, uint32_t y) { return __byte_perm(x, y, 0x7531); }
 
 }  // namespace mla::sm90::decode_fp8
-
-namespace mla::sm90::decode_fp8 {
-
-// D (64 x 32, fp32, registers) += A (64 x 32 e4m3, smem desc) * B (32 x 32 e4m3, smem desc), both K-major
-// (8-bit wgmma has no transposed operands). The accumulator fragment equals the mma.sync C layout per warp
-// (warp w of the warpgroup: rows 16w + g, 16w + g + 8; n8 tile j: d[4j .. 4j + 3]).
-__device__ __forceinline__ void wgmma_m64n32k32_e4m3(float (&d)[16], uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-      "%12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(1));
-}
-
-}  // namespace mla::sm90::decode_fp8

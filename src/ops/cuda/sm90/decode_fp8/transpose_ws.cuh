@@ -32,6 +32,18 @@ namespace mla::sm90::decode_fp8 {
 // pair (four independent ldmatrix in flight). Per lane, the ldmatrix address of group G is base(cp) + 2048 G
 // (16 keys = 16 swizzle rows further; the XOR depends on the key mod 8 only), and the V^T row of each store
 // is n = 32 cp % 256 + 16 q + 2g + (0 or 1): its swizzle term n % 8 = (2g + 0 / 1) % 8 is a lane constant.
+// Byte masks of lane t's 4 keys per group: keys at or past valid_keys become zero codes (kTail only).
+template <bool kTail>
+__device__ __forceinline__ void tail_keep(uint32_t (&keep)[4], int valid_keys, int t) {
+#pragma unroll
+  for (int group = 0; group < 4; ++group) {
+    const int k0 = 16 * group + 2 * t;
+    keep[group] = !kTail ? 0xFFFFFFFFu
+                         : (k0 < valid_keys ? 0xFFu : 0u) | (k0 + 1 < valid_keys ? 0xFF00u : 0u) |
+                               (k0 + 8 < valid_keys ? 0xFF0000u : 0u) | (k0 + 9 < valid_keys ? 0xFF000000u : 0u);
+  }
+}
+
 template <bool kTail>
 __device__ __forceinline__ void transpose_page_impl(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
   const int warp = tw >> 5, lane = tw & 31, g = lane >> 2, t = lane & 3;
@@ -39,15 +51,8 @@ __device__ __forceinline__ void transpose_page_impl(uint32_t s_page, uint32_t s_
   const int key_in = (lane & 7) + 8 * ((lane >> 3) & 1), chunk_in = lane >> 4;  // this lane's ldmatrix row
   const int sel1 = odd_first ? 1 : 0, sel2 = 1 - sel1;                          // dim offsets of the 2 stores
   const int r1 = (2 * g + sel1) & 7, r2 = (2 * g + sel2) & 7;                   // their rows' swizzle terms
-  uint32_t keep[4] = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
-  if constexpr (kTail) {
-#pragma unroll
-    for (int group = 0; group < 4; ++group) {
-      const int k0 = 16 * group + 2 * t;
-      keep[group] = (k0 < valid_keys ? 0xFFu : 0u) | (k0 + 1 < valid_keys ? 0xFF00u : 0u) |
-                    (k0 + 8 < valid_keys ? 0xFF0000u : 0u) | (k0 + 9 < valid_keys ? 0xFF000000u : 0u);
-    }
-  }
+  uint32_t keep[4];
+  tail_keep<kTail>(keep, valid_keys, t);
 #pragma unroll 1
   for (int cp = warp; cp < 16; cp += 3) {
     const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
@@ -71,12 +76,71 @@ __device__ __forceinline__ void transpose_page_impl(uint32_t s_page, uint32_t s_
   }
 }
 
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
+// The same V^T with one stmatrix.x4 per (chunk pair, key group) instead of 16 four-byte stores (opt-in,
+// WsSchedule::kStsm). stmatrix is ldmatrix's inverse: register k of lane (g, t) is bytes 4t..4t+3 of row g
+// of matrix k, and lanes 8k..8k+7 give matrix k's row addresses. Lane (g, t) holds, per group and q, the
+// words of dims 32 cp + 16 q + 2g and + 1 (its 4 keys each); the byte permute with a lane-dependent selector
+// puts dim 2g + (g >= 4) in register 2q and the other one in 2q + 1, so matrix k's row r is dim
+// 32 cp + 16 (k / 2) + 2r + s(k, r), s = (r >= 4) for even k, (r < 4) for odd k: 8 rows with 8 distinct
+// swizzle terms (conflict-free), and lane l's row (k = l / 8, r = l % 8) has a fixed offset in the pair and a
+// fixed swizzle term, so its address per group is one add.
+template <bool kTail>
+__device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
+  const int warp = tw >> 5, lane = tw & 31, t = lane & 3;
+  const bool odd_first = lane >= 16;  // g >= 4
+  const uint32_t sel_a = odd_first ? 0x7531u : 0x6420u, sel_b = odd_first ? 0x6420u : 0x7531u;
+  const int key_in = (lane & 7) + 8 * ((lane >> 3) & 1), chunk_in = lane >> 4;  // this lane's ldmatrix row
+  const int k = lane >> 3, r = lane & 7;                                          // this lane's stmatrix row
+  const int dim_off = 16 * (k >> 1) + 2 * r + ((k & 1) ? (r < 4 ? 1 : 0) : (r >= 4 ? 1 : 0));
+  const int swz = dim_off & 7;
+  uint32_t keep[4];
+  tail_keep<kTail>(keep, valid_keys, t);
+#pragma unroll 1
+  for (int cp = warp; cp < 16; cp += 3) {
+    const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
+    const int h = cp >> 3;
+    const uint32_t row = s_vt + (((32 * cp) & 255) + dim_off) * 128;
+    // Two key groups at a time: two ldmatrix in flight within the 56 registers of the producer warpgroup.
+#pragma unroll
+    for (int g0 = 0; g0 < 4; g0 += 2) {
+      uint32_t v[2][4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) decode::ldmatrix_x4_trans(v[i], src + (g0 + i) * 16 * 128);
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        uint32_t w[4];
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          w[2 * q] = __byte_perm(v[i][2 * q], v[i][2 * q + 1], sel_a) & keep[g0 + i];
+          w[2 * q + 1] = __byte_perm(v[i][2 * q], v[i][2 * q + 1], sel_b) & keep[g0 + i];
+        }
+        stmatrix_x4(row + (((4 * h + g0 + i) ^ swz) << 4), w);
+      }
+    }
+  }
+}
+
 // tw: this thread's index among the 96 transpose threads; valid_keys: keys of the page below seqlen.
+template <bool kStsm>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
-  if (valid_keys < kBlockN) {
-    transpose_page_impl<true>(s_page, s_vt, valid_keys, tw);
+  if constexpr (kStsm) {
+    if (valid_keys < kBlockN) {
+      transpose_page_stsm_impl<true>(s_page, s_vt, valid_keys, tw);
+    } else {
+      transpose_page_stsm_impl<false>(s_page, s_vt, valid_keys, tw);
+    }
   } else {
-    transpose_page_impl<false>(s_page, s_vt, valid_keys, tw);
+    if (valid_keys < kBlockN) {
+      transpose_page_impl<true>(s_page, s_vt, valid_keys, tw);
+    } else {
+      transpose_page_impl<false>(s_page, s_vt, valid_keys, tw);
+    }
   }
 }
 

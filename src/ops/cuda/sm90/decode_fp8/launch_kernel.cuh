@@ -1,0 +1,21 @@
+#pragma once
+// Launch of one fp8 decode kernel instantiation with its dynamic shared memory (launch_impl*.cuh).
+#include <cuda_runtime_api.h>
+
+#include "mla/core/cuda_check.h"
+#include "ops/cuda/sm90/decode_fp8/params.h"
+
+namespace mla::sm90::decode_fp8 {
+
+// kKernel: the kernel's address (a template argument, so each instantiation raises its own limit once).
+template <auto kKernel>
+Status launch_fp8_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int smem, cudaStream_t stream) {
+  // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
+  static const cudaError_t attr = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  MLA_CUDA_TRY("mla_decode (fp8)", attr);
+  kKernel<<<grid, threads, smem, stream>>>(p);
+  MLA_CUDA_TRY_LAUNCH("mla_decode (fp8)");
+  return Status::ok();
+}
+
+}  // namespace mla::sm90::decode_fp8
