@@ -4,9 +4,11 @@
 // decode kernel + combine, captured in a CUDA graph; a 256 MB memset between calls evicts L2; median
 // over --reps calls. Rows print in DESIGN.md §6 column order.
 //
-//   bench_decode [--format bf16|fp16|fp8] [--rows 1,2,18] [--reps N]      (mlaserve bench decode ...)
+//   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18] [--reps N]      (mlaserve bench decode ...)
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
+// fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
+// scale = amax / 448, e4m3 codes, bf16 RoPE); q and out are bf16.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -36,6 +38,9 @@ struct Row {
 // ANCHORS.md, same table, column "FlashMLA PR54 fp8" (the fp8 anchor, issue 4), in kRows order.
 constexpr double kAnchorFp8Us[] = {10.1, 14.5, 15.9, 15.5, 41.2, 65.5, 25.1, 111.3, 210.1,
                                    12.1, 16.6, 19.6, 27.7, 68.7, 116.2, 50.6, 218.1, 419.1};
+// ANCHORS.md, same table, column "FlashMLA sparse fp8 (656 B/token)" (the fp8_ds anchor, issue 6).
+constexpr double kAnchorFp8DsUs[] = {12.7, 25.6, 28.8, 23.6, 71.8, 119.2, 38.2, 208.2, 400.8,
+                                     12.3, 20.6, 26.6, 31.5, 103.0, 182.4, 58.9, 344.8, 683.3};
 
 // ANCHORS.md, table "Decode call, µs", measured 2026-11-29 on our H200: min(FlashMLA bf16, PR54 bf16).
 constexpr Row kRows[] = {
@@ -47,19 +52,25 @@ constexpr Row kRows[] = {
 };
 
 static_assert(sizeof(kAnchorFp8Us) / sizeof(kAnchorFp8Us[0]) == sizeof(kRows) / sizeof(kRows[0]), "one fp8 anchor per row");
+static_assert(sizeof(kAnchorFp8DsUs) == sizeof(kAnchorFp8Us), "one fp8_ds anchor per row");
 
 constexpr size_t kFlushBytes = 256u << 20;
 
-// N(0, 1) values (bf16, fp16 or e4m3 codes) from a counter hash (Box-Muller), so gigabytes of cache fill in milliseconds.
+// N(0, 1) draw number i from a counter hash (Box-Muller), so gigabytes of cache fill in milliseconds.
+__device__ float normal_at(size_t i, uint32_t seed) {
+  uint32_t h = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed ^ static_cast<uint32_t>(i >> 32) * 0x85EBCA77u;
+  h ^= h >> 16; h *= 0x7FEB352Du; h ^= h >> 15; h *= 0x846CA68Bu; h ^= h >> 16;
+  uint32_t g = h * 0x27D4EB2Fu + 0x165667B1u;
+  g ^= g >> 15; g *= 0x2C1B3C6Du; g ^= g >> 12;
+  const float u1 = (static_cast<float>(h >> 8) + 1.f) * (1.f / 16777217.f);
+  const float u2 = static_cast<float>(g >> 8) * (1.f / 16777216.f);
+  return sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+}
+
+// N(0, 1) values (bf16, fp16 or e4m3 codes).
 __global__ void fill_normal(uint16_t* x, size_t n, uint32_t seed, int kind) {  // kind 0 bf16, 1 fp16, 2 e4m3
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed ^ static_cast<uint32_t>(i >> 32) * 0x85EBCA77u;
-    h ^= h >> 16; h *= 0x7FEB352Du; h ^= h >> 15; h *= 0x846CA68Bu; h ^= h >> 16;
-    uint32_t g = h * 0x27D4EB2Fu + 0x165667B1u;
-    g ^= g >> 15; g *= 0x2C1B3C6Du; g ^= g >> 12;
-    const float u1 = (static_cast<float>(h >> 8) + 1.f) * (1.f / 16777217.f);
-    const float u2 = static_cast<float>(g >> 8) * (1.f / 16777216.f);
-    const float v = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+    const float v = normal_at(i, seed);
     if (kind == 2) {  // e4m3 codes, one byte per value
       reinterpret_cast<uint8_t*>(x)[i] = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
     } else if (kind == 1) {
@@ -69,6 +80,29 @@ __global__ void fill_normal(uint16_t* x, size_t n, uint32_t seed, int kind) {  /
       const __nv_bfloat16 bv = __float2bfloat16_rn(v);
       x[i] = *reinterpret_cast<const uint16_t*>(&bv);
     }
+  }
+}
+
+// fp8_ds tokens of N(0, 1) draws, encoded as concat_and_cache_mla does (docs/kv_cache_formats.md): work
+// item 5 t + j < 4 writes tile j of token t (amax pass, then codes and the scale), item 5 t + 4 its RoPE.
+__global__ void fill_fp8ds(uint8_t* cache, size_t tokens, uint32_t seed) {
+  for (size_t w = blockIdx.x * size_t(blockDim.x) + threadIdx.x; w < tokens * 5; w += size_t(gridDim.x) * blockDim.x) {
+    const size_t t = w / 5;
+    const int j = static_cast<int>(w % 5);
+    uint8_t* tok = cache + t * mla::Fp8DsLayout::kBytes;
+    const size_t i0 = t * mla::kDimQK + j * mla::Fp8DsLayout::kTileSize;  // draw numbers: token-major, 576 per token
+    if (j == 4) {
+      auto* rope = reinterpret_cast<__nv_bfloat16*>(tok + mla::Fp8DsLayout::kRopeOffset);
+      for (int d = 0; d < mla::kDimRope; ++d) rope[d] = __float2bfloat16_rn(normal_at(t * mla::kDimQK + mla::kDimLatent + d, seed));
+      continue;
+    }
+    float amax = 0.f;
+    for (int d = 0; d < mla::Fp8DsLayout::kTileSize; ++d) amax = fmaxf(amax, fabsf(normal_at(i0 + d, seed)));
+    const float scale = __fdiv_rn(amax, 448.f) == 0.f ? 1.f : __fdiv_rn(amax, 448.f);
+    for (int d = 0; d < mla::Fp8DsLayout::kTileSize; ++d)
+      tok[j * mla::Fp8DsLayout::kTileSize + d] =
+          __nv_cvt_float_to_fp8(__fdiv_rn(normal_at(i0 + d, seed), scale), __NV_SATFINITE, __NV_E4M3);
+    reinterpret_cast<float*>(tok + mla::Fp8DsLayout::kScalesOffset)[j] = scale;
   }
 }
 
@@ -94,11 +128,10 @@ Status parse(int argc, char** argv, Options* o) {
     } else if (a == "--reps" && has_val) {
       o->reps = std::max(1, std::atoi(argv[++i]));
     } else {
-      return Status::invalid("bench decode", "usage: [--format bf16|fp16|fp8] [--rows 1,2,..18] [--reps N]; got '" + a + "'");
+      return Status::invalid("bench decode",
+                             "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18] [--reps N]; got '" + a + "'");
     }
   }
-  if (o->format != mla::KvFormat::kBf16 && o->format != mla::KvFormat::kFp16 && o->format != mla::KvFormat::kFp8)
-    return Status::unsupported("bench decode", "only bf16, fp16 and fp8 have a CUDA kernel so far");
   return Status::ok();
 }
 
@@ -117,8 +150,9 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   const int pages_per_seq = r.seqlen / mla::kDecodePageSize;
   const int num_pages = r.batch * pages_per_seq;
   const bool fp16 = o.format == mla::KvFormat::kFp16;
-  const int fill_kind = o.format == mla::KvFormat::kFp8 ? 2 : fp16 ? 1 : 0;
-  const mla::DType dt = mla::kv_cache_dtype(o.format);
+  const bool fp8ds = o.format == mla::KvFormat::kFp8Ds;
+  const int fill_kind = o.format == mla::KvFormat::kFp8 ? 2 : fp16 ? 1 : 0;  // q (and the cache, but fp8_ds)
+  const mla::DType dt = mla::kv_cache_dtype(o.format), q_dt = mla::kv_query_dtype(o.format);
   const mla::DType out_dt = fp16 ? mla::DType::kFp16 : mla::DType::kBf16;
   int dev = 0, sms = 0;
   MLA_CUDA_TRY("bench decode", cudaGetDevice(&dev));
@@ -130,7 +164,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   DevMem<int32_t> bt, sl, parts, off;
   DevMem<float> lse;
   DevMem<uint8_t> ws;
-  const size_t cache_elems = size_t(num_pages) * mla::kDecodePageSize * mla::kDimQK;
+  const size_t cache_elems = size_t(num_pages) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: room for any format
   MLA_TRY(q.alloc(size_t(r.batch) * r.h_q * mla::kDimQK));
   MLA_TRY(cache.alloc(cache_elems));
   MLA_TRY(out.alloc(size_t(r.batch) * r.h_q * mla::kDimV));
@@ -141,7 +175,12 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_TRY(off.alloc(r.batch + 1));
   MLA_TRY(ws.alloc(mla::decode_workspace_bytes(g)));
   fill_normal<<<1024, 256, 0, s>>>(q.p, size_t(r.batch) * r.h_q * mla::kDimQK, 0x1234u + r.h_q, fill_kind);
-  fill_normal<<<4096, 256, 0, s>>>(cache.p, cache_elems, 0xBEEFu + r.batch, fill_kind);
+  if (fp8ds) {
+    fill_fp8ds<<<4096, 256, 0, s>>>(reinterpret_cast<uint8_t*>(cache.p), size_t(num_pages) * mla::kDecodePageSize,
+                                    0xBEEFu + r.batch);
+  } else {
+    fill_normal<<<4096, 256, 0, s>>>(cache.p, cache_elems, 0xBEEFu + r.batch, fill_kind);
+  }
   MLA_CUDA_TRY_LAUNCH("bench decode");
   std::vector<int32_t> perm(num_pages), lens(r.batch, r.seqlen);
   std::iota(perm.begin(), perm.end(), 0);
@@ -150,8 +189,8 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(sl.p, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice, s));
 
   mla::MlaDecodeParams p;
-  p.q = mla::TensorView::contiguous(q.p, dt, {r.batch, 1, r.h_q, mla::kDimQK});
-  p.kv_cache = mla::TensorView::contiguous(cache.p, dt, {num_pages, mla::kDecodePageSize, mla::kDimQK});
+  p.q = mla::TensorView::contiguous(q.p, q_dt, {r.batch, 1, r.h_q, mla::kDimQK});
+  p.kv_cache = mla::TensorView::contiguous(cache.p, dt, {num_pages, mla::kDecodePageSize, mla::kv_token_elems(o.format)});
   p.block_table = mla::TensorView::contiguous(bt.p, mla::DType::kInt32, {r.batch, pages_per_seq});
   p.seqlens = mla::TensorView::contiguous(sl.p, mla::DType::kInt32, {r.batch});
   p.out = mla::TensorView::contiguous(out.p, out_dt, {r.batch, 1, r.h_q, mla::kDimV});
@@ -216,9 +255,10 @@ Status bench(const Options& o) {
   MLA_CUDA_TRY("bench decode", cudaGetDeviceProperties(&prop, 0));
   std::printf("# mla_decode, %s, %d SMs, format %s, s_q 1, reps %d (median, L2 flushed, CUDA graph)\n", prop.name,
               prop.multiProcessorCount, std::string(mla::kv_format_name(o.format)).c_str(), o.reps);
-  const bool fp8 = o.format == mla::KvFormat::kFp8;
-  std::printf(fp8 ? "# anchor = the FlashMLA PR54 fp8 column of ANCHORS.md\n"
-                  : "# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
+  const bool fp8 = o.format == mla::KvFormat::kFp8, fp8ds = o.format == mla::KvFormat::kFp8Ds;
+  std::printf(fp8     ? "# anchor = the FlashMLA PR54 fp8 column of ANCHORS.md\n"
+              : fp8ds ? "# anchor = the FlashMLA sparse fp8 (656 B/token) column of ANCHORS.md\n"
+                      : "# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
   std::printf("| format | h_q | batch | seqlen | µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   std::vector<double> plan_us;
@@ -231,7 +271,7 @@ Status bench(const Options& o) {
     // ANCHORS.md: cache bytes + q bytes (1 per value for fp8) + 16-bit out bytes.
     const double bytes = double(r.batch) * r.seqlen * mla::kv_bytes_per_token(o.format) +
                          double(r.batch) * r.h_q * (mla::kDimQK * (fp8 ? 1 : 2) + mla::kDimV * 2);
-    const double anchor_us = fp8 ? kAnchorFp8Us[i - 1] : r.anchor_us;
+    const double anchor_us = fp8 ? kAnchorFp8Us[i - 1] : fp8ds ? kAnchorFp8DsUs[i - 1] : r.anchor_us;
     const double flops = double(r.batch) * r.h_q * r.seqlen * (mla::kDimQK + mla::kDimV) * 2;
     std::printf("| %s | %d | %d | %d | %.1f | %.2f | %.0f | %.1f | %.2f |\n",
                 std::string(mla::kv_format_name(o.format)).c_str(), r.h_q, r.batch, r.seqlen, t.decode_us,

@@ -122,14 +122,34 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   return launch_combine<Traits>(kp, stream);
 }
 
+// fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh).
+// 48/64-row tiles run the ws_pvfirst_slabs schedule, the one whose per-slab full barriers the slab-by-slab
+// dequantization needs; MLA_DECODE_VARIANT* and the L2 prefetch (sized for 16-bit pages) do not apply.
+Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, cudaStream_t stream) {
+  using namespace sm90::decode;
+  kp.l2_prefetch = 0;
+  const dim3 grid(g.num_parts, g.num_head_tiles);
+  const int groups = (kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta) / 16;
+  if (groups == 1) {
+    MLA_TRY((launch_decode<Fp8DsTraits, 1, false>(kp, grid, stream)));
+  } else if (groups == 2) {
+    MLA_TRY((launch_decode<Fp8DsTraits, 2, false>(kp, grid, stream)));
+  } else {
+    MLA_TRY(encode_tensor_maps_fp8ds(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
+    MLA_TRY((launch_decode_ws<Fp8DsTraits, true, true>(kp, grid, stream)));
+  }
+  return launch_combine<Bf16Traits>(kp, stream);  // bf16 output, as for bf16 KV
+}
+
 }  // namespace
 
 Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const DecodePlanView& plan, void* workspace,
                   size_t workspace_bytes, Stream stream) {
   MLA_TRY(validate_mla_decode(p));
-  if (p.format != KvFormat::kBf16 && p.format != KvFormat::kFp16 && p.format != KvFormat::kFp8)
+  if (p.format != KvFormat::kBf16 && p.format != KvFormat::kFp16 && p.format != KvFormat::kFp8 &&
+      p.format != KvFormat::kFp8Ds)
     return Status::unsupported(kOp, std::string("format ") + std::string(kv_format_name(p.format)) +
-                                        " has no CUDA kernel yet (bf16, fp16 and fp8 do)");
+                                        " has no CUDA kernel (bf16, fp16, fp8 and fp8_ds do)");
   MLA_TRY(check_plan(p, g, plan, workspace, workspace_bytes));
 
   DecodeKernelParams kp{};
@@ -162,6 +182,7 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
     return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, p.kv_cache.shape[0], s);
   }
   const int64_t num_pages = p.kv_cache.shape[0];
+  if (p.format == KvFormat::kFp8Ds) return launch_fp8ds(kp, g, num_pages, s);
   if (p.format == KvFormat::kFp16) return launch<sm90::decode::Fp16Traits>(kp, g, num_pages, s);
   return launch<sm90::decode::Bf16Traits>(kp, g, num_pages, s);
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Constants of the sm90 paged MLA decode kernel. MLA shapes are fixed (mla_shapes.h); everything a
 // variant may change is a template parameter of the kernel (element traits, row groups), not a switch.
+#include "mla/core/kv_format.h"
 #include "mla/core/mla_shapes.h"
 #include "mla/ops/plan_decode.h"
 
@@ -19,18 +20,28 @@ constexpr int kPageBytes = kBlockN * kRowBytes;       // 73728: one KV page, con
 constexpr int kPRowBytes = kBlockN * kElemBytes;      // 128: one row of P
 static_assert(kChunksPerRow % 8 == 0, "the XOR swizzle permutes chunks within aligned groups of 8");
 
-// Shared-memory layout (bytes), for a kernel with `row_groups` active 16-row groups.
+// fp8_ds pages (kv_format.h Fp8DsLayout): 64 tokens of 656 bytes, contiguous in global memory. The kernels
+// bring them raw and dequantize them into the 16-bit layouts below (pages.cuh, producer_ws_fp8ds.cuh).
+constexpr int kFp8DsTokenBytes = Fp8DsLayout::kBytes;          // 656
+constexpr int kFp8DsPageBytes = kBlockN * kFp8DsTokenBytes;    // 41984
+static_assert(kFp8DsTokenBytes % 16 == 0, "16-byte copies of whole tokens");
+
+// Shared-memory layout (bytes), for a kernel with `row_groups` active 16-row groups, `stages` 16-bit page
+// stages and (fp8_ds) `raw_slots` raw pages of `raw_bytes` with one mbarrier each.
 struct SmemLayout {
-  int k_offset, q_offset, p_offset, max_offset, sum_offset, total;
+  int k_offset, q_offset, p_offset, max_offset, sum_offset, raw_offset, bar_offset, total;
 };
-constexpr SmemLayout smem_layout(int row_groups, int slices) {
+constexpr SmemLayout smem_layout(int row_groups, int slices, int stages = kStages, int raw_slots = 0,
+                                 int raw_bytes = 0) {
   SmemLayout s{};
   s.k_offset = 0;
-  s.q_offset = s.k_offset + kStages * kPageBytes;
+  s.q_offset = s.k_offset + stages * kPageBytes;
   s.p_offset = s.q_offset + row_groups * kRowGroup * kRowBytes;
   s.max_offset = s.p_offset + row_groups * kRowGroup * kPRowBytes;
   s.sum_offset = s.max_offset + slices * kRowsPerCta * 4;
-  s.total = s.sum_offset + slices * kRowsPerCta * 4;
+  s.raw_offset = s.sum_offset + slices * kRowsPerCta * 4;
+  s.bar_offset = s.raw_offset + raw_slots * raw_bytes;
+  s.total = s.bar_offset + raw_slots * 8;
   return s;
 }
 static_assert(smem_layout(4, 2).total <= 227 * 1024, "largest variant fits the sm90 shared-memory limit");
@@ -43,20 +54,27 @@ constexpr int kWsThreads = 384;
 constexpr int kWsConsumerThreads = 256;
 constexpr int kWsStages = 2;
 constexpr int kWsBarrierBytes = 256;  // full barriers (per stage, or per stage and slab), empty, Q full/empty
+// fp8_ds (kDequant): + one "raw bytes landed" barrier per stage and latent slab, and a 4 KB area per stage
+// for the TMA box holding the tokens' tile scales (64 tokens x 64 bytes from byte 512: scales + 48 unused).
+constexpr int kWsDequantBarrierBytes = 384;
+constexpr int kWsScaleBoxBytes = kBlockN * 64;
 struct WsSmemLayout {
-  int q_offset, kv_offset, m_offset, l_offset, bar_offset, total;
+  int q_offset, kv_offset, m_offset, l_offset, scale_offset, bar_offset, total;
 };
-constexpr WsSmemLayout ws_smem_layout() {
+constexpr WsSmemLayout ws_smem_layout(bool dequant = false) {
   WsSmemLayout s{};
   s.q_offset = 0;
   s.kv_offset = kRowsPerCta * kRowBytes;
   s.m_offset = s.kv_offset + kWsStages * kPageBytes;
   s.l_offset = s.m_offset + kWsStages * kRowsPerCta * 4;
-  s.bar_offset = s.l_offset + 2 * 2 * kRowsPerCta * 4;
-  s.total = s.bar_offset + kWsBarrierBytes;
+  s.scale_offset = s.l_offset + 2 * 2 * kRowsPerCta * 4;
+  s.bar_offset = s.scale_offset + (dequant ? kWsStages * kWsScaleBoxBytes : 0);
+  s.total = s.bar_offset + (dequant ? kWsDequantBarrierBytes : kWsBarrierBytes);
   return s;
 }
-static_assert(ws_smem_layout().total <= 227 * 1024, "warp-specialized variant fits the sm90 shared-memory limit");
+static_assert(ws_smem_layout().total <= 227 * 1024 && ws_smem_layout(true).total <= 227 * 1024,
+              "warp-specialized variant fits the sm90 shared-memory limit");
+static_assert(ws_smem_layout(true).scale_offset % 128 == 0, "TMA destinations are 128-byte aligned");
 
 // Swizzled byte offset of 16-byte chunk `chunk` of row `row` in a tile of rows `row_bytes` apart:
 // ldmatrix reads 8 consecutive rows at one logical chunk, and the XOR spreads them over all 32 banks.

@@ -3,14 +3,16 @@
 // cp.async pipeline, 64 query rows x one 64-token page per step, and writes one result per
 // (part, sequence) segment.
 //
-// Pipeline (per step j, page j in stage j % 2):
-//   wait for page j (and the Q tile when j starts a sequence) -> S = Q K^T -> row max exchange ->
-//   P = exp(S - m) to shared -> O = O * alpha + P V -> [segment end: epilogue] -> barrier ->
-//   [next segment: load its Q tile] -> issue page j + 2 into the freed stage.
+// Pipeline (per step j, page j in load slot j % slots; pages.cuh says how a slot becomes a stage):
+//   wait for page j (and the Q tile when j starts a sequence) -> [fp8_ds: dequantize, issue page j + 3]
+//   -> S = Q K^T -> row max exchange -> P = exp(S - m) to shared -> O = O * alpha + P V ->
+//   [segment end: epilogue] -> barrier -> [next segment: load its Q tile] -> [16-bit: issue page j + 2
+//   into the freed stage].
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/mainloop.cuh"
+#include "ops/cuda/sm90/decode/pages.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 
 namespace mla::sm90::decode {
@@ -22,12 +24,12 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   using WS = WarpShape<RG>;
   static_assert(!kWg || RG == 4, "the wgmma variant computes all 64 rows");
   constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
-  constexpr SmemLayout L = smem_layout(RG, WS::kSlices);
+  using Pages = typename PageLoaderOf<Traits, RG, kWg>::type;
+  constexpr SmemLayout L = Pages::layout(RG, WS::kSlices);
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (launched with programmatic stream serialization) get scheduled as SMs free
   // up; it waits on griddepcontrol.wait for this grid's completion before reading any result.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  const uint32_t s_kv0 = smem_u32(smem + L.k_offset);
   const uint32_t s_q_tile = smem_u32(smem + L.q_offset);
   const uint32_t s_p = smem_u32(smem + L.p_offset);
   uint8_t* s_p_ptr = smem + L.p_offset;
@@ -49,16 +51,18 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   PartCursor comp, load;
   comp.init(p, rec);
   if (!comp.valid()) return;  // an empty part (more CTAs than work)
+  Pages pages;
+  pages.init(smem, L);
   load = comp;
   load.fetch_page(p);
 
-  // Prologue: Q tile of the first sequence, then pages 0 and 1, one commit group each.
+  // Prologue: Q tile of the first sequence, then one page per load slot, one commit group each.
   load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
   cp_async_commit();
 #pragma unroll
-  for (int s = 0; s < kStages; ++s) {
+  for (int s = 0; s < Pages::kSlots; ++s) {
     if (load.valid()) {
-      load_kv_page<kWg>(p, load.page, load.blk, load.seqlen, s_kv0 + s * kPageBytes);
+      pages.issue(p, load, s);
       load.advance(p);
       load.fetch_page(p);
     }
@@ -85,12 +89,27 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   st.reset();
   uint32_t qf[kQRegs ? kDimQK / 16 : 1][4];
   bool q_fresh = true;  // the Q tile in shared memory belongs to a sequence not yet in qf
-  int stage = 0;
+  // Issues the next page of the part into load slot `s` (freed by this step).
+  auto refill = [&](int s) {
+    if (load.valid()) {
+      pages.issue(p, load, s);
+      load.advance(p);
+      load.fetch_page(p);
+      if (prefetcher) {
+        pf.prefetch_page(p);
+        pf.advance(p);
+        pf.fetch_page(p);
+      }
+    }
+  };
+  int slot = 0;
+  uint32_t phase = 0;  // parity of the slot's use (mbarrier-tracked slots)
   while (comp.valid()) {
-    cp_async_wait<kStages - 1>();
+    pages.wait(slot, phase);
     if constexpr (kWg) fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
     __syncthreads();
-    const uint32_t s_kv = s_kv0 + stage * kPageBytes;
+    const uint32_t s_kv = pages.stage(p, comp, slot);
+    if constexpr (Pages::kEarlyRefill) refill(slot);
     const int b = comp.b, blk = comp.blk;
     float sc[WS::kSTiles][4];
     float alpha[2] = {1.f, 1.f};
@@ -179,18 +198,12 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
       cp_async_commit();
     }
-    if (load.valid()) {
-      load_kv_page<kWg>(p, load.page, load.blk, load.seqlen, s_kv);
-      load.advance(p);
-      load.fetch_page(p);
-      if (prefetcher) {
-        pf.prefetch_page(p);
-        pf.advance(p);
-        pf.fetch_page(p);
-      }
-    }
+    if constexpr (!Pages::kEarlyRefill) refill(slot);
     cp_async_commit();
-    stage ^= 1;
+    if (++slot == Pages::kSlots) {
+      slot = 0;
+      phase ^= 1;
+    }
   }
   cp_async_wait<0>();
 }

@@ -25,6 +25,7 @@
 
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
+#include "ops/cuda/sm90/decode/producer_ws_fp8ds.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 
 namespace mla::sm90::decode {
@@ -41,18 +42,6 @@ struct WsVariant {
   static constexpr bool kPvFirst = kPvFirst_;
   static constexpr bool kSlabBars = kSlabBars_;
 };
-
-constexpr int kSlabsPerPage = kChunksPerRow / 8;  // 9
-
-struct WsBarriers {
-  uint32_t base;
-  // full(stage, slab): TMA bytes landed (slab 0 carries the whole page without slab barriers).
-  __device__ uint32_t full(int stage, int slab = 0) const { return base + 8 * (stage * kSlabsPerPage + slab); }
-  __device__ uint32_t empty(int stage) const { return base + 8 * (kWsStages * kSlabsPerPage + stage); }
-  __device__ uint32_t q_full() const { return base + 8 * (kWsStages * kSlabsPerPage + kWsStages); }
-  __device__ uint32_t q_empty() const { return q_full() + 8; }
-};
-static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2) <= kWsBarrierBytes, "barrier area");
 
 template <bool kSlabBars>
 __device__ __forceinline__ void wait_page(const WsBarriers& bars, int stage, uint32_t parity) {
@@ -186,7 +175,8 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       }
       const uint32_t parity = (j >> 1) & 1;
       const int valid_tokens = cur.seqlen - cur.blk * kBlockN;
-      if (valid_tokens < kBlockN) {
+      // fp8_ds pages arrive with their tail already zeroed by the dequantizing producer.
+      if (Traits::kFormat != KvFormat::kFp8Ds && valid_tokens < kBlockN) {
         wait_page<V::kSlabBars>(bars, stage, parity);
         zero_page_tail_wg(stage_ptr, valid_tokens, tid);
         fence_proxy_async();  // generic zeros before wgmma (and the next TMA) touch the stage
@@ -269,15 +259,22 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
 
 template <class Traits, class V>
 __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __grid_constant__ DecodeKernelParams p) {
-  constexpr WsSmemLayout L = ws_smem_layout();
+  // fp8_ds: the producer warpgroup dequantizes latent slabs (producer_ws_fp8ds.cuh), which then complete
+  // one by one: only the per-slab barrier schedule can wait for them.
+  constexpr bool kDequant = Traits::kFormat == KvFormat::kFp8Ds;
+  static_assert(!kDequant || V::kSlabBars, "fp8_ds needs per-slab full barriers");
+  constexpr WsSmemLayout L = ws_smem_layout(kDequant);
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const WsBarriers bars{smem_u32(smem + L.bar_offset)};
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWsStages; ++s) {
-      for (int slab = 0; slab < (V::kSlabBars ? kSlabsPerPage : 1); ++slab) mbar_init(bars.full(s, slab), 1);
+      for (int slab = 0; slab < (V::kSlabBars ? kSlabsPerPage : 1); ++slab)
+        mbar_init(bars.full(s, slab), kDequant && slab < kRopeSlab ? kConverterThreads : 1);
       mbar_init(bars.empty(s), kWsConsumerThreads);
+      if constexpr (kDequant)
+        for (int slab = 0; slab < kRopeSlab; ++slab) mbar_init(bars.raw(s, slab), 1);
     }
     mbar_init(bars.q_full(), 1);
     mbar_init(bars.q_empty(), kWsConsumerThreads);
@@ -291,14 +288,31 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   // Warp-uniform by construction (shuffled from lane 0): ptxas then sees each role's wgmma on a
   // convergent path and keeps them pipelined instead of serializing them.
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
+  // Register split (64512 per CTA): 16-bit 40 / 232; fp8_ds 56 / 224, since the converters spill at 40
+  // and the consumers still fit 224 without spilling (ptxas -v).
   if (wg == 2) {
-    setmaxnreg_dec<40>();
-    if (tid == 0)
+    if constexpr (kDequant) {
+      setmaxnreg_dec<56>();
+    } else {
+      setmaxnreg_dec<40>();
+    }
+    if constexpr (kDequant) {
+      if (tid == 0)
+        ws_issue_fp8ds(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset),
+                       smem_u32(smem + L.scale_offset), blockIdx.y * kRowsPerCta);
+      else if (tid >= 32)
+        ws_convert_fp8ds(p, cur, bars, smem + L.kv_offset, smem + L.scale_offset, tid - 32);
+    } else if (tid == 0) {
       ws_producer<V::kSlabBars>(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset),
                                 blockIdx.y * kRowsPerCta);
+    }
     return;
   }
-  setmaxnreg_inc<232>();
+  if constexpr (kDequant) {
+    setmaxnreg_inc<224>();
+  } else {
+    setmaxnreg_inc<232>();
+  }
   ws_consumer<Traits, V>(p, cur, bars, smem, wg, tid);
 }
 

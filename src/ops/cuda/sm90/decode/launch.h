@@ -10,6 +10,7 @@ namespace mla::sm90::decode {
 
 struct Bf16Traits;
 struct Fp16Traits;
+struct Fp8DsTraits;
 
 // grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (1, 2 or 4); kWg: wgmma math
 // (RG == 4 only).
@@ -23,6 +24,10 @@ Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t str
 
 // Fills p->tmap_kv ([num_pages * 64, 576]) and p->tmap_q ([q_rows, 576]) for the warp-specialized variant.
 Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
+// fp8_ds: p->tmap_kv over the cache as bytes [num_pages * 64, 656] (64 x 64-byte boxes, no swizzle: raw
+// latent slabs and the scale box), p->tmap_kv_rope over it as 16-bit [num_pages * 64, 328] (64 x 64 boxes,
+// 128B swizzle: the RoPE slab), p->tmap_q as above.
+Status encode_tensor_maps_fp8ds(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
 
 // Merges split partials for sequences with >= 2 splits and writes zeros / -inf for those with none.
 template <class Traits>

@@ -10,7 +10,8 @@ namespace mla::sm90::decode {
 
 template <class Traits, int RG, bool kWg>
 Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
-  constexpr int smem = smem_layout(RG, WarpShape<RG>::kSlices).total;
+  constexpr int smem = PageLoaderOf<Traits, RG, kWg>::type::layout(RG, WarpShape<RG>::kSlices).total;
+  static_assert(smem <= 227 * 1024, "fits the sm90 shared-memory limit");
   auto* kernel = &mla_decode_kernel<Traits, RG, kWg>;
   // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -22,7 +23,7 @@ Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream
 
 template <class Traits, bool kPvFirst, bool kSlabBars>
 Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
-  constexpr int smem = ws_smem_layout().total;
+  constexpr int smem = ws_smem_layout(Traits::kFormat == KvFormat::kFp8Ds).total;
   auto* kernel = &mla_decode_ws_kernel<Traits, WsVariant<kPvFirst, kSlabBars>>;
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY("mla_decode", attr);

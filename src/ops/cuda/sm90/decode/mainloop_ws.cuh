@@ -28,6 +28,22 @@ constexpr int kBarWg = 4;
 constexpr int kSlabBytes = kBlockN * 128;   // 64 rows x 64 columns of 16-bit values
 constexpr int kRopeSlab = kDimV / 64;       // slab 8: RoPE dims of K, then P
 static_assert(kRopeSlab * 64 + 64 == kDimQK, "one RoPE slab after the V slabs");
+constexpr int kSlabsPerPage = kChunksPerRow / 8;  // 9
+
+struct WsBarriers {
+  uint32_t base;
+  // full(stage, slab): the slab's bytes landed (TMA; fp8_ds latent slabs: dequantized by the producer
+  // warpgroup). Slab 0 carries the whole page without slab barriers.
+  __device__ uint32_t full(int stage, int slab = 0) const { return base + 8 * (stage * kSlabsPerPage + slab); }
+  __device__ uint32_t empty(int stage) const { return base + 8 * (kWsStages * kSlabsPerPage + stage); }
+  __device__ uint32_t q_full() const { return base + 8 * (kWsStages * kSlabsPerPage + kWsStages); }
+  __device__ uint32_t q_empty() const { return q_full() + 8; }
+  // fp8_ds: raw latent slab `slab` (0..7) of a stage landed; slab 0 also carries the scale box.
+  __device__ uint32_t raw(int stage, int slab) const { return q_empty() + 8 + 8 * (stage * kRopeSlab + slab); }
+};
+static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2) <= kWsBarrierBytes, "barrier area");
+static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2 + kWsStages * kRopeSlab) <= kWsDequantBarrierBytes,
+              "barrier area (fp8_ds)");
 
 // Producer: a page (nine 64 x 64 slabs) or a Q tile onto an mbarrier expecting its bytes. Rows of the Q
 // box past the end of q are zero-filled by the TMA unit (and still counted); rows past this tile's valid

@@ -31,6 +31,7 @@ struct DecodeKernelParams {
   // as 2D [num_pages * 64, 576] and q as [b * s_q * h_q, 576], 16-bit elements, 64 x 64 boxes, 128B swizzle.
   CUtensorMap tmap_kv;
   CUtensorMap tmap_q;
+  CUtensorMap tmap_kv_rope;       // fp8_ds only: the RoPE bytes of the cache (see encode_tensor_maps_fp8ds)
 };
 
 }  // namespace mla::sm90::decode

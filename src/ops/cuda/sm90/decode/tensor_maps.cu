@@ -26,16 +26,23 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   return fn;
 }
 
-// [rows, 576] 16-bit, boxes of 64 rows x 64 columns (128 bytes: the swizzle span), 128-byte swizzle.
-Status encode(CUtensorMap* map, const void* base, int64_t rows, const char* what) {
+// 2D map [rows, cols] of `type` elements, rows `row_bytes` apart, boxes of 64 rows x `box_cols`.
+struct MapSpec {
+  CUtensorMapDataType type;
+  int64_t cols, row_bytes;
+  uint32_t box_cols;
+  CUtensorMapSwizzle swizzle;
+};
+
+Status encode(CUtensorMap* map, const void* base, int64_t rows, const MapSpec& m, const char* what) {
   auto fn = encode_fn();
   if (fn == nullptr) return Status::cuda("mla_decode", "cuTensorMapEncodeTiled is not available from the driver");
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kDimQK), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kRowBytes)};
-  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(kBlockN)};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(m.cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(m.row_bytes)};
+  const cuuint32_t box[2] = {m.box_cols, static_cast<cuuint32_t>(kBlockN)};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+  const CUresult r = fn(map, m.type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, m.swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return Status::cuda("mla_decode", std::string("cuTensorMapEncodeTiled(") + what + ") failed with CUresult " +
@@ -43,11 +50,26 @@ Status encode(CUtensorMap* map, const void* base, int64_t rows, const char* what
   return Status::ok();
 }
 
+// [rows, 576] 16-bit, boxes of 64 rows x 64 columns (128 bytes: the swizzle span), 128-byte swizzle.
+constexpr MapSpec kRows16{CU_TENSOR_MAP_DATA_TYPE_UINT16, kDimQK, kRowBytes, 64, CU_TENSOR_MAP_SWIZZLE_128B};
+// fp8_ds tokens as bytes: 64-byte boxes land as 64 rows x 64 bytes, unswizzled (raw latent slab, scale box).
+constexpr MapSpec kFp8DsBytes{CU_TENSOR_MAP_DATA_TYPE_UINT8, kFp8DsTokenBytes, kFp8DsTokenBytes, 64,
+                              CU_TENSOR_MAP_SWIZZLE_NONE};
+// fp8_ds tokens as 16-bit words: the 64 bf16 RoPE values (word 264 on) land as one 128B-swizzled slab.
+constexpr MapSpec kFp8DsWords{CU_TENSOR_MAP_DATA_TYPE_UINT16, kFp8DsTokenBytes / 2, kFp8DsTokenBytes, 64,
+                              CU_TENSOR_MAP_SWIZZLE_128B};
+
 }  // namespace
 
 Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
-  MLA_TRY(encode(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache"));
-  return encode(&p->tmap_q, p->q, q_rows, "q");
+  MLA_TRY(encode(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kRows16, "kv_cache"));
+  return encode(&p->tmap_q, p->q, q_rows, kRows16, "q");
+}
+
+Status encode_tensor_maps_fp8ds(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
+  MLA_TRY(encode(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kFp8DsBytes, "kv_cache fp8_ds bytes"));
+  MLA_TRY(encode(&p->tmap_kv_rope, p->kv_cache, num_pages * kBlockN, kFp8DsWords, "kv_cache fp8_ds rope"));
+  return encode(&p->tmap_q, p->q, q_rows, kRows16, "q");
 }
 
 }  // namespace mla::sm90::decode

@@ -36,6 +36,14 @@ struct Bf16Traits {
   __device__ __forceinline__ static void wgmma_qk64(float (&d)[32], uint64_t a, uint64_t b) { wgmma_m64n64k16_bf16(d, a, b); }
 };
 
+// fp8_ds KV: pages arrive raw (e4m3 latent, fp32 tile scales, bf16 RoPE) and are dequantized to bf16 in
+// shared memory, in the layout the bf16 kernels read (pages.cuh for the 256-thread kernel,
+// producer_ws_fp8ds.cuh for the warp-specialized one). From there on the math is the bf16 format's: same
+// MMA atoms, P and the output rounded to bf16.
+struct Fp8DsTraits : Bf16Traits {
+  static constexpr KvFormat kFormat = KvFormat::kFp8Ds;
+};
+
 struct Fp16Traits {
   static constexpr KvFormat kFormat = KvFormat::kFp16;
   __device__ __forceinline__ static uint32_t pack(float lo, float hi) {

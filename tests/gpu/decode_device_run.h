@@ -1,0 +1,135 @@
+#pragma once
+// One mla_decode call on the device for a tests/common/decode_data.h problem, with the checks every decode
+// format shares: device plan == host plan (exactly), a CUDA-graph replay of plan + decode + combine onto
+// NaN-poisoned out/lse/plan buffers equal to the eager call bit for bit, and intact guard regions on every
+// buffer. Returns the eager out/lse and the host plan (for the split reference).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/decode_data.h"
+#include "harness/device_buffer.h"
+#include "harness/registry.h"
+#include "mla/core/cuda_check.h"
+#include "mla/ops/mla_decode.h"
+
+namespace mla::test {
+
+inline int device_sm_count() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return 132;
+  return sms;
+}
+
+struct DecodeDeviceResult {
+  DecodePlanGeometry g;
+  std::vector<int32_t> parts_ref, off_ref;  // the host plan (ref::plan_decode)
+  std::vector<uint16_t> out;                // 16-bit out of the eager call
+  std::vector<float> lse;
+  DecodePlanView plan_ref() { return {parts_ref.data(), off_ref.data(), g.num_parts}; }
+};
+
+inline Status run_decode_on_device(const std::string& name, const DecodeHostData& h, float softmax_scale,
+                                   DecodeDeviceResult* r) {
+  const DecodeShape& s = h.shape;
+  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &r->g));
+  const DecodePlanGeometry& g = r->g;
+  const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
+  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws;
+  MLA_TRY(d_q.alloc(h.q.size()));
+  MLA_TRY(d_cache.alloc(h.cache.size()));
+  MLA_TRY(d_bt.alloc(h.block_table.size() * 4));
+  MLA_TRY(d_sl.alloc(h.seqlens.size() * 4));
+  MLA_TRY(d_out.alloc(h.out_elems() * 2));
+  MLA_TRY(d_lse.alloc(h.lse_elems() * 4));
+  MLA_TRY(d_parts.alloc(parts_ints * 4));
+  MLA_TRY(d_off.alloc((s.batch + 1) * 4));
+  MLA_TRY(d_ws.alloc(decode_workspace_bytes(g)));
+  MLA_TRY(d_q.upload(h.q));
+  MLA_TRY(d_cache.upload(h.cache));
+  MLA_TRY(d_bt.upload(h.block_table));
+  MLA_TRY(d_sl.upload(h.seqlens));
+
+  r->parts_ref.assign(parts_ints, -7);
+  r->off_ref.assign(s.batch + 1, -7);
+  MLA_TRY(ref::plan_decode(TensorView::contiguous(const_cast<int32_t*>(h.seqlens.data()), DType::kInt32, {s.batch}), g,
+                           r->plan_ref()));
+  cudaStream_t stream;
+  MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
+  const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {s.batch});
+  const DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts};
+  const MlaDecodeParams p =
+      h.params(d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data(), softmax_scale);
+  auto call = [&]() -> Status {
+    MLA_TRY(cuda::plan_decode(d_seqlens, g, plan, stream));
+    return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
+  };
+  auto finish = [&](Status st) {
+    cudaStreamDestroy(stream);
+    return st;
+  };
+  if (Status st = call(); !st.is_ok()) return finish(st);
+  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
+    return finish(Status::cuda("mla_decode", std::string(cudaGetErrorString(e)) + " (" + name + ")"));
+  std::vector<int32_t> parts_dev(parts_ints), off_dev(s.batch + 1);
+  MLA_TRY(d_parts.download(&parts_dev));
+  MLA_TRY(d_off.download(&off_dev));
+  if (parts_dev != r->parts_ref || off_dev != r->off_ref)
+    return finish(Status::internal("plan_decode", "device plan differs from the host plan (" + name + ")"));
+  r->out.assign(h.out_elems(), 0);
+  r->lse.assign(h.lse_elems(), 0.f);
+  MLA_TRY(d_out.download(&r->out));
+  MLA_TRY(d_lse.download(&r->lse));
+
+  MLA_TRY(d_out.poison());
+  MLA_TRY(d_lse.poison());
+  MLA_TRY(d_parts.poison());
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  MLA_CUDA_TRY("test", cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status cap = call();
+  MLA_CUDA_TRY("test", cudaStreamEndCapture(stream, &graph));
+  if (!cap.is_ok()) return finish(cap);
+  MLA_CUDA_TRY("test", cudaGraphInstantiate(&exec, graph, 0));
+  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
+  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
+  MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
+  std::vector<uint16_t> out_g(h.out_elems());
+  std::vector<float> lse_g(h.lse_elems());
+  MLA_TRY(d_out.download(&out_g));
+  MLA_TRY(d_lse.download(&lse_g));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  if (std::memcmp(out_g.data(), r->out.data(), out_g.size() * 2) != 0 ||
+      std::memcmp(lse_g.data(), r->lse.data(), lse_g.size() * 4) != 0)
+    return finish(Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")"));
+  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws})
+    if (Status st = b->check_guards(name); !st.is_ok()) return finish(st);
+  return finish(Status::ok());
+}
+
+// Bad-input cases: every call in `results` must have returned an error and launched nothing, so `out`
+// (allocated poisoned) still holds only 0xFF bytes. Prints each status; reports (accepted, bytes written).
+inline Status report_rejections(const std::vector<std::pair<std::string, Status>>& results, const DeviceBuffer& out,
+                                CaseReport* rep) {
+  MLA_CUDA_TRY("test", cudaDeviceSynchronize());
+  std::vector<uint8_t> bytes(out.bytes());
+  MLA_TRY(out.download(&bytes));
+  size_t accepted = 0;
+  for (const auto& [what, st] : results) {
+    if (st.is_ok()) ++accepted;
+    std::printf("  %-30s -> %s\n", what.c_str(), st.is_ok() ? "ACCEPTED (bad input)" : st.to_string().c_str());
+  }
+  const size_t written = std::count_if(bytes.begin(), bytes.end(), [](uint8_t v) { return v != DeviceBuffer::kPoisonByte; });
+  const std::vector<double> got{double(accepted), double(written)}, want{0, 0};
+  rep->add("accepted_or_written", compare_vec(got, want));
+  return Status::ok();
+}
+
+}  // namespace mla::test

@@ -1,0 +1,408 @@
+// mla_decode for the fp8_ds KV format (656-byte tokens: e4m3 latent in 4 tiles with fp32 scales, bf16 RoPE;
+// bf16 q and out) against the CPU reference, plus the format's construction guarantees.
+//
+// Data: tests/common/decode_data.h (fresh random per run, N(0,1) and DeepSeek-like, pages scattered over a
+// random permutation, 0xFF bytes = NaN codes, NaN scales and NaN RoPE in every unused cache slot, sentinels
+// in unused block-table entries); decode_device_run.h adds the shared checks (device plan == host plan,
+// CUDA-graph replay == eager onto NaN-poisoned outputs, guard regions).
+//
+// Two comparisons per case, both with the kernel's own plan (ref::mla_decode_split):
+//  1. vs the fp8_ds reference, which dequantizes K in fp32 (e4m3 x scale). The kernel dequantizes into bf16
+//     (bf16(e4m3 x scale), so bf16 tensor cores can run the bf16 kernels' math): see kFp8DsTol.
+//  2. vs the bf16 reference run on a bf16 cache holding exactly bf16(e4m3 x scale) of every used token.
+//     Kernel and reference then see the same K and V bits and round P at the same running max, so only
+//     fp32 summation order differs: the bf16 kernels' own tolerance (kBf16KTol) must hold. A layout,
+//     scale-tile or masking bug in the dequantizing loaders fails here by orders of magnitude.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/decode_data.h"
+#include "common/random.h"
+#include "decode_device_run.h"
+#include "harness/device_buffer.h"
+#include "harness/registry.h"
+#include "mla/core/cuda_check.h"
+#include "mla/core/fp8.h"
+#include "mla/core/half.h"
+#include "mla/ops/concat_and_cache_mla.h"
+#include "mla/ops/mla_decode.h"
+
+namespace mla::test {
+namespace {
+
+constexpr float kSoftmaxScale = 0.0721687836f;  // 1/sqrt(192)
+
+// Kernel vs the fp32-dequantizing reference. The kernel's K and V are bf16(e4m3 x scale): each latent
+// value moves by at most 2^-8 relative (bf16 unit roundoff; RoPE is bf16 in both). Outputs are compared
+// divided by max|V| over the used tokens (output units).
+//  - V: out = sum_t w_t V_t with weights summing to 1, so V's rounding moves out by <= 2^-8 max|V|.
+//  - S: a score moves by softmax_scale * sum_d q_d k_d e_d (|e_d| <= 2^-8, random signs): for N(0,1) data
+//    rms ~ 0.072 * 2^-8 / sqrt(3) * sqrt(512) ~ 3.7e-3 logits, 5 sigma ~ 2e-2; out moves by
+//    sum_t w_t d_t (V_t - out) <= max|d| * 2 max|V| ~ 4e-2 max|V|, typically a tenth of that. DeepSeek-like
+//    data (q and K norms up to 3.2x, channel weights) scales d by up to ~10x on its largest rows.
+//  - P and out are rounded to bf16 at the same points in both (2^-8 each, mostly shared).
+// Limits: rel_l2 5e-2 and max_abs 1.25e-1 (max|V| units); lse moves by <= max|d| and is compared relative
+// to max(1, |lse|) under the same limits. A layout or scale bug gives O(1) errors; the tight bound is
+// comparison 2 (kBf16KTol), checked explicitly in each case.
+// Measured on the H200 (2026-11-29, MLA_TEST_SEED=20261206, 47 cases): worst out rel_l2 1.1e-2 (DeepSeek-like
+// h16 len511), worst max_abs 3.3e-2 of max|V|; lse 3.4e-3 / 1.3e-2. Comparison 2: out rel_l2 2.7e-4, max_abs
+// 2.9e-3 of max|V|, lse 6.1e-6: the bf16 kernels' own level.
+constexpr Tolerance kFp8DsTol{5e-2, 1.25e-1,
+                              "K and V rounded to bf16 (<= 2^-8 relative) vs the reference's fp32 dequantization"};
+// Comparison 2 (kBf16KTol). Kernel vs the bf16 reference on bf16(e4m3 x scale): the bf16 kernels' tolerance (test_mla_decode.cu:
+// measured worst rel_l2 4.0e-4, P-rounding flips on fp32 summation order), max_abs 2^-6 of max|V| (two
+// bf16 ulps at the top binade of |V|); lse: fp32 summation order only.
+constexpr double kBf16KRelL2 = 2e-3, kBf16KMaxAbs = 1.5625e-2, kBf16KLseAbs = 1e-4;
+
+bool small_cases() {
+  const char* s = std::getenv("MLA_SMALL_CASES");
+  return s != nullptr && s[0] == '1';
+}
+
+// The cache entry of token t of sequence b.
+const uint8_t* token_bytes(const DecodeHostData& h, int b, int t) {
+  const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
+  return &h.cache[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * Fp8DsLayout::kBytes];
+}
+float tile_scale(const uint8_t* tok, int tile) {
+  float s;
+  std::memcpy(&s, tok + Fp8DsLayout::kScalesOffset + 4 * tile, 4);
+  return s;
+}
+
+// The same problem as a bf16 cache (same pages and block table) holding bf16(e4m3 x scale) for the latent
+// and the stored bf16 RoPE; unused slots NaN.
+std::vector<uint16_t> dequantized_bf16_cache(const DecodeHostData& h) {
+  std::vector<uint16_t> c(size_t(h.num_pages) * kDecodePageSize * kDimQK, 0xFFFFu);
+  for (int b = 0; b < h.shape.batch; ++b)
+    for (int t = 0; t < h.shape.seqlens[b]; ++t) {
+      const uint8_t* tok = token_bytes(h, b, t);
+      const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
+      uint16_t* dst = &c[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * kDimQK];
+      for (int d = 0; d < kDimLatent; ++d)
+        dst[d] = float_to_bf16(e4m3_to_float(tok[d]) * tile_scale(tok, d / Fp8DsLayout::kTileSize));
+      std::memcpy(dst + kDimLatent, tok + Fp8DsLayout::kRopeOffset, 2 * kDimRope);
+    }
+  return c;
+}
+
+double max_abs_v(const DecodeHostData& h) {
+  double vmax = 0;
+  for (int b = 0; b < h.shape.batch; ++b)
+    for (int t = 0; t < h.shape.seqlens[b]; ++t) {
+      const uint8_t* tok = token_bytes(h, b, t);
+      for (int d = 0; d < kDimV; ++d)
+        vmax = std::max(vmax, std::fabs(double(e4m3_to_float(tok[d])) * tile_scale(tok, d / Fp8DsLayout::kTileSize)));
+    }
+  return vmax > 0 ? vmax : 1.0;
+}
+
+ErrorStats compare_out(const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref, double unit) {
+  return compare(ref.size(), [&](size_t i) { return double(bf16_to_float(got[i])) / unit; },
+                 [&](size_t i) { return double(bf16_to_float(ref[i])) / unit; });
+}
+ErrorStats compare_lse(const std::vector<float>& got, const std::vector<float>& ref) {
+  return compare(ref.size(), [&](size_t i) { return double(got[i]) / std::max(1.0, std::fabs(double(ref[i]))); },
+                 [&](size_t i) { return double(ref[i]) / std::max(1.0, std::fabs(double(ref[i]))); });
+}
+
+// Kernel vs both references (see the file header).
+Status run_fp8ds_case(const std::string& name, DecodeHostData h, CaseReport* rep) {
+  DecodeDeviceResult r;
+  MLA_TRY(run_decode_on_device(name, h, kSoftmaxScale, &r));
+  const DecodeShape& s = h.shape;
+  const DecodePlanGeometry& g = r.g;
+  std::vector<float> o_acc(size_t(g.max_splits) * s.s_q * s.h_q * kDimV), lse_acc(size_t(g.max_splits) * s.s_q * s.h_q);
+  auto split_ref = [&](const MlaDecodeParams& p) { return ref::mla_decode_split(p, r.plan_ref(), o_acc.data(), lse_acc.data()); };
+
+  std::vector<uint16_t> out_ref(h.out_elems(), 0xFFFFu);
+  std::vector<float> lse_ref(h.lse_elems(), NAN);
+  MLA_TRY(split_ref(h.params(h.q.data(), h.cache.data(), h.block_table.data(), h.seqlens.data(), out_ref.data(),
+                             lse_ref.data(), kSoftmaxScale)));
+  const double vmax = max_abs_v(h);
+  rep->add("out/max|V|", compare_out(r.out, out_ref, vmax));
+  rep->add("lse/max(1,|lse|)", compare_lse(r.lse, lse_ref));
+
+  // The bf16 reference on bf16(e4m3 x scale).
+  std::vector<uint16_t> cache16 = dequantized_bf16_cache(h), out16(h.out_elems(), 0xFFFFu);
+  std::vector<float> lse16(h.lse_elems(), NAN);
+  MlaDecodeParams p16 = h.params(h.q.data(), cache16.data(), h.block_table.data(), h.seqlens.data(), out16.data(),
+                                 lse16.data(), kSoftmaxScale);
+  p16.format = KvFormat::kBf16;
+  p16.kv_cache = TensorView::contiguous(cache16.data(), DType::kBf16, {h.num_pages, kDecodePageSize, kDimQK});
+  MLA_TRY(split_ref(p16));
+  const ErrorStats so = compare_out(r.out, out16, vmax), sl = compare_lse(r.lse, lse16);
+  rep->add("out vs bf16 K/max|V|", so);
+  rep->add("lse vs bf16 K", sl);
+  if (!(so.rel_l2 <= kBf16KRelL2 && so.max_abs <= kBf16KMaxAbs && sl.max_abs <= kBf16KLseAbs) || so.nonfinite_got ||
+      so.mismatched_nan || sl.nonfinite_got || sl.mismatched_nan)
+    return Status::internal("mla_decode", "fp8_ds kernel vs the bf16 reference on bf16(e4m3 x scale): out " + so.str() +
+                                              ", lse " + sl.str() + " exceeds the bf16 kernels' tolerance (" + name + ")");
+  return Status::ok();
+}
+
+std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) {
+  auto rng = case_rng("lens_" + tag);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<int> v(batch);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+struct Spec {
+  int batch, h_q, s_q;
+  bool causal;
+  std::vector<int> lens;
+  std::string tag;
+  DataKind data = DataKind::kNormal;
+  bool small = false;  // part of the MLA_SMALL_CASES=1 (sanitizer) subset
+};
+
+DecodeShape shape_of(const Spec& sp) {
+  DecodeShape s;
+  s.batch = sp.batch;
+  s.h_q = sp.h_q;
+  s.s_q = sp.s_q;
+  s.causal = sp.causal;
+  s.seqlens = sp.lens;
+  s.format = KvFormat::kFp8Ds;
+  s.data = sp.data;
+  return s;
+}
+
+std::string name_of(const Spec& sp) {
+  return "fp8_ds_b" + std::to_string(sp.batch) + "_h" + std::to_string(sp.h_q) + "_sq" + std::to_string(sp.s_q) +
+         (sp.causal ? "_causal" : "") + "_" + sp.tag + (sp.data == DataKind::kDeepSeekLike ? "_ds" : "");
+}
+
+void add(std::vector<GpuCase>& cases, const Spec& sp) {
+  if (small_cases() && !sp.small) return;
+  const std::string name = name_of(sp);
+  const DecodeShape shape = shape_of(sp);
+  cases.push_back({"mla_decode", name, kFp8DsTol, [shape, name](CaseReport* rep) {
+                     auto rng = case_rng(name);
+                     return run_fp8ds_case(name, make_decode_data(shape, rng), rep);
+                   }});
+}
+
+constexpr DataKind kDs = DataKind::kDeepSeekLike;
+
+// The shape grid of the other formats' tests.
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  // Page-boundary seqlens, one sequence, every head count (16/32: 256-thread kernel; 64/128: warp-specialized).
+  for (int h : {16, 32, 64, 128})
+    for (int len : {1, 63, 64, 65, 511})
+      add(cases, {1, h, 1, false, {len}, "len" + std::to_string(len), len == 511 ? kDs : DataKind::kNormal,
+                  len == 65 && (h == 16 || h == 32 || h == 128)});
+  // Long single sequences: the batch-1 split-KV path with many splits.
+  add(cases, {1, 16, 1, false, {16384}, "len16384"});
+  add(cases, {1, 128, 1, false, {8191}, "len8191", kDs});
+  add(cases, {2, 64, 1, false, {16384, 4096}, "16384_4096"});
+  // Speculative rows with and without the causal diagonal, including rows that see no key.
+  add(cases, {2, 64, 2, true, {8191, 4096}, "8191_4096", kDs});
+  add(cases, {7, 128, 4, true, {1, 2, 3, 4, 63, 64, 65}, "tiny_mix", DataKind::kNormal, true});
+  add(cases, {7, 16, 4, true, random_lens("b7h16", 7, 1, 8191), "rand1_8191", kDs});
+  add(cases, {7, 16, 4, false, random_lens("b7h16nc", 7, 1, 8191), "rand1_8191"});
+  add(cases, {7, 16, 3, true, random_lens("b7h16sq3", 7, 1, 2000), "rand1_2000"});  // 48 rows: 3 groups
+  add(cases, {2, 32, 3, true, {300, 4096}, "300_4096", kDs});                       // 96 rows: partial 2nd tile
+  add(cases, {2, 128, 4, true, {16384, 8191}, "16384_8191"});
+  // Zero-length sequences mixed in (out = 0, lse = -inf).
+  add(cases, {7, 32, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", DataKind::kNormal, true});
+  add(cases, {7, 128, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", kDs});
+  add(cases, {2, 16, 2, true, {0, 0}, "all_zero", DataKind::kNormal, true});
+  // Larger batches, mixed lengths; many short sequences per CTA (segment switches, the raw-slot ring wraps).
+  add(cases, {32, 16, 1, false, random_lens("b32h16", 32, 1, 4096), "rand1_4096", kDs});
+  add(cases, {32, 128, 1, false, random_lens("b32h128", 32, 1, 4096), "rand1_4096"});
+  add(cases, {32, 32, 2, true, random_lens("b32h32", 32, 1, 2048), "rand1_2048", kDs});
+  add(cases, {32, 64, 1, false, random_lens("b32h64", 32, 1, 1024), "rand1_1024"});
+  add(cases, {128, 16, 1, false, std::vector<int>(128, 4096), "all4096"});
+  add(cases, {128, 16, 1, false, random_lens("b128h16short", 128, 1, 130), "rand1_130", kDs});
+  add(cases, {32, 16, 1, false, random_lens("b32h16short", 32, 1, 70), "rand1_70", DataKind::kNormal, true});
+  add(cases, {128, 16, 4, true, random_lens("b128h16", 128, 60, 70), "rand60_70"});
+  add(cases, {128, 128, 1, false, random_lens("b128h128", 128, 1, 511), "rand1_511", kDs});
+  add(cases, {128, 32, 1, false, random_lens("b128h32", 128, 1, 1024), "rand1_1024"});
+});
+
+// Tile scale 0 and all-zero tokens: a token the writer stores from all-zero input (codes 0, scale 1.0 by
+// the format's rule), a token whose four stored scales are 0.0 with random non-NaN codes (what another
+// writer could store for an all-zero token: it must decode to exact zeros, not NaN), and one tile of scale 0
+// in an otherwise normal token. Both the 256-thread (h16) and the warp-specialized (h64) kernels.
+void zero_token_case(std::vector<GpuCase>& cases, int h_q, bool small) {
+  if (small_cases() && !small) return;
+  const std::string name = "fp8_ds_b3_h" + std::to_string(h_q) + "_sq1_zero_tokens";
+  cases.push_back({"mla_decode", name, kFp8DsTol, [name, h_q](CaseReport* rep) -> Status {
+                     DecodeShape s;
+                     s.batch = 3;
+                     s.h_q = h_q;
+                     s.seqlens = {200, 65, 130};
+                     s.format = KvFormat::kFp8Ds;
+                     auto rng = case_rng(name);
+                     DecodeHostData h = make_decode_data(s, rng);
+                     // (0, 5): all-zero input through the reference writer.
+                     std::vector<float> zeros(kDimQK, 0.f);
+                     int64_t slot = int64_t(h.block_table[0 * h.max_pages + 0]) * kDecodePageSize + 5;
+                     ConcatAndCacheMlaParams w;
+                     w.kv_c = TensorView::contiguous(zeros.data(), DType::kFp32, {1, kDimLatent});
+                     w.k_pe = TensorView::contiguous(zeros.data() + kDimLatent, DType::kFp32, {1, kDimRope});
+                     w.kv_cache = TensorView::contiguous(h.cache.data(), DType::kUint8,
+                                                         {h.num_pages, kDecodePageSize, Fp8DsLayout::kBytes});
+                     w.slot_mapping = TensorView::contiguous(&slot, DType::kInt64, {1});
+                     w.format = KvFormat::kFp8Ds;
+                     MLA_TRY(ref::concat_and_cache_mla(w));
+                     const uint8_t* z = token_bytes(h, 0, 5);
+                     for (int j = 0; j < Fp8DsLayout::kNumTiles; ++j)
+                       if (tile_scale(z, j) != 1.f) return Status::internal("fp8_ds", "all-zero tile not stored with scale 1.0");
+                     // (1, 64): scales 0.0, codes random finite.
+                     uint8_t* t1 = const_cast<uint8_t*>(token_bytes(h, 1, 64));
+                     std::memset(t1 + Fp8DsLayout::kScalesOffset, 0, 16);
+                     for (int d = 0; d < kDimLatent; ++d) t1[d] = static_cast<uint8_t>(rng() % 0x7F) | (rng() & 1 ? 0x80 : 0);
+                     // (2, 129): tile 2 has scale 0.0.
+                     uint8_t* t2 = const_cast<uint8_t*>(token_bytes(h, 2, 129));
+                     std::memset(t2 + Fp8DsLayout::kScalesOffset + 8, 0, 4);
+                     return run_fp8ds_case(name, std::move(h), rep);
+                   }});
+}
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  zero_token_case(cases, 16, true);
+  zero_token_case(cases, 64, true);
+});
+
+// Saturation cannot occur by construction: per tile, scale = amax / 448, so the tile's largest value lands
+// on +-448 exactly and every other value inside the e4m3 range. Written by the CUDA cache writer (the
+// bytes the decode kernel reads when serving) from fp32 inputs of every magnitude: N(0,1) times 1e-3, 1
+// and 1e3, DeepSeek-like rows, tiles with one 1e4 outlier, tiles of +-amax only. Checked per value:
+// stored scale == amax / 448 (1.0 for amax 0), no NaN code, |code| == 448 where |x| == amax, and
+// |code * scale - x| <= 2^-4 |x| + 2^-10 scale (e4m3 round-to-nearest: half an ulp, subnormal spacing
+// 2^-9), which a clipped value would violate; the GPU bytes equal the host writer's.
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  cases.push_back({"fp8_ds_format", "saturation_by_construction", Tolerance{0.0, 0.0, "counts of violations are exact"},
+                   [](CaseReport* rep) -> Status {
+                     constexpr int kTokens = 1024;
+                     auto rng = case_rng("fp8_ds_saturation");
+                     std::normal_distribution<float> nd(0.f, 1.f);
+                     std::vector<float> x(size_t(kTokens) * kDimQK);
+                     for (int t = 0; t < kTokens; ++t) {
+                       float* row = &x[size_t(t) * kDimQK];
+                       const int kind = t % 6;
+                       const float mag = kind == 0 ? 1e-3f : kind == 1 ? 1.f : kind == 2 ? 1e3f : 1.f;
+                       for (int d = 0; d < kDimQK; ++d) row[d] = mag * nd(rng);
+                       if (kind == 3) row[rng() % kDimLatent] = (rng() & 1 ? 1e4f : -1e4f);  // one outlier
+                       if (kind == 4)
+                         for (int d = 0; d < kDimLatent; ++d) row[d] = (rng() & 1 ? 3.25f : -3.25f);  // +-amax only
+                       if (kind == 5) {  // DeepSeek-like: RMS-normalized, channel weights, 10x token norms
+                         const float g = std::pow(10.f, float(rng() % 1000) / 1000.f - 0.5f);
+                         for (int d = 0; d < kDimLatent; ++d) row[d] *= g * (1.f + 0.3f * float(d % 7) / 7.f);
+                       }
+                     }
+                     std::vector<int64_t> slots(kTokens);
+                     for (int t = 0; t < kTokens; ++t) slots[t] = t;
+                     const int pages = kTokens / kDecodePageSize;
+                     DeviceBuffer d_x, d_slots, d_cache;
+                     MLA_TRY(d_x.alloc(x.size() * 4));
+                     MLA_TRY(d_slots.alloc(slots.size() * 8));
+                     MLA_TRY(d_cache.alloc(size_t(kTokens) * Fp8DsLayout::kBytes));
+                     MLA_TRY(d_x.upload(x));
+                     MLA_TRY(d_slots.upload(slots));
+                     auto params = [&](const float* xs, const int64_t* sl, void* cache) {
+                       ConcatAndCacheMlaParams w;
+                       w.kv_c = TensorView::contiguous(const_cast<float*>(xs), DType::kFp32, {kTokens, kDimLatent});
+                       w.kv_c.stride[0] = kDimQK;
+                       w.k_pe = TensorView::contiguous(const_cast<float*>(xs) + kDimLatent, DType::kFp32, {kTokens, kDimRope});
+                       w.k_pe.stride[0] = kDimQK;
+                       w.kv_cache = TensorView::contiguous(cache, DType::kUint8, {pages, kDecodePageSize, Fp8DsLayout::kBytes});
+                       w.slot_mapping = TensorView::contiguous(const_cast<int64_t*>(sl), DType::kInt64, {kTokens});
+                       w.format = KvFormat::kFp8Ds;
+                       return w;
+                     };
+                     MLA_TRY(cuda::concat_and_cache_mla(params(d_x.as<float>(), d_slots.as<int64_t>(), d_cache.data()), nullptr));
+                     MLA_CUDA_TRY("test", cudaDeviceSynchronize());
+                     std::vector<uint8_t> gpu(d_cache.bytes()), host(d_cache.bytes(), 0xFF);
+                     MLA_TRY(d_cache.download(&gpu));
+                     MLA_TRY(ref::concat_and_cache_mla(params(x.data(), slots.data(), host.data())));
+                     size_t bad_scale = 0, nan_code = 0, amax_not_448 = 0, clipped = 0;
+                     for (int t = 0; t < kTokens; ++t) {
+                       const uint8_t* tok = &gpu[size_t(t) * Fp8DsLayout::kBytes];
+                       const float* row = &x[size_t(t) * kDimQK];
+                       for (int j = 0; j < Fp8DsLayout::kNumTiles; ++j) {
+                         float amax = 0.f;
+                         for (int d = 0; d < Fp8DsLayout::kTileSize; ++d) amax = std::max(amax, std::fabs(row[j * 128 + d]));
+                         const float want = amax / 448.f == 0.f ? 1.f : amax / 448.f;
+                         const float sc = tile_scale(tok, j);
+                         if (sc != want) ++bad_scale;
+                         for (int d = j * 128; d < (j + 1) * 128; ++d) {
+                           const float v = e4m3_to_float(tok[d]);
+                           if (std::isnan(v)) { ++nan_code; continue; }
+                           if (std::fabs(row[d]) == amax && amax > 0.f && std::fabs(v) != 448.f) ++amax_not_448;
+                           const double err = std::fabs(double(v) * sc - row[d]);
+                           if (err > (0x1p-4 + 1e-6) * std::fabs(row[d]) + 0x1p-10 * sc) ++clipped;  // + fp32 division
+                         }
+                       }
+                     }
+                     const size_t differ = std::memcmp(gpu.data(), host.data(), gpu.size()) != 0;
+                     std::vector<double> got{double(bad_scale), double(nan_code), double(amax_not_448), double(clipped),
+                                             double(differ)},
+                         want(5, 0.0);
+                     char buf[200];
+                     std::snprintf(buf, sizeof buf, "scale!=amax/448 %zu, NaN codes %zu, amax code !=448 %zu, clipped %zu, "
+                                   "gpu!=host bytes %zu", bad_scale, nan_code, amax_not_448, clipped, differ);
+                     rep->note = buf;
+                     rep->add("violations", compare_vec(got, want));
+                     return Status::ok();
+                   }});
+});
+
+// Bad input: each call must return an error Status and launch nothing (out stays poisoned).
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  cases.push_back({"mla_decode", "fp8_ds_bad_inputs_no_launch", Tolerance{0.0, 0.0, "a status code is exact"},
+                   [](CaseReport* rep) -> Status {
+                     DecodeShape s;
+                     s.batch = 2;
+                     s.h_q = 16;
+                     s.seqlens = {100, 200};
+                     s.format = KvFormat::kFp8Ds;
+                     auto rng = case_rng("fp8_ds_bad_inputs");
+                     const DecodeHostData h = make_decode_data(s, rng);
+                     DecodePlanGeometry g;
+                     MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &g));
+                     DeviceBuffer q, cache, bt, sl, out, lse, parts, off, ws;
+                     MLA_TRY(q.alloc(h.q.size()));
+                     MLA_TRY(cache.alloc(h.cache.size() * 2));  // room for a 576-wide 16-bit view
+                     MLA_TRY(bt.alloc(h.block_table.size() * 4));
+                     MLA_TRY(sl.alloc(8));
+                     MLA_TRY(out.alloc(h.out_elems() * 2));
+                     MLA_TRY(lse.alloc(h.lse_elems() * 4));
+                     MLA_TRY(parts.alloc(size_t(g.num_parts) * kPlanPartInts * 4));
+                     MLA_TRY(off.alloc(3 * 4));
+                     MLA_TRY(ws.alloc(decode_workspace_bytes(g)));
+                     const MlaDecodeParams good =
+                         h.params(q.data(), cache.data(), bt.data(), sl.data(), out.data(), lse.data(), kSoftmaxScale);
+                     DecodePlanView plan{parts.as<int32_t>(), off.as<int32_t>(), g.num_parts};
+                     std::vector<std::pair<std::string, Status>> results;
+                     auto try_call = [&](const std::string& what, const MlaDecodeParams& p) {
+                       results.emplace_back(what, cuda::mla_decode(p, g, plan, ws.data(), ws.bytes(), nullptr));
+                     };
+                     { auto p = good; p.q.dtype = DType::kFp16; try_call("fp8_ds with fp16 q", p); }
+                     { auto p = good; p.q.dtype = DType::kE4m3; try_call("fp8_ds with e4m3 q", p); }
+                     { auto p = good; p.out.dtype = DType::kFp16; try_call("fp8_ds with fp16 out", p); }
+                     { auto p = good; p.kv_cache = TensorView::contiguous(cache.data(), DType::kBf16, {h.num_pages, 64, 576});
+                       try_call("fp8_ds with a bf16 cache", p); }
+                     { auto p = good; p.kv_cache = TensorView::contiguous(cache.data(), DType::kUint8, {h.num_pages, 64, 576});
+                       try_call("fp8_ds with 576-byte tokens", p); }
+                     { auto p = good; p.kv_cache.data = static_cast<uint8_t*>(cache.data()) + 8;
+                       try_call("misaligned cache", p); }
+                     { auto p = good; p.q.data = static_cast<uint8_t*>(q.data()) + 2; try_call("misaligned q", p); }
+                     { auto p = good; p.format = KvFormat::kFp8; try_call("fp8 format, fp8_ds cache", p); }
+                     return report_rejections(results, out, rep);
+                   }});
+});
+
+}  // namespace
+}  // namespace mla::test
