@@ -10,11 +10,11 @@
 # --filter    only test/bench binaries whose name matches REGEX (e.g. 'decode|fp8').
 # --sanitize  also run compute-sanitizer memcheck and racecheck on each test binary's small cases
 #             (tests honour MLA_SMALL_CASES=1 to keep these short); --sanitize-filter limits which.
-# --decode-formats  formats bench_decode runs, one table each (default: bf16 fp8).
+# --decode-formats  formats bench_decode runs, one table each (default: bf16 fp8 fp8_ds).
 # Every binary runs under a time limit (MLA_STEP_TIMEOUT, default 300 s) so one hang cannot eat the lease.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=gpu-logs bin="" tests=1 bench=1 filter="." sanitize=0 sanitize_filter="." bench_args="" decode_formats="bf16 fp8"
+out=gpu-logs bin="" tests=1 bench=1 filter="." sanitize=0 sanitize_filter="." bench_args="" decode_formats="bf16 fp8 fp8_ds"
 step_timeout=${MLA_STEP_TIMEOUT:-300}
 # cuBLASLt is linked dynamically (CUDA 13 ships no static one here).
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"

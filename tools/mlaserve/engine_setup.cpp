@@ -64,8 +64,8 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
     return Status::unsupported("engine", "no CUDA GPU visible; use --device cpu (e.g. with --model dummy:tiny)");
-  if (format != KvFormat::kBf16 && format != KvFormat::kFp8)
-    return Status::unsupported("engine", "--device cuda supports --kv-cache-dtype auto and fp8 today, not " + o.kv_cache_dtype);
+  if (format != KvFormat::kBf16 && format != KvFormat::kFp8 && format != KvFormat::kFp8Ds)
+    return Status::unsupported("engine", "--device cuda supports --kv-cache-dtype auto, fp8 and fp8_ds, not " + o.kv_cache_dtype);
   const auto t0 = std::chrono::steady_clock::now();
   model::ModelWeights w;
   MLA_TRY(load_model_weights(o.source, DType::kBf16, &w));

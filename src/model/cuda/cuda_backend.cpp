@@ -43,9 +43,9 @@ Status check_config(const ModelConfig& c, const CudaBackendOptions& o) {
                                     std::to_string(c.n_routed_experts) + ", k " + std::to_string(c.num_experts_per_tok));
   if (c.qk_nope_head_dim % 8 != 0 || c.v_head_dim % 8 != 0 || c.hidden_size % 8 != 0)
     return Status::unsupported(kOp, "qk_nope_head_dim, v_head_dim and hidden_size must be multiples of 8");
-  if (o.kv_format != KvFormat::kBf16 && o.kv_format != KvFormat::kFp8)
+  if (o.kv_format != KvFormat::kBf16 && o.kv_format != KvFormat::kFp8 && o.kv_format != KvFormat::kFp8Ds)
     return Status::unsupported(kOp, std::string("kv cache format ") + std::string(kv_format_name(o.kv_format)) +
-                                    ": the CUDA backend runs bf16 and fp8 so far");
+                                    ": the CUDA backend runs bf16, fp8 and fp8_ds");
   if (!(o.k_scale > 0.f && o.k_scale < 3e38f) || !(o.q_scale > 0.f && o.q_scale < 3e38f))
     return Status::invalid(kOp, "k_scale and q_scale must be finite and > 0, got " + std::to_string(o.k_scale) + ", " +
                                     std::to_string(o.q_scale));
