@@ -10,21 +10,10 @@
 #include "mla/core/mla_shapes.h"
 #include "ops/cuda/sm90/decode/config.h"
 #include "ops/cuda/sm90/decode/launch.h"
+#include "ops/cuda/sm90/tma_encode.h"
 
 namespace mla::sm90::decode {
 namespace {
-
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* ptr = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
-  }();
-  return fn;
-}
 
 // 2D map [rows, cols] of `type` elements, rows `row_bytes` apart, boxes of 64 rows x `box_cols`.
 struct MapSpec {
@@ -35,7 +24,7 @@ struct MapSpec {
 };
 
 Status encode(CUtensorMap* map, const void* base, int64_t rows, const MapSpec& m, const char* what) {
-  auto fn = encode_fn();
+  auto fn = tensor_map_encode_fn();
   if (fn == nullptr) return Status::cuda("mla_decode", "cuTensorMapEncodeTiled is not available from the driver");
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(m.cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(m.row_bytes)};

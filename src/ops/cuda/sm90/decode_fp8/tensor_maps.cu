@@ -10,26 +10,15 @@
 #include "mla/core/mla_shapes.h"
 #include "ops/cuda/sm90/decode_fp8/config.h"
 #include "ops/cuda/sm90/decode_fp8/launch.h"
+#include "ops/cuda/sm90/tma_encode.h"
 
 namespace mla::sm90::decode_fp8 {
 namespace {
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* ptr = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
-  }();
-  return fn;
-}
-
 // [rows, 576] bytes, boxes of 64 rows x 128 bytes (the swizzle span: one slab), 128-byte swizzle. The box
 // at column 512 reaches 64 bytes past the row: the TMA unit fills them with zeros (OOB_FILL_NONE).
 Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* what) {
-  auto fn = encode_fn();
+  auto fn = tensor_map_encode_fn();
   if (fn == nullptr) return Status::cuda("mla_decode (fp8)", "cuTensorMapEncodeTiled is not available from the driver");
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kTokenBytes), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kTokenBytes)};
