@@ -107,11 +107,13 @@ std::vector<Request> requests(int n, bool sampled, uint64_t seed) {
   return reqs;
 }
 
-std::vector<std::vector<int32_t>> generate(CudaModelRunner* r, const std::vector<Request>& reqs, int budget) {
+std::vector<std::vector<int32_t>> generate(CudaModelRunner* r, const std::vector<Request>& reqs, int budget,
+                                           int64_t* preemptions = nullptr) {
   auto e = make_engine(r, budget);
   std::vector<RequestOutput> out;
   const Status s = e->generate(reqs, &out);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
+  if (preemptions) *preemptions = e->stats().num_preemptions;
   std::vector<std::vector<int32_t>> toks;
   for (const auto& o : out) toks.push_back(o.output_token_ids);
   return toks;
@@ -141,7 +143,9 @@ TEST(EngineCuda, BatchedGreedyEqualsSingleWithChunkedPrefillAndGraphs) {
 
   // A cache too small for everyone at once: 12 pages for ~7 × 3 needed -> preemption by recompute.
   auto small = make_runner(12, {});
-  const auto squeezed = generate(small.get(), reqs, 48);
+  int64_t preempted = 0;
+  const auto squeezed = generate(small.get(), reqs, 48, &preempted);
+  EXPECT_GT(preempted, 0) << "the 12-page cache was meant to force preemption";
   expect_same(squeezed, single, "preempted (12 pages) vs single");
   std::printf("graph steps %lld, eager steps %lld (batched run incl. singles); small cache: graph %lld, eager %lld\n",
               (long long)g->stats().graph_steps, (long long)g->stats().eager_steps,

@@ -101,7 +101,7 @@ class RoutingProbe final : public Backend {
         for (int64_t q = 0; q < c.n_group; ++q)
           g.push_back({*std::max_element(l.begin() + q * per, l.begin() + (q + 1) * per), q});
         std::sort(g.rbegin(), g.rend());
-        gap = g[size_t(c.topk_group - 1)].first - g[size_t(c.topk_group)].first;
+        if (c.topk_group < c.n_group) gap = g[size_t(c.topk_group - 1)].first - g[size_t(c.topk_group)].first;
         pool.clear();
         for (int64_t q = 0; q < c.topk_group; ++q)
           pool.insert(pool.end(), l.begin() + g[size_t(q)].second * per, l.begin() + (g[size_t(q)].second + 1) * per);
@@ -274,6 +274,9 @@ void expect_bar(const Agreement& a, const std::string& what) {
   EXPECT_LE(double(a.routing_ties), 0.15 * double(a.rows + a.routing_ties) + 1.0) << what << ": " << a.str();
   // The issue's bar for bf16 weights, activations and KV cache against the fp32 CPU model.
   EXPECT_LE(a.rel(), 2e-2) << what << ": " << a.str();
+  // And per row: a broadly wrong row excuses its own top-1 miss (count_row) and a few of them can hide under
+  // the pooled bar. Worst compared row measured on the H200: 1.6e-2 (every case, 3 repetitions); 5e-2 leaves 3x.
+  EXPECT_LE(a.worst, 5e-2) << what << ": " << a.str();
   // Top-1 >= 99 %, misses the row's own error explains excused (count_row). Under 100 rows this allows
   // no counted miss at all; the cases that compare only a few rows say so.
   EXPECT_GE(double(a.top1 + a.near_tie_misses), 0.99 * double(a.rows)) << what << ": " << a.str();
@@ -477,6 +480,9 @@ TEST_P(CudaForwardQuantizedKv, ReportsAgreementWithCpu) {
   }
   std::printf("[model] %s %s KV: %s\n", fixture(), fmt.c_str(), a.str().c_str());
   EXPECT_EQ(a.nonfinite, 0);
+  // Rows at routing near-ties are set apart here too: some must remain, and not too many (as in expect_bar).
+  EXPECT_GT(a.rows, 0) << a.str();
+  EXPECT_LE(double(a.routing_ties), 0.15 * double(a.rows + a.routing_ties) + 1.0) << a.str();
   EXPECT_LE(a.rel(), 0.15) << a.str();
 }
 

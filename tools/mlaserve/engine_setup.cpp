@@ -97,11 +97,14 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
   ro.enforce_eager = o.enforce_eager;
   MLA_TRY(runner::CudaModelRunner::create(w, bo, &r, ro));
   print_model(c, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  if (r->stats().graphs_off.empty()) {
-    std::fprintf(stderr, "CUDA graphs: decode steps of %zu batch sizes (up to %d sequences)\n", r->stats().captured.size(),
-                 r->stats().captured.empty() ? 0 : r->stats().captured.back());
+  const auto& gs = r->stats();
+  if (!gs.captured.empty()) {
+    // A capture stopped early by a small cache keeps the buckets it has: say both.
+    std::fprintf(stderr, "CUDA graphs: decode steps of %zu batch sizes (up to %d sequences)%s%s%s\n", gs.captured.size(),
+                 gs.captured.back(), gs.graphs_off.empty() ? "" : "; larger batches eager (", gs.graphs_off.c_str(),
+                 gs.graphs_off.empty() ? "" : ")");
   } else {
-    std::fprintf(stderr, "CUDA graphs: off (%s)\n", r->stats().graphs_off.c_str());
+    std::fprintf(stderr, "CUDA graphs: off (%s)\n", gs.graphs_off.empty() ? "no bucket captured" : gs.graphs_off.c_str());
   }
   std::fprintf(stderr, "KV cache: %lld pages x %d tokens = %lld tokens (%s, %d B/token/layer, %.1f GB)\n",
                (long long)bo.num_pages, kDecodePageSize, (long long)bo.num_pages * kDecodePageSize,

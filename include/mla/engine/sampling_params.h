@@ -9,7 +9,7 @@
 namespace mla::engine {
 
 struct SamplingParams {
-  float temperature = 1.0f;  // 0 means greedy (argmax, lowest token id wins ties)
+  float temperature = 1.0f;  // below kGreedyTemperature (0 included) means greedy (argmax, lowest id wins ties)
   int top_k = 0;             // keep the k most likely tokens; 0 (or >= vocab) keeps all
   float top_p = 1.0f;        // keep the smallest prefix of the sorted distribution with mass >= top_p
   // Seeds the request's own random stream. Draw i of a request depends only on (seed, i), never on
@@ -20,7 +20,10 @@ struct SamplingParams {
   bool ignore_eos = false;   // keep generating after EOS (benchmarks: every request emits max_tokens)
   std::vector<int32_t> stop_token_ids;  // finish (reason: stop token) right after emitting one of these
 
-  bool is_greedy() const { return temperature <= 0.0f; }
+  // Like vLLM's sampling epsilon: such temperatures are argmax in effect, and below ~3e-39 1/T overflows a
+  // float, which the device sampler's (x - max) · (1/T) would turn into NaN.
+  static constexpr float kGreedyTemperature = 1e-5f;
+  bool is_greedy() const { return temperature < kGreedyTemperature; }
 };
 
 // Rejects values that have no meaning (negative temperature, top_p outside (0, 1], max_tokens < 1...).

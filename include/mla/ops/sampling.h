@@ -44,7 +44,9 @@ static_assert(sizeof(SamplingRow) == 32, "SamplingRow is copied to the device as
 
 constexpr int32_t kSampleBadLogit = -1;   // the row holds NaN or +inf
 constexpr int32_t kSampleAllNegInf = -2;  // every logit of the row is -inf
-constexpr int64_t kSampleMaxVocab = int64_t{1} << 24;  // ids fit the radix select's 24-bit range
+// Ids fit the radix select's 24-bit range, and the top-p total of 2^23 candidates of mass <= 2^40 each stays
+// below 2^64 (2^24 equal logits would wrap it to 0).
+constexpr int64_t kSampleMaxVocab = int64_t{1} << 23;
 
 struct SampleParams {
   TensorView logits;                  // [rows, vocab] fp32, unit column stride, row stride >= vocab
@@ -116,7 +118,8 @@ MLA_HD_INLINE uint32_t order_key(float x) {
   memcpy(&b, &x, 4);
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
-MLA_HD_INLINE bool is_greedy(const SamplingRow& r) { return !(r.temperature > 0.f) || r.top_k == 1; }
+// Temperatures under 1e-5 are greedy (SamplingParams::kGreedyTemperature): 1/T must stay a finite float.
+MLA_HD_INLINE bool is_greedy(const SamplingRow& r) { return !(r.temperature >= 1e-5f) || r.top_k == 1; }
 // ceil(top_p · total), at least 1 (the best candidate always stays).
 MLA_HD_INLINE uint64_t top_p_target(float top_p, uint64_t total) {
   const double t = ceil(double(top_p) * double(total));
