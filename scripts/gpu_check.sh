@@ -11,10 +11,14 @@
 # --sanitize  also run compute-sanitizer memcheck and racecheck on each test binary's small cases
 #             (tests honour MLA_SMALL_CASES=1 to keep these short); --sanitize-filter limits which.
 # --decode-formats  formats bench_decode runs, one table each (default: bf16 fp8 fp8_ds).
+# --e2e "IN:OUT:N ..."  after the benches, `mlaserve bench throughput --model dummy` for each input/output/prompt
+#             count, once per --e2e-formats entry (default: fp8 auto), each under MLA_E2E_TIMEOUT (default 300 s),
+#             with --output-json; e.g. --e2e "512:512:2000 8192:1024:300" for the seed's two runs.
 # Every binary runs under a time limit (MLA_STEP_TIMEOUT, default 300 s) so one hang cannot eat the lease.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=gpu-logs bin="" tests=1 bench=1 filter="." sanitize=0 sanitize_filter="." bench_args="" decode_formats="bf16 fp8 fp8_ds"
+e2e="" e2e_formats="fp8 auto"
 step_timeout=${MLA_STEP_TIMEOUT:-300}
 # cuBLASLt is linked dynamically (CUDA 13 ships no static one here).
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -29,6 +33,8 @@ while [ $# -gt 0 ]; do
     --bench-args) bench_args=$2; shift 2 ;;
     --sanitize-filter) sanitize_filter=$2; shift 2 ;;
     --decode-formats) decode_formats=$2; shift 2 ;;
+    --e2e) e2e=$2; shift 2 ;;
+    --e2e-formats) e2e_formats=$2; shift 2 ;;
     *) echo "gpu_check: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -88,5 +94,18 @@ if [ "$bench" = 1 ]; then
     done
   done
 fi
+for spec in $e2e; do
+  IFS=: read -r in_len out_len n <<< "$spec"
+  for f in $e2e_formats; do
+    tag=e2e_${in_len}_${out_len}_${n}_$f
+    timeout "${MLA_E2E_TIMEOUT:-300}" "$bin/mlaserve" bench throughput --model dummy --input-len "$in_len" \
+      --output-len "$out_len" --num-prompts "$n" --kv-cache-dtype "$f" --output-json "$out/$tag.json" \
+      > "$out/$tag.log" 2> "$out/$tag.err"
+    rc=$?
+    log "e2e $tag rc=$rc: $(grep -E '^Throughput' "$out/$tag.log")"
+    tr '\r' '\n' < "$out/$tag.err" | grep -E '^(KV cache|CUDA graphs)' | tee -a "$summary"
+    [ $rc -ne 0 ] && { fail=1; tr '\r' '\n' < "$out/$tag.err" | tail -3 | tee -a "$summary"; }
+  done
+done
 log "gpu_check: $([ $fail = 0 ] && echo ALL OK || echo FAILURES)"
 exit $fail
