@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cache_ops/gather_study.h"
-#include "cache_ops/timing.h"
+#include "common/timing.h"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/concat_and_cache_mla.h"
 #include "mla/ops/gather_cache_mla.h"

@@ -4,7 +4,7 @@
 // and a sweep of the gather kernel's tuning knobs launched directly.
 #include <cstdint>
 
-#include "cache_ops/timing.h"
+#include "common/timing.h"
 #include "mla/core/kv_format.h"
 #include "mla/core/status.h"
 #include "ops/cuda/cache/gather_cache_mla_kernel.cuh"

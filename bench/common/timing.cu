@@ -1,4 +1,4 @@
-#include "cache_ops/timing.h"
+#include "common/timing.h"
 
 #include "mla/core/cuda_check.h"
 
