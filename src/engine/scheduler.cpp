@@ -24,6 +24,7 @@ Status SchedulerConfig::validate() const {
   if (watermark_pages < 0 || watermark_pages >= num_pages) {
     return Status::invalid(op, "watermark_pages must be in [0, num_pages)");
   }
+  if (max_model_len < 0) return Status::invalid(op, "max_model_len must be >= 0 (0: no limit)");
   return Status::ok();
 }
 
@@ -38,7 +39,13 @@ Status Scheduler::check(const Sequence& seq) const {
   }
   // The last generated token is never fed back, so it needs no slot. A sequence that cannot fit alone
   // would be preempted forever: refuse it now.
-  const int64_t need = int64_t(seq.num_prompt_tokens()) + seq.params().max_tokens - 1;
+  const int64_t total = int64_t(seq.num_prompt_tokens()) + seq.params().max_tokens;
+  if (config_.max_model_len > 0 && total > config_.max_model_len) {
+    return Status::invalid(op, "prompt (" + std::to_string(seq.num_prompt_tokens()) + ") + max_tokens (" +
+                                   std::to_string(seq.params().max_tokens) + ") = " + std::to_string(total) +
+                                   " tokens exceed max_model_len " + std::to_string(config_.max_model_len));
+  }
+  const int64_t need = total - 1;
   const int64_t capacity = int64_t(config_.num_pages) * config_.page_size;
   if (need > capacity) {
     return Status::invalid(op, "prompt (" + std::to_string(seq.num_prompt_tokens()) + ") + max_tokens (" +

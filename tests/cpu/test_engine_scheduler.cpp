@@ -125,6 +125,9 @@ TEST(Scheduler, ConfigIsValidated) {
   SchedulerConfig c = config(4, 64, 8, 16);
   c.watermark_pages = 8;
   EXPECT_FALSE(c.validate().is_ok());
+  c = config(4, 64, 8, 16);
+  c.max_model_len = -1;
+  EXPECT_FALSE(c.validate().is_ok());
 }
 
 TEST(Scheduler, AddRefusesWhatCanNeverRun) {
@@ -134,6 +137,19 @@ TEST(Scheduler, AddRefusesWhatCanNeverRun) {
   EXPECT_FALSE(s.add(make_seq(0, 4, 4)).is_ok());   // id in use
   EXPECT_FALSE(s.add(make_seq(2, 0, 4)).is_ok());   // empty prompt
   EXPECT_FALSE(s.add(make_seq(3, 4, 0)).is_ok());   // max_tokens < 1
+  EXPECT_EQ(s.waiting().size(), 1u);
+}
+
+// vLLM's rule: prompt + max_tokens <= max_model_len, checked when the request arrives, with the numbers.
+TEST(Scheduler, AddRefusesRequestsLongerThanMaxModelLen) {
+  SchedulerConfig c = config(4, 64, 64, 16);  // 1024 slots: the cache is not what refuses here
+  c.max_model_len = 100;
+  Scheduler s(c);
+  EXPECT_TRUE(s.add(make_seq(0, 60, 40)).is_ok());  // 100 tokens: at the limit
+  const Status st = s.add(make_seq(1, 60, 41));
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.to_string().find("prompt (60) + max_tokens (41) = 101 tokens exceed max_model_len 100"), std::string::npos)
+      << st.to_string();
   EXPECT_EQ(s.waiting().size(), 1u);
 }
 

@@ -29,12 +29,27 @@ void add_engine_options(CLI::App& app, EngineOptions* o) {
   app.add_option("--num-pages", o->num_pages, "KV pages (0: from memory on cuda, 4096 on cpu)")->capture_default_str();
   app.add_option("--seed", o->source.seed, "dummy weights and sampling seed")->capture_default_str();
   app.add_flag("--enforce-eager", o->enforce_eager, "cuda: run decode steps eagerly (no CUDA graphs)");
+  app.add_option("--max-model-len", o->max_model_len,
+                 "prompt + output tokens per request at most (0: the model's max_position_embeddings)")
+      ->capture_default_str();
 }
 
 namespace {
 
-engine::EngineConfig engine_config(const EngineOptions& o, const model::ModelConfig& c, int num_pages) {
+// The model's positions bound a sequence; --max-model-len may lower that bound, never raise it.
+Status max_model_len(const EngineOptions& o, const model::ModelConfig& c, int64_t* out) {
+  if (o.max_model_len < 0 || o.max_model_len > c.max_position_embeddings)
+    return Status::invalid("--max-model-len", "expected 0 or 1.." + std::to_string(c.max_position_embeddings) +
+                                                  " (the model's max_position_embeddings), got " +
+                                                  std::to_string(o.max_model_len));
+  *out = o.max_model_len > 0 ? o.max_model_len : c.max_position_embeddings;
+  return Status::ok();
+}
+
+engine::EngineConfig engine_config(const EngineOptions& o, const model::ModelConfig& c, int num_pages,
+                                   int64_t model_len) {
   engine::EngineConfig ec;
+  ec.scheduler.max_model_len = model_len;
   ec.scheduler.max_num_seqs = o.max_num_seqs;
   ec.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
   ec.scheduler.page_size = kDecodePageSize;
@@ -74,6 +89,8 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
   bo.kv_format = format;
   bo.max_batch_tokens = o.max_num_batched_tokens;
   bo.max_num_seqs = o.max_num_seqs;
+  int64_t model_len = 0;
+  MLA_TRY(max_model_len(o, c, &model_len));
   bo.activation_bytes = activation_bytes(c, o.max_num_batched_tokens);
   // MoE sorts every (token, expert) pair into expert-contiguous rows with their gate/up/down temporaries;
   // 8192 tokens of V2-Lite need ~0.5 GB (seen: "scratch arena too small" at the 512 MB default).
@@ -92,6 +109,8 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
   if (bo.num_pages < 1)
     return Status::oom("engine", "no memory left for the KV cache (weights " + std::to_string(weights_b / 1e9) +
                                      " GB; raise --gpu-memory-utilization or lower --max-num-batched-tokens)");
+  // Block tables (and the CUDA-graph steps' fixed table width) cover the longest sequence allowed.
+  bo.max_pages_per_seq = std::min<int64_t>((model_len + kDecodePageSize - 1) / kDecodePageSize, bo.num_pages);
   std::unique_ptr<runner::CudaModelRunner> r;
   runner::CudaRunnerOptions ro;
   ro.enforce_eager = o.enforce_eager;
@@ -109,7 +128,7 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
   std::fprintf(stderr, "KV cache: %lld pages x %d tokens = %lld tokens (%s, %d B/token/layer, %.1f GB)\n",
                (long long)bo.num_pages, kDecodePageSize, (long long)bo.num_pages * kDecodePageSize,
                std::string(kv_format_name(format)).c_str(), kv_bytes_per_token(format), double(bo.num_pages) * page_b / 1e9);
-  const engine::EngineConfig ec = engine_config(o, c, static_cast<int>(bo.num_pages));
+  const engine::EngineConfig ec = engine_config(o, c, static_cast<int>(bo.num_pages), model_len);
   MLA_TRY(ec.scheduler.validate());
   out->vocab_size = c.vocab_size;
   MLA_TRY(engine::LLMEngine::create(ec, r.get(), &out->engine));
@@ -139,7 +158,9 @@ Status build_engine(const EngineOptions& o, EngineHandle* out) {
   MLA_TRY(load_model_weights(o.source, DType::kFp32, &w));
   print_model(w.config, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   out->vocab_size = w.config.vocab_size;
-  const engine::EngineConfig ec = engine_config(o, w.config, o.num_pages > 0 ? o.num_pages : 4096);
+  int64_t model_len = 0;
+  MLA_TRY(max_model_len(o, w.config, &model_len));
+  const engine::EngineConfig ec = engine_config(o, w.config, o.num_pages > 0 ? o.num_pages : 4096, model_len);
   MLA_TRY(ec.scheduler.validate());
   std::unique_ptr<runner::CpuModelRunner> r;
   MLA_TRY(runner::CpuModelRunner::create(std::move(w), ec.scheduler.num_pages, ec.scheduler.page_size, &r));

@@ -20,6 +20,7 @@ struct EngineOptions {
   double gpu_memory_utilization = 0.9;
   int num_pages = 0;                     // 0: sized from memory (cuda) or 4096 (cpu)
   bool enforce_eager = false;            // cuda: no CUDA graphs for decode steps
+  int64_t max_model_len = 0;             // tokens per sequence at most; 0: the model's max_position_embeddings
 };
 
 // Registers the options every engine command shares (vLLM's flag names).

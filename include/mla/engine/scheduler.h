@@ -30,6 +30,9 @@ struct SchedulerConfig {
   // straight away (vLLM's watermark); preemption still handles the worst case.
   int watermark_pages = 0;
   std::vector<int32_t> eos_token_ids;  // empty: the model has none; config.json may list several
+  // Tokens per sequence (prompt + max_tokens) at most, vLLM's --max-model-len: a longer request is refused
+  // when added rather than failing a step later. 0: no limit beyond the cache's capacity.
+  int64_t max_model_len = 0;
 
   Status validate() const;
 };
