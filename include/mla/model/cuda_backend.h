@@ -31,8 +31,9 @@ struct CudaBackendOptions {
   size_t activation_bytes = size_t{1} << 30;
   size_t scratch_bytes = size_t{512} << 20;   // per-op temporaries (MoE sorting, decode q/out, plans)
   size_t gemm_workspace_bytes = size_t{32} << 20;
-  // bf16, or fp8 (e4m3, vLLM/FlashMLA's per-tensor scheme: cache = satfinite(x / k_scale), decode q =
-  // satfinite(q / q_scale); both products on FP8 tensor cores). fp16 and fp8_ds are not wired yet.
+  // bf16; fp8 (e4m3, vLLM/FlashMLA's per-tensor scheme: cache = satfinite(x / k_scale), decode q =
+  // satfinite(q / q_scale); both products on FP8 tensor cores); or fp8_ds (per-token tile scales, bf16 RoPE,
+  // bf16 query). fp16 is not wired.
   KvFormat kv_format = KvFormat::kBf16;
   float k_scale = 1.f;  // fp8: one scale for every layer (calibration can come later)
   float q_scale = 1.f;  // fp8: the decode query's scale
