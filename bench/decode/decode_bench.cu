@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/args.h"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/mla_decode.h"
 
@@ -119,12 +120,7 @@ Status parse(int argc, char** argv, Options* o) {
     if (a == "--format" && has_val) {
       MLA_TRY(mla::parse_kv_format(argv[++i], &o->format));
     } else if (a == "--rows" && has_val) {
-      std::string s = argv[++i];
-      for (size_t p = 0; p < s.size();) {
-        const size_t q = s.find(',', p);
-        o->rows.push_back(std::atoi(s.substr(p, q - p).c_str()));
-        p = q == std::string::npos ? s.size() : q + 1;
-      }
+      for (int64_t r : mla::bench::parse_int_list(argv[++i])) o->rows.push_back(static_cast<int>(r));
     } else if (a == "--reps" && has_val) {
       o->reps = std::max(1, std::atoi(argv[++i]));
     } else {

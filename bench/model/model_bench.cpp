@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/args.h"
 #include "mla/loader/weights_loader.h"
 #include "mla/model/cuda_backend.h"
 #include "mla/model/deepseek_v2.h"
@@ -55,22 +56,14 @@ bool parse(int argc, char** argv, Args* a) {
     }
     else if (k == "--kv-cache-dtype") {
       a->kvs.clear();
-      for (size_t p = 0; p < v.size();) {
-        const size_t q = v.find(',', p);
+      for (const std::string& name : bench::split_commas(v)) {
         KvFormat f;
-        if (!parse_kv_format(v.substr(p, q - p), &f).is_ok()) return false;
+        if (!parse_kv_format(name, &f).is_ok()) return false;
         a->kvs.push_back(f);
-        p = q == std::string::npos ? v.size() : q + 1;
       }
     }
     else if (k == "--batches") {
-      a->batches.clear();
-      size_t p = 0;
-      while (p < v.size()) {
-        const size_t q = v.find(',', p);
-        a->batches.push_back(std::atoll(v.substr(p, q - p).c_str()));
-        p = q == std::string::npos ? v.size() : q + 1;
-      }
+      a->batches = bench::parse_int_list(v);
     } else {
       return false;
     }

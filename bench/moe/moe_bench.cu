@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/args.h"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/grouped_gemm.h"
 #include "mla/ops/moe_align.h"
@@ -42,14 +43,8 @@ bool parse(int argc, char** argv, Args* a) {
     const std::string key = argv[i];
     if (i + 1 >= argc) return false;
     const std::string v = argv[++i];
-    if (key == "--tokens") {
-      a->tokens.clear();
-      for (size_t p = 0; p < v.size();) {
-        const size_t q = v.find(',', p);
-        a->tokens.push_back(std::atoll(v.substr(p, q - p).c_str()));
-        p = q == std::string::npos ? v.size() : q + 1;
-      }
-    } else if (key == "--experts") a->E = std::atoll(v.c_str());
+    if (key == "--tokens") a->tokens = bench::parse_int_list(v);
+    else if (key == "--experts") a->E = std::atoll(v.c_str());
     else if (key == "--topk") a->k = std::atoll(v.c_str());
     else if (key == "--hidden") a->H = std::atoll(v.c_str());
     else if (key == "--inter") a->I = std::atoll(v.c_str());

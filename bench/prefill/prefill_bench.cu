@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/args.h"
 #include "common/timing.h"
 #include "mla/core/cuda_check.h"
 #include "mla/core/half.h"
@@ -103,16 +104,6 @@ Status run_row(int64_t h, const Row& r, const bench::L2Flusher& l2, const bench:
   return Status::ok();
 }
 
-std::vector<int64_t> parse_list(const std::string& v) {
-  std::vector<int64_t> out;
-  for (size_t p = 0; p < v.size();) {
-    const size_t q = v.find(',', p);
-    out.push_back(std::atoll(v.substr(p, q - p).c_str()));
-    p = q == std::string::npos ? v.size() : q + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int prefill_bench_main(int argc, char** argv) {
@@ -126,7 +117,7 @@ int prefill_bench_main(int argc, char** argv) {
       return 2;
     }
     const std::string v = argv[++i];
-    if (key == "--heads") heads = parse_list(v);
+    if (key == "--heads") heads = bench::parse_int_list(v);
     else opt.reps = std::atoi(v.c_str());
   }
   int dev = 0;
