@@ -3,6 +3,7 @@
 // computed independently of both samplers (double precision softmax over a sorted candidate list), and a
 // chi-square goodness-of-fit check.
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -11,6 +12,22 @@
 #include "mla/ops/sampling.h"
 
 namespace mla::sampling_test {
+
+// `n` copies of row `x` with their sampling rows: draw indices 0..n/4 of four seeds seed0..seed0+3, so the
+// draws are independent samples of one law (what the distribution tests count).
+struct RepeatedRow {
+  std::vector<float> logits;      // [n, x.size()]
+  std::vector<SamplingRow> rows;  // [n]
+};
+inline RepeatedRow repeat_row(const std::vector<float>& x, SamplingRow r, int n, uint64_t seed0) {
+  RepeatedRow out;
+  for (int i = 0; i < n; ++i) {
+    out.logits.insert(out.logits.end(), x.begin(), x.end());
+    r.seed = seed0 + uint64_t(i % 4), r.draw_index = i / 4;
+    out.rows.push_back(r);
+  }
+  return out;
+}
 
 // p[v] for row `x` under `r` (top-k, then top-p on the renormalised top-k mass, softmax(x / T)).
 inline std::vector<double> exact_distribution(const std::vector<float>& x, const SamplingRow& r) {

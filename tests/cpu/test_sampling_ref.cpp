@@ -66,15 +66,9 @@ TEST(SamplingRef, BadRowsAreFlagged) {
 // One row's logits, `n` draws (draw indices 0..n/4 of four seeds), counts compared with the exact law.
 void expect_law(const std::vector<float>& x, SamplingRow r, int n) {
   const int vocab = int(x.size());
-  std::vector<float> rep;
-  std::vector<SamplingRow> rs;
-  for (int i = 0; i < n; ++i) {
-    rep.insert(rep.end(), x.begin(), x.end());
-    r.seed = 1000 + uint64_t(i % 4), r.draw_index = i / 4;
-    rs.push_back(r);
-  }
+  const sampling_test::RepeatedRow rep = sampling_test::repeat_row(x, r, n, 1000);
   std::vector<long> counts(size_t(vocab), 0);
-  for (int32_t t : run(rep, vocab, rs)) {
+  for (int32_t t : run(rep.logits, vocab, rep.rows)) {
     ASSERT_GE(t, 0);
     ++counts[size_t(t)];
   }

@@ -127,14 +127,8 @@ TEST(GpuSampling, MatchesTheReference) {
 // n draws of one row (4 seeds × n/4 draw indices) on the GPU, counts against the exact law.
 void expect_law(const std::vector<float>& x, SamplingRow r, int n) {
   const int vocab = int(x.size());
-  std::vector<float> rep;
-  std::vector<SamplingRow> rs;
-  for (int i = 0; i < n; ++i) {
-    rep.insert(rep.end(), x.begin(), x.end());
-    r.seed = 77 + uint64_t(i % 4), r.draw_index = i / 4;
-    rs.push_back(r);
-  }
-  const SampleRun g = gpu_sample(rep, vocab, vocab, rs);
+  const sampling_test::RepeatedRow rep = sampling_test::repeat_row(x, r, n, 77);
+  const SampleRun g = gpu_sample(rep.logits, vocab, vocab, rep.rows);
   ASSERT_TRUE(g.ok);
   std::vector<long> counts(size_t(vocab), 0);
   for (int32_t t : g.tokens) {
