@@ -1,5 +1,7 @@
 #include "mla/engine/llm_engine.h"
 
+#include <chrono>
+#include <cstdio>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -34,6 +36,7 @@ Status LLMEngine::add_request(const Request& request, SeqId* id) {
 }
 
 Status LLMEngine::step(std::vector<RequestOutput>* finished) {
+  const auto t0 = std::chrono::steady_clock::now();
   ScheduledBatch batch;
   MLA_TRY(scheduler_.schedule(&batch));
   // Preemptions are final even if the rest of the step fails: count and announce them now.
@@ -57,6 +60,17 @@ Status LLMEngine::step(std::vector<RequestOutput>* finished) {
   ++stats_.num_steps;
   stats_.num_decode_tokens += batch.num_decodes;
   stats_.num_prefill_tokens += batch.num_tokens - batch.num_decodes;
+  const StepKind kind = batch.num_decodes == 0                             ? StepKind::kPrefill
+                        : batch.num_decodes == int(batch.seqs.size()) ? StepKind::kDecode
+                                                                       : StepKind::kMixed;
+  StepKindStats& ks = stats_.by_kind[static_cast<int>(kind)];
+  ++ks.steps;
+  ks.seqs += int64_t(batch.seqs.size());
+  ks.decode_rows += batch.num_decodes;
+  ks.prefill_tokens += batch.num_tokens - batch.num_decodes;
+  for (const ScheduledSeq& e : batch.seqs)
+    if (e.kind == ChunkKind::kPrefill) ks.context_tokens += e.position_start;
+  ks.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (SeqId id : done) {
     const Sequence& s = scheduler_.sequences().at(id);
     const auto prompt_end = s.tokens().begin() + s.num_prompt_tokens();
@@ -95,6 +109,36 @@ Status LLMEngine::generate(const std::vector<Request>& requests, std::vector<Req
     }
   }
   return Status::ok();
+}
+
+const char* step_kind_name(StepKind k) {
+  switch (k) {
+    case StepKind::kPrefill: return "prefill only";
+    case StepKind::kMixed: return "mixed";
+    case StepKind::kDecode: return "decode only";
+    default: return "?";
+  }
+}
+
+std::string format_step_stats(const EngineStats& st) {
+  std::string out =
+      "| steps | count | mean seqs | decode rows | prefill tokens | re-read context tokens | total ms | ms per step |\n"
+      "|---|---|---|---|---|---|---|---|\n";
+  double total = 0;
+  for (int k = 0; k < static_cast<int>(StepKind::kKinds); ++k) {
+    const StepKindStats& s = st.by_kind[k];
+    total += s.ms;
+    char line[256];
+    const double n = s.steps > 0 ? double(s.steps) : 1.0;
+    std::snprintf(line, sizeof line, "| %s | %lld | %.1f | %lld | %lld | %lld | %.1f | %.2f |\n",
+                  step_kind_name(static_cast<StepKind>(k)), (long long)s.steps, double(s.seqs) / n,
+                  (long long)s.decode_rows, (long long)s.prefill_tokens, (long long)s.context_tokens, s.ms, s.ms / n);
+    out += line;
+  }
+  char tail[160];
+  std::snprintf(tail, sizeof tail, "steps %lld, %.1f ms in steps, preemptions %lld\n", (long long)st.num_steps, total,
+                (long long)st.num_preemptions);
+  return out + tail;
 }
 
 }  // namespace mla::engine

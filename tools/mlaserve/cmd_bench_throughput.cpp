@@ -19,6 +19,8 @@ void add_bench_throughput(CLI::App& bench, std::function<int()>* run) {
     std::string dataset = "random";
     int input_len = 1024, output_len = 128, num_prompts = 1000;
     std::string output_json;
+    double stats_interval = 0;
+    double time_limit = 0;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = bench.add_subcommand("throughput", "offline throughput (vLLM's bench throughput)");
@@ -28,6 +30,13 @@ void add_bench_throughput(CLI::App& bench, std::function<int()>* run) {
   app->add_option("--output-len", o->output_len, "generated tokens per request")->capture_default_str();
   app->add_option("--num-prompts", o->num_prompts, "requests")->capture_default_str();
   app->add_option("--output-json", o->output_json, "also write the results as JSON");
+  app->add_option("--stats-interval", o->stats_interval,
+                  "also print the step summary (steps by kind, ms) to stderr every this many seconds (0: at the end only)")
+      ->capture_default_str();
+  app->add_option("--time-limit", o->time_limit,
+                  "stop generating after this many seconds and print the step summary instead of a throughput (a "
+                  "proxy for runs too long to finish; 0: no limit)")
+      ->capture_default_str();
   app->callback([o, run] {
     *run = [o]() -> int {
       if (o->dataset != "random") {
@@ -60,22 +69,45 @@ void add_bench_throughput(CLI::App& bench, std::function<int()>* run) {
       ProgressLine bar("generate", o->num_prompts);
       int64_t done = 0, out_tokens = 0;
       std::vector<engine::RequestOutput> finished;
+      double next_stats = o->stats_interval;
       while (h.engine->has_unfinished()) {
+        if (o->time_limit > 0 &&
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= o->time_limit)
+          break;
         finished.clear();
         if (Status s = h.engine->step(&finished); !s.is_ok()) return report(s);
         for (const auto& f : finished) out_tokens += static_cast<int64_t>(f.output_token_ids.size());
         done += static_cast<int64_t>(finished.size());
         const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         bar.update(done, el > 0 ? double(out_tokens) / el : 0.0);
+        if (o->stats_interval > 0 && el >= next_stats) {
+          // For runs cut short by a time limit: where the time went so far.
+          next_stats = el + o->stats_interval;
+          std::fprintf(stderr, "\n[%.1f s] %lld/%d requests done, %lld output tokens\n%s%s", el, (long long)done,
+                       o->num_prompts, (long long)out_tokens, engine::format_step_stats(h.engine->stats()).c_str(),
+                       h.runner_summary ? h.runner_summary().c_str() : "");
+        }
       }
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       bar.finish(done, double(out_tokens) / elapsed);
+      if (h.engine->has_unfinished()) {
+        // --time-limit: not a throughput (the unfinished requests would count), only where the time went.
+        std::printf("Stopped at --time-limit after %.2f s: %lld of %d requests done, %lld output tokens of finished "
+                    "requests, %lld decode tokens in all\n",
+                    elapsed, (long long)done, o->num_prompts, (long long)out_tokens,
+                    (long long)h.engine->stats().num_decode_tokens);
+        std::printf("\nSteps (wall ms from schedule to tokens back):\n%s%s", engine::format_step_stats(h.engine->stats()).c_str(),
+                    h.runner_summary ? h.runner_summary().c_str() : "");
+        return 0;
+      }
       const int64_t prompt_tokens = int64_t(o->num_prompts) * o->input_len;
       const int64_t total = prompt_tokens + out_tokens;
       std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n", o->num_prompts / elapsed,
                   total / elapsed, out_tokens / elapsed);
       std::printf("Total num prompt tokens:  %lld\nTotal num output tokens:  %lld\n", (long long)prompt_tokens,
                   (long long)out_tokens);
+      std::printf("\nSteps (wall ms from schedule to tokens back):\n%s%s", engine::format_step_stats(h.engine->stats()).c_str(),
+                  h.runner_summary ? h.runner_summary().c_str() : "");
       if (!o->output_json.empty()) {
         std::ofstream js(o->output_json);
         js << "{\"elapsed_time\": " << elapsed << ", \"num_requests\": " << o->num_prompts

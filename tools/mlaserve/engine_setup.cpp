@@ -132,6 +132,12 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
   MLA_TRY(ec.scheduler.validate());
   out->vocab_size = c.vocab_size;
   MLA_TRY(engine::LLMEngine::create(ec, r.get(), &out->engine));
+  const runner::CudaModelRunner* rp = r.get();
+  out->runner_summary = [rp] {
+    const auto& s = rp->stats();
+    return "cuda runner: " + std::to_string(s.graph_steps) + " steps replayed from graphs, " +
+           std::to_string(s.eager_steps) + " eager\n";
+  };
   out->runner = std::move(r);
   return Status::ok();
 }

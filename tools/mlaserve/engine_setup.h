@@ -1,5 +1,6 @@
 #pragma once
 // Builds the model runner and the engine from command-line options (shared by generate and bench).
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,7 @@ struct EngineHandle {
   std::unique_ptr<engine::ModelBackend> runner;
   std::unique_ptr<engine::LLMEngine> engine;
   int64_t vocab_size = 0;
+  std::function<std::string()> runner_summary;  // one line on how steps ran (cuda: graph vs eager), or empty
 };
 
 // Loads the model (progress on stderr), sizes the cache, creates the engine. Prints one line about the

@@ -6,6 +6,7 @@
 // and the next step schedules the same work again.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "mla/core/status.h"
@@ -34,12 +35,33 @@ struct RequestOutput {
   int num_preemptions = 0;
 };
 
+// Steps by what they hold: prefill chunks only, decode rows and prefill chunks, decode rows only.
+enum class StepKind { kPrefill, kMixed, kDecode, kKinds };
+const char* step_kind_name(StepKind k);
+
+// Totals over the steps of one kind. ms is host wall time from schedule() to the end of postprocess():
+// every step that samples waits for its tokens, so it covers the step's GPU work; a step that samples
+// nothing (an early chunk of a long prompt) does not wait, and its GPU time lands in the next step.
+struct StepKindStats {
+  int64_t steps = 0;
+  int64_t seqs = 0;            // sequences scheduled, summed over the steps (mean batch = seqs / steps)
+  int64_t decode_rows = 0;
+  int64_t prefill_tokens = 0;  // prompt (or recompute) tokens
+  int64_t context_tokens = 0;  // cached tokens the prefill chunks attend to besides their own (re-expanded)
+  double ms = 0;
+};
+
 struct EngineStats {
   int64_t num_steps = 0;
   int64_t num_preemptions = 0;
   int64_t num_prefill_tokens = 0;  // rows run as prefill chunks (recompute included)
   int64_t num_decode_tokens = 0;
+  StepKindStats by_kind[static_cast<int>(StepKind::kKinds)];
+  const StepKindStats& kind(StepKind k) const { return by_kind[static_cast<int>(k)]; }
 };
+
+// A table of `stats` by step kind (one line per kind, markdown), for logs and the benchmark.
+std::string format_step_stats(const EngineStats& stats);
 
 class LLMEngine {
  public:

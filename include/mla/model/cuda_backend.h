@@ -45,6 +45,15 @@ struct CudaBackendOptions {
   int64_t max_pages_per_seq = 0;  // 0: ceil(max_position_embeddings / 64), at most num_pages
 };
 
+// Profiling hook (MLA_PROFILE_DECODE): told, on the host, when each part of mla_attention is about to be
+// enqueued on the stream and when it has been; the probe records CUDA events there.
+class AttentionProbe {
+ public:
+  enum Part { kCacheWrite, kDecode, kExpand, kPrefillKernel, kParts };  // kExpand: gather + kv_b_proj
+  virtual ~AttentionProbe() = default;
+  virtual void mark(Part part, bool end) = 0;
+};
+
 class CudaBackend final : public Backend {
  public:
   // Uploads `host` (fp32 or bf16 host weights, as the loader returns them) as bf16 to the current device.
@@ -95,6 +104,7 @@ class CudaBackend final : public Backend {
   void end_padded_step();
   int64_t graph_table_width() const;
   int64_t pages_of(int64_t seq_id) const;  // pages the backend holds for the sequence
+  void set_attention_probe(AttentionProbe* probe);  // null: off
 
   struct State;  // device memory and step state (cuda_backend_state.h)
 

@@ -70,7 +70,8 @@ class CudaModelRunner final : public engine::ModelBackend {
   Status run_padded(const model::ForwardBatch& fb, int bucket, std::vector<SamplingRow> rows,
                     std::vector<int32_t>* tokens);
   int bucket_for(const engine::StepInputs& in, const model::ForwardBatch& fb) const;
-  Status run_profiled(const model::ForwardBatch& fb, std::vector<SamplingRow> rows, std::vector<int32_t>* tokens);
+  Status run_profiled(const model::ForwardBatch& fb, std::vector<SamplingRow> rows, std::vector<int32_t>* tokens,
+                      const std::string& label, int decode_rows);
 
   std::unique_ptr<model::CudaBackend> backend_;
   model::DeepseekV2 model_;
@@ -80,7 +81,9 @@ class CudaModelRunner final : public engine::ModelBackend {
   std::unique_ptr<Graphs> graphs_;
   CudaRunnerStats stats_;
   TensorView last_logits_;
-  std::unique_ptr<ProfilingBackend> prof_;  // MLA_PROFILE_DECODE=N: every N-th decode step, eager and timed
+  // MLA_PROFILE_DECODE=N: every N-th decode step and every mixed/prefill step eager and timed per op; graph
+  // replays timed whole.
+  std::unique_ptr<ProfilingBackend> prof_;
   std::unique_ptr<model::DeepseekV2> prof_model_;
   int64_t prof_every_ = 0, decode_steps_ = 0;
 };

@@ -62,8 +62,17 @@ Status CudaBackend::mla_attention(int layer, const TensorView& q, const TensorVi
                                    .slot_mapping = TensorView::contiguous(s.step.slots, DType::kInt64, {t}),
                                    .format = s.opts.kv_format,
                                    .k_scale = s.opts.k_scale};
+  auto mark = [&s](AttentionProbe::Part part, bool end) {
+    if (s.probe) s.probe->mark(part, end);
+  };
+  mark(AttentionProbe::kCacheWrite, false);
   MLA_TRY(cuda::concat_and_cache_mla(cp, stream()));
-  if (s.step.num_abs > 0) MLA_TRY(attention_absorbed(layer, q, kv_b, out));
+  mark(AttentionProbe::kCacheWrite, true);
+  if (s.step.num_abs > 0) {
+    mark(AttentionProbe::kDecode, false);
+    MLA_TRY(attention_absorbed(layer, q, kv_b, out));
+    mark(AttentionProbe::kDecode, true);
+  }
   if (s.step.num_exp > 0) MLA_TRY(attention_expanded(layer, q, kv_b, out));
 
   // The step's tokens count as cached once its last layer has written them.
@@ -153,6 +162,7 @@ Status CudaBackend::attention_expanded(int layer, const TensorView& q, const Ten
   const Stream st = stream();
   const int64_t t = s.step.tokens, nh = c.num_attention_heads, L = s.step.exp_ctx_rows, b = s.step.num_exp;
   const int64_t dkv = kPrefillDimNope + kPrefillDimV;
+  if (s.probe) s.probe->mark(AttentionProbe::kExpand, false);
   s.scratch.reset();
   TensorView ctx = s.scratch_view(DType::kBf16, L, kDimQK);
   TensorView kv = s.scratch_view(DType::kBf16, L, nh * dkv);
@@ -190,7 +200,12 @@ Status CudaBackend::attention_expanded(int layer, const TensorView& q, const Ten
   pp.seqs = TensorView::contiguous(s.step.exp_seqs, DType::kInt32, {b, kPrefillSeqFields});
   pp.max_q_len = static_cast<int>(s.step.exp_max_q);
   pp.softmax_scale = s.softmax_scale;
-  return cuda::prefill_attention(pp, st);
+  if (!s.probe) return cuda::prefill_attention(pp, st);
+  s.probe->mark(AttentionProbe::kExpand, true);
+  s.probe->mark(AttentionProbe::kPrefillKernel, false);
+  MLA_TRY(cuda::prefill_attention(pp, st));
+  s.probe->mark(AttentionProbe::kPrefillKernel, true);
+  return Status::ok();
 }
 
 }  // namespace mla::model

@@ -9,6 +9,7 @@
 #include "device_arena.h"
 #include "gemm.h"
 #include "kv_pages.h"
+#include "small_m_gemm.h"
 #include "step_io.h"
 #include "mla/model/cuda_backend.h"
 #include "mla/model/rope.h"
@@ -36,8 +37,10 @@ struct CudaBackend::State {
   cuda_backend::DeviceArena act;      // alloc() / alloc_fp32() and the step's inputs; reset by begin_step
   cuda_backend::DeviceArena scratch;  // one op's temporaries; reset at the start of each op that uses it
   cuda_backend::Gemm gemm;
+  cuda_backend::SmallMTables small_m;  // decode-size dense products on the grouped kernel (small_m_gemm.h)
   cuda_backend::KvPages pages;
   cuda_backend::StepIo io;  // the step's inputs and sampled tokens, in fixed pinned/device memory
+  AttentionProbe* probe = nullptr;  // profiling only
 
   // The current step.
   struct Step {

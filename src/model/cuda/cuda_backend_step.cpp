@@ -254,6 +254,7 @@ void CudaBackend::end_padded_step() {
 
 int64_t CudaBackend::graph_table_width() const { return s_->opts.max_pages_per_seq; }
 int64_t CudaBackend::pages_of(int64_t seq_id) const { return s_->pages.num_pages(seq_id); }
+void CudaBackend::set_attention_probe(AttentionProbe* probe) { s_->probe = probe; }
 
 void CudaBackend::set_sampling(std::vector<SamplingRow> rows) { s_->step.sampling_host = std::move(rows); }
 

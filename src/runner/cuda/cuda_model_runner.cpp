@@ -165,6 +165,19 @@ Status CudaModelRunner::forward_sample(const engine::StepInputs& in, const std::
     rows[i].top_p = p.top_p;
   }
   model::ForwardBatch fb = to_forward_batch(in, *backend_);
+  if (prof_) {
+    // Profiling: every mixed or prefill-only step (eager anyway) and every N-th decode-only step.
+    if (in.num_decodes != in.num_seqs) {
+      return run_profiled(fb, std::move(rows), tokens, in.num_decodes == 0 ? "prefill only" : "mixed", in.num_decodes);
+    }
+    if (decode_steps_++ % prof_every_ == 0) {
+      // One row per graph bucket (the batch rounded up to it), so rows compare with the replayed steps.
+      const auto b = std::lower_bound(buckets_.begin(), buckets_.end(), in.num_seqs);
+      const std::string label = b == buckets_.end() ? "decode b>" + std::to_string(buckets_.back())
+                                                    : "decode b<=" + std::to_string(*b);
+      return run_profiled(fb, std::move(rows), tokens, label, in.num_decodes);
+    }
+  }
   if (rows.empty()) {
     // Prefill chunks only, none finishing its prompt: run the layers for the cache; lm_head on one row
     // (an empty list would mean every row), nothing sampled.
@@ -174,8 +187,6 @@ Status CudaModelRunner::forward_sample(const engine::StepInputs& in, const std::
     tokens->clear();
     return Status::ok();
   }
-  if (prof_ && in.num_decodes == in.num_seqs && decode_steps_++ % prof_every_ == 0)
-    return run_profiled(fb, std::move(rows), tokens);
   const int bucket = bucket_for(in, fb);
   if (bucket > 0) return run_padded(fb, bucket, std::move(rows), tokens);
   return run_eager(fb, std::move(rows), tokens);
@@ -194,15 +205,19 @@ Status CudaModelRunner::run_eager(const model::ForwardBatch& fb, std::vector<Sam
 // pad_eager_decode) run eagerly with the same shapes.
 Status CudaModelRunner::run_padded(const model::ForwardBatch& fb, int bucket, std::vector<SamplingRow> rows,
                                    std::vector<int32_t>* tokens) {
+  const auto t0 = std::chrono::steady_clock::now();
   backend_->set_sampling(std::move(rows));
   MLA_TRY(backend_->stage_padded_decode(fb, bucket));
   Status st;
   auto it = graphs_->by_bucket.find(bucket);
-  if (it != graphs_->by_bucket.end()) {
+  const bool graph = it != graphs_->by_bucket.end();
+  if (graph) {
     // The graph holds no host code: the pages the eager path commits in its last layer are committed here.
     backend_->commit_step();
+    if (prof_) prof_->graph_launch_begin();
     st = cuda_status(cudaGraphLaunch(it->second.exec, reinterpret_cast<cudaStream_t>(backend_->stream())), kOp,
                      "cudaGraphLaunch");
+    if (prof_) prof_->graph_launch_end();
     last_logits_ = it->second.logits;
     ++stats_.graph_steps;
   } else {
@@ -216,18 +231,31 @@ Status CudaModelRunner::run_padded(const model::ForwardBatch& fb, int bucket, st
   }
   backend_->end_padded_step();
   MLA_TRY(st);
-  return backend_->read_samples(tokens);
+  st = backend_->read_samples(tokens);
+  if (prof_ && graph && st.is_ok())
+    prof_->end_graph_step(bucket, static_cast<int>(fb.seqs.size()),
+                          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  return st;
 }
 
 Status CudaModelRunner::run_profiled(const model::ForwardBatch& fb, std::vector<SamplingRow> rows,
-                                     std::vector<int32_t>* tokens) {
+                                     std::vector<int32_t>* tokens, const std::string& label, int decode_rows) {
   const auto t0 = std::chrono::steady_clock::now();
-  backend_->set_sampling(std::move(rows));
-  MLA_TRY(prof_model_->forward(fb, &last_logits_));
-  MLA_TRY(prof_->sample(last_logits_));
+  Status st;
+  if (rows.empty()) {
+    // Prefill chunks only, none finishing its prompt (see forward_sample): lm_head on one row, no sampling.
+    model::ForwardBatch one = fb;
+    one.logits_rows = {static_cast<int32_t>(fb.num_tokens() - 1)};
+    st = prof_model_->forward(one, &last_logits_);
+    tokens->clear();
+  } else {
+    backend_->set_sampling(std::move(rows));
+    st = prof_model_->forward(fb, &last_logits_);
+    if (st.is_ok()) st = prof_->sample(last_logits_);
+    if (st.is_ok()) st = backend_->read_samples(tokens);
+  }
   ++stats_.eager_steps;
-  const Status st = backend_->read_samples(tokens);
-  prof_->end_step(static_cast<int>(fb.seqs.size()),
+  prof_->end_step(label, fb.num_tokens(), decode_rows,
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return st;
 }

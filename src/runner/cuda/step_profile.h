@@ -1,11 +1,15 @@
 #pragma once
-// Where one eager decode step's time goes, by phase: a Backend that forwards every op to the CudaBackend
-// and brackets it with CUDA events (attention = the whole mla_attention op incl. its absorbed GEMMs and
-// cache write; MoE = router, routing, experts, combine; dense GEMMs = every linear(), lm_head included;
-// small ops = embedding, norms, RoPE, SiLU, row gathers). Sampling is timed by the runner. Host = wall time
-// of the step minus the GPU time the events saw (staging, launches, waits). Turned on by
-// MLA_PROFILE_DECODE=N (every N-th decode-only step runs through it, eagerly); the table is printed to
-// stderr when the runner is destroyed. The events serialise nothing but add a few µs per op.
+// Where a step's time goes, by phase: a Backend that forwards every op to the CudaBackend and brackets it
+// with CUDA events. Phases: attention split into its parts (the cache write; the absorbed decode rows:
+// q·W_UK, mla_decode, ·W_UV; the prefill chunks' context expansion: gather + kv_b_proj; the prefill
+// attention kernel) through the backend's AttentionProbe; MoE = router, routing, experts, combine; dense
+// GEMMs = every linear(), lm_head included; small ops = embedding, norms, RoPE, SiLU, row gathers; sampling
+// (timed by the runner). Host = wall time of the step minus the GPU time the events saw (staging,
+// launches, waits).
+// Turned on by MLA_PROFILE_DECODE=N: every N-th decode-only step and every mixed or prefill-only step run
+// through it eagerly (mixed and prefill steps are eager anyway), and every decode step replayed from a CUDA
+// graph is timed as a whole (events around the launch). The tables are printed to stderr when the runner
+// is destroyed. The events serialise nothing but add a few µs per op.
 #include <cuda_runtime_api.h>
 
 #include <map>
@@ -16,9 +20,12 @@
 
 namespace mla::runner {
 
-class ProfilingBackend final : public model::Backend {
+class ProfilingBackend final : public model::Backend, public model::AttentionProbe {
  public:
-  enum Phase { kAttention, kMoe, kGemm, kSmall, kSampling, kPhases };
+  enum Phase { kAttnWrite, kAttnDecode, kAttnExpand, kAttnPrefill, kMoe, kGemm, kSmall, kSampling, kPhases };
+  static_assert(int(kAttnWrite) == int(kCacheWrite) && int(kAttnDecode) == int(kDecode) &&
+                    int(kAttnExpand) == int(kExpand) && int(kAttnPrefill) == int(kPrefillKernel),
+                "attention phases are the probe's parts");
   explicit ProfilingBackend(model::CudaBackend* be) : be_(be) {}
   ~ProfilingBackend() override;
 
@@ -38,9 +45,13 @@ class ProfilingBackend final : public model::Backend {
     return timed(kGemm, [&] { return be_->linear(x, w, out); });
   }
   Status rope(TensorView q, TensorView latent) override { return timed(kSmall, [&] { return be_->rope(q, latent); }); }
+  // Timed part by part through mark() (the backend calls it around each part).
   Status mla_attention(int layer, const TensorView& q, const TensorView& latent, const model::AttentionWeights& w,
                        model::AttnPath path, TensorView out) override {
-    return timed(kAttention, [&] { return be_->mla_attention(layer, q, latent, w, path, out); });
+    be_->set_attention_probe(this);
+    const Status st = be_->mla_attention(layer, q, latent, w, path, out);
+    be_->set_attention_probe(nullptr);
+    return st;
   }
   Status silu_mul(const TensorView& g, const TensorView& u, TensorView out) override {
     return timed(kSmall, [&] { return be_->silu_mul(g, u, out); });
@@ -52,38 +63,43 @@ class ProfilingBackend final : public model::Backend {
     return timed(kMoe, [&] { return be_->moe(x, w, out); });
   }
   Status sample(const TensorView& logits) { return timed(kSampling, [&] { return be_->sample(logits); }); }
+  void mark(Part part, bool end) override { end ? stop() : start(static_cast<Phase>(part)); }
 
-  // Waits for the step's events and adds their times (and the step's wall time) to the row of `batch`.
-  void end_step(int batch, double wall_ms);
+  // Waits for the step's events and adds their times (and the step's wall time) to the row `label`.
+  void end_step(const std::string& label, int64_t tokens, int64_t decode_rows, double wall_ms);
+  // A decode step replayed from the graph of `bucket`: events around the launch, then (after the step's
+  // tokens are back) its GPU and wall time.
+  void graph_launch_begin();
+  void graph_launch_end();
+  void end_graph_step(int bucket, int rows, double wall_ms);
   std::string report() const;
 
  private:
   template <class F>
   Status timed(Phase p, F&& f) {
-    if (used_ == events_.size()) {
-      cudaEvent_t a, b;
-      cudaEventCreate(&a), cudaEventCreate(&b);
-      events_.push_back({a, b});
-    }
-    auto [a, b] = events_[used_];
-    const cudaStream_t s = reinterpret_cast<cudaStream_t>(be_->stream());
-    cudaEventRecord(a, s);
+    start(p);
     Status st = f();
-    cudaEventRecord(b, s);
-    phases_.push_back(p);
-    ++used_;
+    stop();
     return st;
   }
+  void start(Phase p);
+  void stop();
   struct Row {
-    int steps = 0;
+    int64_t steps = 0, tokens = 0, decode_rows = 0;
     double ms[kPhases] = {};
     double wall = 0;
+  };
+  struct GraphRow {
+    int64_t steps = 0, rows = 0;
+    double gpu = 0, wall = 0;
   };
   model::CudaBackend* be_;
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;
   std::vector<Phase> phases_;
   size_t used_ = 0;
-  std::map<int, Row> rows_;
+  std::map<std::string, Row> rows_;
+  cudaEvent_t graph_ev_[2] = {nullptr, nullptr};
+  std::map<int, GraphRow> graph_rows_;
 };
 
 }  // namespace mla::runner
