@@ -4,11 +4,14 @@
 // (with MLA_MOE_PATH=per_expert the step includes the MoE layers' host syncs, which a real step pays
 // too); warm-up steps first; median of the timed steps. `--moe-path both` times every prefill and decode
 // measurement under the grouped MoE and the per-expert MoE (MLA_MOE_PATH, set before each step) in one
-// process, so before/after share the weights, the KV cache and the sequences.
+// process, so before/after share the weights, the KV cache and the sequences. `--variants` generalizes it:
+// "label:KEY=VAL+KEY=VAL;label2:..." times every measurement once per variant with those environment
+// variables set (every key any variant names is unset first), e.g.
+// --variants 'before:MLA_GEMM_TUNE=0+MLA_MOE_BLOCK_M=legacy;after:' for the decode-GEMM changes.
 //
 //   bench_model [--preset deepseek-v2-lite] [--layers N] [--prefill-seqs 8] [--prefill-len 2048]
 //               [--context 1024] [--batches 1,64,256] [--steps 10] [--kv-cache-dtype auto|fp8|auto,fp8]
-//               [--moe-path grouped|per_expert|both]
+//               [--moe-path grouped|per_expert|both] [--variants 'label:K=V+K=V;label2:']
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -36,8 +39,47 @@ struct Args {
   int64_t prefill_seqs = 8, prefill_len = 2048, context = 1024, steps = 10;
   std::vector<int64_t> batches = {1, 64, 256};
   std::vector<KvFormat> kvs = {KvFormat::kBf16};  // one backend each, in turn, over one set of host weights
-  std::vector<std::string> moe_paths = {"grouped"};
+  // One timed run per variant: a label and the environment it sets (--moe-path makes MLA_MOE_PATH ones).
+  struct Variant {
+    std::string label;
+    std::vector<std::pair<std::string, std::string>> env;
+  };
+  std::vector<Variant> variants = {{"grouped", {{"MLA_MOE_PATH", "grouped"}}}};
 };
+
+// Sets variant v's environment after unsetting every key any variant names.
+void apply(const Args& a, const Args::Variant& v) {
+  for (const Args::Variant& o : a.variants)
+    for (const auto& kv : o.env) unsetenv(kv.first.c_str());
+  for (const auto& kv : v.env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+}
+
+// "before:A=1+B=2;after:" → variants; false when an item lacks its ':' or a pair its '='.
+bool parse_variants(const std::string& spec, std::vector<Args::Variant>* out) {
+  out->clear();
+  size_t p = 0;
+  while (p < spec.size()) {
+    size_t q = spec.find(';', p);
+    if (q == std::string::npos) q = spec.size();
+    const std::string item = spec.substr(p, q - p);
+    p = q + 1;
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos || colon == 0) return false;
+    Args::Variant v{item.substr(0, colon), {}};
+    std::string rest = item.substr(colon + 1);
+    for (size_t r = 0; r < rest.size();) {
+      size_t e = rest.find('+', r);
+      if (e == std::string::npos) e = rest.size();
+      const std::string kv = rest.substr(r, e - r);
+      r = e + 1;
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) return false;
+      v.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    out->push_back(std::move(v));
+  }
+  return !out->empty();
+}
 
 bool parse(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
@@ -52,7 +94,12 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--steps") a->steps = std::atoll(v.c_str());
     else if (k == "--moe-path") {
       if (v != "grouped" && v != "per_expert" && v != "both") return false;
-      a->moe_paths = v == "both" ? std::vector<std::string>{"grouped", "per_expert"} : std::vector<std::string>{v};
+      a->variants.clear();
+      for (const char* path : {"grouped", "per_expert"})
+        if (v == "both" || v == path) a->variants.push_back({path, {{"MLA_MOE_PATH", path}}});
+    }
+    else if (k == "--variants") {
+      if (!parse_variants(v, &a->variants)) return false;
     }
     else if (k == "--kv-cache-dtype") {
       a->kvs.clear();
@@ -103,7 +150,7 @@ Status run_format(const Args& a, const model::ModelConfig& c, const model::Model
                   int64_t max_batch, int64_t max_tokens) {
   model::CudaBackendOptions o;
   // Pages: the prefill sequences, then every decode batch's sequences (released after each batch).
-  const int64_t paths = static_cast<int64_t>(a.moe_paths.size());
+  const int64_t paths = static_cast<int64_t>(a.variants.size());
   const int64_t pages_per_seq = (std::max(a.prefill_len, a.context + paths * (a.steps + 2) + 8) + 63) / 64;
   o.num_pages = pages_per_seq * std::max(a.prefill_seqs, max_batch);
   o.max_batch_tokens = max_tokens;
@@ -122,8 +169,8 @@ Status run_format(const Args& a, const model::ModelConfig& c, const model::Model
   // Prefill: warm up once, then time fresh sequences (each step starts from position 0).
   std::vector<double> times;
   int64_t next_seq = 0;
-  for (const std::string& path : a.moe_paths) {
-    setenv("MLA_MOE_PATH", path.c_str(), 1);
+  for (const Args::Variant& var : a.variants) {
+    apply(a, var);
     times.clear();
     for (int64_t r = 0; r < 4; ++r) {
       const model::ForwardBatch b = prefill_batch(next_seq, a.prefill_seqs, a.prefill_len, c.vocab_size);
@@ -135,17 +182,17 @@ Status run_format(const Args& a, const model::ModelConfig& c, const model::Model
     }
     std::sort(times.begin(), times.end());
     const double tp = times[times.size() / 2];
-    std::printf("prefill %lld x %lld tokens, moe %s: %.1f ms, %.0f tokens/s (median of %zu)\n",
-                static_cast<long long>(a.prefill_seqs), static_cast<long long>(a.prefill_len), path.c_str(), tp * 1e3,
+    std::printf("prefill %lld x %lld tokens, %s: %.1f ms, %.0f tokens/s (median of %zu)\n",
+                static_cast<long long>(a.prefill_seqs), static_cast<long long>(a.prefill_len), var.label.c_str(), tp * 1e3,
                 double(a.prefill_seqs * a.prefill_len) / tp, times.size());
   }
 
-  std::printf("| batch | context | moe | decode step ms | tokens/s |\n|---|---|---|---|---|\n");
+  std::printf("| batch | context | variant | decode step ms | tokens/s |\n|---|---|---|---|---|\n");
   for (int64_t B : a.batches) {
     // Contexts through prefill steps of at most max_tokens tokens.
     std::vector<int64_t> ids;
     for (int64_t q = 0; q < B; ++q) ids.push_back(next_seq++);
-    setenv("MLA_MOE_PATH", a.moe_paths[0].c_str(), 1);
+    apply(a, a.variants[0]);
     for (int64_t q0 = 0; q0 < B;) {
       const int64_t n = std::max<int64_t>(1, std::min(B - q0, max_tokens / a.context));
       model::ForwardBatch b = prefill_batch(ids[static_cast<size_t>(q0)], n, a.context, c.vocab_size);
@@ -154,8 +201,8 @@ Status run_format(const Args& a, const model::ModelConfig& c, const model::Model
       q0 += n;
     }
     int64_t pos = a.context;
-    for (const std::string& path : a.moe_paths) {
-      setenv("MLA_MOE_PATH", path.c_str(), 1);
+    for (const Args::Variant& var : a.variants) {
+      apply(a, var);
       times.clear();
       for (int64_t step = 0; step < a.steps + 2; ++step, ++pos) {
         model::ForwardBatch b;
@@ -170,7 +217,7 @@ Status run_format(const Args& a, const model::ModelConfig& c, const model::Model
       std::sort(times.begin(), times.end());
       const double td = times[times.size() / 2];
       std::printf("| %lld | %lld | %s | %.2f | %.0f |\n", static_cast<long long>(B), static_cast<long long>(a.context),
-                  path.c_str(), td * 1e3, double(B) / td);
+                  var.label.c_str(), td * 1e3, double(B) / td);
       std::fflush(stdout);
     }
     for (int64_t id : ids) be->release_sequence(id);
@@ -186,7 +233,7 @@ int model_bench_main(int argc, char** argv) {
   if (!parse(argc, argv, &a)) {
     std::fprintf(stderr, "usage: bench_model [--preset P] [--layers N] [--prefill-seqs S] [--prefill-len L] "
                          "[--context C] [--batches 1,64,256] [--steps N] [--kv-cache-dtype auto|fp8|auto,fp8] "
-                         "[--moe-path grouped|per_expert|both]\n");
+                         "[--moe-path grouped|per_expert|both] [--variants 'label:K=V+K=V;label2:']\n");
     return 2;
   }
   model::ModelConfig c;

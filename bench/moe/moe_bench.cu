@@ -10,7 +10,7 @@
 // CUDA events around each launch, warm-up first, median of the reps.
 //
 //   bench_moe [--tokens 1,64,256,2048,16384] [--experts 64] [--topk 6] [--hidden 2048] [--inter 1408]
-//             [--reps 30] [--copies 4]
+//             [--reps 30] [--copies 4] [--block-m 0,16,32,64]   (0: the backend's rule; else forced)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -36,6 +36,7 @@ using namespace mla;
 struct Args {
   std::vector<int64_t> tokens = {1, 64, 256, 2048, 16384};
   int64_t E = 64, k = 6, H = 2048, I = 1408, reps = 30, copies = 4;
+  std::vector<int64_t> block_ms = {0};  // 0: grouped_gemm_block_m's rule; else forced (16 | 32 | 64 | 128)
 };
 
 bool parse(int argc, char** argv, Args* a) {
@@ -50,6 +51,7 @@ bool parse(int argc, char** argv, Args* a) {
     else if (key == "--inter") a->I = std::atoll(v.c_str());
     else if (key == "--reps") a->reps = std::atoll(v.c_str());
     else if (key == "--copies") a->copies = std::atoll(v.c_str());
+    else if (key == "--block-m") a->block_ms = bench::parse_int_list(v);
     else return false;
   }
   return true;
@@ -96,9 +98,9 @@ Status time_us(const std::function<Status(int)>& run, int reps, double* us) {
   return Status::ok();
 }
 
-Status run_case(const Args& a, int64_t t, const Dev& w13, const Dev& w2) {
+Status run_case(const Args& a, int64_t t, int forced_bm, const Dev& w13, const Dev& w2) {
   const int64_t E = a.E, k = a.k, H = a.H, I = a.I, n = t * k;
-  const int bm = grouped_gemm_block_m(n, E);
+  const int bm = forced_bm > 0 ? forced_bm : grouped_gemm_block_m(n, E);
   const int64_t max_tiles = moe_align_max_tiles(n, E, bm);
   std::mt19937_64 rng(1234 + uint64_t(t));
   std::vector<int32_t> ids;
@@ -189,7 +191,7 @@ int moe_bench_main(int argc, char** argv) {
   Args a;
   if (!parse(argc, argv, &a)) {
     std::fprintf(stderr, "usage: bench_moe [--tokens 1,64,256,2048,16384] [--experts E] [--topk k] [--hidden H] "
-                         "[--inter I] [--reps N] [--copies C]\n");
+                         "[--inter I] [--reps N] [--copies C] [--block-m 0,16,32,64]\n");
     return 2;
   }
   const size_t w13_bytes = size_t(a.E * 2 * a.I * a.H) * 2, w2_bytes = size_t(a.E * a.H * a.I) * 2;
@@ -205,12 +207,13 @@ int moe_bench_main(int argc, char** argv) {
               static_cast<long long>(a.E), static_cast<long long>(a.k), static_cast<long long>(a.H),
               static_cast<long long>(a.I), double(w13_bytes + w2_bytes) / 1e6, static_cast<long long>(a.copies));
   std::printf("| tokens | op | block_m | active experts | µs (median) | GB/s | TFLOP/s |\n|---|---|---|---|---|---|---|\n");
-  for (int64_t t : a.tokens) {
-    const Status s = run_case(a, t, w13, w2);
-    if (!s.is_ok()) {
-      std::fprintf(stderr, "bench_moe: %s\n", s.to_string().c_str());
-      return 1;
+  for (int64_t t : a.tokens)
+    for (int64_t bm : a.block_ms) {
+      const Status s = run_case(a, t, int(bm), w13, w2);
+      if (!s.is_ok()) {
+        std::fprintf(stderr, "bench_moe: %s\n", s.to_string().c_str());
+        return 1;
+      }
     }
-  }
   return 0;
 }

@@ -48,7 +48,7 @@ std::vector<int32_t> random_topk(int64_t t, int64_t k, int E, std::mt19937_64& r
 
 TEST(MoeAlignRef, MatchesTheHostCountingSortAndTilesCoverEveryRow) {
   std::mt19937_64 rng(7);
-  for (auto [t, k, E, bm] : {std::tuple{1, 6, 64, 16}, {64, 6, 64, 16}, {300, 6, 64, 64}, {2000, 8, 256, 128}, {37, 1, 3, 16}}) {
+  for (auto [t, k, E, bm] : {std::tuple{1, 6, 64, 16}, {64, 6, 64, 16}, {128, 6, 64, 32}, {300, 6, 64, 64}, {2000, 8, 256, 128}, {37, 1, 3, 16}}) {
     const std::vector<int32_t> ids = random_topk(t, k, E, rng);
     Aligned a;
     ASSERT_TRUE(align(ids, t, k, E, bm, &a).is_ok());
@@ -78,7 +78,7 @@ TEST(MoeAlignRef, MatchesTheHostCountingSortAndTilesCoverEveryRow) {
 
 TEST(MoeAlignRef, MaxTilesBoundHoldsForWorstCaseCounts) {
   // One row on each of E - 1 experts and the rest on one: the most tiles for n rows.
-  for (int bm : {16, 64, 128})
+  for (int bm : {16, 32, 64, 128})
     for (int64_t n : {1, 5, 63, 64, 65, 1000, 98304}) {
       const int64_t E = 64;
       const int64_t ones = std::min<int64_t>(E - 1, n - 1), rest = n - ones;
@@ -102,7 +102,7 @@ TEST(MoeAlignRef, InvalidAndRepeatedIdsAreFlaggedAndGetNoRow) {
 TEST(MoeAlignRef, RejectsBadArguments) {
   const std::vector<int32_t> ids(12, 0);
   Aligned a;
-  EXPECT_FALSE(align(ids, 4, 3, 6, 32, &a).is_ok());   // block_m the GEMM does not run
+  EXPECT_FALSE(align(ids, 4, 3, 6, 48, &a).is_ok());   // block_m the GEMM does not run
   EXPECT_FALSE(align(ids, 4, 3, 0, 16, &a).is_ok());   // no experts
   EXPECT_FALSE(align(ids, 4, 3, 300, 16, &a).is_ok());  // more than 256
 }
@@ -167,7 +167,7 @@ TEST(GroupedGemmRef, LeavesRowsPastTheLastExpertAndRejectsBadShapes) {
   EXPECT_EQ(bf16_to_float(out[0]), 4.f);
   EXPECT_EQ(out[size_t(2 * N)], 0xFFFF);  // rows 2, 3 belong to no expert
   EXPECT_EQ(out[size_t(4 * N - 1)], 0xFFFF);
-  p.block_m = 32;
+  p.block_m = 48;
   EXPECT_FALSE(ref::grouped_gemm(p).is_ok());
   p.block_m = 16;
   p.epilogue = GroupedEpilogue::kSiluMul;  // N / 2 = 8 output columns expected, out has 16
@@ -180,7 +180,9 @@ TEST(GroupedGemmRef, LeavesRowsPastTheLastExpertAndRejectsBadShapes) {
 TEST(GroupedGemmRef, BlockMGrowsWithRowsPerExpert) {
   EXPECT_EQ(grouped_gemm_block_m(6, 64), 16);         // decode, batch 1
   EXPECT_EQ(grouped_gemm_block_m(64 * 6, 64), 16);    // batch 64: ~6 rows per expert
-  EXPECT_EQ(grouped_gemm_block_m(256 * 6, 64), 64);   // batch 256: ~24
+  EXPECT_EQ(grouped_gemm_block_m(128 * 6, 64), 32);   // batch 128: ~12
+  EXPECT_EQ(grouped_gemm_block_m(256 * 6, 64), 32);   // batch 256: ~24
+  EXPECT_EQ(grouped_gemm_block_m(512 * 6, 64), 64);   // ~48
   EXPECT_EQ(grouped_gemm_block_m(8192 * 6, 64), 128); // prefill
 }
 

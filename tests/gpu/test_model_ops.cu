@@ -32,6 +32,7 @@
 #include "mla/ops/silu_mul.h"
 #include "model/cpu_kernels.h"
 #include "model/cuda/gemm.h"
+#include "model/cuda/small_m_gemm.h"
 #include "model_test_data.h"
 
 namespace mla::test {
@@ -438,6 +439,46 @@ Status run_gemm(const GemmSpec& s, CaseReport* rep) {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// small_m_linear: a dense product of t <= 256 rows on the grouped kernel through the precomputed one-expert
+// tables (model/cuda/small_m_gemm.h), with either epilogue, against the CPU backend's linear.
+
+Status run_small_m(int64_t t, int64_t n, int64_t k, bool silu, int64_t x_pad, int64_t out_pad, CaseReport* rep) {
+  auto rng = case_rng("small_m" + std::to_string(t) + "_" + std::to_string(n) + "_" + std::to_string(silu));
+  const int64_t wn = silu ? 2 * n : n, ldx = k + x_pad, ldo = n + out_pad;
+  const HostArray x = HostArray::randn(DType::kBf16, rng, size_t(t * ldx));
+  const HostArray w = HostArray::randn(DType::kBf16, rng, size_t(wn * k), 1.f / std::sqrt(float(k)));
+  DeviceBuffer d_x, d_w, d_out, d_tab;
+  MLA_TRY(to_device(x, &d_x));
+  MLA_TRY(to_device(w, &d_w));
+  MLA_TRY(d_out.alloc(size_t(t * ldo) * 2));
+  MLA_TRY(d_tab.alloc(size_t(model::cuda_backend::small_m_table_bytes(model::cuda_backend::kSmallMMaxRows))));
+  model::cuda_backend::SmallMTables tab;
+  MLA_TRY(model::cuda_backend::init_small_m_tables(model::cuda_backend::kSmallMMaxRows, d_tab.data(), &tab));
+  TensorView xv = TensorView::contiguous(d_x.data(), DType::kBf16, {t, k});
+  xv.stride[0] = ldx;
+  TensorView ov = TensorView::contiguous(d_out.data(), DType::kBf16, {t, n});
+  ov.stride[0] = ldo;
+  const TensorView wv = TensorView::contiguous(d_w.data(), DType::kBf16, {wn, k});
+  MLA_TRY(model::cuda_backend::small_m_linear(tab, xv, wv, silu ? GroupedEpilogue::kSiluMul : GroupedEpilogue::kStore,
+                                              ov, nullptr));
+  std::vector<float> got;
+  MLA_TRY(from_device(d_out, DType::kBf16, size_t(t * ldo), &got));
+  std::vector<float> y(size_t(t * wn));
+  model::cpu::linear(x.f.data(), ldx, t, TensorView::contiguous(const_cast<uint8_t*>(w.raw.data()), DType::kBf16, {wn, k}),
+                     y.data(), wn);
+  std::vector<float> want(size_t(t * ldo), std::nanf(""));  // padding columns keep the device's poison
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float g = round_bf16(y[size_t(i * wn + j)]);
+      want[size_t(i * ldo + j)] =
+          silu ? round_bf16(model::cpu::silu(g) * round_bf16(y[size_t(i * wn + n + j)])) : g;
+    }
+  rep->add("out", compare_f(got, want));
+  MLA_TRY(d_out.check_guards("out"));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
 // moe_align and grouped_gemm
 
 // k distinct experts per token, uniformly.
@@ -712,6 +753,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   cases.push_back({"moe_align", "t1500_k8_E256_bm128_skewed", kExact, [](CaseReport* r) { return run_moe_align(1500, 8, 256, 128, 5, false, r); }});
   cases.push_back({"moe_align", "t700_k6_E64_bm64_invalid_ids", kExact, [](CaseReport* r) { return run_moe_align(700, 6, 64, 64, 0, true, r); }});
   cases.push_back({"moe_align", "t9_k1_E3_bm16", kExact, [](CaseReport* r) { return run_moe_align(9, 1, 3, 16, 0, false, r); }});
+  cases.push_back({"moe_align", "t128_k6_E64_bm32", kExact, [](CaseReport* r) { return run_moe_align(128, 6, 64, 32, 0, false, r); }});
+  cases.push_back({"moe_align", "t300_k6_E64_bm32_skewed", kExact, [](CaseReport* r) { return run_moe_align(300, 6, 64, 32, 3, false, r); }});
 
   cases.push_back({"grouped_gemm", "bm16_t1_k6_E8_gate_up_2816x2048_silu_gather", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids1");
@@ -726,6 +769,17 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   cases.push_back({"grouped_gemm", "bm16_tiny_down_128x64_strided", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids4");
                      return run_grouped({8, 128, 64, GroupedEpilogue::kStore, 16, false, 16, 8}, 40, 3, random_topk(40, 3, 8, rng), r); }});
+  // block_m 32 (decode b128–b256): tile boundaries at 31/32/33 rows, the real gate|up and down shapes.
+  cases.push_back({"grouped_gemm", "bm32_edge_counts_tiny_128x64_silu_gather", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids12");
+                     return run_grouped({8, 128, 64, GroupedEpilogue::kSiluMul, 32, true, 8, 0}, 172, 1,
+                                        ids_from_counts({0, 1, 31, 32, 33, 65, 0, 10}, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm32_t128_k6_E64_gate_up_2816x2048_silu_gather", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids13");
+                     return run_grouped({64, 2816, 2048, GroupedEpilogue::kSiluMul, 32, true, 0, 0}, 128, 6, random_topk(128, 6, 64, rng), r); }});
+  cases.push_back({"grouped_gemm", "bm32_t256_k6_E64_down_2048x1408_strided", kGrouped, [](CaseReport* r) {
+                     auto rng = case_rng("gg_ids14");
+                     return run_grouped({64, 2048, 1408, GroupedEpilogue::kStore, 32, false, 8, 8}, 256, 6, random_topk(256, 6, 64, rng), r); }});
   cases.push_back({"grouped_gemm", "bm64_edge_counts_N200_K136_store_gather_strided", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids5");
                      return run_grouped({8, 200, 136, GroupedEpilogue::kStore, 64, true, 8, 24}, 330, 1,
@@ -775,6 +829,22 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   cases.push_back({"gemm", "lm_head_m5_n512_k128_fp32", kFp32Out, [](CaseReport* r) { return run_gemm({5, 512, 128, 1, true, DType::kFp32, 0, 0}, r); }});
   cases.push_back({"gemm", "w_uk_m13_n512_k128_h4", kGemmBf16, [](CaseReport* r) { return run_gemm({13, 512, 128, 4, false, DType::kBf16, 64, 64}, r); }});
   cases.push_back({"gemm", "w_uv_m13_n128_k512_h16", kGemmBf16, [](CaseReport* r) { return run_gemm({13, 128, 512, 16, true, DType::kBf16, 0, 0}, r); }});
+  // One-expert tables: t at 1, a partial 16-row tile, the 32- and 64-row heights, the 256-row maximum.
+  cases.push_back({"small_m_linear", "t1_kv_a_576x2048", kGemmBf16, [](CaseReport* r) { return run_small_m(1, 576, 2048, false, 0, 0, r); }});
+  cases.push_back({"small_m_linear", "t13_q_3072x2048_strided", kGemmBf16, [](CaseReport* r) { return run_small_m(13, 3072, 2048, false, 8, 16, r); }});
+  cases.push_back({"small_m_linear", "t31_shared_gate_up_2816x2048_silu", kGrouped, [](CaseReport* r) { return run_small_m(31, 2816, 2048, true, 0, 2816, r); }});
+  cases.push_back({"small_m_linear", "t100_o_2048x2048", kGemmBf16, [](CaseReport* r) { return run_small_m(100, 2048, 2048, false, 0, 0, r); }});
+  cases.push_back({"small_m_linear", "t256_shared_down_2048x2816", kGemmBf16, [](CaseReport* r) { return run_small_m(256, 2048, 2816, false, 0, 0, r); }});
+  cases.push_back({"small_m_linear", "t200_tiny_silu_48x72", kGrouped, [](CaseReport* r) { return run_small_m(200, 48, 72, true, 8, 8, r); }});
+  // The decode step's shapes at b128/b256: m <= 256 is autotuned (gemm.h), so these run the algorithms the
+  // tuner picks for the model's own products (kv_a, q, o, shared down, router, both absorbed ones).
+  cases.push_back({"gemm", "tuned_kv_a_m128_n576_k2048", kGemmBf16, [](CaseReport* r) { return run_gemm({128, 576, 2048, 1, true, DType::kBf16, 0, 0}, r); }});
+  cases.push_back({"gemm", "tuned_q_m256_n3072_k2048", kGemmBf16, [](CaseReport* r) { return run_gemm({256, 3072, 2048, 1, true, DType::kBf16, 0, 0}, r); }});
+  cases.push_back({"gemm", "tuned_o_m64_n2048_k2048", kGemmBf16, [](CaseReport* r) { return run_gemm({64, 2048, 2048, 1, true, DType::kBf16, 0, 0}, r); }});
+  cases.push_back({"gemm", "tuned_shared_down_m128_n2048_k2816", kGemmBf16, [](CaseReport* r) { return run_gemm({128, 2048, 2816, 1, true, DType::kBf16, 0, 0}, r); }});
+  cases.push_back({"gemm", "tuned_router_m256_n64_k2048_fp32", kFp32Out, [](CaseReport* r) { return run_gemm({256, 64, 2048, 1, true, DType::kFp32, 0, 0}, r); }});
+  cases.push_back({"gemm", "tuned_w_uk_m128_n512_k128_h16", kGemmBf16, [](CaseReport* r) { return run_gemm({128, 512, 128, 16, false, DType::kBf16, 64, 64}, r); }});
+  cases.push_back({"gemm", "tuned_w_uv_m256_n128_k512_h16", kGemmBf16, [](CaseReport* r) { return run_gemm({256, 128, 512, 16, true, DType::kBf16, 0, 0}, r); }});
 });
 
 }  // namespace

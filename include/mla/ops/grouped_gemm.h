@@ -35,7 +35,9 @@ struct GroupedGemmParams {
 
 // The tile height the CUDA kernel runs for n_rows sorted rows over E experts (moe_align must use the same):
 // 16 while an expert averages a few rows (decode: weight-bandwidth bound, MMA work wasted on empty rows is
-// cheap only while the tile is short), 64 up to ~48 rows, 128 beyond (prefill: compute bound).
+// cheap only while the tile is short), 32 up to ~24 rows (decode b128–b256: one tile per expert), 64 up to
+// ~48 rows, 128 beyond (prefill: compute bound).
+// MLA_MOE_BLOCK_M=16|32|64|128 in the environment overrides the rule (read per call).
 int grouped_gemm_block_m(int64_t n_rows, int64_t num_experts);
 
 Status validate_grouped_gemm(const GroupedGemmParams& p);

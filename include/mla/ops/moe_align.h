@@ -29,7 +29,7 @@ namespace mla {
 struct MoeAlignParams {
   TensorView topk_ids;        // [t, k] int32, contiguous; k <= 16
   int num_experts = 0;        // E, 1..256
-  int block_m = 0;            // rows per grouped-GEMM tile (grouped_gemm_block_m); 16 | 64 | 128
+  int block_m = 0;            // rows per grouped-GEMM tile (grouped_gemm_block_m); 16 | 32 | 64 | 128
   TensorView expert_offsets;  // [E + 1] int32, contiguous
   TensorView perm;            // [t · k] int32, contiguous
   TensorView src;             // [t, k] int32, contiguous

@@ -119,8 +119,16 @@ Status CudaBackend::create(const ModelWeights& host, const CudaBackendOptions& o
   s->act.init(p, opts.activation_bytes);
   MLA_TRY(device_alloc(s.get(), opts.scratch_bytes, &p, "the scratch arena"));
   s->scratch.init(p, opts.scratch_bytes);
+  // The GEMM autotuner flushes L2 by reading the scratch arena (never writing it; nothing of it lives across ops).
+  cuda_backend::GemmTuneOptions tune;
+  int l2 = 0;
+  MLA_CUDA_TRY(kOp, cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  tune.flush = p, tune.flush_bytes = std::min(opts.scratch_bytes, 2 * static_cast<size_t>(l2));
   MLA_TRY(device_alloc(s.get(), opts.gemm_workspace_bytes, &p, "the cuBLASLt workspace"));
-  MLA_TRY(s->gemm.init(p, opts.gemm_workspace_bytes));
+  MLA_TRY(s->gemm.init(p, opts.gemm_workspace_bytes, tune));
+  const int64_t small_rows = std::min<int64_t>(opts.max_batch_tokens, cuda_backend::kSmallMMaxRows);
+  MLA_TRY(device_alloc(s.get(), static_cast<size_t>(cuda_backend::small_m_table_bytes(small_rows)), &p, "small-m GEMM tables"));
+  MLA_TRY(cuda_backend::init_small_m_tables(small_rows, p, &s->small_m));
   MLA_TRY(device_alloc(s.get(), s->rope.inv_freq.size() * sizeof(float), &p, "the RoPE table"));
   s->inv_freq = static_cast<float*>(p);
   MLA_CUDA_TRY(kOp, cudaMemcpy(s->inv_freq, s->rope.inv_freq.data(), s->rope.inv_freq.size() * sizeof(float),
@@ -176,6 +184,8 @@ Status CudaBackend::linear(const TensorView& x, const TensorView& w, TensorView 
   if (!x_ok || !out_ok)
     return Status::invalid(op, "x " + x.str() + " · w " + w.str() + "ᵀ → out " + out.str() +
                                    ": expected bf16 x [t, k] and bf16|fp32 out [t, n] with unit column strides");
+  if (cuda_backend::small_m_eligible(s_->small_m, x, w, out, GroupedEpilogue::kStore))
+    return cuda_backend::small_m_linear(s_->small_m, x, w, GroupedEpilogue::kStore, out, stream());
   cuda_backend::GemmArgs g;
   g.a = x.data, g.lda = x.stride[0];
   g.b = w.data, g.ldb = w.shape[1], g.b_is_nk = true;

@@ -84,8 +84,10 @@ Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out
   if (static_cast<int64_t>(w.experts.size()) != E)
     return Status::invalid(kOp, std::to_string(w.experts.size()) + " experts given, config says " + std::to_string(E));
   const int64_t t = x.shape[0], n = t * k;
-  auto linear_into = [&](const char* what, const TensorView& a, const TensorView& wt, TensorView c_out) {
+  // tune = false for the per-expert path's GEMMs: a new row count almost every call, each seen once.
+  auto linear_into = [&](const char* what, const TensorView& a, const TensorView& wt, TensorView c_out, bool tune = true) {
     cuda_backend::GemmArgs g;
+    g.tune = tune;
     g.a = a.data, g.lda = a.stride[0];
     g.b = wt.data, g.ldb = wt.shape[1], g.b_is_nk = true;
     g.c = c_out.data, g.ldc = c_out.stride[0], g.c_dtype = c_out.dtype;
@@ -176,14 +178,14 @@ Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out
       const int64_t r0 = offset[static_cast<size_t>(e)], m = offset[static_cast<size_t>(e) + 1] - r0;
       if (m == 0) continue;
       const MlpWeights& ew = w.experts[static_cast<size_t>(e)];
-      MLA_TRY(linear_into("moe expert gate_proj", rows(xs, r0, m), ew.gate_proj, rows(g, r0, m)));
-      MLA_TRY(linear_into("moe expert up_proj", rows(xs, r0, m), ew.up_proj, rows(u, r0, m)));
+      MLA_TRY(linear_into("moe expert gate_proj", rows(xs, r0, m), ew.gate_proj, rows(g, r0, m), false));
+      MLA_TRY(linear_into("moe expert up_proj", rows(xs, r0, m), ew.up_proj, rows(u, r0, m), false));
     }
     MLA_TRY(cuda::silu_mul({.gate = g, .up = u, .out = g}, st));
     for (int64_t e = 0; e < E; ++e) {
       const int64_t r0 = offset[static_cast<size_t>(e)], m = offset[static_cast<size_t>(e) + 1] - r0;
       if (m == 0) continue;
-      MLA_TRY(linear_into("moe expert down_proj", rows(g, r0, m), w.experts[static_cast<size_t>(e)].down_proj, rows(ys, r0, m)));
+      MLA_TRY(linear_into("moe expert down_proj", rows(g, r0, m), w.experts[static_cast<size_t>(e)].down_proj, rows(ys, r0, m), false));
     }
     // The host buffers above are pageable: cudaMemcpyAsync from them returns once the bytes are staged, so
     // they may go out of scope here.
@@ -193,6 +195,17 @@ Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out
     const TensorView& sg_w = w.shared.gate_proj;
     const bool adjacent = static_cast<const uint8_t*>(w.shared.up_proj.data) ==
                           static_cast<const uint8_t*>(sg_w.data) + sg_w.numel() * 2;
+    const TensorView sgu_w = TensorView::contiguous(sg_w.data, DType::kBf16, {2 * Is, H});
+    const TensorView sh_in = cols(sgu, 0, Is);
+    if (adjacent && cuda_backend::small_m_eligible(s.small_m, x, sgu_w, sh_in, GroupedEpilogue::kSiluMul)) {
+      // Few rows: gate|up with SiLU·mul fused on the grouped kernel (one launch), then down the same way.
+      MLA_TRY(cuda_backend::small_m_linear(s.small_m, x, sgu_w, GroupedEpilogue::kSiluMul, sh_in, st));
+      if (cuda_backend::small_m_eligible(s.small_m, sh_in, w.shared.down_proj, sh, GroupedEpilogue::kStore))
+        MLA_TRY(cuda_backend::small_m_linear(s.small_m, sh_in, w.shared.down_proj, GroupedEpilogue::kStore, sh, st));
+      else
+        MLA_TRY(linear_into("moe shared down_proj", sh_in, w.shared.down_proj, sh));
+      return cuda::moe_combine({.expert_out = ys, .src_rows = src, .topk_weights = wts, .shared = sh, .out = out}, st);
+    }
     if (adjacent) {  // upload_weights puts them side by side: one GEMM for both
       MLA_TRY(linear_into("moe shared gate|up_proj", x, TensorView::contiguous(sg_w.data, DType::kBf16, {2 * Is, H}), sgu));
     } else {

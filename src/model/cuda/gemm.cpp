@@ -5,9 +5,16 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "l2_flush.h"
+#include "mla/core/cuda_check.h"
 
 namespace mla::model::cuda_backend {
 namespace {
@@ -60,14 +67,16 @@ std::string shape_str(const GemmArgs& g) {
 struct Plan {
   Descs d;
   cublasLtMatmulAlgo_t algo{};
+  bool settled = false;  // tuned (or not to be tuned); false: the heuristic's choice until an eager call tunes it
 };
 
 // Everything but the pointers: two calls with equal keys can share descriptors and algorithm.
-using PlanKey = std::array<int64_t, 15>;
+// The last entry is 1 when the shape is tuned, so MLA_GEMM_TUNE=0 and =1 keep separate plans.
+using PlanKey = std::array<int64_t, 16>;
 
-// Descriptors for `g`'s shape and the heuristic's best algorithm under the given operand alignments.
+// Descriptors for `g`'s shape and up to `want` heuristic candidates (best first) under the given alignments.
 Status make_plan(const char* op, cublasLtHandle_t h, const GemmArgs& g, uint32_t al_a, uint32_t al_b, uint32_t al_c,
-                 size_t workspace_bytes, Plan* plan) {
+                 size_t workspace_bytes, int want, Plan* plan, std::vector<cublasLtMatmulHeuristicResult_t>* cands) {
   Descs& d = plan->d;
   const cudaDataType_t c_type = g.c_dtype == DType::kFp32 ? CUDA_R_32F : CUDA_R_16BF;
   LT_TRY(op, cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -91,13 +100,36 @@ Status make_plan(const char* op, cublasLtHandle_t h, const GemmArgs& g, uint32_t
   LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
   LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
 
-  cublasLtMatmulHeuristicResult_t res{};
+  cands->assign(static_cast<size_t>(std::max(want, 1)), cublasLtMatmulHeuristicResult_t{});
   int found = 0;
-  LT_TRY(op, cublasLtMatmulAlgoGetHeuristic(h, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &res, &found));
+  LT_TRY(op, cublasLtMatmulAlgoGetHeuristic(h, d.op, d.a, d.b, d.c, d.c, d.pref, static_cast<int>(cands->size()),
+                                            cands->data(), &found));
+  cands->resize(static_cast<size_t>(std::max(found, 0)));
   if (found == 0) return Status::unsupported(op, "cuBLASLt has no algorithm for " + shape_str(g));
-  plan->algo = res.algo;
+  plan->algo = cands->front().algo;
   return Status::ok();
 }
+
+// Power-of-two bucket of a row count: the shapes whose tuned algorithm is shared.
+int64_t m_bucket(int64_t m) {
+  int64_t b = 1;
+  while (b < m) b <<= 1;
+  return b;
+}
+
+bool tune_env_on() {
+  const char* e = std::getenv("MLA_GEMM_TUNE");
+  return !(e && e[0] == '0');
+}
+
+// Two events destroyed on every exit path.
+struct Events {
+  cudaEvent_t a = nullptr, b = nullptr;
+  ~Events() {
+    if (a) cudaEventDestroy(a);
+    if (b) cudaEventDestroy(b);
+  }
+};
 
 }  // namespace
 
@@ -105,6 +137,7 @@ struct Gemm::Cache {
   // MoE expert GEMMs see a new row count almost every step: bound the cache, start over when full.
   static constexpr size_t kMaxPlans = 4096;
   std::map<PlanKey, std::unique_ptr<Plan>> plans;
+  std::map<PlanKey, cublasLtMatmulAlgo_t> tuned;  // per shape with m → m_bucket(m)
 };
 
 Gemm::Gemm() = default;
@@ -114,13 +147,14 @@ Gemm::~Gemm() {
   if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
 }
 
-Status Gemm::init(void* workspace, size_t workspace_bytes) {
+Status Gemm::init(void* workspace, size_t workspace_bytes, const GemmTuneOptions& tune) {
   cublasLtHandle_t h = nullptr;
   LT_TRY("gemm", cublasLtCreate(&h));
   handle_ = h;
   cache_ = std::make_unique<Cache>();
   workspace_ = workspace;
   workspace_bytes_ = workspace_bytes;
+  tune_ = tune;
   return Status::ok();
 }
 
@@ -135,20 +169,89 @@ Status Gemm::run(const char* op, const GemmArgs& g, Stream stream) {
   const uint32_t al_a = alignment_of(g.b, g.ldb, g.stride_b, g.batch, 2);
   const uint32_t al_b = alignment_of(g.a, g.lda, g.stride_a, g.batch, 2);
   const uint32_t al_c = alignment_of(g.c, g.ldc, g.stride_c, g.batch, dtype_size(g.c_dtype));
-  const PlanKey key{g.m, g.n, g.k, g.batch, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b, g.stride_c,
-                    g.b_is_nk ? 1 : 0, static_cast<int64_t>(g.c_dtype), al_a, al_b, al_c};
+  const bool tune = tune_.enabled && g.tune && g.m <= tune_.max_m && tune_.candidates > 1 && tune_env_on();
+  PlanKey key{g.m, g.n, g.k, g.batch, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b, g.stride_c,
+              g.b_is_nk ? 1 : 0, static_cast<int64_t>(g.c_dtype), al_a, al_b, al_c, tune ? 1 : 0};
   auto* h = static_cast<cublasLtHandle_t>(handle_);
+  const auto st = reinterpret_cast<cudaStream_t>(stream);
   auto it = cache_->plans.find(key);
   if (it == cache_->plans.end()) {
     auto plan = std::make_unique<Plan>();
-    MLA_TRY(make_plan(op, h, g, al_a, al_b, al_c, workspace_bytes_, plan.get()));
+    std::vector<cublasLtMatmulHeuristicResult_t> cands;
+    MLA_TRY(make_plan(op, h, g, al_a, al_b, al_c, workspace_bytes_, 1, plan.get(), &cands));
+    plan->settled = !tune;
+    last_choice_ = "heuristic";
     if (cache_->plans.size() >= Cache::kMaxPlans) cache_->plans.clear();
     it = cache_->plans.emplace(key, std::move(plan)).first;
+  } else {
+    last_choice_ = "cached";
   }
-  const Plan& pl = *it->second;
+  Plan& pl = *it->second;
+  if (!pl.settled) MLA_TRY(settle(op, g, key, &pl, st));
   const float alpha = 1.f, beta = 0.f;
   LT_TRY(op, cublasLtMatmul(h, pl.d.op, &alpha, g.b, pl.d.a, g.a, pl.d.b, &beta, g.c, pl.d.c, g.c, pl.d.c, &pl.algo,
-                            workspace_, workspace_bytes_, reinterpret_cast<cudaStream_t>(stream)));
+                            workspace_, workspace_bytes_, st));
+  return Status::ok();
+}
+
+// Tunes plan `pl` of shape `key` (not during a capture: then it stays on the heuristic's choice, unsettled).
+Status Gemm::settle(const char* op, const GemmArgs& g, const PlanKey& key, void* plan, void* stream_v) {
+  Plan& pl = *static_cast<Plan*>(plan);
+  const auto st = static_cast<cudaStream_t>(stream_v);
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  MLA_CUDA_TRY(op, cudaStreamIsCapturing(st, &cap));
+  if (cap != cudaStreamCaptureStatusNone) return Status::ok();
+  auto* h = static_cast<cublasLtHandle_t>(handle_);
+  PlanKey bkey = key;
+  bkey[0] = m_bucket(g.m);
+  if (auto t = cache_->tuned.find(bkey); t != cache_->tuned.end()) {
+    cublasLtMatmulHeuristicResult_t chk{};
+    if (cublasLtMatmulAlgoCheck(h, pl.d.op, pl.d.a, pl.d.b, pl.d.c, pl.d.c, &t->second, &chk) == CUBLAS_STATUS_SUCCESS &&
+        chk.workspaceSize <= workspace_bytes_) {
+      pl.algo = t->second;
+      pl.settled = true;
+      last_choice_ = "bucket";
+      return Status::ok();
+    }
+  }
+  // The heuristic's candidates again (the plan kept only the first), then each timed on these operands.
+  cublasLtMatmulHeuristicResult_t res[16];
+  const int want = std::min(tune_.candidates, 16);
+  int found = 0;
+  LT_TRY(op, cublasLtMatmulAlgoGetHeuristic(h, pl.d.op, pl.d.a, pl.d.b, pl.d.c, pl.d.c, pl.d.pref, want, res, &found));
+  Events ev;
+  MLA_CUDA_TRY(op, cudaEventCreate(&ev.a));
+  MLA_CUDA_TRY(op, cudaEventCreate(&ev.b));
+  const float alpha = 1.f, beta = 0.f;
+  int best = -1;
+  float best_ms = 0;
+  std::vector<float> t;
+  for (int i = 0; i < found; ++i) {
+    auto launch = [&] {
+      return cublasLtMatmul(h, pl.d.op, &alpha, g.b, pl.d.a, g.a, pl.d.b, &beta, g.c, pl.d.c, g.c, pl.d.c, &res[i].algo,
+                            workspace_, workspace_bytes_, st);
+    };
+    if (launch() != CUBLAS_STATUS_SUCCESS) continue;  // a candidate that refuses these operands is skipped
+    t.clear();
+    for (int r = 0; r < std::max(tune_.reps, 1); ++r) {
+      if (tune_.flush) MLA_TRY(flush_l2(tune_.flush, tune_.flush_bytes, st));
+      MLA_CUDA_TRY(op, cudaEventRecord(ev.a, st));
+      LT_TRY(op, launch());
+      MLA_CUDA_TRY(op, cudaEventRecord(ev.b, st));
+      MLA_CUDA_TRY(op, cudaEventSynchronize(ev.b));
+      float ms = 0;
+      MLA_CUDA_TRY(op, cudaEventElapsedTime(&ms, ev.a, ev.b));
+      t.push_back(ms);
+    }
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    if (best < 0 || t[t.size() / 2] < best_ms) best = i, best_ms = t[t.size() / 2];
+  }
+  if (best < 0) return Status::unsupported(op, "no cuBLASLt candidate ran for " + shape_str(g));
+  pl.algo = res[best].algo;
+  pl.settled = true;
+  cache_->tuned[bkey] = pl.algo;
+  std::snprintf(choice_buf_, sizeof choice_buf_, "tuned %d/%d", best, found);
+  last_choice_ = choice_buf_;
   return Status::ok();
 }
 

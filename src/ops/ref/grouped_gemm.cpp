@@ -3,6 +3,7 @@
 #include "mla/ops/grouped_gemm.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,15 @@ constexpr const char* kOp = "grouped_gemm";
 
 int grouped_gemm_block_m(int64_t n_rows, int64_t num_experts) {
   const int64_t avg = num_experts > 0 ? n_rows / num_experts : n_rows;
+  // MLA_MOE_BLOCK_M=16|32|64|128 forces the height, =legacy the rule before block_m 32 existed (benchmarks
+  // compare them within one process).
+  if (const char* e = std::getenv("MLA_MOE_BLOCK_M")) {
+    const int f = std::atoi(e);
+    if (f == 16 || f == 32 || f == 64 || f == 128) return f;
+    if (std::string(e) == "legacy") return avg <= 8 ? 16 : avg <= 48 ? 64 : 128;
+  }
   if (avg <= 8) return 16;
+  if (avg <= 24) return 32;
   if (avg <= 48) return 64;
   return 128;
 }
@@ -40,8 +49,8 @@ Status validate_grouped_gemm(const GroupedGemmParams& p) {
     return Status::invalid(kOp, "a " + p.a.str() + " has fewer rows than out " + p.out.str() + " (no a_rows)");
   }
   MLA_TRY(model_ops::check_array(kOp, "expert_offsets", p.expert_offsets, DType::kInt32, E + 1));
-  if (p.block_m != 16 && p.block_m != 64 && p.block_m != 128)
-    return Status::invalid(kOp, "block_m " + std::to_string(p.block_m) + " (16, 64 or 128)");
+  if (p.block_m != 16 && p.block_m != 32 && p.block_m != 64 && p.block_m != 128)
+    return Status::invalid(kOp, "block_m " + std::to_string(p.block_m) + " (16, 32, 64 or 128)");
   if (p.tiles.rank != 2 || p.tiles.shape[1] != 2)
     return Status::invalid(kOp, "tiles: expected int32[max_tiles, 2], got " + p.tiles.str());
   MLA_TRY(model_ops::check_array(kOp, "tiles", p.tiles, DType::kInt32, p.tiles.shape[0] * 2));

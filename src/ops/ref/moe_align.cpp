@@ -29,8 +29,8 @@ Status validate_moe_align(const MoeAlignParams& p) {
   const int64_t t = p.topk_ids.shape[0], k = p.topk_ids.shape[1], n = t * k;
   if (p.num_experts < 1 || p.num_experts > 256)
     return Status::invalid(kOp, "num_experts " + std::to_string(p.num_experts) + " (1..256 run)");
-  if (p.block_m != 16 && p.block_m != 64 && p.block_m != 128)
-    return Status::invalid(kOp, "block_m " + std::to_string(p.block_m) + " (16, 64 or 128: grouped_gemm's tiles)");
+  if (p.block_m != 16 && p.block_m != 32 && p.block_m != 64 && p.block_m != 128)
+    return Status::invalid(kOp, "block_m " + std::to_string(p.block_m) + " (16, 32, 64 or 128: grouped_gemm's tiles)");
   if (n > (int64_t{1} << 30)) return Status::invalid(kOp, std::to_string(n) + " entries (int32 rows)");
   MLA_TRY(model_ops::check_array(kOp, "topk_ids", p.topk_ids, DType::kInt32, n));
   MLA_TRY(model_ops::check_array(kOp, "expert_offsets", p.expert_offsets, DType::kInt32, p.num_experts + 1));

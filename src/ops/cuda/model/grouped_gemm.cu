@@ -18,6 +18,8 @@
 //
 // Tile shapes (grouped_gemm_block_m picks the height by rows per expert):
 //   16 × 64,   4 warps (1 × 4), 8 stages: decode; few rows per expert, weight streaming; 80 KB smem, 2 CTAs/SM
+//   32 × 64,   4 warps (1 × 4), 8 stages: decode batches of ~10–30 rows per expert (b128–b256): one tile per
+//              expert where 16 rows would need two (weights read twice) and 64 would quadruple the MMA work; 96 KB
 //   64 × 128,  4 warps (2 × 2), 4 stages: tens of rows per expert; 96 KB, 2 CTAs/SM
 //   128 × 256 on wgmma (grouped_gemm_wgmma.cu): prefill, compute bound; mma.sync measured ~310 TFLOP/s there
 //   128 × 128, 8 warps (2 × 4), 3 stages on mma.sync: the same with MLA_GROUPED_GEMM_MMA_SYNC=1
@@ -53,6 +55,7 @@ struct Cfg {
 };
 
 using CfgDecode = Cfg<16, 64, 1, 4, 8, 2>;
+using CfgDecode32 = Cfg<32, 64, 1, 4, 8, 2>;
 using CfgMid = Cfg<64, 128, 2, 2, 4, 2>;
 using CfgPrefill = Cfg<128, 128, 2, 4, 3, 2>;
 
@@ -207,6 +210,7 @@ Status grouped_gemm(const GroupedGemmParams& p, Stream stream) {
   const auto s = reinterpret_cast<cudaStream_t>(stream);
   switch (p.block_m) {
     case 16: return launch<CfgDecode>(kp, max_tiles, s);
+    case 32: return launch<CfgDecode32>(kp, max_tiles, s);
     case 64: return launch<CfgMid>(kp, max_tiles, s);
     default: return mma_sync_forced() ? launch<CfgPrefill>(kp, max_tiles, s) : launch_wgmma_128x256(kp, max_tiles, s);
   }
