@@ -1,0 +1,28 @@
+// The exact-code fp8_ds kernel for 16-row tiles (kernel_rg1.cuh) and its launcher.
+#include "mla/core/cuda_check.h"
+#include "ops/cuda/sm90/decode_fp8ds/kernel_rg1.cuh"
+#include "ops/cuda/sm90/decode_fp8ds/launch.h"
+
+namespace mla::sm90::decode_fp8ds {
+
+template <int kConv>
+Status launch_rg1(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
+  constexpr int smem = layout().total;
+  auto* kernel = &mla_decode_fp8ds_rg1_kernel<kConv>;
+  // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
+  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  MLA_CUDA_TRY("mla_decode", attr);
+  kernel<<<grid, kThreads, smem, stream>>>(p);
+  MLA_CUDA_TRY_LAUNCH("mla_decode");
+  return Status::ok();
+}
+
+Status launch_decode_fp8ds_rg1(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream, int conv) {
+  switch (conv) {
+    case 1: return launch_rg1<1>(p, grid, stream);
+    case 2: return launch_rg1<2>(p, grid, stream);
+    default: return launch_rg1<0>(p, grid, stream);
+  }
+}
+
+}  // namespace mla::sm90::decode_fp8ds

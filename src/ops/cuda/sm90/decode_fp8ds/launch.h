@@ -1,0 +1,15 @@
+#pragma once
+// Host entry of the exact-code fp8_ds kernels (this directory). Called by src/ops/cuda/mla_decode.cu after
+// validation; the combine kernel is decode/'s.
+#include <cuda_runtime_api.h>
+
+#include "mla/core/status.h"
+#include "ops/cuda/sm90/decode/params.h"
+
+namespace mla::sm90::decode_fp8ds {
+
+// 16-row tiles (rows = s_q * h_q = 16): grid = (num_parts, 1). See kernel_rg1.cuh; conv: where codes are
+// converted (0: cvt, the default; 1, 2: part of them on the integer pipe, experiments).
+Status launch_decode_fp8ds_rg1(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream, int conv);
+
+}  // namespace mla::sm90::decode_fp8ds
