@@ -90,6 +90,7 @@ CudaBackend::State::~State() {
     cudaStreamDestroy(stream);
   }
   for (void* p : allocations) cudaFree(p);
+  if (moe_error_host) cudaFreeHost(const_cast<int32_t*>(moe_error_host));
 }
 
 CudaBackend::CudaBackend(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -230,6 +231,7 @@ Status CudaBackend::download(const TensorView& v, std::vector<float>* out) const
   const size_t es = dtype_size(v.dtype), rows = static_cast<size_t>(v.shape[0]), cols = static_cast<size_t>(v.shape[1]);
   std::vector<uint8_t> raw(rows * cols * es);
   MLA_CUDA_TRY(op, cudaStreamSynchronize(s_->stream));
+  MLA_TRY(s_->check_moe_error());
   if (!raw.empty())
     MLA_CUDA_TRY(op, cudaMemcpy2D(raw.data(), cols * es, v.data, static_cast<size_t>(v.stride[0]) * es, cols * es, rows,
                                   cudaMemcpyDeviceToHost));

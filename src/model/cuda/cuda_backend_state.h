@@ -30,10 +30,12 @@ struct CudaBackend::State {
 
   void* kv_pool = nullptr;  // [layers][num_pages][64][576] bf16 | e4m3 (opts.kv_format)
   float* inv_freq = nullptr;  // [32]
-  // [1] moe_align's sticky flag: set when a router id was out of range (NaN logits); zeroed by
-  // upload_weights, readable after any sync (never inside a captured graph). Not read yet: NaN router
-  // logits come from NaN hidden states, which reach the final logits, and sampling flags those rows.
-  int32_t* moe_error = nullptr;
+  // [1] moe_align's sticky flag, set when a router id was out of range (NaN router logits): mapped pinned
+  // host memory (upload_weights), so the kernel, inside a graph too, writes it straight to the host, and
+  // check_moe_error() reads it after the syncs a step has anyway (read_samples, download) for free.
+  int32_t* moe_error = nullptr;                 // device view
+  volatile int32_t* moe_error_host = nullptr;   // host view; cudaFreeHost by the destructor
+  Status check_moe_error();                     // the flag as a Status, cleared (cuda_backend_moe.cpp)
   cuda_backend::DeviceArena act;      // alloc() / alloc_fp32() and the step's inputs; reset by begin_step
   cuda_backend::DeviceArena scratch;  // one op's temporaries; reset at the start of each op that uses it
   cuda_backend::Gemm gemm;

@@ -278,6 +278,7 @@ Status CudaBackend::read_samples(std::vector<int32_t>* tokens) {
   constexpr const char* op = "cuda_backend read_samples";
   State& s = *s_;
   MLA_CUDA_TRY(op, cudaStreamSynchronize(s.stream));
+  MLA_TRY(s.check_moe_error());
   const int64_t n = s.step.num_real_samples;
   tokens->assign(s.io.tokens_host(), s.io.tokens_host() + n);
   for (int64_t i = 0; i < n; ++i) {

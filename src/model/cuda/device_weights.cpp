@@ -56,7 +56,6 @@ Status upload_weights(const ModelWeights& host, CudaBackend::State* s) {
   }
   for (const auto& sp : specs)
     if (!at.count(sp.slot)) at[sp.slot] = reserve(static_cast<size_t>(sp.slot->numel()) * 2);
-  const size_t error_at = reserve(sizeof(int32_t));
 
   void* block = nullptr;
   MLA_CUDA_TRY(kOp, cudaMalloc(&block, total));
@@ -77,8 +76,13 @@ Status upload_weights(const ModelWeights& host, CudaBackend::State* s) {
     v.data = dst;
     v.dtype = DType::kBf16;
   }
-  s->moe_error = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(block) + error_at);
-  MLA_CUDA_TRY(kOp, cudaMemset(s->moe_error, 0, sizeof(int32_t)));
+  void* flag = nullptr;
+  void* flag_dev = nullptr;
+  MLA_CUDA_TRY(kOp, cudaHostAlloc(&flag, sizeof(int32_t), cudaHostAllocMapped));
+  s->moe_error_host = static_cast<int32_t*>(flag);
+  *s->moe_error_host = 0;
+  MLA_CUDA_TRY(kOp, cudaHostGetDevicePointer(&flag_dev, flag, 0));
+  s->moe_error = static_cast<int32_t*>(flag_dev);
   if (host.config.tie_word_embeddings) d.lm_head = d.embed_tokens;
   if (!d.lm_head.defined() || d.lm_head.dtype != DType::kBf16 || d.lm_head.data == host.lm_head.data)
     return Status::invalid(kOp, "lm_head is not set (or was not uploaded)");
