@@ -240,3 +240,71 @@ for valid in (64, 1, 17, 63):
     check(valid)
 
 print("ok: S, V^T (transpose, tail zeros, bank conflicts), P and O layouts of the ws fp8 kernel")
+
+
+def pv_vreg(km, pm_half, valid, wg):
+    """pv_vreg.cuh: O^T (256 dims x 64 rows) of warpgroup wg = V^T (A: registers from ldmatrix.x4.trans at
+    key 32 ks + lane, chunk 16 wg + 4 i + warp; select_even/odd; tail keys masked) . P^T (B: the P half as a
+    K-major descriptor, rows = q rows). Returns out[dim, row] through the epilogue's register mapping:
+    o[i][4 jn + e] = (dim 256 wg + 64 i + 16 w + 2g, row 8 jn + 2t + e), o[i][4 jn + 2 + e] = (that dim + 1, row)."""
+    out = np.zeros((DV, 64), dtype=np.int64)
+    for i in range(4):
+        for warp in range(4):
+            acc = np.zeros((16, 64), dtype=np.int64)  # the warp's 16 rows of the m64n64 accumulator
+            for ks in range(2):
+                addrs = [slab_offset(32 * ks + l, 16 * wg + 4 * i + warp) for l in range(32)]
+                for m in range(4):
+                    assert banks_conflict_free(addrs[8 * m:8 * m + 8], 16), "vreg ldmatrix conflict"
+                lm = ldmatrix_trans(km, addrs)
+                a = np.zeros((16, 32), dtype=np.int64)
+                for lane in range(32):
+                    g, t = lane // 4, lane % 4
+                    r = lm[lane]
+                    frag = [sel(r[0], r[1], 0x6420), sel(r[0], r[1], 0x7531), sel(r[2], r[3], 0x6420),
+                            sel(r[2], r[3], 0x7531)]
+                    for reg in range(4):
+                        grp = 2 * ks + reg // 2
+                        k0 = 16 * grp + 2 * t
+                        keep = [k0 < valid, k0 + 1 < valid, k0 + 8 < valid, k0 + 9 < valid]
+                        row = g + 8 * (reg % 2)
+                        col = 16 * (reg // 2) + 4 * t
+                        for j in range(4):
+                            a[row, col + j] = frag[reg][j] if keep[j] else 0
+                b = desc_read(pm_half[0], pm_half[1] + 32 * ks, 64)  # [q row n, k]
+                acc += a @ b.T
+            for lane in range(32):
+                g, t = lane // 4, lane % 4
+                dim0 = 256 * wg + 16 * warp + 2 * g + 64 * i
+                for jn in range(8):
+                    for e in range(2):
+                        n = 8 * jn + 2 * t + e
+                        d = [acc[g, n], acc[g + 8, n]]  # C layout: o[4jn + e] = row g, o[4jn + 2 + e] = row g + 8
+                        out[dim0, n] = d[0]
+                        out[dim0 + 1, n] = d[1]
+    return out
+
+
+def check_vreg(valid):
+    kv = rng.integers(-8, 8, size=(64, DQK))
+    kv[valid:] = 99
+    km = tma_tile(kv)
+    p = rng.integers(0, 5, size=(64, 64))
+    for par in range(2):
+        pm = np.zeros(2 * 64 * 128, dtype=np.int64)
+        for row in range(64):
+            for group in range(4):
+                for t4 in range(4):
+                    k0 = 16 * group + 2 * t4
+                    for j, key in enumerate([k0, k0 + 1, k0 + 8, k0 + 9]):
+                        pm[p_byte(row, par, group, t4) + j] = p[row, key]
+        v = kv[:, :DV].copy()
+        v[valid:] = 0
+        for wg in range(2):
+            ot = pv_vreg(km, (pm, p_half_offset(par)), valid, wg)
+            assert (ot[256 * wg:256 * wg + 256] == (p @ v).T[256 * wg:256 * wg + 256]).all(), f"vreg O^T {par} {wg} {valid}"
+
+
+for valid in (64, 1, 17, 63):
+    check_vreg(valid)
+
+print("ok: register-V P.V (pv_vreg.cuh: ldmatrix.trans fragments, tail masks, O^T register mapping)")

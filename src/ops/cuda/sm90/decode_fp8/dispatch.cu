@@ -33,8 +33,9 @@ bool simple16() {
 // `ws_stsm` (the default: pvfirst, 2 K + 3 V^T stages, V^T stored with stmatrix; H200 h128 b128 s8192 441 µs),
 // `ws` (the same with the transpose as plain shared stores: 563 µs), `ws_overlap` (config_ws.h WsSchedule); or the
 // 256-thread mma.sync kernel (`mma_sync`, the previous default, kept for comparison), or that kernel with
-// S on wgmma (`wgmma_s`, an experiment).
-enum class Variant64 { kWs, kWsOverlap, kWsStsm, kMmaSync, kWgmmaS };
+// S on wgmma (`wgmma_s`, an experiment). Being compared (issue 4, NOTES_fp8.md run W5): `ws_overlap_stsm`,
+// `ws_vreg` (no V^T: P.V transposed with V from registers, pv_vreg.cuh), `ws_vreg_overlap`.
+enum class Variant64 { kWs, kWsOverlap, kWsStsm, kWsOverlapStsm, kWsVreg, kWsVregOverlap, kMmaSync, kWgmmaS };
 Variant64 variant64() {
   static const Variant64 v = [] {
     const char* e = std::getenv("MLA_DECODE_FP8_VARIANT64");
@@ -43,6 +44,9 @@ Variant64 variant64() {
            : s == "wgmma_s"    ? Variant64::kWgmmaS
            : s == "ws_overlap" ? Variant64::kWsOverlap
            : s == "ws"         ? Variant64::kWs
+           : s == "ws_overlap_stsm" ? Variant64::kWsOverlapStsm
+           : s == "ws_vreg"    ? Variant64::kWsVreg
+           : s == "ws_vreg_overlap" ? Variant64::kWsVregOverlap
                                : Variant64::kWsStsm;
   }();
   return v;
@@ -77,6 +81,9 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     switch (variant64()) {
       case Variant64::kWsOverlap: MLA_TRY(launch_decode_fp8_ws<WsOverlap>(p, grid, stream)); break;
       case Variant64::kWsStsm: MLA_TRY(launch_decode_fp8_ws<WsPvFirstStsm>(p, grid, stream)); break;
+      case Variant64::kWsOverlapStsm: MLA_TRY(launch_decode_fp8_ws<WsOverlapStsm>(p, grid, stream)); break;
+      case Variant64::kWsVreg: MLA_TRY(launch_decode_fp8_ws<WsVreg>(p, grid, stream)); break;
+      case Variant64::kWsVregOverlap: MLA_TRY(launch_decode_fp8_ws<WsVregOverlap>(p, grid, stream)); break;
       default: MLA_TRY(launch_decode_fp8_ws<WsPvFirst>(p, grid, stream)); break;
     }
   }
