@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 
@@ -22,8 +23,12 @@ void add_engine_options(CLI::App& app, EngineOptions* o) {
   app.add_option("--load-format", o->source.load_format, "auto | safetensors | dummy")->capture_default_str();
   app.add_option("--device", o->device, "cuda | cpu")->capture_default_str();
   app.add_option("--kv-cache-dtype", o->kv_cache_dtype, "auto | fp16 | fp8 | fp8_ds")->capture_default_str();
-  app.add_option("--max-num-seqs", o->max_num_seqs, "sequences per step at most")->capture_default_str();
-  app.add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "tokens per step at most")->capture_default_str();
+  app.add_option("--max-num-seqs", o->max_num_seqs,
+                 "sequences per step at most (0: vLLM's default, 1024 on a >= 70 GiB GPU other than A100, else 256)")
+      ->capture_default_str();
+  app.add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
+                 "tokens per step at most (0: vLLM's default, 16384 on a >= 70 GiB GPU other than A100, else 8192)")
+      ->capture_default_str();
   app.add_option("--gpu-memory-utilization", o->gpu_memory_utilization, "fraction of GPU memory to use")
       ->capture_default_str();
   app.add_option("--num-pages", o->num_pages, "KV pages (0: from memory on cuda, 4096 on cpu)")->capture_default_str();
@@ -64,10 +69,20 @@ void print_model(const model::ModelConfig& c, double load_s) {
                (long long)c.num_hidden_layers, (long long)c.hidden_size, (long long)c.vocab_size, load_s);
 }
 
+// vLLM's batch defaults for its LLM class (EngineArgs' per-device defaults): large GPUs other than the A100
+// (where larger batches measured slower) get 1024 sequences and 16384 tokens per step.
+void resolve_batch_defaults(EngineOptions* o, size_t device_bytes, const std::string& device_name) {
+  std::string lower = device_name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const bool large = device_bytes >= (size_t{70} << 30) && lower.find("a100") == std::string::npos;
+  if (o->max_num_seqs <= 0) o->max_num_seqs = large ? 1024 : 256;
+  if (o->max_num_batched_tokens <= 0) o->max_num_batched_tokens = large ? 16384 : 8192;
+}
+
 #if defined(MLA_WITH_CUDA)
-// Activation arena for one step of `tokens` rows: DeepseekV2 allocates per layer and frees nothing within a
-// step, so it scales with layers x tokens x (q, latent, attention out, MLP temporaries, residual), with
-// 50 % headroom.
+// Provisional activation arena, for the start-up profiling steps only (the runner then re-allocates it at
+// the measured peak): DeepseekV2 allocates per layer and frees nothing within a step, so this bounds it by
+// layers x tokens x (q, latent, attention out, MLP temporaries, residual) with 50 % headroom.
 size_t activation_bytes(const model::ModelConfig& c, int64_t tokens) {
   const int64_t h = c.num_attention_heads;
   const int64_t mlp = std::max(c.intermediate_size, c.moe_intermediate_size * (c.num_experts_per_tok + c.n_shared_experts));
@@ -75,12 +90,18 @@ size_t activation_bytes(const model::ModelConfig& c, int64_t tokens) {
   return static_cast<size_t>(1.5 * double(tokens) * double(c.num_hidden_layers * per_layer) * 2.0) + (size_t{64} << 20);
 }
 
-Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* out) {
+Status build_cuda_engine(const EngineOptions& opts, KvFormat format, EngineHandle* out) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
     return Status::unsupported("engine", "no CUDA GPU visible; use --device cpu (e.g. with --model dummy:tiny)");
   if (format != KvFormat::kBf16 && format != KvFormat::kFp8 && format != KvFormat::kFp8Ds)
-    return Status::unsupported("engine", "--device cuda supports --kv-cache-dtype auto, fp8 and fp8_ds, not " + o.kv_cache_dtype);
+    return Status::unsupported("engine", "--device cuda supports --kv-cache-dtype auto, fp8 and fp8_ds, not " + opts.kv_cache_dtype);
+  int dev = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+    return Status::cuda("engine", "cudaGetDeviceProperties failed");
+  EngineOptions o = opts;
+  resolve_batch_defaults(&o, prop.totalGlobalMem, prop.name);
   const auto t0 = std::chrono::steady_clock::now();
   model::ModelWeights w;
   MLA_TRY(load_model_weights(o.source, DType::kBf16, &w));
@@ -91,30 +112,37 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
   bo.max_num_seqs = o.max_num_seqs;
   int64_t model_len = 0;
   MLA_TRY(max_model_len(o, c, &model_len));
-  bo.activation_bytes = activation_bytes(c, o.max_num_batched_tokens);
   // MoE sorts every (token, expert) pair into expert-contiguous rows with their gate/up/down temporaries;
   // 8192 tokens of V2-Lite need ~0.5 GB (seen: "scratch arena too small" at the 512 MB default).
   const double moe_pairs = double(o.max_num_batched_tokens) * double(c.num_experts_per_tok + c.n_shared_experts);
   bo.scratch_bytes = std::max(bo.scratch_bytes,
                               static_cast<size_t>(1.5 * moe_pairs * double(c.hidden_size + 3 * c.moe_intermediate_size) * 2.0) +
                                   (size_t{64} << 20));
-  // KV pages: what --gpu-memory-utilization leaves after weights, arenas and workspaces.
+  // Memory: weights and the fixed buffers first, with a provisional activation arena and a KV pool just
+  // large enough for the runner's two profiling steps; the runner then measures the arena's peak and asks
+  // num_pages_for how many pages --gpu-memory-utilization leaves (cudaMemGetInfo, after freeing both).
   size_t free_b = 0, total_b = 0;
   if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return Status::cuda("engine", "cudaMemGetInfo failed");
   const double weights_b = 2.0 * double(model::num_parameters(c));
-  const double fixed_b = weights_b + double(bo.activation_bytes + bo.scratch_bytes + bo.gemm_workspace_bytes) + double(1u << 30);
-  const double budget = o.gpu_memory_utilization * double(total_b) - (double(total_b) - double(free_b)) - fixed_b;
-  const double page_b = double(kDecodePageSize) * kv_bytes_per_token(format) * double(c.num_hidden_layers);
-  bo.num_pages = o.num_pages > 0 ? o.num_pages : static_cast<int64_t>(budget / page_b);
-  if (bo.num_pages < 1)
-    return Status::oom("engine", "no memory left for the KV cache (weights " + std::to_string(weights_b / 1e9) +
-                                     " GB; raise --gpu-memory-utilization or lower --max-num-batched-tokens)");
+  const double room = double(free_b) - weights_b - double(bo.scratch_bytes + bo.gemm_workspace_bytes) - double(size_t{2} << 30);
+  bo.activation_bytes = std::min(activation_bytes(c, o.max_num_batched_tokens), static_cast<size_t>(std::max(0.0, 0.8 * room)));
+  bo.num_pages = (o.max_num_batched_tokens + kDecodePageSize - 1) / kDecodePageSize + o.max_num_seqs + 2;
   // Block tables (and the CUDA-graph steps' fixed table width) cover the longest sequence allowed.
-  bo.max_pages_per_seq = std::min<int64_t>((model_len + kDecodePageSize - 1) / kDecodePageSize, bo.num_pages);
-  std::unique_ptr<runner::CudaModelRunner> r;
+  bo.max_pages_per_seq = (model_len + kDecodePageSize - 1) / kDecodePageSize;
+  const double page_b = double(kDecodePageSize) * kv_bytes_per_token(format) * double(c.num_hidden_layers);
+  double kv_budget = 0;  // bytes the pool may take, as measured when it is allocated
   runner::CudaRunnerOptions ro;
+  ro.num_pages_for = [&](size_t arena_bytes) -> int64_t {
+    size_t f = 0, t = 0;
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess) return 0;
+    kv_budget = o.gpu_memory_utilization * double(t) - (double(t) - double(f)) - double(arena_bytes);
+    if (o.num_pages > 0) return o.num_pages;
+    return static_cast<int64_t>(kv_budget / page_b);
+  };
+  std::unique_ptr<runner::CudaModelRunner> r;
   ro.enforce_eager = o.enforce_eager;
   MLA_TRY(runner::CudaModelRunner::create(w, bo, &r, ro));
+  bo.num_pages = r->num_pages();
   print_model(c, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   const auto& gs = r->stats();
   if (!gs.captured.empty()) {
@@ -125,9 +153,26 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
   } else {
     std::fprintf(stderr, "CUDA graphs: off (%s)\n", gs.graphs_off.empty() ? "no bucket captured" : gs.graphs_off.c_str());
   }
+  std::fprintf(stderr,
+               "activation arena: %.2f GB = the profiled peaks of a decode step of %d sequences (%.2f GB) and a prefill "
+               "of %d tokens (%.2f GB), +5 %% (the provisional arena was %.2f GB)\n",
+               double(gs.activation_bytes) / 1e9, o.max_num_seqs, double(gs.decode_peak) / 1e9, o.max_num_batched_tokens,
+               double(gs.prefill_peak) / 1e9, double(gs.provisional_activation_bytes) / 1e9);
   std::fprintf(stderr, "KV cache: %lld pages x %d tokens = %lld tokens (%s, %d B/token/layer, %.1f GB)\n",
                (long long)bo.num_pages, kDecodePageSize, (long long)bo.num_pages * kDecodePageSize,
                std::string(kv_format_name(format)).c_str(), kv_bytes_per_token(format), double(bo.num_pages) * page_b / 1e9);
+  if (o.num_pages <= 0) {
+    // The same budget in every format the backend runs, so runs of different formats compare at a glance.
+    std::string line = "KV budget " + std::to_string(kv_budget / 1e9).substr(0, 5) + " GB (--gpu-memory-utilization " +
+                       std::to_string(o.gpu_memory_utilization).substr(0, 4) + " after weights and arenas) holds:";
+    for (KvFormat f : {KvFormat::kBf16, KvFormat::kFp8, KvFormat::kFp8Ds}) {
+      const int64_t pages = static_cast<int64_t>(kv_budget / (double(kDecodePageSize) * kv_bytes_per_token(f) * double(c.num_hidden_layers)));
+      line += " " + std::string(kv_format_name(f)) + " " + std::to_string(pages) + " pages (" +
+              std::to_string(pages * kDecodePageSize) + " tokens);";
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  std::fprintf(stderr, "batching: --max-num-seqs %d --max-num-batched-tokens %d\n", o.max_num_seqs, o.max_num_batched_tokens);
   const engine::EngineConfig ec = engine_config(o, c, static_cast<int>(bo.num_pages), model_len);
   MLA_TRY(ec.scheduler.validate());
   out->vocab_size = c.vocab_size;
@@ -145,6 +190,8 @@ Status build_cuda_engine(const EngineOptions& o, KvFormat format, EngineHandle* 
 
 }  // namespace
 
+Status build_cpu_engine(const EngineOptions& opts, KvFormat format, EngineHandle* out);
+
 Status build_engine(const EngineOptions& o, EngineHandle* out) {
   KvFormat format;
   MLA_TRY(parse_kv_format(o.kv_cache_dtype, &format));
@@ -156,6 +203,12 @@ Status build_engine(const EngineOptions& o, EngineHandle* out) {
 #endif
   }
   if (o.device != "cpu") return Status::invalid("--device", "expected cuda or cpu, got '" + o.device + "'");
+  return build_cpu_engine(o, format, out);
+}
+
+Status build_cpu_engine(const EngineOptions& opts, KvFormat format, EngineHandle* out) {
+  EngineOptions o = opts;
+  resolve_batch_defaults(&o, 0, "cpu");
   if (format != KvFormat::kBf16)
     return Status::unsupported("engine", "--device cpu keeps its KV cache in fp32; --kv-cache-dtype " + o.kv_cache_dtype +
                                                " needs --device cuda");

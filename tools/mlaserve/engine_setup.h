@@ -16,8 +16,10 @@ struct EngineOptions {
   ModelSource source;
   std::string device = "cuda";           // cuda | cpu
   std::string kv_cache_dtype = "auto";   // auto | bf16 | fp16 | fp8 | fp8_e4m3 | fp8_ds
-  int max_num_seqs = 256;
-  int max_num_batched_tokens = 8192;
+  // 0: vLLM's defaults for its offline LLM class (what `vllm bench throughput` runs with): 1024 sequences and
+  // 16384 tokens per step on a GPU of >= 70 GiB that is not an A100 (H100, H200), else 256 and 8192.
+  int max_num_seqs = 0;
+  int max_num_batched_tokens = 0;
   double gpu_memory_utilization = 0.9;
   int num_pages = 0;                     // 0: sized from memory (cuda) or 4096 (cpu)
   bool enforce_eager = false;            // cuda: no CUDA graphs for decode steps

@@ -12,6 +12,7 @@
 // context, expand it with kv_b_proj and run prefill_attention (d_qk 192, d_v 128, causal, the chunk's
 // queries being the context's last positions). With `prefill_attention` off, prefill chunks take the
 // absorbed path too (the same math, reassociated), and kExpanded is refused.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -105,6 +106,16 @@ class CudaBackend final : public Backend {
   int64_t graph_table_width() const;
   int64_t pages_of(int64_t seq_id) const;  // pages the backend holds for the sequence
   void set_attention_probe(AttentionProbe* probe);  // null: off
+
+  // ---- Start-up memory sizing (CudaModelRunner, cuda_backend_memory.cpp) ----
+  // High-water mark of the activation arena since create(): after a max-size step, what steps need.
+  size_t activation_peak() const;
+  size_t activation_capacity() const;
+  size_t kv_cache_bytes() const;
+  int64_t num_pages() const;
+  // Frees the KV pool and the activation arena, asks `num_pages(activation_bytes)` how many pages to
+  // allocate now (the caller measures free memory), then allocates both anew. No sequence may hold pages.
+  Status resize_cache(size_t activation_bytes, const std::function<int64_t(size_t)>& num_pages);
 
   struct State;  // device memory and step state (cuda_backend_state.h)
 

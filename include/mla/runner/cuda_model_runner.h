@@ -14,6 +14,7 @@
 // CudaBackend keeps its own page table (64-token pages, one per 64 tokens of each sequence), so the engine's
 // page ids are bookkeeping here; reporting the backend's page count keeps the engine's schedule within
 // the cache. A sequence restarting at position 0 (preemption by recompute) or finishing is released.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,13 @@ struct CudaRunnerOptions {
   // Testing: decode-only steps still run padded to their bucket, but eagerly (no capture, no replay) --
   // the exact kernels and shapes a replay runs, so its logits can be compared bit for bit.
   bool pad_eager_decode = false;
+  // Start-up memory sizing from a profiled peak (issue 8). When set, the backend options' num_pages and
+  // activation_bytes are provisional (enough for the profiling steps): create() runs the largest steps
+  // the engine can schedule -- a decode step of max_num_seqs sequences and a prefill chunk of
+  // max_batch_tokens tokens with logits on max_num_seqs rows --, reads the activation arena's high-water
+  // mark after each, and re-allocates the arena at the sum of the two peaks (a mixed step holds at most
+  // both) and the KV pool at num_pages_for(arena bytes) pages; stats() reports the figures.
+  std::function<int64_t(size_t)> num_pages_for;
 };
 
 struct CudaRunnerStats {
@@ -40,6 +48,8 @@ struct CudaRunnerStats {
   int64_t eager_steps = 0;   // steps run eagerly
   std::vector<int> captured;  // buckets with a graph
   std::string graphs_off;     // why graphs are off ("" when on)
+  // num_pages_for sizing: the arena before (provisional) and after, and the two profiled peaks.
+  size_t provisional_activation_bytes = 0, activation_bytes = 0, decode_peak = 0, prefill_peak = 0;
 };
 
 class CudaModelRunner final : public engine::ModelBackend {
@@ -66,6 +76,7 @@ class CudaModelRunner final : public engine::ModelBackend {
  private:
   CudaModelRunner(std::unique_ptr<model::CudaBackend> be, int64_t num_pages, const CudaRunnerOptions& ro);
   Status capture_graphs();
+  Status size_memory(const model::CudaBackendOptions& opts);
   Status run_eager(const model::ForwardBatch& fb, std::vector<SamplingRow> rows, std::vector<int32_t>* tokens);
   Status run_padded(const model::ForwardBatch& fb, int bucket, std::vector<SamplingRow> rows,
                     std::vector<int32_t>* tokens);

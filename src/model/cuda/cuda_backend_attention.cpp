@@ -114,11 +114,18 @@ Status CudaBackend::attention_absorbed(int layer, const TensorView& q_all, const
   uk.c = q_dec.data, uk.ldc = hp * kDimQK, uk.stride_c = kDimQK, uk.c_dtype = DType::kBf16;
   uk.m = n, uk.n = kDimLatent, uk.k = dn, uk.batch = static_cast<int>(nh);
   MLA_TRY(s.gemm.run("mla_attention q_nope·W_UK", uk, st));
-  // q_pe next to q_lat: a strided 2-d copy per head (128 bytes per row).
-  for (int64_t h = 0; h < nh; ++h)
-    MLA_CUDA_TRY(kOp, cudaMemcpy2DAsync(q_dec.ptr<uint16_t>() + h * kDimQK + kDimLatent, hp * kDimQK * 2,
-                                        q.ptr<const uint16_t>() + h * dq + dn, q.stride[0] * 2, kDimRope * 2, n,
-                                        cudaMemcpyDeviceToDevice, s.stream));
+  // q_pe next to q_lat (128 bytes per row and head). When the heads are not padded and q's rows are packed,
+  // (row, head) pairs sit at one pitch on both sides: one 2-d copy of n·nh rows instead of one per head
+  // (each copy is a node of the decode graph, ~2 µs of GPU time, 27 layers per step).
+  if (hp == nh && q.stride[0] == nh * dq) {
+    MLA_CUDA_TRY(kOp, cudaMemcpy2DAsync(q_dec.ptr<uint16_t>() + kDimLatent, kDimQK * 2, q.ptr<const uint16_t>() + dn,
+                                        dq * 2, kDimRope * 2, n * nh, cudaMemcpyDeviceToDevice, s.stream));
+  } else {
+    for (int64_t h = 0; h < nh; ++h)
+      MLA_CUDA_TRY(kOp, cudaMemcpy2DAsync(q_dec.ptr<uint16_t>() + h * kDimQK + kDimLatent, hp * kDimQK * 2,
+                                          q.ptr<const uint16_t>() + h * dq + dn, q.stride[0] * 2, kDimRope * 2, n,
+                                          cudaMemcpyDeviceToDevice, s.stream));
+  }
 
   MlaDecodeParams dp;
   dp.q = TensorView::contiguous(q_dec.data, DType::kBf16, {n, 1, hp, kDimQK});

@@ -22,6 +22,7 @@ class DeviceArena {
   size_t used() const { return used_; }
   size_t capacity() const { return bytes_; }
   size_t peak() const { return peak_; }
+  void* base() const { return base_; }
 
  private:
   uint8_t* base_ = nullptr;

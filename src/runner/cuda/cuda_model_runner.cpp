@@ -61,6 +61,10 @@ Status CudaModelRunner::create(const model::ModelWeights& weights, const model::
     r->prof_ = std::make_unique<ProfilingBackend>(r->backend_.get());
     r->prof_model_ = std::make_unique<model::DeepseekV2>(r->prof_.get());
   }
+  if (ro.num_pages_for) {
+    MLA_TRY(r->size_memory(opts));
+    r->ro_.num_pages_for = nullptr;  // used at start-up only (callers may capture locals of their own)
+  }
   if (ro.enforce_eager) r->stats_.graphs_off = "--enforce-eager";
   else if (!ro.pad_eager_decode) MLA_TRY(r->capture_graphs());
   *out = std::move(r);
@@ -122,6 +126,44 @@ Status CudaModelRunner::capture_graphs() {
     stats_.captured.push_back(bucket);
   }
   MLA_CUDA_TRY(kOp, cudaStreamSynchronize(stream));
+  return Status::ok();
+}
+
+// The two largest steps, run once on the provisional arena (sequence ids below any the engine or the graph
+// capture uses, released after); the arena is reset by each begin_step, so its high-water mark after each
+// is what that step needed. Decode first: if the prefill's peak is the lower one, the running maximum still
+// bounds it, and decode + maximum >= decode + prefill.
+Status CudaModelRunner::size_memory(const model::CudaBackendOptions& opts) {
+  constexpr int64_t kFirstId = -(int64_t{1} << 40);
+  const int64_t t = opts.max_batch_tokens, rows = std::min<int64_t>(opts.max_num_seqs, t);
+  TensorView logits;
+  model::ForwardBatch dec;
+  for (int64_t i = 0; i < rows; ++i) {
+    dec.seqs.push_back({kFirstId + i, 0, 1});
+    dec.token_ids.push_back(0);
+    dec.logits_rows.push_back(static_cast<int32_t>(i));
+  }
+  Status st = model_.forward(dec, &logits);
+  for (const auto& q : dec.seqs) backend_->release_sequence(q.seq_id);
+  MLA_TRY(st);
+  const size_t decode_peak = backend_->activation_peak();
+  model::ForwardBatch pre;
+  pre.seqs.push_back({kFirstId - 1, 0, t});
+  pre.token_ids.assign(static_cast<size_t>(t), 0);
+  for (int64_t i = 0; i < rows; ++i) pre.logits_rows.push_back(static_cast<int32_t>(t - rows + i));
+  st = model_.forward(pre, &logits);
+  backend_->release_sequence(kFirstId - 1);
+  MLA_TRY(st);
+  MLA_CUDA_TRY(kOp, cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(backend_->stream())));
+  const size_t max_peak = backend_->activation_peak();
+  stats_.provisional_activation_bytes = backend_->activation_capacity();
+  stats_.decode_peak = decode_peak;
+  stats_.prefill_peak = max_peak;  // an upper bound of the prefill step's own peak (see above)
+  // 5 % and 64 MB over the two peaks: the arena's 256-byte alignment of other shapes, nothing more.
+  const size_t bytes = static_cast<size_t>(1.05 * double(decode_peak + max_peak)) + (size_t{64} << 20);
+  MLA_TRY(backend_->resize_cache(bytes, ro_.num_pages_for));
+  stats_.activation_bytes = bytes;
+  num_pages_ = backend_->num_pages();
   return Status::ok();
 }
 

@@ -1,13 +1,20 @@
 // prefill_attention on sm_90 with mma.sync (m16n8k16, bf16 in, fp32 accumulate), FlashAttention-2 style:
 // a CTA owns 64 query rows of one head of one sequence (4 warps × 16 rows); Q stays in registers as A
-// fragments; K (nope | rope, 192 wide) and V (transposed, so its B fragments are contiguous pairs) go
-// through shared memory 64 keys at a time; the softmax is online in base 2 (scale folded with log2 e);
-// key tiles past the tile's last visible key are never loaded.
+// fragments; K (nope | rope, 192 wide) and V go through shared memory 64 keys at a time, row-major as they
+// lie in global memory, copied by cp.async into two stages so the next tile loads while this one computes.
+// B fragments come from ldmatrix: K rows are already the "col" B layout of Q·Kᵀ; V's B layout for P·V is the
+// transpose, which ldmatrix.trans produces on the way into registers (no transposed copy in shared memory).
+// The softmax is online in base 2 (scale folded with log2 e); key tiles past the tile's last visible key are
+// never loaded, and only tiles that cross the diagonal (or the sequence end) are masked. The heaviest query
+// tiles (the last, seeing the most keys) are scheduled first, so the causal tail is short.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16, g = lane / 4, c = lane % 4):
 //   A 16×16 row : a0 (g, 2c..2c+1)  a1 (g+8, 2c..)  a2 (g, 2c+8..)  a3 (g+8, 2c+8..)
 //   B 16×8  col : b0 (k 2c..2c+1, n g)  b1 (k 2c+8.., n g)
 //   C 16×8      : c0 c1 (g, 2c..2c+1)  c2 c3 (g+8, 2c..2c+1)
+// ldmatrix gives lane t of an 8×8 matrix the pair (row t/4, cols 2(t%4)..+1), with .trans the pair
+// (rows 2(t%4)..+1, col t/4): for sK[key][d] (rows = n, cols = k) plain ldmatrix is b0/b1; for sV[key][d]
+// (rows = k, cols = n) ldmatrix.trans is.
 // Two adjacent C tiles of S (keys 0-7, 8-15) are exactly the A fragment of P for one k-step of P·V.
 #include "mla/ops/prefill_attention.h"
 
@@ -26,12 +33,17 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kQkSteps = kPrefillDimQK / 16;   // 12 k-steps of Q·Kᵀ
 constexpr int kKeyTiles = kTileK / 8;          // 8 n-tiles of S
 constexpr int kVTiles = kPrefillDimV / 8;      // 16 n-tiles of O
-// Row pitches padded by 16 bytes: the 8 rows × 4 pairs a fragment load touches fall in 32 distinct banks.
+// Row pitches padded by 16 bytes (400 and 272 bytes, both ≡ 16 mod 128): the 8 row addresses of one
+// ldmatrix fall in 8 distinct 16-byte bank groups.
 constexpr int kKPitch = kPrefillDimQK + 8;  // sK[key][d]
-constexpr int kVPitch = kTileK + 8;         // sVt[d][key]
+constexpr int kVPitch = kPrefillDimV + 8;   // sV[key][d]
 constexpr int kNopeChunks = kPrefillDimNope / 8, kRopeChunks = kPrefillDimRope / 8, kVChunks = kPrefillDimV / 8;
-static_assert(kPrefillDimQK % 16 == 0 && kTileK % 16 == 0 && kPrefillDimV % 8 == 0);
-static_assert((kTileK * kKPitch + kPrefillDimV * kVPitch) * 2 <= 48 * 1024, "static shared memory limit");
+constexpr int kKChunks = kNopeChunks + kRopeChunks;  // 16-byte copies per key of K
+constexpr int kStageElems = kTileK * (kKPitch + kVPitch);
+constexpr int kStages = 2;
+constexpr size_t kSmemBytes = size_t(kStages) * kStageElems * 2;  // 86016 bytes: two CTAs per SM
+static_assert(kPrefillDimQK % 16 == 0 && kTileK % 16 == 0 && kPrefillDimV % 16 == 0);
+static_assert((kKPitch * 2) % 128 == 16 && (kVPitch * 2) % 128 == 16, "conflict-free ldmatrix rows");
 
 struct PrefillKernelParams {
   const __nv_bfloat16* q;       // [tq, h, 192]
@@ -55,6 +67,26 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 
 __device__ __forceinline__ uint32_t ld32(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// 16 bytes global → shared, asynchronously; `valid` false writes 16 zero bytes (src-size 0 reads nothing).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const __nv_bfloat16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const __nv_bfloat16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo: the lower column
   return *reinterpret_cast<const uint32_t*>(&h);
@@ -71,17 +103,42 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xFFFFFFFFu, x, 2);
 }
 
-__global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const __grid_constant__ PrefillKernelParams p) {
-  __shared__ __align__(16) __nv_bfloat16 sK[kTileK * kKPitch];
-  __shared__ __align__(16) __nv_bfloat16 sVt[kPrefillDimV * kVPitch];
+// One key tile (keys kt .. kt + 63 of the sequence) into a stage: K as 16 nope + 8 rope chunks per key, V as
+// 16 chunks; keys past k_len are zero-filled (P is 0 there, and 0 · NaN would not be).
+__device__ __forceinline__ void load_tile(const PrefillKernelParams& p, __nv_bfloat16* sK, __nv_bfloat16* sV, int kt,
+                                          int k_start, int k_len, int head) {
+  for (int i = threadIdx.x; i < kTileK * kKChunks; i += kThreads) {
+    const int key = i / kKChunks, ch = i % kKChunks, j = kt + key;
+    const bool ok = j < k_len;
+    const int64_t row = int64_t(k_start) + (ok ? j : 0);
+    const __nv_bfloat16* src = ch < kNopeChunks ? p.k_nope + row * p.kn_row + int64_t(head) * p.kn_head + ch * 8
+                                                : p.k_pe + row * p.pe_row + (ch - kNopeChunks) * 8;
+    cp_async16(&sK[key * kKPitch + ch * 8], src, ok);
+  }
+  for (int i = threadIdx.x; i < kTileK * kVChunks; i += kThreads) {
+    const int key = i / kVChunks, ch = i % kVChunks, j = kt + key;
+    const bool ok = j < k_len;
+    const int64_t row = int64_t(k_start) + (ok ? j : 0);
+    cp_async16(&sV[key * kVPitch + ch * 8], p.v + row * p.v_row + int64_t(head) * p.v_head + ch * 8, ok);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 2) prefill_attention_kernel(const __grid_constant__ PrefillKernelParams p) {
+  extern __shared__ __align__(128) __nv_bfloat16 smem[];
   const int head = blockIdx.y, b = blockIdx.z;
   const int q_start = p.seqs[b * 4], q_len = p.seqs[b * 4 + 1], k_start = p.seqs[b * 4 + 2], k_len = p.seqs[b * 4 + 3];
-  const int q0 = blockIdx.x * kTileQ;
+  const int q0 = (gridDim.x - 1 - blockIdx.x) * kTileQ;  // last (heaviest) tiles first
   if (q0 >= q_len) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const int causal_offset = k_len - q_len;  // query i sees keys j <= causal_offset + i
   const int r_lo = q0 + warp * 16 + g, r_hi = r_lo + 8;
   const bool lo_ok = r_lo < q_len, hi_ok = r_hi < q_len;
+
+  const int last_row = min(q0 + kTileQ, q_len) - 1;
+  const int k_end = min(k_len, causal_offset + last_row + 1);  // keys any row of this tile sees
+  const int num_tiles = (k_end + kTileK - 1) / kTileK;
+  if (num_tiles > 0) load_tile(p, smem, smem + kTileK * kKPitch, 0, k_start, k_len, head);
+  cp_async_commit();
 
   // Q as A fragments for all 12 k-steps (rows past q_len are zeros and are never stored).
   uint32_t qf[kQkSteps][4];
@@ -102,47 +159,38 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const __gri
 #pragma unroll
   for (int n = 0; n < kVTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
   float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.f, l_hi = 0.f;  // running max (base-2 units), partial sums
-  const int last_row = min(q0 + kTileQ, q_len) - 1;
-  const int k_end = min(k_len, causal_offset + last_row + 1);  // keys any row of this tile sees
+  // ldmatrix lane roles: lane / 8 picks one of the four 8×8 matrices, lane % 8 its row.
+  const int lm_row = lane % 8, lm_hi8 = (lane / 8) % 2 * 8, lm_hi16 = lane / 16 * 8;
+  const int warp_first = q0 + warp * 16;  // the warp's first row: a tile wholly below its diagonal needs no mask
 
-  for (int kt = 0; kt < k_end; kt += kTileK) {
-    __syncthreads();  // the previous tile's fragments have been read
-    // K tile: per key 16 nope chunks then 8 rope chunks of 8 values; keys past k_len are zeros.
-    for (int i = threadIdx.x; i < kTileK * (kNopeChunks + kRopeChunks); i += kThreads) {
-      const int key = i / (kNopeChunks + kRopeChunks), ch = i % (kNopeChunks + kRopeChunks), j = kt + key;
-      uint4 val = make_uint4(0u, 0u, 0u, 0u);
-      if (j < k_len) {
-        const int64_t row = int64_t(k_start) + j;
-        const __nv_bfloat16* src = ch < kNopeChunks ? p.k_nope + row * p.kn_row + int64_t(head) * p.kn_head + ch * 8
-                                                    : p.k_pe + row * p.pe_row + (ch - kNopeChunks) * 8;
-        val = *reinterpret_cast<const uint4*>(src);
-      }
-      *reinterpret_cast<uint4*>(&sK[key * kKPitch + ch * 8]) = val;
+  for (int it = 0; it < num_tiles; ++it) {
+    const int kt = it * kTileK;
+    cp_async_wait_all();
+    __syncthreads();  // this tile has landed for every thread, and every warp is done with the other stage
+    if (it + 1 < num_tiles) {
+      __nv_bfloat16* next = smem + ((it + 1) % kStages) * kStageElems;
+      load_tile(p, next, next + kTileK * kKPitch, kt + kTileK, k_start, k_len, head);
     }
-    // V tile, transposed into sVt[d][key]; keys past k_len are zeros (P is 0 there, and 0 · NaN would not be).
-    for (int i = threadIdx.x; i < kTileK * kVChunks; i += kThreads) {
-      const int key = i / kVChunks, ch = i % kVChunks, j = kt + key;
-      uint4 val = make_uint4(0u, 0u, 0u, 0u);
-      if (j < k_len) val = *reinterpret_cast<const uint4*>(p.v + (int64_t(k_start) + j) * p.v_row + int64_t(head) * p.v_head + ch * 8);
-      const __nv_bfloat16* e = reinterpret_cast<const __nv_bfloat16*>(&val);
-#pragma unroll
-      for (int d = 0; d < 8; ++d) sVt[(ch * 8 + d) * kVPitch + key] = e[d];
-    }
-    __syncthreads();
+    cp_async_commit();
+    const __nv_bfloat16* sK = smem + (it % kStages) * kStageElems;
+    const __nv_bfloat16* sV = sK + kTileK * kKPitch;
 
-    // S = Q·Kᵀ for 16 rows × 64 keys per warp.
+    // S = Q·Kᵀ for 16 rows × 64 keys per warp; one ldmatrix.x4 = b0/b1 of two 8-key n-tiles.
     float s[kKeyTiles][4];
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
     for (int ks = 0; ks < kQkSteps; ++ks)
 #pragma unroll
-      for (int n = 0; n < kKeyTiles; ++n) {
-        const __nv_bfloat16* kr = &sK[(n * 8 + g) * kKPitch + ks * 16 + 2 * c];
-        mma_bf16(s[n], qf[ks], ld32(kr), ld32(kr + 8));
+      for (int np = 0; np < kKeyTiles / 2; ++np) {
+        uint32_t bk[4];
+        ldsm_x4(bk, &sK[(np * 16 + lm_hi16 + lm_row) * kKPitch + ks * 16 + lm_hi8]);
+        mma_bf16(s[2 * np], qf[ks], bk[0], bk[1]);
+        mma_bf16(s[2 * np + 1], qf[ks], bk[2], bk[3]);
       }
 
-    // Scale into base-2 units and mask (causal, and keys past the sequence).
+    // Scale into base-2 units; mask (causal, and keys past the sequence) only where the tile needs it.
+    const bool masked = kt + kTileK - 1 > causal_offset + warp_first || kt + kTileK > k_len;
     const int lim_lo = causal_offset + r_lo, lim_hi = causal_offset + r_hi;
     float mx_lo = -INFINITY, mx_hi = -INFINITY;
 #pragma unroll
@@ -150,8 +198,8 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const __gri
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int j = kt + n * 8 + 2 * c + e;
-        s[n][e] = j <= lim_lo && j < k_len ? s[n][e] * p.scale_log2 : -INFINITY;
-        s[n][2 + e] = j <= lim_hi && j < k_len ? s[n][2 + e] * p.scale_log2 : -INFINITY;
+        s[n][e] = !masked || (j <= lim_lo && j < k_len) ? s[n][e] * p.scale_log2 : -INFINITY;
+        s[n][2 + e] = !masked || (j <= lim_hi && j < k_len) ? s[n][2 + e] * p.scale_log2 : -INFINITY;
         mx_lo = fmaxf(mx_lo, s[n][e]);
         mx_hi = fmaxf(mx_hi, s[n][2 + e]);
       }
@@ -174,18 +222,21 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const __gri
       l_hi += s[n][2] + s[n][3];
     }
 
-    // O += P·V: 4 k-steps of 16 keys, 16 n-tiles of 8 output columns.
+    // O += P·V: 4 k-steps of 16 keys; one ldmatrix.x4.trans = b0/b1 of two 8-column n-tiles.
 #pragma unroll
     for (int kk = 0; kk < kTileK / 16; ++kk) {
       const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
                              pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
-      for (int n = 0; n < kVTiles; ++n) {
-        const __nv_bfloat16* vr = &sVt[(n * 8 + g) * kVPitch + kk * 16 + 2 * c];
-        mma_bf16(o[n], a, ld32(vr), ld32(vr + 8));
+      for (int np = 0; np < kVTiles / 2; ++np) {
+        uint32_t bv[4];
+        ldsm_x4_trans(bv, &sV[(kk * 16 + lm_hi8 + lm_row) * kVPitch + np * 16 + lm_hi16]);
+        mma_bf16(o[2 * np], a, bv[0], bv[1]);
+        mma_bf16(o[2 * np + 1], a, bv[2], bv[3]);
       }
     }
   }
+  cp_async_wait_all();  // nothing may still be landing in shared memory when the CTA exits
 
   // Epilogue: the quad's partial sums → 1/l, bf16 pairs out, lse in natural log.
   l_lo = quad_sum(l_lo), l_hi = quad_sum(l_hi);
@@ -234,7 +285,12 @@ Status prefill_attention(const PrefillAttentionParams& p, Stream stream) {
                                .scale_log2 = p.softmax_scale * 1.4426950408889634f};
   const dim3 grid(static_cast<unsigned>((p.max_q_len + kTileQ - 1) / kTileQ), static_cast<unsigned>(h),
                   static_cast<unsigned>(b));
-  prefill_attention_kernel<<<grid, kThreads, 0, reinterpret_cast<cudaStream_t>(stream)>>>(kp);
+  // Above 48 KB of dynamic shared memory needs an opt-in, once per process (not a stream operation, so
+  // also fine while a graph is being captured).
+  static const cudaError_t attr = cudaFuncSetAttribute(prefill_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       static_cast<int>(kSmemBytes));
+  if (attr != cudaSuccess) return cuda_status(attr, kOp, "cudaFuncSetAttribute(max dynamic shared memory)");
+  prefill_attention_kernel<<<grid, kThreads, kSmemBytes, reinterpret_cast<cudaStream_t>(stream)>>>(kp);
   MLA_CUDA_TRY_LAUNCH(kOp);
   return Status::ok();
 }
