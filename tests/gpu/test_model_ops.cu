@@ -405,7 +405,9 @@ Status run_gemm(const GemmSpec& s, CaseReport* rep) {
   MLA_TRY(d_c.alloc(size_t(s.m * ldc) * dtype_size(s.c_dt)));
   MLA_TRY(d_ws.alloc(size_t(32) << 20));
   model::cuda_backend::Gemm gemm;
-  MLA_TRY(gemm.init(d_ws.data(), d_ws.bytes()));
+  model::cuda_backend::GemmTuneOptions tune;
+  tune.enabled = true;  // m <= 256: the tuner's pick is the algorithm checked here (no flush: warm timing)
+  MLA_TRY(gemm.init(d_ws.data(), d_ws.bytes(), tune));
   model::cuda_backend::GemmArgs g;
   g.a = d_a.data(), g.lda = lda, g.stride_a = sa;
   g.b = d_b.data(), g.ldb = s.b_is_nk ? s.k : s.n, g.stride_b = sb, g.b_is_nk = s.b_is_nk;
@@ -442,7 +444,8 @@ Status run_gemm(const GemmSpec& s, CaseReport* rep) {
 // small_m_linear: a dense product of t <= 256 rows on the grouped kernel through the precomputed one-expert
 // tables (model/cuda/small_m_gemm.h), with either epilogue, against the CPU backend's linear.
 
-Status run_small_m(int64_t t, int64_t n, int64_t k, bool silu, int64_t x_pad, int64_t out_pad, CaseReport* rep) {
+Status run_small_m(int64_t t, int64_t n, int64_t k, bool silu, int64_t x_pad, int64_t out_pad, CaseReport* rep,
+                   int block_m = 0) {
   auto rng = case_rng("small_m" + std::to_string(t) + "_" + std::to_string(n) + "_" + std::to_string(silu));
   const int64_t wn = silu ? 2 * n : n, ldx = k + x_pad, ldo = n + out_pad;
   const HostArray x = HostArray::randn(DType::kBf16, rng, size_t(t * ldx));
@@ -453,14 +456,14 @@ Status run_small_m(int64_t t, int64_t n, int64_t k, bool silu, int64_t x_pad, in
   MLA_TRY(d_out.alloc(size_t(t * ldo) * 2));
   MLA_TRY(d_tab.alloc(size_t(model::cuda_backend::small_m_table_bytes(model::cuda_backend::kSmallMMaxRows))));
   model::cuda_backend::SmallMTables tab;
-  MLA_TRY(model::cuda_backend::init_small_m_tables(model::cuda_backend::kSmallMMaxRows, d_tab.data(), &tab));
+  MLA_TRY(model::cuda_backend::init_small_m_tables(model::cuda_backend::kSmallMMaxRows, d_tab.data(), nullptr, 0, &tab));
   TensorView xv = TensorView::contiguous(d_x.data(), DType::kBf16, {t, k});
   xv.stride[0] = ldx;
   TensorView ov = TensorView::contiguous(d_out.data(), DType::kBf16, {t, n});
   ov.stride[0] = ldo;
   const TensorView wv = TensorView::contiguous(d_w.data(), DType::kBf16, {wn, k});
   MLA_TRY(model::cuda_backend::small_m_linear(tab, xv, wv, silu ? GroupedEpilogue::kSiluMul : GroupedEpilogue::kStore,
-                                              ov, nullptr));
+                                              ov, nullptr, block_m));
   std::vector<float> got;
   MLA_TRY(from_device(d_out, DType::kBf16, size_t(t * ldo), &got));
   std::vector<float> y(size_t(t * wn));
@@ -834,6 +837,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   cases.push_back({"small_m_linear", "t13_q_3072x2048_strided", kGemmBf16, [](CaseReport* r) { return run_small_m(13, 3072, 2048, false, 8, 16, r); }});
   cases.push_back({"small_m_linear", "t31_shared_gate_up_2816x2048_silu", kGrouped, [](CaseReport* r) { return run_small_m(31, 2816, 2048, true, 0, 2816, r); }});
   cases.push_back({"small_m_linear", "t100_o_2048x2048", kGemmBf16, [](CaseReport* r) { return run_small_m(100, 2048, 2048, false, 0, 0, r); }});
+  cases.push_back({"small_m_linear", "t100_bm16_q_3072x2048", kGemmBf16, [](CaseReport* r) { return run_small_m(100, 3072, 2048, false, 0, 0, r, 16); }});
+  cases.push_back({"small_m_linear", "t77_bm32_shared_gate_up_2816x2048_silu", kGrouped, [](CaseReport* r) { return run_small_m(77, 2816, 2048, true, 0, 0, r, 32); }});
   cases.push_back({"small_m_linear", "t256_shared_down_2048x2816", kGemmBf16, [](CaseReport* r) { return run_small_m(256, 2048, 2816, false, 0, 0, r); }});
   cases.push_back({"small_m_linear", "t200_tiny_silu_48x72", kGrouped, [](CaseReport* r) { return run_small_m(200, 48, 72, true, 8, 8, r); }});
   // The decode step's shapes at b128/b256: m <= 256 is autotuned (gemm.h), so these run the algorithms the

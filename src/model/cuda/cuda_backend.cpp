@@ -129,7 +129,7 @@ Status CudaBackend::create(const ModelWeights& host, const CudaBackendOptions& o
   MLA_TRY(s->gemm.init(p, opts.gemm_workspace_bytes, tune));
   const int64_t small_rows = std::min<int64_t>(opts.max_batch_tokens, cuda_backend::kSmallMMaxRows);
   MLA_TRY(device_alloc(s.get(), static_cast<size_t>(cuda_backend::small_m_table_bytes(small_rows)), &p, "small-m GEMM tables"));
-  MLA_TRY(cuda_backend::init_small_m_tables(small_rows, p, &s->small_m));
+  MLA_TRY(cuda_backend::init_small_m_tables(small_rows, p, tune.flush, tune.flush_bytes, &s->small_m));
   MLA_TRY(device_alloc(s.get(), s->rope.inv_freq.size() * sizeof(float), &p, "the RoPE table"));
   s->inv_freq = static_cast<float*>(p);
   MLA_CUDA_TRY(kOp, cudaMemcpy(s->inv_freq, s->rope.inv_freq.data(), s->rope.inv_freq.size() * sizeof(float),
@@ -185,14 +185,14 @@ Status CudaBackend::linear(const TensorView& x, const TensorView& w, TensorView 
   if (!x_ok || !out_ok)
     return Status::invalid(op, "x " + x.str() + " · w " + w.str() + "ᵀ → out " + out.str() +
                                    ": expected bf16 x [t, k] and bf16|fp32 out [t, n] with unit column strides");
-  if (cuda_backend::small_m_eligible(s_->small_m, x, w, out, GroupedEpilogue::kStore))
-    return cuda_backend::small_m_linear(s_->small_m, x, w, GroupedEpilogue::kStore, out, stream());
   cuda_backend::GemmArgs g;
   g.a = x.data, g.lda = x.stride[0];
   g.b = w.data, g.ldb = w.shape[1], g.b_is_nk = true;
   g.c = out.data, g.ldc = out.stride[0], g.c_dtype = out.dtype;
   g.m = x.shape[0], g.n = w.shape[0], g.k = w.shape[1];
-  return s_->gemm.run(op, g, stream());
+  // Decode-size products: cuBLASLt or the grouped kernel, whichever measured faster for the shape.
+  return cuda_backend::small_m_run(s_->small_m, x, w, GroupedEpilogue::kStore, out, stream(),
+                                   [&] { return s_->gemm.run(op, g, stream()); });
 }
 
 Status CudaBackend::rope(TensorView q, TensorView latent) {

@@ -202,25 +202,20 @@ Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out
     const TensorView& sg_w = w.shared.gate_proj;
     const bool adjacent = static_cast<const uint8_t*>(w.shared.up_proj.data) ==
                           static_cast<const uint8_t*>(sg_w.data) + sg_w.numel() * 2;
-    const TensorView sgu_w = TensorView::contiguous(sg_w.data, DType::kBf16, {2 * Is, H});
-    const TensorView sh_in = cols(sgu, 0, Is);
-    if (adjacent && cuda_backend::small_m_eligible(s.small_m, x, sgu_w, sh_in, GroupedEpilogue::kSiluMul)) {
-      // Few rows: gate|up with SiLU·mul fused on the grouped kernel (one launch), then down the same way.
-      MLA_TRY(cuda_backend::small_m_linear(s.small_m, x, sgu_w, GroupedEpilogue::kSiluMul, sh_in, st));
-      if (cuda_backend::small_m_eligible(s.small_m, sh_in, w.shared.down_proj, sh, GroupedEpilogue::kStore))
-        MLA_TRY(cuda_backend::small_m_linear(s.small_m, sh_in, w.shared.down_proj, GroupedEpilogue::kStore, sh, st));
-      else
-        MLA_TRY(linear_into("moe shared down_proj", sh_in, w.shared.down_proj, sh));
-      return cuda::moe_combine({.expert_out = ys, .src_rows = src, .topk_weights = wts, .shared = sh, .out = out}, st);
-    }
-    if (adjacent) {  // upload_weights puts them side by side: one GEMM for both
-      MLA_TRY(linear_into("moe shared gate|up_proj", x, TensorView::contiguous(sg_w.data, DType::kBf16, {2 * Is, H}), sgu));
+    const TensorView sh_in = cols(sgu, 0, Is);  // silu(gate)·up, in place of the gate columns
+    if (adjacent) {  // upload_weights puts them side by side: one product for both
+      const TensorView sgu_w = TensorView::contiguous(sg_w.data, DType::kBf16, {2 * Is, H});
+      // Few rows: the grouped kernel with SiLU·mul fused where it measured faster than cuBLASLt + silu_mul.
+      MLA_TRY(cuda_backend::small_m_run(s.small_m, x, sgu_w, GroupedEpilogue::kSiluMul, sh_in, st, [&]() -> Status {
+        MLA_TRY(linear_into("moe shared gate|up_proj", x, sgu_w, sgu));
+        return cuda::silu_mul({.gate = cols(sgu, 0, Is), .up = cols(sgu, Is, Is), .out = sh_in}, st);
+      }));
     } else {
       MLA_TRY(linear_into("moe shared gate_proj", x, sg_w, cols(sgu, 0, Is)));
       MLA_TRY(linear_into("moe shared up_proj", x, w.shared.up_proj, cols(sgu, Is, Is)));
+      MLA_TRY(cuda::silu_mul({.gate = cols(sgu, 0, Is), .up = cols(sgu, Is, Is), .out = sh_in}, st));
     }
-    MLA_TRY(cuda::silu_mul({.gate = cols(sgu, 0, Is), .up = cols(sgu, Is, Is), .out = cols(sgu, 0, Is)}, st));
-    MLA_TRY(linear_into("moe shared down_proj", cols(sgu, 0, Is), w.shared.down_proj, sh));
+    MLA_TRY(linear(sh_in, w.shared.down_proj, sh));
   }
   const MoeCombineParams cp{.expert_out = ys, .src_rows = src, .topk_weights = wts, .shared = sh, .out = out};
   return cuda::moe_combine(cp, st);

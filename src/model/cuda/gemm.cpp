@@ -117,9 +117,9 @@ int64_t m_bucket(int64_t m) {
   return b;
 }
 
-bool tune_env_on() {
+bool tune_on(bool enabled) {
   const char* e = std::getenv("MLA_GEMM_TUNE");
-  return !(e && e[0] == '0');
+  return e && e[0] ? e[0] != '0' : enabled;
 }
 
 // Two events destroyed on every exit path.
@@ -169,7 +169,7 @@ Status Gemm::run(const char* op, const GemmArgs& g, Stream stream) {
   const uint32_t al_a = alignment_of(g.b, g.ldb, g.stride_b, g.batch, 2);
   const uint32_t al_b = alignment_of(g.a, g.lda, g.stride_a, g.batch, 2);
   const uint32_t al_c = alignment_of(g.c, g.ldc, g.stride_c, g.batch, dtype_size(g.c_dtype));
-  const bool tune = tune_.enabled && g.tune && g.m <= tune_.max_m && tune_.candidates > 1 && tune_env_on();
+  const bool tune = tune_on(tune_.enabled) && g.tune && g.m <= tune_.max_m && tune_.candidates > 1;
   PlanKey key{g.m, g.n, g.k, g.batch, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b, g.stride_c,
               g.b_is_nk ? 1 : 0, static_cast<int64_t>(g.c_dtype), al_a, al_b, al_c, tune ? 1 : 0};
   auto* h = static_cast<cublasLtHandle_t>(handle_);

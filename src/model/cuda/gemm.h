@@ -40,7 +40,8 @@ struct GemmArgs {
 };
 
 struct GemmTuneOptions {
-  bool enabled = true;          // MLA_GEMM_TUNE=0 in the environment turns it off too (read per call)
+  bool enabled = false;         // MLA_GEMM_TUNE=1 / =0 in the environment overrides it (read per call). Off by
+                                // default: on the H200 it moved no decode step by more than noise (NOTES_step.md)
   int64_t max_m = 256;          // rows up to which a shape is tuned: the decode regime
   int candidates = 8;           // heuristic results timed
   int reps = 5;                 // timed reps per candidate (median), after one warm-up call

@@ -2,20 +2,59 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "l2_flush.h"
 #include "mla/core/cuda_check.h"
 
 namespace mla::model::cuda_backend {
+
+// (rows bucket, n, k, epilogue, x row stride, out row stride) → block_m of the grouped kernel, 0: fallback.
+struct SmallMChoices {
+  std::map<std::array<int64_t, 6>, int> by_shape;
+};
+
 namespace {
 
 constexpr const char* kOp = "small_m_linear";
 constexpr int kBlockMs[4] = {16, 32, 64, 128};
 
 int64_t tiles_of(int64_t rows, int bm) { return rows / bm + 1; }
+
+int64_t rows_bucket(int64_t t) {
+  int64_t b = 1;
+  while (b < t) b <<= 1;
+  return b;
+}
+
+// The kernel's layout rules (grouped_gemm.h) for this call.
+bool shape_ok(const SmallMTables& tb, const TensorView& x, const TensorView& w, const TensorView& out, GroupedEpilogue epi) {
+  if (x.rank != 2 || w.rank != 2 || out.rank != 2 || out.dtype != DType::kBf16 || x.dtype != DType::kBf16 ||
+      w.dtype != DType::kBf16)
+    return false;
+  const int64_t t = x.shape[0], n = w.shape[0], k = w.shape[1];
+  const bool silu = epi == GroupedEpilogue::kSiluMul;
+  return t >= 1 && t <= tb.max_rows && w.is_contiguous() && k % 8 == 0 && n % (silu ? 16 : 8) == 0 &&
+         x.shape[1] == k && out.shape[0] == t && out.shape[1] == (silu ? n / 2 : n) && x.stride[1] == 1 &&
+         x.stride[0] % 8 == 0 && out.stride[1] == 1 && out.stride[0] % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
+}
+
+// Two events destroyed on every exit path.
+struct Events {
+  cudaEvent_t a = nullptr, b = nullptr;
+  ~Events() {
+    if (a) cudaEventDestroy(a);
+    if (b) cudaEventDestroy(b);
+  }
+};
 
 }  // namespace
 
@@ -25,7 +64,7 @@ int64_t small_m_table_bytes(int64_t max_rows) {
   return entries * 2 * static_cast<int64_t>(sizeof(int32_t));
 }
 
-Status init_small_m_tables(int64_t max_rows, void* device, SmallMTables* out) {
+Status init_small_m_tables(int64_t max_rows, void* device, const void* flush, size_t flush_bytes, SmallMTables* out) {
   if (max_rows < 1 || !device) return Status::invalid(kOp, "tables for " + std::to_string(max_rows) + " rows");
   std::vector<int32_t> h;
   h.reserve(static_cast<size_t>(small_m_table_bytes(max_rows) / 4));
@@ -40,30 +79,21 @@ Status init_small_m_tables(int64_t max_rows, void* device, SmallMTables* out) {
   out->max_rows = max_rows;
   out->offsets = base;
   for (int i = 0; i < 4; ++i) out->tiles[i] = base + starts[i];
+  out->flush = flush, out->flush_bytes = flush_bytes;
+  out->choices = std::make_shared<SmallMChoices>();
   return Status::ok();
 }
 
 int small_m_block_m(int64_t t) { return t <= 16 ? 16 : t <= 32 ? 32 : 64; }
 
-bool small_m_eligible(const SmallMTables& tables, const TensorView& x, const TensorView& w, const TensorView& out,
-                      GroupedEpilogue epi) {
-  const char* e = std::getenv("MLA_DENSE_PATH");
-  if (!(e && std::strcmp(e, "grouped") == 0)) return false;
-  if (x.rank != 2 || w.rank != 2 || out.rank != 2 || out.dtype != DType::kBf16 || x.dtype != DType::kBf16) return false;
-  const int64_t t = x.shape[0], n = w.shape[0], k = w.shape[1];
-  const bool silu = epi == GroupedEpilogue::kSiluMul;
-  return t >= 1 && t <= tables.max_rows && w.is_contiguous() && k % 8 == 0 && n % (silu ? 16 : 8) == 0 &&
-         x.stride[1] == 1 && x.stride[0] % 8 == 0 && out.stride[1] == 1 && out.stride[0] % 8 == 0 &&
-         reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
-}
-
 Status small_m_linear(const SmallMTables& tables, const TensorView& x, const TensorView& w, GroupedEpilogue epi,
-                      TensorView out, Stream stream) {
+                      TensorView out, Stream stream, int block_m) {
   const int64_t t = x.rank == 2 ? x.shape[0] : -1;
   if (t < 1 || t > tables.max_rows || w.rank != 2)
     return Status::invalid(kOp, "x " + x.str() + " · w " + w.str() + "ᵀ: 1 <= rows <= " + std::to_string(tables.max_rows));
-  const int bm = small_m_block_m(t);
-  const int slot = bm == 16 ? 0 : bm == 32 ? 1 : bm == 64 ? 2 : 3;
+  const int bm = block_m > 0 ? block_m : small_m_block_m(t);
+  const int slot = bm == 16 ? 0 : bm == 32 ? 1 : bm == 64 ? 2 : bm == 128 ? 3 : -1;
+  if (slot < 0) return Status::invalid(kOp, "block_m " + std::to_string(bm) + " (16, 32, 64 or 128)");
   const int64_t nt = (t + bm - 1) / bm;
   GroupedGemmParams p;
   p.a = x;
@@ -74,6 +104,65 @@ Status small_m_linear(const SmallMTables& tables, const TensorView& x, const Ten
   p.epilogue = epi;
   p.out = out;
   return cuda::grouped_gemm(p, stream);
+}
+
+Status small_m_run(const SmallMTables& tb, const TensorView& x, const TensorView& w, GroupedEpilogue epi, TensorView out,
+                   Stream stream, const std::function<Status()>& fallback) {
+  const char* mode = std::getenv("MLA_DENSE_PATH");
+  if ((mode && std::strcmp(mode, "cublaslt") == 0) || !tb.choices || !shape_ok(tb, x, w, out, epi)) return fallback();
+  const int64_t t = x.shape[0];
+  if (mode && std::strcmp(mode, "grouped") == 0) return small_m_linear(tb, x, w, epi, out, stream);
+  const std::array<int64_t, 6> key{rows_bucket(t), w.shape[0], w.shape[1], static_cast<int64_t>(epi), x.stride[0],
+                                   out.stride[0]};
+  auto run = [&](int bm) { return bm == 0 ? fallback() : small_m_linear(tb, x, w, epi, out, stream, bm); };
+  if (auto it = tb.choices->by_shape.find(key); it != tb.choices->by_shape.end()) return run(it->second);
+  const auto st = reinterpret_cast<cudaStream_t>(stream);
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  MLA_CUDA_TRY(kOp, cudaStreamIsCapturing(st, &cap));
+  if (cap != cudaStreamCaptureStatusNone) return fallback();
+
+  // Candidates: the fallback and each tile height up to the first that covers every row in one tile.
+  std::vector<int> cands = {0};
+  for (int bm : {16, 32, 64}) {
+    cands.push_back(bm);
+    if (bm >= t) break;
+  }
+  Events ev;
+  MLA_CUDA_TRY(kOp, cudaEventCreate(&ev.a));
+  MLA_CUDA_TRY(kOp, cudaEventCreate(&ev.b));
+  std::vector<float> med(cands.size());
+  std::vector<float> ms;
+  for (size_t c = 0; c < cands.size(); ++c) {
+    MLA_TRY(run(cands[c]));  // warm-up (and first-call setup: descriptors, smem attributes)
+    ms.clear();
+    for (int r = 0; r < 5; ++r) {
+      MLA_TRY(flush_l2(tb.flush, tb.flush_bytes, st));
+      MLA_CUDA_TRY(kOp, cudaEventRecord(ev.a, st));
+      MLA_TRY(run(cands[c]));
+      MLA_CUDA_TRY(kOp, cudaEventRecord(ev.b, st));
+      MLA_CUDA_TRY(kOp, cudaEventSynchronize(ev.b));
+      float v = 0;
+      MLA_CUDA_TRY(kOp, cudaEventElapsedTime(&v, ev.a, ev.b));
+      ms.push_back(v);
+    }
+    std::nth_element(ms.begin(), ms.begin() + 2, ms.end());
+    med[c] = ms[2];
+  }
+  const size_t best = static_cast<size_t>(std::min_element(med.begin(), med.end()) - med.begin());
+  tb.choices->by_shape[key] = cands[best];
+  if (const char* r = std::getenv("MLA_DENSE_REPORT"); r && r[0] == '1') {
+    std::string line = "[dense] t " + std::to_string(t) + " (bucket " + std::to_string(key[0]) + ") n " +
+                       std::to_string(w.shape[0]) + " k " + std::to_string(w.shape[1]) +
+                       (epi == GroupedEpilogue::kSiluMul ? " silu" : "") + ":";
+    char buf[48];
+    for (size_t c = 0; c < cands.size(); ++c) {
+      std::snprintf(buf, sizeof buf, " %s %.1f us", cands[c] == 0 ? "cublaslt" : ("bm" + std::to_string(cands[c])).c_str(),
+                    med[c] * 1e3);
+      line += buf;
+    }
+    std::fprintf(stderr, "%s -> %s\n", line.c_str(), cands[best] == 0 ? "cublaslt" : ("bm" + std::to_string(cands[best])).c_str());
+  }
+  return run(cands[best]);  // the chosen path writes the result (candidates may differ by a rounding)
 }
 
 }  // namespace mla::model::cuda_backend
