@@ -48,21 +48,19 @@ Status check_plan(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   return Status::ok();
 }
 
-// Variant of 64-row tiles: the warp-specialized TMA + wgmma kernel in one of three schedules (see
-// kernel_ws.cuh; default ws_pvfirst_slabs), the 256-thread cp.async + wgmma kernel, or cp.async + mma.sync.
-// All are tested; MLA_DECODE_VARIANT64=ws_pvfirst_slabs|ws_pvfirst|ws_overlap|wgmma|mma_sync picks one
+// Variant of 64-row tiles: the warp-specialized TMA + wgmma kernel (kernel_ws.cuh, schedule
+// ws_pvfirst_slabs, the default), the 256-thread cp.async + wgmma kernel, or cp.async + mma.sync.
+// All are tested; MLA_DECODE_VARIANT64=ws_pvfirst_slabs|wgmma|mma_sync picks one
 // (debugging and benchmarking; MLA_DECODE_FORCE_MMA_SYNC=1 still means mma_sync), read once.
 // MLA_DECODE_VARIANT16=ws runs the short tiles (h_q 16/32 with fewer than 48 query rows) on the chosen
 // warp-specialized schedule too (rows past the tile compute and are dropped).
-enum class Variant64 { kWsPvFirstSlabs, kWsPvFirst, kWsOverlap, kWgmma, kMmaSync };
+enum class Variant64 { kWsPvFirstSlabs, kWgmma, kMmaSync };
 Variant64 variant64() {
   static const Variant64 v = [] {
     const char* force = std::getenv("MLA_DECODE_FORCE_MMA_SYNC");
     if (force != nullptr && force[0] == '1') return Variant64::kMmaSync;
     const char* e = std::getenv("MLA_DECODE_VARIANT64");
     const std::string s = e != nullptr ? e : "";
-    if (s == "ws_pvfirst") return Variant64::kWsPvFirst;
-    if (s == "ws_overlap") return Variant64::kWsOverlap;
     if (s == "wgmma") return Variant64::kWgmma;
     if (s == "mma_sync") return Variant64::kMmaSync;
     return Variant64::kWsPvFirstSlabs;
@@ -91,11 +89,7 @@ Status launch_ws(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t nu
                  cudaStream_t stream) {
   using namespace sm90::decode;
   MLA_TRY(encode_tensor_maps(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
-  switch (variant64()) {
-    case Variant64::kWsOverlap: return launch_decode_ws<Traits, false, false>(kp, grid, stream);
-    case Variant64::kWsPvFirst: return launch_decode_ws<Traits, true, false>(kp, grid, stream);
-    default: return launch_decode_ws<Traits, true, true>(kp, grid, stream);
-  }
+  return launch_decode_ws<Traits, true, true>(kp, grid, stream);
 }
 
 template <class Traits>
@@ -132,17 +126,6 @@ bool fp8ds_rg1_dequant() {
   return v;
 }
 
-// MLA_DECODE_FP8DS_VCONV=alu|alu2: the exact-code kernel converts half of V's codes (alu2: and half of
-// K's) on the integer pipe instead of cvt (experiments, kernel_rg1.cuh).
-int fp8ds_conv() {
-  static const int v = [] {
-    const char* e = std::getenv("MLA_DECODE_FP8DS_VCONV");
-    const std::string s = e != nullptr ? e : "";
-    return s == "alu" ? 1 : s == "alu2" ? 2 : 0;
-  }();
-  return v;
-}
-
 // fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh).
 // 48/64-row tiles run the ws_pvfirst_slabs schedule, the one whose per-slab full barriers the slab-by-slab
 // dequantization needs; MLA_DECODE_VARIANT* and the L2 prefetch (sized for 16-bit pages) do not apply.
@@ -152,7 +135,7 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   const dim3 grid(g.num_parts, g.num_head_tiles);
   const int groups = (kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta) / 16;
   if (groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant()) {
-    MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_rg1(kp, grid, stream, fp8ds_conv()));  // sm90/decode_fp8ds
+    MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_rg1(kp, grid, stream));  // exact codes, sm90/decode_fp8ds
   } else if (groups == 1) {
     MLA_TRY((launch_decode<Fp8DsTraits, 1, false>(kp, grid, stream)));
   } else if (groups == 2) {

@@ -11,11 +11,15 @@
 //   - pages alternate owners: page j (j-th page of the part) belongs to warpgroup j % 2, which computes
 //     S = Q K^T for all 64 keys (m64n64k16), the softmax against the running max of page j - 1, and P
 //     into the page's RoPE slab; both warpgroups then add P V for their half.
-// Per own page j a warpgroup runs (kPvFirst, the default):
-//   wait P_{j-1} ready | P_{j-1} V_{j-1}, release stage of j - 1 | S_j | softmax_j, P_j | signal | P_j V_j
-// or (!kPvFirst): S_j | wait P_{j-1} | softmax_j, P_j | signal | P_{j-1} V_{j-1} | P_j V_j, where S_j
-// overlaps the other warpgroup's softmax but page j - 1's stage stays busy one S longer. The only
-// cross-warpgroup dependency is the max chain m_{j-1} -> m_j (and P_{j-1} itself).
+// Per own page j a warpgroup runs ("pvfirst"):
+//   wait P_{j-1} ready | P_{j-1} V_{j-1}, release stage of j - 1 | S_j (slab by slab, each on its own full
+//   barrier, so S starts on slab 0 while the rest of the page lands) | softmax_j, P_j | signal | P_j V_j
+// Adding the other's page j - 1 before S_j releases its stage as early as possible: with two stages the
+// release -> refill -> use distance, not the MMA, bounds the page rate. Schedules measured and deleted
+// (NOTES.md runs 5-6): S_j before P_{j-1} V_{j-1} (ws_overlap; run 6 with P_{j-1} V_{j-1} asynchronous
+// under the softmax: 722 vs 631 us on h128 b128 s8192, the stage release then waits for the next page's
+// S), and one full barrier per page. The only cross-warpgroup dependency is the max chain
+// m_{j-1} -> m_j (and P_{j-1} itself).
 //
 // The running max is a chain over pages: m_j = max(m_{j-1}, rowmax S_j), P_j = exp(S_j - m_j). Each
 // warpgroup applies pages to its O in order, rescaling by exp(m_{j-1} - m_j) with m_j read from
@@ -30,32 +34,14 @@
 
 namespace mla::sm90::decode {
 
-// Variant knobs of the warp-specialized kernel (both tested, see mla_decode.cu):
-//  kPvFirst: a warpgroup adds the other's previous page (P_{j-1} V_{j-1}) *before* its own S_j instead of
-//    after its softmax. The stage of page j - 1 is then released one S earlier, which gives the TMA of
-//    page j + 1 that much more time: with two stages the release -> refill -> use distance, not the MMA,
-//    bounds the page rate (run 5 in NOTES.md).
-//  kSlabBars: one full-barrier per 64-column slab instead of one per page, so S starts on slab 0 while
-//    the rest of the page is still arriving.
-template <bool kPvFirst_, bool kSlabBars_>
-struct WsVariant {
-  static constexpr bool kPvFirst = kPvFirst_;
-  static constexpr bool kSlabBars = kSlabBars_;
-};
-
-template <bool kSlabBars>
+// All slabs of a stage's page landed (TMA bytes visible to the waiting warpgroup).
 __device__ __forceinline__ void wait_page(const WsBarriers& bars, int stage, uint32_t parity) {
-  if constexpr (kSlabBars) {
 #pragma unroll 1
-    for (int slab = 0; slab < kSlabsPerPage; ++slab) mbar_wait(bars.full(stage, slab), parity);
-  } else {
-    mbar_wait(bars.full(stage), parity);
-  }
+  for (int slab = 0; slab < kSlabsPerPage; ++slab) mbar_wait(bars.full(stage, slab), parity);
 }
 
 // One thread. Page j goes to stage j % 2 once both consumers released page j - 2 there; the Q tile of
 // segment s (the part's s-th sequence) once both released segment s - 1's.
-template <bool kSlabBars>
 __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCursor c, const WsBarriers& bars,
                                             uint32_t s_q_tile, uint32_t s_kv0, int tile_row0) {
   int j = 0, seg = -1;
@@ -82,13 +68,9 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
     }
     const int stage = j & 1;
     if (j >= kWsStages) mbar_wait(bars.empty(stage), ((j >> 1) - 1) & 1);
-    if constexpr (kSlabBars) {
 #pragma unroll
-      for (int slab = 0; slab < kSlabsPerPage; ++slab)
-        issue_slab_tma(p, c.page, slab, s_kv0 + stage * kPageBytes, bars.full(stage, slab));
-    } else {
-      issue_page_tma(p, c.page, s_kv0 + stage * kPageBytes, bars.full(stage));
-    }
+    for (int slab = 0; slab < kSlabsPerPage; ++slab)
+      issue_slab_tma(p, c.page, slab, s_kv0 + stage * kPageBytes, bars.full(stage, slab));
     new_seg = c.last_of_sequence();
     c.advance(p);
     c.fetch_page(p);  // the next page's block-table entry loads while this thread waits
@@ -101,7 +83,7 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
   }
 }
 
-template <class Traits, class V>
+template <class Traits>
 __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCursor cur, const WsBarriers& bars,
                                             uint8_t* smem, int wg, int tid) {
   constexpr WsSmemLayout L = ws_smem_layout();
@@ -141,7 +123,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   auto pv_other = [&](int jj, const float (&mp)[2]) {
     const int ps = jj & 1;
     const float zero2[2] = {0.f, 0.f};
-    wait_page<V::kSlabBars>(bars, ps, (jj >> 1) & 1);  // TMA bytes of page jj visible to this warpgroup
+    wait_page(bars, ps, (jj >> 1) & 1);  // TMA bytes of page jj visible to this warpgroup
     pv_page<Traits>(st, mp, zero2, s_kv0 + ps * kPageBytes, wg, p.scale_log2);
     mbar_arrive(bars.empty(ps));
   };
@@ -159,12 +141,10 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       const uint32_t s_kv = s_kv0 + stage * kPageBytes;
       uint8_t* stage_ptr = smem + L.kv_offset + stage * kPageBytes;
       float mp[2] = {-INFINITY, -INFINITY};
-      if constexpr (V::kPvFirst) {
-        if (j > 0) {
-          wait_other(j - 1, mp);
-          pv_other(j - 1, mp);
-          if (prev_end) epilogue(prev_b);
-        }
+      if (j > 0) {
+        wait_other(j - 1, mp);
+        pv_other(j - 1, mp);
+        if (prev_end) epilogue(prev_b);
       }
       // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
       while (q_seg < seg) {
@@ -177,15 +157,13 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       const int valid_tokens = cur.seqlen - cur.blk * kBlockN;
       // fp8_ds pages arrive with their tail already zeroed by the dequantizing producer.
       if (Traits::kFormat != KvFormat::kFp8Ds && valid_tokens < kBlockN) {
-        wait_page<V::kSlabBars>(bars, stage, parity);
+        wait_page(bars, stage, parity);
         zero_page_tail_wg(stage_ptr, valid_tokens, tid);
         fence_proxy_async();  // generic zeros before wgmma (and the next TMA) touch the stage
         named_sync(kBarWg + wg, 128);
-      } else if constexpr (!V::kSlabBars) {
-        mbar_wait(bars.full(stage), parity);
       }
       float sc[8][4];
-      compute_scores_page<Traits, V::kSlabBars>(sc, s_q_tile, s_kv, bars.full(stage, 0), parity);
+      compute_scores_page<Traits>(sc, s_q_tile, s_kv, bars.full(stage, 0), parity);
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
       if (cur.hi - cur.blk - 1 < 2 && q_held) {
         mbar_arrive(bars.q_empty());
@@ -210,9 +188,6 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
       }
-      if constexpr (!V::kPvFirst) {
-        if (j > 0) wait_other(j - 1, mp);
-      }
       float m_new[2], rowsum[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -233,12 +208,6 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
       named_sync(kBarWg + wg, 128);
       named_arrive(kBarPReady + stage, kWsConsumerThreads);
-      if constexpr (!V::kPvFirst) {
-        if (j > 0) {
-          pv_other(j - 1, mp);
-          if (prev_end) epilogue(prev_b);
-        }
-      }
       pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
       mbar_arrive(bars.empty(stage));
       if (end) epilogue(cur.b);
@@ -257,12 +226,11 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   }
 }
 
-template <class Traits, class V>
+template <class Traits>
 __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __grid_constant__ DecodeKernelParams p) {
   // fp8_ds: the producer warpgroup dequantizes latent slabs (producer_ws_fp8ds.cuh), which then complete
-  // one by one: only the per-slab barrier schedule can wait for them.
+  // one by one on the per-slab full barriers.
   constexpr bool kDequant = Traits::kFormat == KvFormat::kFp8Ds;
-  static_assert(!kDequant || V::kSlabBars, "fp8_ds needs per-slab full barriers");
   constexpr WsSmemLayout L = ws_smem_layout(kDequant);
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
@@ -270,7 +238,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   const WsBarriers bars{smem_u32(smem + L.bar_offset)};
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWsStages; ++s) {
-      for (int slab = 0; slab < (V::kSlabBars ? kSlabsPerPage : 1); ++slab)
+      for (int slab = 0; slab < kSlabsPerPage; ++slab)
         mbar_init(bars.full(s, slab), kDequant && slab < kRopeSlab ? kConverterThreads : 1);
       mbar_init(bars.empty(s), kWsConsumerThreads);
       if constexpr (kDequant)
@@ -303,7 +271,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
       else if (tid >= 32)
         ws_convert_fp8ds(p, cur, bars, smem + L.kv_offset, smem + L.scale_offset, tid - 32);
     } else if (tid == 0) {
-      ws_producer<V::kSlabBars>(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset),
+      ws_producer(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset),
                                 blockIdx.y * kRowsPerCta);
     }
     return;
@@ -313,7 +281,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   } else {
     setmaxnreg_inc<232>();
   }
-  ws_consumer<Traits, V>(p, cur, bars, smem, wg, tid);
+  ws_consumer<Traits>(p, cur, bars, smem, wg, tid);
 }
 
 }  // namespace mla::sm90::decode

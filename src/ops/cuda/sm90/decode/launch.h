@@ -18,7 +18,8 @@ template <class Traits, int RG, bool kWg>
 Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
 
 // Warp-specialized 64-row variant (kernel_ws.cuh): TMA producer warp + two ping-pong wgmma consumer
-// warpgroups. p.tmap_* must be encoded first (encode_tensor_maps). kPvFirst / kSlabBars: see kernel_ws.cuh.
+// warpgroups. p.tmap_* must be encoded first (encode_tensor_maps). <kPvFirst, kSlabBars> must be <true, true>,
+// the one schedule kept (kernel_ws.cuh; the parameters stay so callers name the schedule they rely on).
 template <class Traits, bool kPvFirst, bool kSlabBars>
 Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
 

@@ -23,8 +23,9 @@ Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream
 
 template <class Traits, bool kPvFirst, bool kSlabBars>
 Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
+  static_assert(kPvFirst && kSlabBars, "only the pvfirst schedule with per-slab barriers is built (kernel_ws.cuh)");
   constexpr int smem = ws_smem_layout(Traits::kFormat == KvFormat::kFp8Ds).total;
-  auto* kernel = &mla_decode_ws_kernel<Traits, WsVariant<kPvFirst, kSlabBars>>;
+  auto* kernel = &mla_decode_ws_kernel<Traits>;
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY("mla_decode", attr);
   kernel<<<grid, kWsThreads, smem, stream>>>(p);

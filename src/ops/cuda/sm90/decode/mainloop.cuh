@@ -130,14 +130,23 @@ __device__ __forceinline__ void load_q_frags(QFrags& qf, uint32_t s_q_tile, int 
   for (int kk = 0; kk < kDimQK / 16; ++kk) ldmatrix_x4(qf[kk], s_q_tile + swizzle(q_row, kk * 2 + (lane >> 4), kRowBytes));
 }
 
+// Each warp owns kSTiles n8 tiles of S (one for RG 1), so accumulating all 36 k16 steps into one
+// fragment makes S one dependent chain of 36 mma.sync per page (~36 x the MMA latency). kChains
+// independent partial sums over interleaved k16 steps, added at the end, cut that chain to 36 / kChains;
+// the extra fp32 additions change S by rounding only (well inside the tests' bf16 tolerances).
 template <class Traits, int RG>
 __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::kSTiles][4], const QFrags& qf,
                                                      uint32_t s_kv, int ws, int lane) {
   using WS = WarpShape<RG>;
+  constexpr int kChains = WS::kSTiles == 1 ? 4 : 2;
+  static_assert((kDimQK / 16) % kChains == 0, "k16 steps split evenly over the chains");
+  float acc[WS::kSTiles][kChains][4];
 #pragma unroll
   for (int t = 0; t < WS::kSTiles; ++t)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) s[t][e] = 0.f;
+    for (int c = 0; c < kChains; ++c)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[t][c][e] = 0.f;
   const int k_row0 = ws * WS::kKeys + (lane & 7);
 #pragma unroll
   for (int kk = 0; kk < kDimQK / 32; ++kk) {
@@ -145,10 +154,19 @@ __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::k
     for (int t = 0; t < WS::kSTiles; ++t) {
       uint32_t bk[4];
       ldmatrix_x4(bk, s_kv + swizzle(k_row0 + t * 8, kk * 4 + (lane >> 3), kRowBytes));
-      Traits::mma(s[t], qf[2 * kk], bk[0], bk[1]);
-      Traits::mma(s[t], qf[2 * kk + 1], bk[2], bk[3]);
+      Traits::mma(acc[t][(2 * kk) % kChains], qf[2 * kk], bk[0], bk[1]);
+      Traits::mma(acc[t][(2 * kk + 1) % kChains], qf[2 * kk + 1], bk[2], bk[3]);
     }
   }
+#pragma unroll
+  for (int t = 0; t < WS::kSTiles; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float v = acc[t][0][e];
+#pragma unroll
+      for (int c = 1; c < kChains; ++c) v += acc[t][c][e];
+      s[t][e] = v;
+    }
 }
 
 // O (16 x kCols) += P_rg (16 x 64) . V (64 x kCols); V = the first 512 dims of the KV page.
@@ -191,12 +209,15 @@ __device__ __forceinline__ void compute_scores_wgmma(float (&s)[4][4], uint32_t 
   uint64_t db = make_smem_desc(s_kv + ws * 32 * 128, 16, 1024);
 #pragma unroll 1
   for (int slab = 0; slab < kDimQK / 64; ++slab) {
+    // Fence and commit per iteration, stated rather than injected by ptxas (C7519) because the
+    // accumulators cross the loop's back edge; neither waits for the wgmma in flight.
+    wgmma_fence();
 #pragma unroll
     for (int k = 0; k < 4; ++k) Traits::wgmma_qk(d, da + 2 * k, db + 2 * k);
+    wgmma_commit();
     da += (kBlockN * 128) >> 4;
     db += (kBlockN * 128) >> 4;
   }
-  wgmma_commit();
   wgmma_wait_all();
   fence_operands(d);
 }

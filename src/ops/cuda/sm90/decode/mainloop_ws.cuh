@@ -33,8 +33,8 @@ constexpr int kSlabsPerPage = kChunksPerRow / 8;  // 9
 struct WsBarriers {
   uint32_t base;
   // full(stage, slab): the slab's bytes landed (TMA; fp8_ds latent slabs: dequantized by the producer
-  // warpgroup). Slab 0 carries the whole page without slab barriers.
-  __device__ uint32_t full(int stage, int slab = 0) const { return base + 8 * (stage * kSlabsPerPage + slab); }
+  // warpgroup).
+  __device__ uint32_t full(int stage, int slab) const { return base + 8 * (stage * kSlabsPerPage + slab); }
   __device__ uint32_t empty(int stage) const { return base + 8 * (kWsStages * kSlabsPerPage + stage); }
   __device__ uint32_t q_full() const { return base + 8 * (kWsStages * kSlabsPerPage + kWsStages); }
   __device__ uint32_t q_empty() const { return q_full() + 8; }
@@ -45,15 +45,9 @@ static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2) <= kWsBarrierBytes
 static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2 + kWsStages * kRopeSlab) <= kWsDequantBarrierBytes,
               "barrier area (fp8_ds)");
 
-// Producer: a page (nine 64 x 64 slabs) or a Q tile onto an mbarrier expecting its bytes. Rows of the Q
+// Producer: one 64 x 64 slab of a page, or a Q tile, onto an mbarrier expecting its bytes. Rows of the Q
 // box past the end of q are zero-filled by the TMA unit (and still counted); rows past this tile's valid
 // rows read the next sequence's q: finite, computed, never written out.
-__device__ __forceinline__ void issue_page_tma(const DecodeKernelParams& p, int32_t page, uint32_t dst, uint32_t bar) {
-  mbar_expect_tx(bar, kPageBytes);
-#pragma unroll
-  for (int slab = 0; slab < kChunksPerRow / 8; ++slab)
-    tma_load_2d(dst + slab * kSlabBytes, &p.tmap_kv, bar, slab * 64, page * kBlockN);
-}
 __device__ __forceinline__ void issue_slab_tma(const DecodeKernelParams& p, int32_t page, int slab, uint32_t dst,
                                                uint32_t bar) {
   mbar_expect_tx(bar, kSlabBytes);
@@ -79,8 +73,8 @@ __device__ __forceinline__ void zero_page_tail_wg(uint8_t* stage, int valid_toke
 
 // S (64 rows x 64 keys) = Q (64 x 576) . K^T for one warpgroup; s[t][e] has the mma.sync fragment
 // layout (warp w of the group: rows 16 w + g (+8), keys 8 t + 2 t4 (+1)).
-// kSlabBars: wait for each slab's own full barrier (slab_bar0 + 8 * slab, `parity`) before its MMAs.
-template <class Traits, bool kSlabBars>
+// Waits for each slab's own full barrier (slab_bar0 + 8 * slab, `parity`) before its MMAs.
+template <class Traits>
 __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_kv,
                                                     uint32_t slab_bar0, uint32_t parity) {
   float(&d)[32] = reinterpret_cast<float(&)[32]>(s);
@@ -92,13 +86,17 @@ __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s
   uint64_t db = make_smem_desc(s_kv, 16, 1024);
 #pragma unroll 1
   for (int slab = 0; slab < kDimQK / 64; ++slab) {
-    if constexpr (kSlabBars) mbar_wait(slab_bar0 + 8 * slab, parity);
+    mbar_wait(slab_bar0 + 8 * slab, parity);
+    // The accumulators cross the loop's back edge (and the barrier's spin loop): state the register
+    // fence here rather than have ptxas inject one (C7519). It orders register accesses only; the
+    // wgmma of earlier slabs stay in flight (no wait), so S keeps streaming slab after slab.
+    wgmma_fence();
 #pragma unroll
     for (int k = 0; k < 4; ++k) Traits::wgmma_qk64(d, da + 2 * k, db + 2 * k);
+    wgmma_commit();  // one group per slab, inside the loop (a commit after it gets another injected fence)
     da += kSlabBytes >> 4;
     db += kSlabBytes >> 4;
   }
-  wgmma_commit();
   wgmma_wait_all();
   fence_operands(d);
 }

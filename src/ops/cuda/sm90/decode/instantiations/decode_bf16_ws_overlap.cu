@@ -1,6 +1,0 @@
-// bf16 KV cache, 64-row tiles, warp-specialized (kPvFirst false, kSlabBars false: see kernel_ws.cuh).
-#include "ops/cuda/sm90/decode/launch_impl.cuh"
-
-namespace mla::sm90::decode {
-template Status launch_decode_ws<Bf16Traits, false, false>(const DecodeKernelParams&, dim3, cudaStream_t);
-}  // namespace mla::sm90::decode
