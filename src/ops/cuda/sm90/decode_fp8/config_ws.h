@@ -22,54 +22,47 @@ constexpr int kPBufBytes = kRowsPerCta * 128;        // 8192: P of two pages (64
 constexpr int kWsBarrierBytes = 256;
 
 // Variant of the kernel (kernel_ws.cuh): consumer schedule and stage counts.
-//  kPvFirst (default): a warpgroup adds the other's page j - 1 before its own S_j; P_j is dead before its
-//    owner writes P_{j+2} (2 P halves).
-//  !kPvFirst ("overlap"): S_j first, then the softmax against m_{j-1}, signal P_j, and only then P_{j-1} V_{j-1}
+//  kPvFirst (`ws_stsm`, opt-in): a warpgroup adds the other's page j - 1 before its own S_j; P_j is dead before
+//    its owner writes P_{j+2} (2 P halves).
+//  !kPvFirst ("overlap", the default `ws_overlap_stsm`: 0-1.5 % faster on every h_q 128 row, run W5): S_j first, then the softmax against m_{j-1}, signal P_j, and only then P_{j-1} V_{j-1}
 //    and P_j V_j, so S_j overlaps the other warpgroup's softmax; P_j is read up to page j + 2's softmax
 //    (4 halves = 2 buffers).
 //  kKStages / kVStages: K pages (40 KB) and V^T stages (32 KB) in flight; 227 KB hold 2 + 3 or 3 + 1 (run W3
 //    in bench/decode/NOTES_fp8.md: 3 + 1 was 6 % slower, 2 + 2 (overlap) and 2 + 3 equal).
-//  kStsm: the transpose stores V^T with stmatrix (transpose_ws.cuh; H200 run W4: 20 % off every large row).
-//  kVreg: no V^T at all: P.V is computed transposed, O^T = V^T P^T, with V^T as the register A operand
-//    (ldmatrix.trans + byte permutes straight from the K page, pv_vreg.cuh) and P as the shared B operand.
-//    No transpose warps, no V^T stages (kVStages = 0); the K stage lives until both P.V products are done,
-//    so the room of the V^T stages goes to K stages (4).
-template <bool kPvFirst_, int kKStages_, int kVStages_, bool kStsm_ = false, bool kVreg_ = false>
+//  V^T is stored with stmatrix (transpose_ws.cuh; run W4: 20 % off every large row against 4-byte stores). The
+//    variants that lost (plain-store transpose `ws` / `ws_overlap`, and `ws_vreg` / `ws_vreg_overlap`: no V^T, P.V
+//    as O^T = V^T P^T with V from registers) are in NOTES_fp8.md runs W2-W5 and commit 0f959ba.
+//  kDiag (diagnostic knock-outs, run W6 only, wrong results by design): 1 no S wgmma (scores 0), 2 no P.V wgmma,
+//    4 no transpose (V^T stage left as it is); bits combine.
+template <bool kPvFirst_, int kKStages_, int kVStages_, int kDiag_ = 0>
 struct WsSchedule {
   static constexpr bool kPvFirst = kPvFirst_;
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
-  static constexpr bool kStsm = kStsm_;
-  static constexpr bool kVreg = kVreg_;
   static constexpr int kPHalves = kPvFirst ? 2 : 4;
-  static_assert(!kVreg || kVStages == 0, "kVreg: no V^T stages");
+  static constexpr int kDiag = kDiag_;
 };
-using WsPvFirst = WsSchedule<true, 2, 3>;
-using WsOverlap = WsSchedule<false, 2, 2>;
-using WsPvFirstStsm = WsSchedule<true, 2, 3, true>;  // the default
-using WsOverlapStsm = WsSchedule<false, 2, 2, true>;
-using WsVreg = WsSchedule<true, 4, 0, false, true>;
-using WsVregOverlap = WsSchedule<false, 4, 0, false, true>;
+using WsOverlapStsm = WsSchedule<false, 2, 2>;  // the default
+using WsPvFirstStsm = WsSchedule<true, 2, 3>;
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;
 };
-// alpha: kVreg's per-page rescale factors ([j % p_halves][64] after the maxima).
-constexpr WsSmemLayout ws_smem_layout(int k_stages, int v_stages, int p_halves, bool alpha) {
+constexpr WsSmemLayout ws_smem_layout(int k_stages, int v_stages, int p_halves) {
   WsSmemLayout s{};
   s.q_offset = 0;
   s.k_offset = s.q_offset + kSlabTileBytes;
   s.vt_offset = s.k_offset + k_stages * kSlabTileBytes;
   s.p_offset = s.vt_offset + v_stages * kVtBytes;
   s.m_offset = s.p_offset + p_halves / 2 * kPBufBytes;  // [j % p_halves][64]: running max after page j
-  s.l_offset = s.m_offset + (alpha ? 2 : 1) * p_halves * kRowsPerCta * 4;  // [parity][warpgroup][64]: row sums
+  s.l_offset = s.m_offset + p_halves * kRowsPerCta * 4;  // [parity][warpgroup][64]: epilogue row sums
   s.bar_offset = s.l_offset + 2 * 2 * kRowsPerCta * 4;
   s.total = s.bar_offset + kWsBarrierBytes;
   return s;
 }
 template <class S>
 constexpr WsSmemLayout ws_smem_layout() {
-  return ws_smem_layout(S::kKStages, S::kVStages, S::kPHalves, S::kVreg);
+  return ws_smem_layout(S::kKStages, S::kVStages, S::kPHalves);
 }
 // Byte offset of P half `h` (page j uses half j % kPHalves) in the P area: buffer h / 2, bytes 64 (h % 2) ..
 // 64 (h % 2) + 63 of each row.
@@ -81,8 +74,7 @@ constexpr bool ws_layout_ok() {
   return L.total <= 227 * 1024 && L.k_offset % 1024 == 0 && L.vt_offset % 1024 == 0 && L.p_offset % 1024 == 0 &&
          8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
 }
-static_assert(ws_layout_ok<WsPvFirst>() && ws_layout_ok<WsOverlap>() && ws_layout_ok<WsPvFirstStsm>() &&
-                  ws_layout_ok<WsOverlapStsm>() && ws_layout_ok<WsVreg>() && ws_layout_ok<WsVregOverlap>(),
+static_assert(ws_layout_ok<WsOverlapStsm>() && ws_layout_ok<WsPvFirstStsm>(),
               "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");
 static_assert(kSlabTileBytes % 1024 == 0 && kVtBytes % 1024 == 0 && kPBufBytes % 1024 == 0, "1024-byte atoms");
 static_assert(kDimV == 4 * 128 && kBlockN == 64, "V^T rows hold two dims of 64 keys each");

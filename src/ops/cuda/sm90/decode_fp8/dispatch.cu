@@ -30,24 +30,23 @@ bool simple16() {
 }
 
 // MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh):
-// `ws_stsm` (the default: pvfirst, 2 K + 3 V^T stages, V^T stored with stmatrix; H200 h128 b128 s8192 441 µs),
-// `ws` (the same with the transpose as plain shared stores: 563 µs), `ws_overlap` (config_ws.h WsSchedule); or the
-// 256-thread mma.sync kernel (`mma_sync`, the previous default, kept for comparison), or that kernel with
-// S on wgmma (`wgmma_s`, an experiment). Being compared (issue 4, NOTES_fp8.md run W5): `ws_overlap_stsm`,
-// `ws_vreg` (no V^T: P.V transposed with V from registers, pv_vreg.cuh), `ws_vreg_overlap`.
-enum class Variant64 { kWs, kWsOverlap, kWsStsm, kWsOverlapStsm, kWsVreg, kWsVregOverlap, kMmaSync, kWgmmaS };
+// `ws_overlap_stsm` (the default: overlap schedule, 2 K + 2 V^T stages, V^T stored with stmatrix; H200 h128
+// b128 s8192 434 µs), `ws_stsm` (pvfirst, 2 K + 3 V^T stages: 440 µs); or the 256-thread mma.sync kernel
+// (`mma_sync`, kept for comparison), or that kernel with S on wgmma (`wgmma_s`, an experiment). The variants that
+// lost are in NOTES_fp8.md (runs W2-W5). `diag1..4`: knock-outs of the default (config_ws.h kDiag), run W6 only.
+enum class Variant64 { kWsOverlapStsm, kWsStsm, kDiag1, kDiag2, kDiag3, kDiag4, kMmaSync, kWgmmaS };
 Variant64 variant64() {
   static const Variant64 v = [] {
     const char* e = std::getenv("MLA_DECODE_FP8_VARIANT64");
     const std::string s = e != nullptr ? e : "";
-    return s == "mma_sync"     ? Variant64::kMmaSync
-           : s == "wgmma_s"    ? Variant64::kWgmmaS
-           : s == "ws_overlap" ? Variant64::kWsOverlap
-           : s == "ws"         ? Variant64::kWs
-           : s == "ws_overlap_stsm" ? Variant64::kWsOverlapStsm
-           : s == "ws_vreg"    ? Variant64::kWsVreg
-           : s == "ws_vreg_overlap" ? Variant64::kWsVregOverlap
-                               : Variant64::kWsStsm;
+    return s == "mma_sync"  ? Variant64::kMmaSync
+           : s == "wgmma_s" ? Variant64::kWgmmaS
+           : s == "ws_stsm" ? Variant64::kWsStsm
+           : s == "diag1"   ? Variant64::kDiag1
+           : s == "diag2"   ? Variant64::kDiag2
+           : s == "diag3"   ? Variant64::kDiag3
+           : s == "diag4"   ? Variant64::kDiag4
+                            : Variant64::kWsOverlapStsm;
   }();
   return v;
 }
@@ -79,12 +78,12 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
     switch (variant64()) {
-      case Variant64::kWsOverlap: MLA_TRY(launch_decode_fp8_ws<WsOverlap>(p, grid, stream)); break;
       case Variant64::kWsStsm: MLA_TRY(launch_decode_fp8_ws<WsPvFirstStsm>(p, grid, stream)); break;
-      case Variant64::kWsOverlapStsm: MLA_TRY(launch_decode_fp8_ws<WsOverlapStsm>(p, grid, stream)); break;
-      case Variant64::kWsVreg: MLA_TRY(launch_decode_fp8_ws<WsVreg>(p, grid, stream)); break;
-      case Variant64::kWsVregOverlap: MLA_TRY(launch_decode_fp8_ws<WsVregOverlap>(p, grid, stream)); break;
-      default: MLA_TRY(launch_decode_fp8_ws<WsPvFirst>(p, grid, stream)); break;
+      case Variant64::kDiag1: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 1>>(p, grid, stream))); break;
+      case Variant64::kDiag2: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 2>>(p, grid, stream))); break;
+      case Variant64::kDiag3: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 3>>(p, grid, stream))); break;
+      case Variant64::kDiag4: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 4>>(p, grid, stream))); break;
+      default: MLA_TRY(launch_decode_fp8_ws<WsOverlapStsm>(p, grid, stream)); break;
     }
   }
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream);

@@ -21,19 +21,14 @@
 // Reuse of the P halves (page j: half j % kPHalves) and of s_m[j % 2] without extra barriers: the next
 // write of P half j % kPHalves is the softmax of page j + kPHalves, after its owner waited for P of page
 // j + kPHalves - 1, which the other warpgroup signals after its P_j V_j (pvfirst: 2 halves; overlap: that
-// signal precedes its P_j V_j by one step, hence 4). s_m[j % kPHalves] likewise (pvfirst reads it right after
-// the P_j wait, before the reader's own signal; kVreg overlap reads it in P_j V_j, after its signal).
-// S::kVreg (pv_vreg.cuh): no transpose warps and no V^T stages; both consumers read V from the K stage (as the
-// register A operand of O^T = V^T P^T), so K stage j is released by both P.V products (k_empty: 256 arrivals),
-// not by S and the transpose. Each P.V also reads the page's rescale factors (s_alpha, same slots as s_m).
+// signal precedes its P_j V_j by one step, hence 4). s_m[j % kPHalves] is read right after the P_j wait,
+// before the reader's own signal, so kPHalves entries suffice (2 would, too).
 #include <cstdint>
-#include <type_traits>
 
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
-#include "ops/cuda/sm90/decode_fp8/pv_vreg.cuh"
 #include "ops/cuda/sm90/decode_fp8/transpose_ws.cuh"
 
 namespace mla::sm90::decode_fp8 {
@@ -109,7 +104,8 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     const int ks = j % kKStages, vs = j % kVStages;
     if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
-    transpose_page<S::kStsm>(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
+    if constexpr (!(S::kDiag & 4))
+      transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     mbar_arrive(bars.k_empty(ks));
@@ -132,7 +128,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   uint8_t* p_buf = smem + L.p_offset;
   float* s_m = reinterpret_cast<float*>(smem + L.m_offset);  // [j % kPHalves][64]: running max after page j
   float* s_l = reinterpret_cast<float*>(smem + L.l_offset);
-  float* s_alpha = s_m + S::kPHalves * kRowsPerCta;  // kVreg: [j % kPHalves][64], rescale factors of page j
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int tile_row0 = blockIdx.y * kRowsPerCta;
   const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);
@@ -145,25 +140,19 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     row_i[h] = (tile_row0 + row_local[h]) / p.h_q;  // query position of the row (causal mask)
   }
 
-  using State = std::conditional_t<S::kVreg, WsStateT, WsState>;
-  State st;
+  WsState st;
   st.reset();
   int epi = 0;  // segments written so far (parity of the s_l buffer)
   auto epilogue = [&](int b) {
     const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
     const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
     // O accumulates P times raw e4m3 V: out (and every partial) = O / l * k_scale.
-    if constexpr (S::kVreg) {
-      write_segment_vreg<decode::Bf16Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows,
-                                             fp.out_scale, wg, warp, lane);
-    } else {
 #pragma unroll
-      for (int t = 0; t < 32; ++t)
+    for (int t = 0; t < 32; ++t)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) st.o[t][e] *= fp.out_scale;
-      decode::write_segment_ws<decode::Bf16Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0,
-                                                   valid_rows, wg, warp, lane);
-    }
+      for (int e = 0; e < 4; ++e) st.o[t][e] *= fp.out_scale;
+    decode::write_segment_ws<decode::Bf16Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows,
+                                                 wg, warp, lane);
     ++epi;
     st.reset();
   };
@@ -173,28 +162,20 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
 #pragma unroll
     for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj % S::kPHalves) * kRowsPerCta + row_local[h]];
   };
-  // Adds page jj (its P and V^T) to this warpgroup's columns, then releases the V^T stage (kVreg: P and the
-  // K stage, which it releases; valid_keys: the page's keys below seqlen).
-  auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2], int valid_keys) {
-    if constexpr (S::kVreg) {
-      const int ks = jj % kKStages;
-      // Already complete (the owner's S waited for it), but this warpgroup has not observed the TMA bytes yet.
-      mbar_wait(bars.k_full(ks), phase(jj, kKStages));
-      pv_page_vreg(st, m, rowsum, s_alpha + (jj % S::kPHalves) * kRowsPerCta, s_p + p_half_offset(jj % S::kPHalves),
-                   s_k0 + ks * kSlabTileBytes, valid_keys, bars.k_empty(ks), wg, warp, lane, p.scale_log2);
-    } else {
-      const int vs = jj % kVStages;
-      mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
-      pv_page_ws(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
-      mbar_arrive(bars.vt_empty(vs));
-    }
+  // Adds page jj (its P and V^T) to this warpgroup's columns, then releases the V^T stage.
+  auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2]) {
+    const int vs = jj % kVStages;
+    mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
+    pv_page_ws<!(S::kDiag & 2)>(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg,
+                                p.scale_log2);
+    mbar_arrive(bars.vt_empty(vs));
   };
   const float zero2[2] = {0.f, 0.f};
 
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
   bool q_held = false;              // ... and has not released yet
   bool prev_end = true;
-  int prev_b = 0, prev_valid = 0;  // sequence and keys below seqlen of page j - 1
+  int prev_b = 0;
   while (cur.valid()) {
     const bool first = prev_end;  // first page of a segment
     if (first) ++seg;
@@ -205,7 +186,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       if constexpr (S::kPvFirst) {
         if (j > 0) {
           wait_other(j - 1, mp);
-          pv(j - 1, mp, zero2, prev_valid);
+          pv(j - 1, mp, zero2);
           if (prev_end) epilogue(prev_b);
         }
       }
@@ -218,8 +199,15 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       }
       mbar_wait(bars.k_full(ks), phase(j, kKStages));
       float sc[8][4];
-      compute_scores_ws(sc, s_q_tile, s_k0 + ks * kSlabTileBytes);
-      if constexpr (!S::kVreg) mbar_arrive(bars.k_empty(ks));
+      if constexpr (S::kDiag & 1) {
+#pragma unroll
+        for (int t = 0; t < 8; ++t)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sc[t][e] = 0.f;
+      } else {
+        compute_scores_ws(sc, s_q_tile, s_k0 + ks * kSlabTileBytes);
+      }
+      mbar_arrive(bars.k_empty(ks));
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
       if (cur.hi - cur.blk - 1 < 2 && q_held) {
         mbar_arrive(bars.q_empty());
@@ -252,29 +240,22 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         }
         rowsum[h] = sum;
         store_p_e4m3(p_buf, j % S::kPHalves, row_local[h], t4, p0, p1);
-        if (t4 == 0) {
-          s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
-          // O relative to m_{j-1} (zero at a segment's first page, where O is zero: any finite factor works)
-          if constexpr (S::kVreg)
-            s_alpha[(j % S::kPHalves) * kRowsPerCta + row_local[h]] =
-                first ? 0.f : rescale_factor(mp[h], m_new[h], p.scale_log2);
-        }
+        if (t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
       decode::named_sync(kBarWg + wg, 128);
       decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
       if constexpr (!S::kPvFirst) {
         if (j > 0) {
-          pv(j - 1, mp, zero2, prev_valid);
+          pv(j - 1, mp, zero2);
           if (prev_end) epilogue(prev_b);
         }
       }
-      pv(j, m_new, rowsum, cur.seqlen - cur.blk * kBlockN);
+      pv(j, m_new, rowsum);
       if (end) epilogue(cur.b);
     }
     prev_end = end;
     prev_b = cur.b;
-    prev_valid = cur.seqlen - cur.blk * kBlockN;
     cur.advance(p);
     ++j;
   }
@@ -282,7 +263,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   if (j > 0 && ((j - 1) & 1) != wg) {
     float mp[2];
     wait_other(j - 1, mp);
-    pv(j - 1, mp, zero2, prev_valid);
+    pv(j - 1, mp, zero2);
     epilogue(prev_b);
   }
 }
@@ -299,8 +280,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kKStages; ++s) {
       decode::mbar_init(bars.k_full(s), 1);
-      // owner warpgroup + transposers (kVreg: both consumer warpgroups, after their P.V)
-      decode::mbar_init(bars.k_empty(s), S::kVreg ? kWsConsumerThreads : 128 + kWsTransposeThreads);
+      decode::mbar_init(bars.k_empty(s), 128 + kWsTransposeThreads);  // owner warpgroup + transposers
     }
     for (int v = 0; v < kVStages; ++v) {
       decode::mbar_init(bars.vt_full(v), kWsTransposeThreads);
@@ -323,9 +303,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
       ws_producer<S>(p, fp.l2_prefetch, cur, bars, decode::smem_u32(smem + L.q_offset),
                      decode::smem_u32(smem + L.k_offset), blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
-      if constexpr (!S::kVreg)  // kVreg: no V^T to build, warps 1..3 have nothing to do
-        ws_transposer<S>(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset),
-                         tid - 32);
+      ws_transposer<S>(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset),
+                       tid - 32);
     }
     return;
   }

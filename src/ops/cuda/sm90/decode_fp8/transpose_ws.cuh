@@ -11,9 +11,8 @@
 // (the same permutation as mainloop.cuh p_position); P is written in that order too (mainloop_ws.cuh), and
 // P.V sums over matching keys.
 //
-// Bank conflicts: the ldmatrix rows (8 keys at one chunk) are distinct swizzle rows; for the 4-byte stores,
-// lanes g < 4 store their even dim first and lanes g >= 4 their odd dim, so the 8 row groups g hit 8
-// distinct rows mod 8 (= 8 distinct swizzled chunks) and the 4 t's the 4 words of a chunk: 32 banks.
+// Bank conflicts: the ldmatrix rows (8 keys at one chunk) are distinct swizzle rows; each stmatrix matrix
+// writes 8 V^T rows with 8 distinct swizzle terms (see transpose_page_stsm_impl).
 // Keys at or past the sequence end are zeroed here (their cache slots may hold NaN codes, and 0 * NaN
 // would reach O through P = 0).
 #include <cstdint>
@@ -29,9 +28,8 @@ namespace mla::sm90::decode_fp8 {
 // (scripts/check_fp8_ws_layouts.py checks the stores below against this formula).
 
 // One warp's share: chunk pairs cp = warp, warp + 3, ... (dims 32 cp .. 32 cp + 31), all four key groups per
-// pair (four independent ldmatrix in flight). Per lane, the ldmatrix address of group G is base(cp) + 2048 G
-// (16 keys = 16 swizzle rows further; the XOR depends on the key mod 8 only), and the V^T row of each store
-// is n = 32 cp % 256 + 16 q + 2g + (0 or 1): its swizzle term n % 8 = (2g + 0 / 1) % 8 is a lane constant.
+// pair. Per lane, the ldmatrix address of group G is base(cp) + 2048 G (16 keys = 16 swizzle rows further; the
+// XOR depends on the key mod 8 only).
 // Byte masks of lane t's 4 keys per group: keys at or past valid_keys become zero codes (kTail only).
 template <bool kTail>
 __device__ __forceinline__ void tail_keep(uint32_t (&keep)[4], int valid_keys, int t) {
@@ -44,46 +42,14 @@ __device__ __forceinline__ void tail_keep(uint32_t (&keep)[4], int valid_keys, i
   }
 }
 
-template <bool kTail>
-__device__ __forceinline__ void transpose_page_impl(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
-  const int warp = tw >> 5, lane = tw & 31, g = lane >> 2, t = lane & 3;
-  const bool odd_first = g >= 4;
-  const int key_in = (lane & 7) + 8 * ((lane >> 3) & 1), chunk_in = lane >> 4;  // this lane's ldmatrix row
-  const int sel1 = odd_first ? 1 : 0, sel2 = 1 - sel1;                          // dim offsets of the 2 stores
-  const int r1 = (2 * g + sel1) & 7, r2 = (2 * g + sel2) & 7;                   // their rows' swizzle terms
-  uint32_t keep[4];
-  tail_keep<kTail>(keep, valid_keys, t);
-#pragma unroll 1
-  for (int cp = warp; cp < 16; cp += 3) {
-    const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
-    uint32_t v[4][4];
-#pragma unroll
-    for (int group = 0; group < 4; ++group) decode::ldmatrix_x4_trans(v[group], src + group * 16 * 128);
-    const int h = cp >> 3;
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      const int n0 = ((32 * cp) & 255) + 16 * q + 2 * g;
-      const uint32_t row1 = s_vt + (n0 + sel1) * 128 + 4 * t, row2 = s_vt + (n0 + sel2) * 128 + 4 * t;
-#pragma unroll
-      for (int group = 0; group < 4; ++group) {
-        const uint32_t even = select_even(v[group][2 * q], v[group][2 * q + 1]) & keep[group];
-        const uint32_t odd = select_odd(v[group][2 * q], v[group][2 * q + 1]) & keep[group];
-        const int c = 4 * h + group;
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(row1 + ((c ^ r1) << 4)), "r"(odd_first ? odd : even) : "memory");
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(row2 + ((c ^ r2) << 4)), "r"(odd_first ? even : odd) : "memory");
-      }
-    }
-  }
-}
-
 __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]), "r"(r[1]),
                "r"(r[2]), "r"(r[3])
                : "memory");
 }
 
-// The same V^T with one stmatrix.x4 per (chunk pair, key group) instead of 16 four-byte stores (opt-in,
-// WsSchedule::kStsm). stmatrix is ldmatrix's inverse: register k of lane (g, t) is bytes 4t..4t+3 of row g
+// V^T with one stmatrix.x4 per (chunk pair, key group) instead of 16 four-byte stores (run W4: 20 % faster than
+// the 4-byte stores, which scripts/check_fp8_ws_layouts.py keeps as its reference). stmatrix is ldmatrix's inverse: register k of lane (g, t) is bytes 4t..4t+3 of row g
 // of matrix k, and lanes 8k..8k+7 give matrix k's row addresses. Lane (g, t) holds, per group and q, the
 // words of dims 32 cp + 16 q + 2g and + 1 (its 4 keys each); the byte permute with a lane-dependent selector
 // puts dim 2g + (g >= 4) in register 2q and the other one in 2q + 1, so matrix k's row r is dim
@@ -127,20 +93,11 @@ __device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32
 }
 
 // tw: this thread's index among the 96 transpose threads; valid_keys: keys of the page below seqlen.
-template <bool kStsm>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
-  if constexpr (kStsm) {
-    if (valid_keys < kBlockN) {
-      transpose_page_stsm_impl<true>(s_page, s_vt, valid_keys, tw);
-    } else {
-      transpose_page_stsm_impl<false>(s_page, s_vt, valid_keys, tw);
-    }
+  if (valid_keys < kBlockN) {
+    transpose_page_stsm_impl<true>(s_page, s_vt, valid_keys, tw);
   } else {
-    if (valid_keys < kBlockN) {
-      transpose_page_impl<true>(s_page, s_vt, valid_keys, tw);
-    } else {
-      transpose_page_impl<false>(s_page, s_vt, valid_keys, tw);
-    }
+    transpose_page_stsm_impl<false>(s_page, s_vt, valid_keys, tw);
   }
 }
 

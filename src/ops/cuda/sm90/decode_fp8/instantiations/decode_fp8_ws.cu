@@ -1,7 +1,0 @@
-// fp8 (e4m3) KV, 64-row tiles, warp-specialized (kernel_ws.cuh):
-// pvfirst, 2 K + 3 V^T stages (the default, MLA_DECODE_FP8_VARIANT64=ws).
-#include "ops/cuda/sm90/decode_fp8/launch_impl_ws.cuh"
-
-namespace mla::sm90::decode_fp8 {
-template Status launch_decode_fp8_ws<WsPvFirst>(const Fp8DecodeParams&, dim3, cudaStream_t);
-}  // namespace mla::sm90::decode_fp8
