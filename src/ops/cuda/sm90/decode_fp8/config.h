@@ -28,14 +28,7 @@ static_assert(kSmemRowBytes % 16 == 0 && kPRowBytes % 16 == 0, "16-byte aligned 
 // KV stages in flight per CTA: 4 pages of 36 KB keep as many bytes in flight as the 16-bit kernel's 2
 // pages of 72 KB. The 64-row variant keeps 3 (its 64-row Q tile takes the fourth stage's room).
 constexpr int stages_for(int row_groups) { return row_groups == 4 ? 3 : 4; }
-
-// Q tiles in shared memory. 16-row tiles keep a ring of kStages + 1 tiles: the Q tile of a sequence travels
-// in the commit group of the sequence's first page (no pipeline stall at a sequence switch), and at most
-// kStages + 1 sequences can have pages in flight or in use (each has >= 1 page). Wider tiles keep one Q
-// tile, loaded at the segment boundary (their shared memory has no room for a ring); so do 16-row tiles
-// with MLA_DECODE_FP8_SIMPLE16=1 (a diagnostic fallback).
-constexpr bool q_ring_default(int row_groups) { return row_groups == 1; }
-constexpr int q_tiles_for(int row_groups, bool ring) { return ring ? stages_for(row_groups) + 1 : 1; }
+// Q: one tile, loaded at the segment boundary. (16-row tiles, h_q 16 s_q 1, run kernel_h16.cuh / config_h16.h.)
 
 // Slab layout of the 64-row wgmma-S variant (kSlab): the canonical 128-byte-swizzle K-major layout of
 // ../decode/wgmma.h, whose descriptors the bf16 kernel verified: slabs of 128 bytes (= 128 e4m3 values)
@@ -53,21 +46,20 @@ static_assert(kBlockN == kRowsPerCta, "pages and Q tiles share the slab geometry
 struct SmemLayout {
   int k_offset, q_offset, p_offset, max_offset, sum_offset, total;
 };
-constexpr SmemLayout smem_layout(int row_groups, int slices, bool slab, bool ring) {
+constexpr SmemLayout smem_layout(int row_groups, int slices, bool slab) {
   SmemLayout s{};
   s.k_offset = 0;
   s.q_offset = s.k_offset + stages_for(row_groups) * (slab ? kSlabTileBytes : kSmemPageBytes);
-  s.p_offset = s.q_offset + (slab ? kSlabTileBytes : q_tiles_for(row_groups, ring) * row_groups * kRowGroup * kSmemRowBytes);
+  s.p_offset = s.q_offset + (slab ? kSlabTileBytes : row_groups * kRowGroup * kSmemRowBytes);
   s.max_offset = s.p_offset + row_groups * kRowGroup * kPRowBytes;
   s.sum_offset = s.max_offset + slices * kRowsPerCta * 4;
   s.total = s.sum_offset + slices * kRowsPerCta * 4;
   return s;
 }
-static_assert(smem_layout(4, 2, false, false).total <= 227 * 1024, "64-row variant fits the sm90 shared-memory limit");
-static_assert(smem_layout(4, 2, true, false).total <= 227 * 1024, "64-row wgmma-S variant fits the sm90 shared-memory limit");
-static_assert(smem_layout(4, 2, true, false).q_offset % 1024 == 0 && kSlabTileBytes % 1024 == 0,
+static_assert(smem_layout(4, 2, false).total <= 227 * 1024, "64-row variant fits the sm90 shared-memory limit");
+static_assert(smem_layout(4, 2, true).total <= 227 * 1024, "64-row wgmma-S variant fits the sm90 shared-memory limit");
+static_assert(smem_layout(4, 2, true).q_offset % 1024 == 0 && kSlabTileBytes % 1024 == 0,
               "wgmma operands (stages, Q tile) start on 1024-byte swizzle-atom boundaries");
-static_assert(smem_layout(2, 4, false, false).total <= 227 * 1024, "32-row variant fits the sm90 shared-memory limit");
-static_assert(smem_layout(1, 8, false, true).total <= 227 * 1024, "16-row variant fits the sm90 shared-memory limit");
+static_assert(smem_layout(2, 4, false).total <= 227 * 1024, "32-row variant fits the sm90 shared-memory limit");
 
 }  // namespace mla::sm90::decode_fp8

@@ -5,6 +5,7 @@
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/config.h"
+#include "ops/cuda/sm90/decode_fp8/config_h16.h"
 #include "ops/cuda/sm90/decode_fp8/launch.h"
 
 namespace mla::sm90::decode_fp8 {
@@ -20,21 +21,12 @@ int l2_prefetch_pages() {
   return v;
 }
 
-// MLA_DECODE_FP8_SIMPLE16=1: 16-row tiles without the Q-tile ring and late refill (diagnostic fallback).
-bool simple16() {
-  static const bool v = [] {
-    const char* e = std::getenv("MLA_DECODE_FP8_SIMPLE16");
-    return e != nullptr && e[0] == '1';
-  }();
-  return v;
-}
-
 // MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh):
 // `ws_overlap_stsm` (the default: overlap schedule, 2 K + 2 V^T stages, V^T stored with stmatrix; H200 h128
 // b128 s8192 434 µs), `ws_stsm` (pvfirst, 2 K + 3 V^T stages: 440 µs); or the 256-thread mma.sync kernel
 // (`mma_sync`, kept for comparison), or that kernel with S on wgmma (`wgmma_s`, an experiment). The variants that
 // lost are in NOTES_fp8.md (runs W2-W5). `diag1..4`: knock-outs of the default (config_ws.h kDiag), run W6 only.
-enum class Variant64 { kWsOverlapStsm, kWsStsm, kDiag1, kDiag2, kDiag3, kDiag4, kMmaSync, kWgmmaS };
+enum class Variant64 { kWsOverlapStsm, kWsStsm, kDiag1, kDiag2, kDiag3, kDiag4, kK3V1, kMmaSync, kWgmmaS };
 Variant64 variant64() {
   static const Variant64 v = [] {
     const char* e = std::getenv("MLA_DECODE_FP8_VARIANT64");
@@ -46,6 +38,7 @@ Variant64 variant64() {
            : s == "diag2"   ? Variant64::kDiag2
            : s == "diag3"   ? Variant64::kDiag3
            : s == "diag4"   ? Variant64::kDiag4
+           : s == "ws_k3v1" ? Variant64::kK3V1
                             : Variant64::kWsOverlapStsm;
   }();
   return v;
@@ -64,10 +57,10 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   // 3 groups run the 64-row variant with one idle row group.
   const int rows_first_tile = kp.rows < kRowsPerCta ? kp.rows : kRowsPerCta;
   const int groups = rows_first_tile / kRowGroup;
-  if (groups == 1 && simple16()) {
-    MLA_TRY((launch_decode_fp8<1, false, false>(p, grid, stream)));
-  } else if (groups == 1) {
-    MLA_TRY(launch_decode_fp8<1>(p, grid, stream));
+  if (groups == 1) {
+    // 16 rows (h_q 16, s_q 1: a tile of exactly 16 rows): the wgmma kernel.
+    MLA_TRY(encode_tensor_maps_fp8_h16(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
+    MLA_TRY(launch_decode_fp8_h16(p, grid, stream));
   } else if (groups == 2) {
     MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
   } else if (variant64() == Variant64::kWgmmaS) {
@@ -83,6 +76,7 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
       case Variant64::kDiag2: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 2>>(p, grid, stream))); break;
       case Variant64::kDiag3: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 3>>(p, grid, stream))); break;
       case Variant64::kDiag4: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 4>>(p, grid, stream))); break;
+      case Variant64::kK3V1: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 3, 1>>(p, grid, stream))); break;
       default: MLA_TRY(launch_decode_fp8_ws<WsOverlapStsm>(p, grid, stream)); break;
     }
   }

@@ -7,10 +7,8 @@
 // Pipeline (per step j, page j in stage j % kStages):
 //   wait for page j (and the Q tile when j starts a sequence) -> S = Q K^T -> row max exchange ->
 //   P = exp2(S * scale_log2 - m) -> row sums (unrounded), P as e4m3 to shared -> O = O * alpha + P V ->
-//   [segment end: epilogue] -> barrier -> [wide tiles, next segment: load its Q tile] -> issue page j + kStages.
-// 16-row tiles: page j + kStages is issued at the top of step j + 1 instead (after its barrier, which then
-// replaces the end-of-step one), with the Q tile of its sequence when it is the sequence's first page
-// (config.h q_ring_default; kRing).
+//   [segment end: epilogue] -> barrier -> [next segment: load its Q tile] -> issue page j + kStages.
+// 32- and 64-row tiles only: 16-row tiles (h_q 16, s_q 1) run the wgmma kernel of kernel_h16.cuh.
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/scheduler.cuh"
@@ -19,22 +17,13 @@
 namespace mla::sm90::decode_fp8 {
 
 // kWgS (RG == 4 only, opt-in): S on wgmma m64n32k32 e4m3 from the slab layout (config.h), P.V unchanged.
-// kRing (RG == 1 only, the default there): the Q-tile ring with late refill (config.h).
-template <int RG, bool kWgS, bool kRing>
+template <int RG, bool kWgS>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   using WS = WarpShape<RG>;
+  static_assert(RG == 2 || RG == 4, "16-row tiles run kernel_h16.cuh");
   static_assert(!kWgS || RG == 4, "the wgmma S variant computes all 64 rows");
   constexpr int kStages = stages_for(RG);
-  constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
-  constexpr bool kQRing = kRing;
-  constexpr int kQTiles = q_tiles_for(RG, kRing);
-  constexpr int kQTileBytes = RG * kRowGroup * kSmemRowBytes;
-  static_assert(!kQRing || kQRegs, "the ring frees a Q tile once its registers are loaded");
-  // 16-row tiles refill the stage of step j - 1 at the top of step j, after the barrier that publishes
-  // page j: that barrier also says every warp is done with step j - 1, so the end-of-step barrier goes
-  // (3 barriers per page instead of 4). Wide tiles keep it: their Q tile group must precede the refill.
-  constexpr bool kLateRefill = kQRing;
-  constexpr SmemLayout L = smem_layout(RG, WS::kSlices, kWgS, kRing);
+  constexpr SmemLayout L = smem_layout(RG, WS::kSlices, kWgS);
   const decode::DecodeKernelParams& p = fp.d;
   extern __shared__ __align__(1024) uint8_t smem[];  // slab layout: 1024-byte swizzle atoms
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up; it waits on
@@ -64,12 +53,6 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   if (!comp.valid()) return;  // an empty part (more CTAs than work)
   load = comp;
   load.fetch_page(p);
-  // Sequence ordinals within this part, counted by both cursors in the same order: the Q ring slot of a
-  // sequence is its ordinal % kQTiles. Slot reuse is safe: when the load cursor issues the first page of
-  // sequence n (page k, right after the top barrier of step k - kStages + 1), the kStages + 1 sequences
-  // before it each own a page before k, so sequence n - kQTiles started at step <= k - kStages - 1, which
-  // every warp has finished: its Q is in registers already (scripts/check_fp8_decode_pipeline.py).
-  int load_seq = -1, load_last_b = -1, comp_seq = 0;
   // Optional L2 prefetch: cursor `pf` runs fp.l2_prefetch pages ahead of `load`; whenever `load` issues
   // page k into shared memory, thread 0 prefetches page k + l2_prefetch into L2 (a page is 36 KB contiguous).
   decode::PartCursor pf = load;
@@ -85,27 +68,18 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
       pf.fetch_page(p);
     }
   };
-  // Issues the load cursor's page into `stage` (and, in ring mode, the Q tile of a sequence it enters).
+  // Issues the load cursor's page into `stage`.
   auto issue_page = [&](uint32_t stage_addr) {
-    if constexpr (kQRing) {
-      if (load.b != load_last_b) {
-        ++load_seq;
-        load_last_b = load.b;
-        load_q_tile<RG>(p, load.b, tile_row0, valid_rows, s_q_tile + (load_seq % kQTiles) * kQTileBytes);
-      }
-    }
     load_kv_page<kWgS>(p, load.page, load.blk, load.seqlen, stage_addr);
     load.advance(p);
     load.fetch_page(p);
     if (fp.l2_prefetch > 0) prefetch_next();
   };
 
-  // Prologue: [Q tile of the first sequence, wide tiles], then pages 0 .. kStages - 1, one commit group each.
+  // Prologue: the Q tile of the first sequence, then pages 0 .. kStages - 1, one commit group each.
   constexpr int kStageBytes = kWgS ? kSlabTileBytes : kSmemPageBytes;
-  if constexpr (!kQRing) {
-    load_q_tile<RG, kWgS>(p, comp.b, tile_row0, valid_rows, s_q_tile);
-    decode::cp_async_commit();
-  }
+  load_q_tile<RG, kWgS>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+  decode::cp_async_commit();
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
     if (load.valid()) issue_page(s_kv0 + s * kStageBytes);
@@ -116,20 +90,12 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   const int row_i[2] = {(tile_row0 + rg * kRowGroup + g) / p.h_q, (tile_row0 + rg * kRowGroup + g + 8) / p.h_q};
   RowState<RG> st;
   st.reset();
-  uint32_t qf[kQRegs ? kDimQK / 32 : 1][4];
-  bool q_fresh = true;   // the Q tile in shared memory belongs to a sequence not yet in qf
   bool q_behind = false;  // a Q tile was committed after pages j + 1 .. j + kStages - 1 (see the wait)
-  int stage = 0, prev_stage = 0;
-  bool first_step = true;
+  int stage = 0;
   while (comp.valid()) {
-    // Groups still pending, oldest first: pages j .. j + kStages - 1 (ring mode: a page's group carries the
-    // Q tile of a sequence it starts), or, wide tiles right after a sequence switch, pages j .. j + kStages - 2,
-    // the Q tile, page j + kStages - 1. Page j (and its Q) must be complete.
-    // Late refill: page j + kStages - 1 is not issued yet, so pages j .. j + kStages - 2 are pending
-    // (step 0: pages 0 .. kStages - 1).
-    if (kLateRefill && !first_step) {
-      decode::cp_async_wait<kStages - 2>();
-    } else if (q_behind) {
+    // Groups still pending, oldest first: pages j .. j + kStages - 1, or, right after a sequence switch,
+    // pages j .. j + kStages - 2, the Q tile, page j + kStages - 1. Page j (and its Q) must be complete.
+    if (q_behind) {
       decode::cp_async_wait<1>();
     } else {
       decode::cp_async_wait<kStages - 1>();
@@ -137,13 +103,6 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
     q_behind = false;
     if constexpr (kWgS) decode::fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
     __syncthreads();
-    if constexpr (kLateRefill) {
-      if (!first_step) {
-        if (load.valid()) issue_page(s_kv0 + prev_stage * kStageBytes);
-        decode::cp_async_commit();
-      }
-    }
-    first_step = false;
     const uint32_t s_kv = s_kv0 + stage * kStageBytes;
     const int b = comp.b, blk = comp.blk;
     float sc[WS::kSTiles][4];
@@ -151,11 +110,6 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
     if (active) {
       if constexpr (kWgS) {
         compute_scores_wgmma(sc, s_q_tile, s_kv, ws);
-      } else if constexpr (kQRegs) {
-        const uint32_t s_q_seq = kQRing ? s_q_tile + (comp_seq % kQTiles) * kQTileBytes : s_q_tile;
-        if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_seq, lane);
-        q_fresh = false;
-        compute_scores_qregs<RG>(sc, reinterpret_cast<const QFrags&>(qf), s_kv, ws, lane);
       } else {
         compute_scores<RG>(sc, s_q_tile, s_kv, rg, ws, lane);
       }
@@ -211,23 +165,18 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
       const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
       write_segment<RG>(fp, st, s_sum, b, slot, n_splits == 1, tile_row0, writes, rg, ws, lane);
       st.reset();
-      q_fresh = true;
-      ++comp_seq;
     }
     comp.advance(p);
-    if constexpr (!kLateRefill) {
-      __syncthreads();  // stage, P, Q and the reduction buffers are free again
-      if (seg_end && comp.valid()) {
-        // Its own commit group, ahead of page j + kStages: the next step waits for it (and the pages
-        // committed before it) with wait<1>.
-        load_q_tile<RG, kWgS>(p, comp.b, tile_row0, valid_rows, s_q_tile);
-        decode::cp_async_commit();
-        q_behind = true;
-      }
-      if (load.valid()) issue_page(s_kv);
+    __syncthreads();  // stage, P, Q and the reduction buffers are free again
+    if (seg_end && comp.valid()) {
+      // Its own commit group, ahead of page j + kStages: the next step waits for it (and the pages
+      // committed before it) with wait<1>.
+      load_q_tile<RG, kWgS>(p, comp.b, tile_row0, valid_rows, s_q_tile);
       decode::cp_async_commit();
+      q_behind = true;
     }
-    prev_stage = stage;
+    if (load.valid()) issue_page(s_kv);
+    decode::cp_async_commit();
     stage = stage + 1 == kStages ? 0 : stage + 1;
   }
   decode::cp_async_wait<0>();

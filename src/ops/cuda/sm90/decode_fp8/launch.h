@@ -11,10 +11,9 @@
 
 namespace mla::sm90::decode_fp8 {
 
-// grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (1, 2 or 4); kWgS: S on wgmma
-// (RG 4 only; opt-in with MLA_DECODE_FP8_VARIANT64=wgmma_s); kRing: Q-tile ring + late refill (RG 1 only;
-// MLA_DECODE_FP8_SIMPLE16=1 turns it off).
-template <int RG, bool kWgS = false, bool kRing = q_ring_default(RG)>
+// grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (2 or 4; 16-row tiles run
+// launch_decode_fp8_h16); kWgS: S on wgmma (RG 4 only; opt-in with MLA_DECODE_FP8_VARIANT64=wgmma_s).
+template <int RG, bool kWgS = false>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
 // Warp-specialized 64-row kernel (kernel_ws.cuh), variant S (config_ws.h WsSchedule: WsPvFirst, WsOverlap,
@@ -25,6 +24,11 @@ Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t st
 
 // TMA maps of the e4m3 cache ([num_pages * 64, 576] bytes) and q ([q_rows, 576] bytes) into p (tensor_maps.cu).
 Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
+
+// 16-row tiles on wgmma (kernel_h16.cuh; h_q 16, s_q 1): grid = (num_parts, 1); p.d.tmap_kv / tmap_q must hold
+// encode_tensor_maps_fp8_h16's maps (the same cache map; q in boxes of 16 rows).
+Status launch_decode_fp8_h16(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
+Status encode_tensor_maps_fp8_h16(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
 
 // Picks the row-group variant from the first head tile's rows, launches decode + the shared combine
 // (bf16 output). kp must be filled as for the 16-bit kernel, with softmax_scale / scale_log2 already

@@ -130,43 +130,6 @@ __device__ __forceinline__ void compute_scores(float (&s)[WarpShape<RG>::kSTiles
   }
 }
 
-// One-row-group tiles keep their 16 Q rows in registers (18 k32 steps x 4 registers), loaded once per
-// sequence: the warps then read only K from shared memory for S.
-using QFrags = uint32_t[kDimQK / 32][4];
-
-__device__ __forceinline__ void load_q_frags(QFrags& qf, uint32_t s_q_tile, int lane) {
-#pragma unroll
-  for (int k = 0; k < kDimQK / 32; ++k) load_a_frag(qf[k], s_q_tile, 0, kSmemRowBytes, k * 32, lane);
-}
-
-template <int RG>
-__device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::kSTiles][4], const QFrags& qf,
-                                                     uint32_t s_kv, int ws, int lane) {
-  using WS = WarpShape<RG>;
-  // Even and odd k32 steps accumulate separately and add at the end: with one n8 tile per warp (RG 1)
-  // the 18 MMAs would otherwise form one dependent chain, the critical path of the memory-bound case.
-  float s2[WS::kSTiles][4];
-#pragma unroll
-  for (int t = 0; t < WS::kSTiles; ++t)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) s[t][e] = s2[t][e] = 0.f;
-  const uint32_t k_base = s_kv + (ws * WS::kKeys + (lane & 7)) * kSmemRowBytes + ((lane >> 3) << 4);
-#pragma unroll
-  for (int m = 0; m < kDimQK / 64; ++m) {
-#pragma unroll
-    for (int t = 0; t < WS::kSTiles; ++t) {
-      uint32_t bk[4];
-      ldmatrix_x4(bk, k_base + t * 8 * kSmemRowBytes + m * 64);
-      mma_e4m3(s[t], qf[2 * m], bk[0], bk[1]);
-      mma_e4m3(s2[t], qf[2 * m + 1], bk[2], bk[3]);
-    }
-  }
-#pragma unroll
-  for (int t = 0; t < WS::kSTiles; ++t)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) s[t][e] += s2[t][e];
-}
-
 // Byte position of `key` (0..63) in a row of P: 32 * (key / 32) + kappa(key % 32), see the top of the file.
 // key % 32 = 16h + 8a + 2t + e  ->  kappa = 16h + 4t + 2a + e.
 __device__ __forceinline__ int p_position(int key) {

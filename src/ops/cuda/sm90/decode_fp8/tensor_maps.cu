@@ -15,14 +15,14 @@
 namespace mla::sm90::decode_fp8 {
 namespace {
 
-// [rows, 576] bytes, boxes of 64 rows x 128 bytes (the swizzle span: one slab), 128-byte swizzle. The box
+// [rows, 576] bytes, boxes of box_rows rows x 128 bytes (the swizzle span: one slab), 128-byte swizzle. The box
 // at column 512 reaches 64 bytes past the row: the TMA unit fills them with zeros (OOB_FILL_NONE).
-Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* what) {
+Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* what, int box_rows = kBlockN) {
   auto fn = tensor_map_encode_fn();
   if (fn == nullptr) return Status::cuda("mla_decode (fp8)", "cuTensorMapEncodeTiled is not available from the driver");
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kTokenBytes), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kTokenBytes)};
-  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(kBlockN)};
+  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r =
       fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
@@ -39,6 +39,11 @@ Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* w
 Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
   MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache"));
   return encode_u8(&p->tmap_q, p->q, q_rows, "q");
+}
+
+Status encode_tensor_maps_fp8_h16(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
+  MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache"));
+  return encode_u8(&p->tmap_q, p->q, q_rows, "q (16-row boxes)", 16);
 }
 
 }  // namespace mla::sm90::decode_fp8

@@ -1,0 +1,60 @@
+#pragma once
+// Constants of the 16-row fp8 decode kernel on 8-bit wgmma (kernel_h16.cuh): tiles of exactly 16 query rows
+// (h_q 16, s_q 1: DeepSeek-V2-Lite's decode). Why a separate kernel: sm_90 has no native mma.sync for e4m3
+// (ptxas lowers mma.sync.m16n8k32.e4m3 to e4m3 -> f16 conversions of both operands plus two HMMA.16816), so the
+// mma.sync 16-row kernel spends its time converting; wgmma runs e4m3 natively. wgmma's M is 64, so both products
+// put the 64-wide dimension (keys, V dims) in M and the 16 query rows in N:
+//   S^T (64 keys x 16 rows) = K (64 x 576, shared) . Q^T (Q tile, shared)         wgmma m64n16k32, 18 per page
+//   O^T (512 dims x 16 rows) += V^T (registers, ldmatrix.trans) . P^T (shared)    wgmma m64n16k32, 16 per page
+#include "ops/cuda/sm90/decode_fp8/config.h"
+
+namespace mla::sm90::decode_fp8::h16 {
+
+constexpr int kRows = 16;  // query rows per tile: the N of both products
+// Roles: warpgroup 0 = scorer (S^T, softmax, P), warpgroup 1 = accumulator (V^T fragments, O^T), warp 8 = TMA
+// producer (one thread). 288 threads x <= 224 registers fit the register file without setmaxnreg.
+constexpr int kScorerWarps = 4, kAccWarps = 4;
+constexpr int kThreads = 32 * (kScorerWarps + kAccWarps + 1);
+constexpr int kProducerWarp = kScorerWarps + kAccWarps;
+// Pages in the ring: two are being computed (scorer on j + 1, accumulator on j), the rest in flight. Each stage is
+// five 64 x 128-byte swizzled slabs (config.h slab layout, 40 KB; the fifth half zero-filled by TMA).
+constexpr int kStages = 5;
+// Q tiles: one per sequence, TMA'd with the sequence's first page; two slots so the producer can run a whole
+// sequence ahead. A slot is freed by the scorer after the sequence's last S (q_empty barrier).
+constexpr int kQSlots = 2;
+constexpr int kQSlabBytes = kRows * 128;           // 2048: 16 rows x 128 bytes, 128B swizzle
+constexpr int kQTileBytes = kSlabs * kQSlabBytes;  // 10240
+// P (e4m3, 16 rows x 64 keys) as the K-major B operand of P.V: 128B-swizzled 128-byte rows (64 bytes used), so
+// the descriptor is the one S uses for Q. Two buffers: the scorer writes P_{j+1} while the accumulator reads P_j.
+constexpr int kPBufBytes = kRows * 128;  // 2048
+static_assert(kRows % 8 == 0 && kRows * 1 == 16, "one 16-row tile: two 8-row swizzle groups (sbo 1024)");
+
+// Named barriers (0 is __syncthreads). P_full[b] / P_empty[b]: scorer <-> accumulator hand-off of P buffer b
+// (arrive by one side, sync by the other, 256 threads); kBarScorer: the scorer's row-max exchange (128).
+constexpr int kBarScorer = 1;
+constexpr int kBarPFull = 2;   // + buffer
+constexpr int kBarPEmpty = 4;  // + buffer
+constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
+
+struct SmemLayoutH16 {
+  int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, bar_offset, total;
+};
+constexpr SmemLayoutH16 smem_layout_h16() {
+  SmemLayoutH16 s{};
+  s.k_offset = 0;
+  s.q_offset = s.k_offset + kStages * kSlabTileBytes;
+  s.p_offset = s.q_offset + kQSlots * kQTileBytes;
+  s.red_offset = s.p_offset + 2 * kPBufBytes;             // float [2][16 rows][4 scorer warps]: row-max partials
+  s.alpha_offset = s.red_offset + 2 * kRows * 4 * 4;       // float [2][16]: O rescale of page j
+  s.lsum_offset = s.alpha_offset + 2 * kRows * 4;          // float [2][16][4]: row-sum partials at a segment end
+  s.mfin_offset = s.lsum_offset + 2 * kRows * 4 * 4;       // float [2][16]: the row max at a segment end
+  s.bar_offset = s.mfin_offset + 2 * kRows * 4;            // mbarriers: full[kStages], empty[kStages], q_empty[kQSlots]
+  s.total = s.bar_offset + 8 * (2 * kStages + kQSlots);
+  return s;
+}
+static_assert(smem_layout_h16().total <= 227 * 1024, "16-row wgmma kernel fits the sm90 shared-memory limit");
+static_assert(smem_layout_h16().q_offset % 1024 == 0 && smem_layout_h16().p_offset % 1024 == 0 &&
+                  kQSlabBytes % 1024 == 0 && kPBufBytes % 1024 == 0,
+              "wgmma operands start on 1024-byte swizzle-atom boundaries");
+
+}  // namespace mla::sm90::decode_fp8::h16

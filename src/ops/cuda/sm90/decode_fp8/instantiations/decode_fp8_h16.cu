@@ -1,0 +1,2 @@
+// fp8 (e4m3) KV, 16-row tiles (h_q 16, s_q 1) on 8-bit wgmma (kernel_h16.cuh).
+#include "ops/cuda/sm90/decode_fp8/launch_impl_h16.cuh"

@@ -1,0 +1,293 @@
+#pragma once
+// Split-KV fp8 decode for 16-row tiles on 8-bit wgmma (constants and rationale: config_h16.h). Same plan, part
+// cursor, partials layout and combine as every decode kernel; one CTA per (part, head tile), 288 threads:
+//   warp 8, one thread (producer): page j into stage j % kStages by TMA (five 64 x 128 B boxes), the sequence's
+//     Q tile with its first page (five 16 x 128 B boxes, slot = sequence ordinal % kQSlots), all on full[stage];
+//   warpgroup 0 (scorer): S^T_j = K_j Q^T (18 x m64n16k32), release the stage (and the Q slot after a sequence's
+//     last page), mask, row max (shuffles + one 128-thread exchange), P_j = exp2(S scale - m) as e4m3 into P
+//     buffer j % 2, alpha_j (and the row sums / max at a segment end) -> P_full[j % 2];
+//   warpgroup 1 (accumulator): V^T_j fragments (ldmatrix.trans, before P_j exists), release the stage, wait
+//     P_full, O^T = O^T alpha + V^T P^T (16 x m64n16k32, A from registers) -> P_empty[j % 2], epilogue.
+// So the scorer's page j + 1 overlaps the accumulator's page j, and neither waits for the other's barrier more
+// than once per page. Stage j is released by 8 warp arrivals (4 scorer warps after S, 4 accumulator warps after
+// their ldmatrix), so the TMA of page j + kStages overlaps the P.V of page j.
+#include <cstdint>
+
+#include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/tma.h"
+#include "ops/cuda/sm90/decode_fp8/epilogue.cuh"
+#include "ops/cuda/sm90/decode_fp8/mainloop_h16.cuh"
+#include "ops/cuda/sm90/decode_fp8/params.h"
+
+namespace mla::sm90::decode_fp8::h16 {
+
+using decode::mbar_arrive;
+using decode::mbar_wait;
+using decode::PartCursor;
+
+struct Bars {
+  uint32_t base;
+  __device__ uint32_t full(int s) const { return base + 8 * s; }
+  __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
+  __device__ uint32_t q_empty(int q) const { return base + 8 * (2 * kStages + q); }
+};
+
+// Parity of the phase that use number n (0, 1, ...) of a ring slot completes, in a ring of `slots`.
+__device__ __forceinline__ uint32_t phase_of(int n, int slots) { return static_cast<uint32_t>(n / slots) & 1u; }
+
+// Five boxes of `box_rows` x 128 bytes (128B swizzle) of a [rows, 576]-byte tensor into consecutive slabs.
+__device__ __forceinline__ void tma_slabs(const CUtensorMap* map, int row0, uint32_t dst, int slab_bytes, uint32_t bar) {
+#pragma unroll
+  for (int slab = 0; slab < kSlabs; ++slab) decode::tma_load_2d(dst + slab * slab_bytes, map, bar, slab * 128, row0);
+}
+
+// No L2 prefetch beyond the ring: keeping 1 or 2 pages prefetched (cp.async.bulk.prefetch.L2) made every large
+// row slower (NOTES_fp8.md run H2), so MLA_DECODE_FP8_L2_PREFETCH does not apply to this kernel.
+__device__ __forceinline__ void producer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
+                                         uint32_t s_k0, uint32_t s_q0) {
+  int j = 0, seq = -1;
+  bool new_seq = true;
+  c.fetch_page(p);
+  while (c.valid()) {
+    const int stage = j % kStages;
+    if (j >= kStages) mbar_wait(bars.empty(stage), phase_of(j - kStages, kStages));
+    if (new_seq) {
+      ++seq;
+      const int slot = seq % kQSlots;
+      if (seq >= kQSlots) mbar_wait(bars.q_empty(slot), phase_of(seq - kQSlots, kQSlots));
+      decode::mbar_expect_tx(bars.full(stage), kSlabTileBytes + kQTileBytes);
+      tma_slabs(&p.tmap_q, c.b * p.rows, s_q0 + slot * kQTileBytes, kQSlabBytes, bars.full(stage));
+    } else {
+      decode::mbar_expect_tx(bars.full(stage), kSlabTileBytes);
+    }
+    tma_slabs(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, kSlabBytes, bars.full(stage));
+    new_seq = c.last_of_sequence();
+    c.advance(p);
+    c.fetch_page(p);  // the next block-table entry loads while this thread waits for a free stage
+    ++j;
+  }
+}
+
+// S^T is waited for right away: issuing page j + 1's S^T before the softmax of page j (to overlap them) made the
+// scorer wait for page j + 1's data before it could publish P_j, and every large row slower (run H2).
+__device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
+                                       uint8_t* smem, int w, int lane) {
+  constexpr SmemLayoutH16 L = smem_layout_h16();
+  const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_q0 = decode::smem_u32(smem + L.q_offset);
+  const uint32_t s_p0 = decode::smem_u32(smem + L.p_offset);
+  float* s_red = reinterpret_cast<float*>(smem + L.red_offset);      // [2][16][4]
+  float* s_alpha = reinterpret_cast<float*>(smem + L.alpha_offset);  // [2][16]
+  float* s_lsum = reinterpret_cast<float*>(smem + L.lsum_offset);    // [2][16][4]
+  float* s_mfin = reinterpret_cast<float*>(smem + L.mfin_offset);    // [2][16]
+  const int g = lane >> 2, t = lane & 3;
+  ScorerState st;
+  st.reset();
+  int j = 0, seq = 0;
+  while (c.valid()) {
+    const int stage = j % kStages, buf = j & 1;
+    const bool seg_end = c.last_of_sequence();
+    mbar_wait(bars.full(stage), phase_of(j, kStages));
+    float s[8];
+    issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+    decode::wgmma_wait_all();
+    decode::fence_operands(s);
+    __syncwarp();
+    if (lane == 0) {
+      mbar_arrive(bars.empty(stage));
+      if (seg_end) mbar_arrive(bars.q_empty(seq % kQSlots));
+    }
+    // s_q 1 (this kernel's tiles): every row sees keys < seqlen.
+    float mx[4];
+    mask_and_warp_max(s, mx, c.seqlen - c.blk * kBlockN, w, g);
+    // Row-max exchange across the 4 warps: [buf][row][warp], so one float4 per row. buf alternates by page: a warp
+    // writing page j + 1's entries has passed page j's barrier, so nobody still reads page j - 1's.
+    float* red = s_red + buf * kRows * 4;
+    if (g == 0) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) red[(8 * (r >> 1) + 2 * t + (r & 1)) * 4 + w] = mx[r];
+    }
+    decode::named_sync(kBarScorer, 32 * kScorerWarps);
+    float alpha[4], m_scaled[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const float4 v = *reinterpret_cast<const float4*>(red + (8 * (r >> 1) + 2 * t + (r & 1)) * 4);
+      const float m_new = fmaxf(fmaxf(st.m[r], fmaxf(v.x, v.y)), fmaxf(v.z, v.w));
+      // A row that has seen no key yet keeps m = -inf; subtract 0 then so exp2 gives 0, not NaN.
+      m_scaled[r] = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
+      alpha[r] = exp2f(st.m[r] * p.scale_log2 - m_scaled[r]);
+      st.m[r] = m_new;
+    }
+    float pr[8];
+#pragma unroll
+    for (int j2 = 0; j2 < 2; ++j2)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int r = 2 * j2 + e;
+        pr[4 * j2 + e] = exp2f(fmaf(s[4 * j2 + e], p.scale_log2, -m_scaled[r]));
+        pr[4 * j2 + 2 + e] = exp2f(fmaf(s[4 * j2 + 2 + e], p.scale_log2, -m_scaled[r]));
+        st.l[r] = st.l[r] * alpha[r] + (pr[4 * j2 + e] + pr[4 * j2 + 2 + e]);  // sums of the unrounded P
+      }
+    // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
+    decode::named_sync(kBarPEmpty + buf, kBarPair);
+    const uint32_t s_pb = s_p0 + buf * kPBufBytes;
+#pragma unroll
+    for (int j2 = 0; j2 < 2; ++j2)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int row = 8 * j2 + 2 * t + e;
+        const uint32_t two = pack_e4m3x2(pr[4 * j2 + e], pr[4 * j2 + 2 + e]);  // keys 16w + g, 16w + g + 8
+        st_shared_u8(p_byte(s_pb, row, 16 * w + g), two & 0xffu);
+        st_shared_u8(p_byte(s_pb, row, 16 * w + g + 8), two >> 8);
+      }
+    if (w == 0 && g == 0) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[r];
+    }
+    if (seg_end) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        float l = st.l[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 4);
+        l += __shfl_xor_sync(0xffffffffu, l, 8);
+        l += __shfl_xor_sync(0xffffffffu, l, 16);
+        const int row = 8 * (r >> 1) + 2 * t + (r & 1);
+        if (g == 0) s_lsum[(buf * kRows + row) * 4 + w] = l;
+        if (g == 0 && w == 0) s_mfin[buf * kRows + row] = st.m[r];
+      }
+      st.reset();
+      ++seq;
+    }
+    decode::fence_proxy_async();  // P (generic stores) is read by wgmma (async proxy) after P_full
+    decode::named_arrive(kBarPFull + buf, kBarPair);
+    c.advance(p);
+    ++j;
+  }
+}
+
+// Epilogue of one segment (accumulator warpgroup): out = O / l * k_scale as bf16 (single split) or the fp32
+// partial and its lse into the split slot, in the partials layout the combine kernel reads.
+__device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, const float (&o)[8][8], const float (&lsum)[4],
+                                                  const float (&mfin)[4], int b, int slot, bool direct, int w, int lane) {
+  const decode::DecodeKernelParams& p = fp.d;
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int row = 8 * (r >> 1) + 2 * t + (r & 1), jj = r >> 1, e = r & 1;
+    const float total = lsum[r];
+    const float inv = total > 0.f ? fp.out_scale / total : 0.f;
+    const float lse = total > 0.f ? mfin[r] * p.softmax_scale + logf(total) : -INFINITY;
+    if (direct) {
+      uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + 16 * w + 2 * g;
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        *reinterpret_cast<uint32_t*>(out + 64 * i) = pack_bf16x2(o[i][4 * jj + e] * inv, o[i][4 * jj + 2 + e] * inv);
+      if (w == 0 && g == 0) p.lse[(static_cast<int64_t>(b) * p.h_q + row % p.h_q) * p.s_q + row / p.h_q] = lse;
+    } else {
+      float* acc = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + 16 * w + 2 * g;
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        *reinterpret_cast<float2*>(acc + 64 * i) = make_float2(o[i][4 * jj + e] * inv, o[i][4 * jj + 2 + e] * inv);
+      if (w == 0 && g == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
+    }
+  }
+}
+
+__device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCursor c, const Bars& bars, uint8_t* smem,
+                                            int w, int lane) {
+  constexpr SmemLayoutH16 L = smem_layout_h16();
+  const decode::DecodeKernelParams& p = fp.d;
+  const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_p0 = decode::smem_u32(smem + L.p_offset);
+  const float* s_alpha = reinterpret_cast<const float*>(smem + L.alpha_offset);
+  const float* s_lsum = reinterpret_cast<const float*>(smem + L.lsum_offset);
+  const float* s_mfin = reinterpret_cast<const float*>(smem + L.mfin_offset);
+  const int t = lane & 3;
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
+  decode::named_arrive(kBarPEmpty + 0, kBarPair);  // both P buffers start free
+  decode::named_arrive(kBarPEmpty + 1, kBarPair);
+  float o[8][8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[i][e] = 0.f;
+  int j = 0;
+  while (c.valid()) {
+    const int stage = j % kStages, buf = j & 1;
+    mbar_wait(bars.full(stage), phase_of(j, kStages));
+    uint32_t vf[2][8][4];
+    load_v_frags(vf, s_k0 + stage * kSlabTileBytes, c.seqlen - c.blk * kBlockN, w, lane);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bars.empty(stage));  // release orders the ldmatrix reads before the refill
+    decode::named_sync(kBarPFull + buf, kBarPair);
+    float alpha[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int jj = 0; jj < 2; ++jj)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          o[i][4 * jj + e] *= alpha[2 * jj + e];
+          o[i][4 * jj + 2 + e] *= alpha[2 * jj + e];
+        }
+    accumulate_pv_t(o, vf, s_p0 + buf * kPBufBytes);
+    const bool seg_end = c.last_of_sequence();
+    float lsum[4], mfin[4];
+    if (seg_end) {  // read before P_empty lets the scorer overwrite buffer `buf`'s entries
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int row = 8 * (r >> 1) + 2 * t + (r & 1);
+        const float4 v = *reinterpret_cast<const float4*>(s_lsum + (buf * kRows + row) * 4);
+        lsum[r] = (v.x + v.y) + (v.z + v.w);
+        mfin[r] = s_mfin[buf * kRows + row];
+      }
+    }
+    decode::named_arrive(kBarPEmpty + buf, kBarPair);
+    if (seg_end) {
+      const int b = c.b;
+      const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
+      const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
+      write_segment_h16(fp, o, lsum, mfin, b, slot, n_splits == 1, w, lane);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o[i][e] = 0.f;
+    }
+    c.advance(p);
+    ++j;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const __grid_constant__ Fp8DecodeParams fp) {
+  constexpr SmemLayoutH16 L = smem_layout_h16();
+  const decode::DecodeKernelParams& p = fp.d;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  // Let the combine grid get scheduled as SMs free up (it waits on griddepcontrol.wait before reading).
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  PartCursor c;
+  c.init(p, rec);
+  if (!c.valid()) return;  // an empty part (more CTAs than work)
+  const Bars bars{decode::smem_u32(smem + L.bar_offset)};
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      decode::mbar_init(bars.full(s), 1);
+      decode::mbar_init(bars.empty(s), kScorerWarps + kAccWarps);
+    }
+    for (int q = 0; q < kQSlots; ++q) decode::mbar_init(bars.q_empty(q), kScorerWarps);
+    decode::mbar_init_fence();
+  }
+  __syncthreads();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (warp == kProducerWarp) {
+    if (lane == 0)
+      producer(p, c, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.q_offset));
+  } else if (warp < kScorerWarps) {
+    scorer(p, c, bars, smem, warp, lane);
+  } else {
+    accumulator(fp, c, bars, smem, warp - kScorerWarps, lane);
+  }
+}
+
+}  // namespace mla::sm90::decode_fp8::h16

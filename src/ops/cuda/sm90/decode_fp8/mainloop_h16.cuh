@@ -1,0 +1,145 @@
+#pragma once
+// Per-page math of the 16-row wgmma kernel (kernel_h16.cuh, constants in config_h16.h).
+//
+// Scorer thread (warp w of warpgroup 0, g = lane / 4, t = lane % 4) after S^T: s[4j + 2h + e] = score of key
+// 16w + g + 8h (page-local) for query row 8j + 2t + e. Its four rows are indexed r = 2j + e below.
+// Accumulator thread (warp w of warpgroup 1): for M tile i (V dims 64i .. 64i + 63), the A fragment rows of warp w
+// are 16-dim chunk c = 4i + w, M row g <-> dim 16c + 2g and M row g + 8 <-> dim 16c + 2g + 1 (what ldmatrix.trans
+// plus the even/odd byte select of traits.h delivers), so o[i][4j + e] = O(row 8j + 2t + e, dim 16c + 2g) and
+// o[i][4j + 2 + e] = O(row 8j + 2t + e, dim 16c + 2g + 1).
+// Key order of the P.V product: the A fragment's k slot kappa = 16h + 4t + 2a + e holds key 16h + 8a + 2t + e
+// (mainloop.cuh p_position), so P^T is stored with its keys at p_position in each row.
+#include <cstdint>
+
+#include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/wgmma.h"
+#include "ops/cuda/sm90/decode_fp8/config_h16.h"
+#include "ops/cuda/sm90/decode_fp8/mainloop.cuh"
+#include "ops/cuda/sm90/decode_fp8/traits.h"
+#include "ops/cuda/sm90/decode_fp8/wgmma_e4m3_n16.h"
+
+namespace mla::sm90::decode_fp8::h16 {
+
+// S^T (64 keys x 16 rows) = K . Q^T over the five slabs of a stage and of a Q tile (16-row slabs of 2 KB):
+// +32 bytes per k32 step inside a 128-byte swizzled row, 4 steps per slab, 2 in the fifth (dims 512..575).
+// Issued as one wgmma group; the caller waits for it.
+__device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint32_t s_q) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) s[i] = 0.f;
+  decode::fence_operands(s);
+  decode::wgmma_fence();
+  uint64_t da = decode::make_smem_desc(s_k, 16, 1024);
+  uint64_t db = decode::make_smem_desc(s_q, 16, 1024);
+#pragma unroll
+  for (int slab = 0; slab < kDimQK / 128; ++slab) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) wgmma_m64n16k32_ss(s, da + 2 * k, db + 2 * k);
+    da += kSlabBytes >> 4;
+    db += kQSlabBytes >> 4;
+  }
+  static_assert(kDimQK % 128 == 64, "the fifth slab holds 64 bytes: two k32 steps");
+  wgmma_m64n16k32_ss(s, da, db);
+  wgmma_m64n16k32_ss(s, da + 2, db + 2);
+  decode::wgmma_commit();
+}
+
+// Scorer state of one thread: running max (raw scores) and its share of the running sum, for rows r = 2j + e.
+struct ScorerState {
+  float m[4];
+  float l[4];
+  __device__ __forceinline__ void reset() {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) m[r] = -INFINITY, l[r] = 0.f;
+  }
+};
+
+// Masks keys at or past `limit` (page-local) to -inf and returns this thread's row maxima over the warp's 16 keys.
+__device__ __forceinline__ void mask_and_warp_max(float (&s)[8], float (&mx)[4], int limit, int w, int g) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (16 * w + g + 8 * h >= limit) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) s[4 * j + 2 * h] = s[4 * j + 2 * h + 1] = -INFINITY;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float v = fmaxf(s[4 * j + e], s[4 * j + 2 + e]);
+      v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
+      v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 8));
+      mx[2 * j + e] = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 16));
+    }
+}
+
+// Byte address of P^T(row, key) in a P buffer: row-major 128-byte rows, 128B swizzle (chunk ^ row % 8), the key at
+// its kappa position.
+__device__ __forceinline__ uint32_t p_byte(uint32_t s_p, int row, int key) {
+  const int pos = p_position(key);
+  return s_p + row * 128 + ((((pos >> 4) ^ row) & 7) << 4) + (pos & 15);
+}
+
+__device__ __forceinline__ void st_shared_u8(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u8 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+
+// O^T (this thread's 8 M tiles) += V^T . P^T for one page. vf: A fragments [k32 step][M tile], built by
+// load_v_frags; s_pb: the P buffer.
+__device__ __forceinline__ void accumulate_pv_t(float (&o)[8][8], const uint32_t (&vf)[2][8][4], uint32_t s_pb) {
+  decode::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks) {
+    const uint64_t db = decode::make_smem_desc(s_pb + ks * 32, 16, 1024);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) wgmma_m64n16k32_rs(o[i], vf[ks][i], db);
+  }
+  decode::wgmma_commit();
+  decode::wgmma_wait_all();
+#pragma unroll
+  for (int i = 0; i < 8; ++i) decode::fence_operands(o[i]);
+}
+
+// Pins the fragments' computation before this point: a prmt the compiler sinks past wgmma_fence would make ptxas
+// inject a warpgroup.arrive between the P.V wgmmas (serializing them).
+__device__ __forceinline__ void fence_frags(uint32_t (&vf)[2][8][4]) {
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(vf[ks][i][r])::"memory");
+}
+
+// V^T A fragments of a page in the slab layout: for k32 step ks and M tile i, one ldmatrix.x4.trans of keys
+// 32ks + lane at chunk 4i + w (matrix q = keys 32ks + 8q ..), then the even/odd selects. Keys at or past
+// `limit` become zeros (their cache slots hold garbage, and P = 0 times NaN would still be NaN).
+__device__ __forceinline__ void load_v_frags(uint32_t (&vf)[2][8][4], uint32_t s_stage, int limit, int w, int lane) {
+  const int t = lane & 3;
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks) {
+    uint32_t keep[4];  // per 8-key matrix q: this thread's keys 32ks + 8q + 2t (bytes 0-1) and + 1 (bytes 2-3)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int key = 32 * ks + 8 * q + 2 * t;
+      keep[q] = (key < limit ? 0x0000ffffu : 0u) | (key + 1 < limit ? 0xffff0000u : 0u);
+    }
+    const int key = 32 * ks + lane;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      uint32_t v[4];
+      decode::ldmatrix_x4_trans(v, s_stage + slab_offset(key, 4 * i + w));
+      if (limit < kBlockN) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) v[q] &= keep[q];
+      }
+      vf[ks][i][0] = select_even(v[0], v[1]);
+      vf[ks][i][1] = select_odd(v[0], v[1]);
+      vf[ks][i][2] = select_even(v[2], v[3]);
+      vf[ks][i][3] = select_odd(v[2], v[3]);
+    }
+  }
+  fence_frags(vf);
+}
+
+}  // namespace mla::sm90::decode_fp8::h16
