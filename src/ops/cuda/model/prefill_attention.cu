@@ -20,16 +20,19 @@
 
 #include <cuda_bf16.h>
 
+#include <cstdlib>
+
 #include "mla/core/cuda_check.h"
 
 namespace mla::cuda {
 namespace {
 
 constexpr const char* kOp = "prefill_attention";
-constexpr int kTileQ = 64;
+// Query rows per CTA = 16 per warp. 4 warps (64 rows, 2 CTAs per SM by registers) is the tested default; 8 warps
+// (128 rows, one CTA per SM: the same 8 warps per SM) reads each K/V tile from L2 once for twice the rows --
+// run E2 put the 4-warp kernel at ~152 TFLOP/s, where its K/V tile traffic is ~9.5 TB/s, near the L2's rate.
+// MLA_PREFILL_WARPS=8 selects it until it is measured (bench/model/NOTES_engine.md).
 constexpr int kTileK = 64;
-constexpr int kWarps = kTileQ / 16;
-constexpr int kThreads = kWarps * 32;
 constexpr int kQkSteps = kPrefillDimQK / 16;   // 12 k-steps of Q·Kᵀ
 constexpr int kKeyTiles = kTileK / 8;          // 8 n-tiles of S
 constexpr int kVTiles = kPrefillDimV / 8;      // 16 n-tiles of O
@@ -105,6 +108,7 @@ __device__ __forceinline__ float quad_sum(float x) {
 
 // One key tile (keys kt .. kt + 63 of the sequence) into a stage: K as 16 nope + 8 rope chunks per key, V as
 // 16 chunks; keys past k_len are zero-filled (P is 0 there, and 0 · NaN would not be).
+template <int kThreads>
 __device__ __forceinline__ void load_tile(const PrefillKernelParams& p, __nv_bfloat16* sK, __nv_bfloat16* sV, int kt,
                                           int k_start, int k_len, int head) {
   for (int i = threadIdx.x; i < kTileK * kKChunks; i += kThreads) {
@@ -123,7 +127,9 @@ __device__ __forceinline__ void load_tile(const PrefillKernelParams& p, __nv_bfl
   }
 }
 
-__global__ void __launch_bounds__(kThreads, 2) prefill_attention_kernel(const __grid_constant__ PrefillKernelParams p) {
+template <int kWarps>
+__global__ void __launch_bounds__(kWarps * 32, 8 / kWarps) prefill_attention_kernel(const __grid_constant__ PrefillKernelParams p) {
+  constexpr int kTileQ = kWarps * 16, kThreads = kWarps * 32;
   extern __shared__ __align__(128) __nv_bfloat16 smem[];
   const int head = blockIdx.y, b = blockIdx.z;
   const int q_start = p.seqs[b * 4], q_len = p.seqs[b * 4 + 1], k_start = p.seqs[b * 4 + 2], k_len = p.seqs[b * 4 + 3];
@@ -137,7 +143,7 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_attention_kernel(const __
   const int last_row = min(q0 + kTileQ, q_len) - 1;
   const int k_end = min(k_len, causal_offset + last_row + 1);  // keys any row of this tile sees
   const int num_tiles = (k_end + kTileK - 1) / kTileK;
-  if (num_tiles > 0) load_tile(p, smem, smem + kTileK * kKPitch, 0, k_start, k_len, head);
+  if (num_tiles > 0) load_tile<kThreads>(p, smem, smem + kTileK * kKPitch, 0, k_start, k_len, head);
   cp_async_commit();
 
   // Q as A fragments for all 12 k-steps (rows past q_len are zeros and are never stored).
@@ -169,7 +175,7 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_attention_kernel(const __
     __syncthreads();  // this tile has landed for every thread, and every warp is done with the other stage
     if (it + 1 < num_tiles) {
       __nv_bfloat16* next = smem + ((it + 1) % kStages) * kStageElems;
-      load_tile(p, next, next + kTileK * kKPitch, kt + kTileK, k_start, k_len, head);
+      load_tile<kThreads>(p, next, next + kTileK * kKPitch, kt + kTileK, k_start, k_len, head);
     }
     cp_async_commit();
     const __nv_bfloat16* sK = smem + (it % kStages) * kStageElems;
@@ -260,6 +266,19 @@ __global__ void __launch_bounds__(kThreads, 2) prefill_attention_kernel(const __
   }
 }
 
+template <int kWarps>
+Status launch(const PrefillKernelParams& kp, int max_q_len, int64_t h, int64_t b, Stream stream) {
+  constexpr int kTileQ = kWarps * 16;
+  // Above 48 KB of dynamic shared memory needs an opt-in, once per process and variant (not a stream
+  // operation, so also fine while a graph is being captured).
+  static const cudaError_t attr = cudaFuncSetAttribute(prefill_attention_kernel<kWarps>,
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
+  if (attr != cudaSuccess) return cuda_status(attr, kOp, "cudaFuncSetAttribute(max dynamic shared memory)");
+  const dim3 grid(static_cast<unsigned>((max_q_len + kTileQ - 1) / kTileQ), static_cast<unsigned>(h), static_cast<unsigned>(b));
+  prefill_attention_kernel<kWarps><<<grid, kWarps * 32, kSmemBytes, reinterpret_cast<cudaStream_t>(stream)>>>(kp);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status prefill_attention(const PrefillAttentionParams& p, Stream stream) {
@@ -283,14 +302,15 @@ Status prefill_attention(const PrefillAttentionParams& p, Stream stream) {
                                .o_head = p.out.stride[1],
                                .tq = p.q.shape[0],
                                .scale_log2 = p.softmax_scale * 1.4426950408889634f};
-  const dim3 grid(static_cast<unsigned>((p.max_q_len + kTileQ - 1) / kTileQ), static_cast<unsigned>(h),
-                  static_cast<unsigned>(b));
-  // Above 48 KB of dynamic shared memory needs an opt-in, once per process (not a stream operation, so
-  // also fine while a graph is being captured).
-  static const cudaError_t attr = cudaFuncSetAttribute(prefill_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       static_cast<int>(kSmemBytes));
-  if (attr != cudaSuccess) return cuda_status(attr, kOp, "cudaFuncSetAttribute(max dynamic shared memory)");
-  prefill_attention_kernel<<<grid, kThreads, kSmemBytes, reinterpret_cast<cudaStream_t>(stream)>>>(kp);
+  static const int warps = [] {
+    const char* e = std::getenv("MLA_PREFILL_WARPS");
+    return e && std::atoi(e) == 8 ? 8 : 4;
+  }();
+  if (warps == 8) {
+    MLA_TRY(launch<8>(kp, p.max_q_len, h, b, stream));
+  } else {
+    MLA_TRY(launch<4>(kp, p.max_q_len, h, b, stream));
+  }
   MLA_CUDA_TRY_LAUNCH(kOp);
   return Status::ok();
 }
