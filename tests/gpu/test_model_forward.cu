@@ -187,6 +187,22 @@ struct Agreement {
 // flip changes only its own row.
 constexpr double kRoutingTie = 2e-2;
 
+// The most near-tie rows a correct model shows among n compared rows: ties are ~Binomial(n, ~5 %) (above);
+// the cap is that distribution's 1e-6 upper tail at p = 6 %, so a correct model trips it about once in a
+// million runs while a model whose margins are wrong everywhere (ties in most rows) still fails. (The
+// earlier 15 % + 1 cap allowed one tie among 4 rows and failed ~1 % of correct runs: 2 ties of 4 rows on the
+// H200 with MLA_TEST_SEED=264359509242, GPU error 4.4e-3 on those rows.)
+int64_t max_routing_ties(int64_t n) {
+  const double p = 0.06;
+  double tail = 1.0, pmf = std::pow(1.0 - p, double(n));  // tail = P(X >= k), pmf = P(X = k)
+  for (int64_t k = 0; k <= n; ++k) {
+    tail -= pmf;  // now P(X > k)
+    if (tail < 1e-6) return k;
+    pmf *= double(n - k) / double(k + 1) * p / (1.0 - p);
+  }
+  return n;
+}
+
 void count_row(const float* g, const float* c, int64_t vocab, Agreement* a,
                double routing_margin = std::numeric_limits<double>::infinity()) {
   double d2 = 0, r2 = 0;
@@ -271,7 +287,7 @@ void expect_bar(const Agreement& a, const std::string& what) {
   EXPECT_EQ(a.nonfinite, 0) << what;
   EXPECT_GT(a.rows, 0) << what;
   // Routing near-ties expected in ~5 % of rows (count_row); far more would mean the margins are wrong.
-  EXPECT_LE(double(a.routing_ties), 0.15 * double(a.rows + a.routing_ties) + 1.0) << what << ": " << a.str();
+  EXPECT_LE(a.routing_ties, max_routing_ties(a.rows + a.routing_ties)) << what << ": " << a.str();
   // The issue's bar for bf16 weights, activations and KV cache against the fp32 CPU model.
   EXPECT_LE(a.rel(), 2e-2) << what << ": " << a.str();
   // And per row: a broadly wrong row excuses its own top-1 miss (count_row) and a few of them can hide under
@@ -482,7 +498,7 @@ TEST_P(CudaForwardQuantizedKv, ReportsAgreementWithCpu) {
   EXPECT_EQ(a.nonfinite, 0);
   // Rows at routing near-ties are set apart here too: some must remain, and not too many (as in expect_bar).
   EXPECT_GT(a.rows, 0) << a.str();
-  EXPECT_LE(double(a.routing_ties), 0.15 * double(a.rows + a.routing_ties) + 1.0) << a.str();
+  EXPECT_LE(a.routing_ties, max_routing_ties(a.rows + a.routing_ties)) << a.str();
   EXPECT_LE(a.rel(), 0.15) << a.str();
 }
 
