@@ -5,7 +5,8 @@
 //  - graphs vs eager: the same batch with --enforce-eager gives the same tokens; and against a runner that
 //    runs the graph's padded decode steps eagerly, every step's logits are identical bit for bit (greedy and
 //    seeded top-k/top-p requests);
-//  - the graph path is really taken (replayed steps counted), and the eager runner never replays.
+//  - the graph path is really taken (replayed steps counted), and the eager runner never replays;
+//  - KV pool and activation arena re-sized after profiled start-up steps give the same tokens.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -150,6 +151,35 @@ TEST(EngineCuda, BatchedGreedyEqualsSingleWithChunkedPrefillAndGraphs) {
   std::printf("graph steps %lld, eager steps %lld (batched run incl. singles); small cache: graph %lld, eager %lld\n",
               (long long)g->stats().graph_steps, (long long)g->stats().eager_steps,
               (long long)small->stats().graph_steps, (long long)small->stats().eager_steps);
+}
+
+// Start-up sizing from profiled peaks (CudaRunnerOptions::num_pages_for): the runner profiles the two largest
+// steps on a provisional arena and a pool just big enough for them, then re-allocates both. The re-allocated
+// arena must carry every later step (an undersized one fails a step with an out-of-memory Status), the pool
+// must have the asked size, graphs are captured after the re-allocation, and the tokens equal a runner built
+// at its final size directly.
+TEST(EngineCuda, ProfiledSizingKeepsTokens) {
+  CudaRunnerOptions ro;
+  size_t asked_for = 0;
+  ro.num_pages_for = [&asked_for](size_t arena_bytes) -> int64_t {
+    asked_for = arena_bytes;
+    return 40;
+  };
+  auto r = make_runner(256 / 64 + kMaxSeqs + 2, ro);  // the profiling steps' pages only
+  ASSERT_TRUE(r);
+  const auto& st = r->stats();
+  EXPECT_EQ(r->num_pages(), 40);
+  EXPECT_EQ(st.activation_bytes, asked_for);
+  EXPECT_GT(st.decode_peak, 0u);
+  EXPECT_GE(st.prefill_peak, st.decode_peak);  // the running maximum after both steps
+  EXPECT_LT(st.activation_bytes, st.provisional_activation_bytes);
+  EXPECT_TRUE(st.graphs_off.empty()) << st.graphs_off;
+  std::printf("profiled sizing: decode peak %zu B, max peak %zu B, arena %zu B (provisional %zu B), 40 pages\n",
+              st.decode_peak, st.prefill_peak, st.activation_bytes, st.provisional_activation_bytes);
+  const auto reqs = requests(7, false, 3);
+  auto direct = make_runner(40, {});
+  expect_same(generate(r.get(), reqs, 48), generate(direct.get(), reqs, 48), "profiled sizing vs sized directly");
+  EXPECT_GT(r->stats().graph_steps, 0);
 }
 
 TEST(EngineCuda, GraphReplayEqualsEagerBitForBit) {
