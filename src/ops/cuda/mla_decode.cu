@@ -126,17 +126,6 @@ bool fp8ds_rg1_dequant() {
   return v;
 }
 
-// MLA_DECODE_FP8DS_VCONV=alu|alu2: the exact-code kernel converts half of V's codes (alu2: and half of
-// K's) on the integer pipe instead of cvt (experiments, kernel_rg1.cuh).
-int fp8ds_conv() {
-  static const int v = [] {
-    const char* e = std::getenv("MLA_DECODE_FP8DS_VCONV");
-    const std::string s = e != nullptr ? e : "";
-    return s == "alu" ? 1 : s == "alu2" ? 2 : 0;
-  }();
-  return v;
-}
-
 // fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh).
 // 48/64-row tiles run the ws_pvfirst_slabs schedule, the one whose per-slab full barriers the slab-by-slab
 // dequantization needs; MLA_DECODE_VARIANT* and the L2 prefetch (sized for 16-bit pages) do not apply.
@@ -146,7 +135,7 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   const dim3 grid(g.num_parts, g.num_head_tiles);
   const int groups = (kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta) / 16;
   if (groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant()) {
-    MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_rg1(kp, grid, stream, fp8ds_conv()));  // sm90/decode_fp8ds
+    MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_rg1(kp, grid, stream));  // exact codes, sm90/decode_fp8ds
   } else if (groups == 1) {
     MLA_TRY((launch_decode<Fp8DsTraits, 1, false>(kp, grid, stream)));
   } else if (groups == 2) {

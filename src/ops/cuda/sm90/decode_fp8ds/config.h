@@ -22,21 +22,25 @@ constexpr int kSlots = 4;
 constexpr int kQRowBytes = decode::kRowBytes;  // 1152: the Q tile keeps the bf16 kernels' swizzled rows
 constexpr int kPRowBytes = kBlockN * 2;        // 128: one row of P' (f16, 64 keys)
 constexpr int kPTileBytes = kRows * kPRowBytes; // 2048: P' of one scale tile
+constexpr int kQFragLatentBytes = 32 * 32 * 16;        // 32 k16 steps x 32 lanes x 4 words (f16 latent)
+constexpr int kQFragBytes = kQFragLatentBytes + 4 * 32 * 16;  // + 4 RoPE steps (bf16)
 static_assert(kTokenBytes % 16 == 0 && kPageBytes % 16 == 0, "bulk copies and 16-byte loads of whole tokens");
 static_assert(kTiles == 4 && Fp8DsLayout::kTileSize == 128, "warp w owns output columns [64w, 64w+64): tile w/2");
 
 struct Layout {
-  int raw, q, p, max, smax, sum, bar, total;
+  int raw, q, qfrag, p, max, smax, sum, qdiv, bar, total;
 };
 constexpr Layout layout() {
   Layout l{};
   l.raw = 0;                                   // [kSlots][64][656] raw pages
   l.q = l.raw + kSlots * kPageBytes;           // [16][1152] bf16 Q tile (swizzled, cp.async)
-  l.p = l.q + kRows * kQRowBytes;              // [4 tiles][16][64] f16 P' (swizzled 16-byte chunks)
+  l.qfrag = l.q + kRows * kQRowBytes;          // Q as mma fragments: [32 + 4 steps][32 lanes][4 words]
+  l.p = l.qfrag + kQFragBytes;                 // [4 tiles][16][64] f16 P' (swizzled 16-byte chunks)
   l.max = l.p + kTiles * kPTileBytes;          // [8 warps][16] partial row maxima
   l.smax = l.max + kWarps * kRows * 4;         // [8 warps][4 tiles] max tile scale of the warp's 8 keys
   l.sum = l.smax + kWarps * kTiles * 4;        // [8 warps][16] row sums (epilogue)
-  l.bar = l.sum + kWarps * kRows * 4;          // [kSlots] mbarriers
+  l.qdiv = l.sum + kWarps * kRows * 4;         // [16] 2^-k of each query row (f16 Q normalizer)
+  l.bar = l.qdiv + kRows * 4;                  // [kSlots] mbarriers
   l.total = l.bar + kSlots * 8;
   return l;
 }

@@ -19,18 +19,6 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t codes) {
 __device__ __forceinline__ uint32_t lo16_f16x2(uint32_t w) { return e4m3x2_to_f16x2(static_cast<uint16_t>(w)); }
 __device__ __forceinline__ uint32_t hi16_f16x2(uint32_t w) { return e4m3x2_to_f16x2(static_cast<uint16_t>(w >> 16)); }
 
-// The same codes without the conversion unit, on the integer pipe: z = [a0 a1 b0 b1] (bytes, low first)
-// -> f16x2 (a0, b0) (even) or (a1, b1) (odd), each value 2^-8 times the code's (e4m3 and f16 share the
-// mantissa alignment; f16's exponent bias is 8 larger). Exact for every finite code, subnormals included
-// (e4m3 m * 2^-9 -> f16 subnormal m * 2^-17); NaN codes turn into finite values (only slots past the
-// sequence end hold them, and those are zeroed before conversion).
-__device__ __forceinline__ uint32_t e4m3_even_f16x2_alu(uint32_t z) {
-  return ((z << 7) & 0x3F803F80u) | ((z << 8) & 0x80008000u);
-}
-__device__ __forceinline__ uint32_t e4m3_odd_f16x2_alu(uint32_t z) {
-  return ((z >> 1) & 0x3F803F80u) | (z & 0x80008000u);
-}
-
 __device__ __forceinline__ uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t sel) {
   uint32_t r;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "r"(sel));

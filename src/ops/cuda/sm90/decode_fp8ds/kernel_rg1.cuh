@@ -41,70 +41,88 @@ namespace mla::sm90::decode_fp8ds {
 using decode::DecodeKernelParams;
 using decode::PartCursor;
 
-// Q fragments of one sequence, in the permuted k order of the S loads. Latent: step (kb, i) (kb < 8
+// Q fragments of one sequence, in the permuted k order of the S loads. Latent: step s = 4kb + i (kb < 8
 // blocks of 64 dims, i < 4) has a0/a2 = row g, dims 64kb + 16t4 + 4i + {0,1} / {2,3}; a1/a3 the same for
-// row g + 8; f16 of q * 2^k_row. RoPE (bf16, unscaled): step i has dims 512 + 8(t4 + 4(i/2)) + 4(i%2) + ...
+// row g + 8; f16 of q * 2^k_row. RoPE (bf16, unscaled): step i has a0/a2 = row g, dims
+// 512 + 8(t4 + 4(i/2)) + 4(i%2) + {0,1} / {2,3}.
 struct QFrags {
   uint32_t lat[32][4];
   uint32_t rope[4][4];
   float inv_mul[2];  // 2^-k of rows g and g + 8
 };
 
-// kAluK: blocks kb >= 4 (tiles 2, 3) pair dims (d, d+2) / (d+1, d+3) instead of (d, d+1) / (d+2, d+3), the
-// order in which the integer-pipe conversion delivers K's codes (e4m3_even/odd_f16x2_alu).
-template <bool kAluK>
-__device__ __forceinline__ void load_q_frags(QFrags& q, const uint8_t* s_q, int g, int t4) {
+// Byte offset of fragment word `word` (0-3 = a0..a3) of step `step` for lane 4g + t4 in the fragment-major
+// buffer: each lane's four words are one 16-byte load, and a warp's 32 loads are contiguous.
+__device__ __forceinline__ int frag_offset(int step, int g, int t4, int word) { return ((step * 32 + 4 * g + t4) * 4 + word) * 4; }
+
+// Rewrites the Q tile (bf16, swizzled rows) into `s_frag` in fragment-major order: latent as f16 of
+// q * 2^k_row (row_exponent), RoPE as is; stores 2^-k_row in s_qdiv[16]. One pass for the CTA (16 threads
+// per row, 16 conversions per thread) instead of every warp converting the tile for its fragments, and the
+// fragments then load as whole registers quads (no per-MMA register moves). Called by all threads between
+// two barriers.
+__device__ __forceinline__ void convert_q_tile(const uint8_t* s_q, uint8_t* s_frag, float* s_qdiv) {
   using decode::swizzle;
-  float amax[2] = {0.f, 0.f};
+  const int row = threadIdx.x >> 4, part = threadIdx.x & 15;
+  const int g = row & 7, h = row >> 3;
+  uint4 c[4];
+  float amax = 0.f;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = g + 8 * h;
+  for (int x = 0; x < 4; ++x) {
+    c[x] = *reinterpret_cast<const uint4*>(s_q + swizzle(row, 4 * part + x, kQRowBytes));
 #pragma unroll
-    for (int kb = 0; kb < 8; ++kb) {
-      const uint4 c0 = *reinterpret_cast<const uint4*>(s_q + swizzle(row, 8 * kb + 2 * t4, kQRowBytes));
-      const uint4 c1 = *reinterpret_cast<const uint4*>(s_q + swizzle(row, 8 * kb + 2 * t4 + 1, kQRowBytes));
-      // Pair index 2i / 2i + 1 of the thread's 16 dims: words of c0 (pairs 0-3) then c1 (pairs 4-7).
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        uint32_t w0 = i < 2 ? word_of(c0, 2 * i) : word_of(c1, 2 * i - 4);
-        uint32_t w1 = i < 2 ? word_of(c0, 2 * i + 1) : word_of(c1, 2 * i - 3);
-        if (kAluK && kb >= 4) {
-          const uint32_t e = byte_perm(w0, w1, 0x5410), o = byte_perm(w0, w1, 0x7632);  // (d, d+2), (d+1, d+3)
-          w0 = e;
-          w1 = o;
-        }
-        q.lat[4 * kb + i][h] = w0;
-        q.lat[4 * kb + i][2 + h] = w1;
-        amax[h] = fmaxf(amax[h], fmaxf(fmaxf(fabsf(bf16_lo(w0)), fabsf(bf16_hi(w0))),
-                                       fmaxf(fabsf(bf16_lo(w1)), fabsf(bf16_hi(w1)))));
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint4 c = *reinterpret_cast<const uint4*>(s_q + swizzle(row, kDimLatent / 8 + t4 + 4 * (i >> 1), kQRowBytes));
-      q.rope[i][h] = word_of(c, 2 * (i & 1));
-      q.rope[i][2 + h] = word_of(c, 2 * (i & 1) + 1);
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t v = word_of(c[x], w);
+      amax = fmaxf(amax, fmaxf(fabsf(bf16_lo(v)), fabsf(bf16_hi(v))));
     }
   }
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
-    amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
-    const int k = row_exponent(amax[h]);
-    const float mul = pow2(k);
-    q.inv_mul[h] = pow2(-k);
+  for (int x = 1; x < 16; x <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, x));  // the row's 16 threads
+  const int k = row_exponent(amax);
+  const float mul = pow2(k);
+  // Latent chunk 4 part + x holds dims d = 8(4 part + x) + 2w, +1: block kb = d / 64, offset o = d % 64 =
+  // 16 t4 + 4 i + 2 j -> step 4 kb + i, lane 4 g + t4, word 2 j + h.
 #pragma unroll
-    for (int s = 0; s < 32; ++s) {
-      q.lat[s][h] = bf16x2_to_f16x2(q.lat[s][h], mul);
-      q.lat[s][2 + h] = bf16x2_to_f16x2(q.lat[s][2 + h], mul);
+  for (int x = 0; x < 4; ++x)
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const int d = 8 * (4 * part + x) + 2 * w, o = d & 63;
+      *reinterpret_cast<uint32_t*>(s_frag + frag_offset(4 * (d >> 6) + ((o & 15) >> 2), g, o >> 4, 2 * ((o >> 1) & 1) + h)) =
+          bf16x2_to_f16x2(word_of(c[x], w), mul);
     }
+  // RoPE chunk cc = part (< 8) holds dims 8cc + 2w, +1: step 2(cc / 4) + w / 2, lane 4g + cc % 4, word 2(w % 2) + h.
+  if (part < 8) {
+    const uint4 r = *reinterpret_cast<const uint4*>(s_q + swizzle(row, kDimLatent / 8 + part, kQRowBytes));
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+      *reinterpret_cast<uint32_t*>(s_frag + kQFragLatentBytes + frag_offset(2 * (part >> 2) + (w >> 1), g, part & 3, 2 * (w & 1) + h)) =
+          word_of(r, w);
   }
+  if (part == 0) s_qdiv[row] = pow2(-k);
+}
+
+__device__ __forceinline__ void load_q_frags(QFrags& q, const uint8_t* s_frag, const float* s_qdiv, int lane) {
+#pragma unroll
+  for (int s = 0; s < 32; ++s) {
+    const uint4 v = *reinterpret_cast<const uint4*>(s_frag + (s * 32 + lane) * 16);
+    q.lat[s][0] = v.x;
+    q.lat[s][1] = v.y;
+    q.lat[s][2] = v.z;
+    q.lat[s][3] = v.w;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 v = *reinterpret_cast<const uint4*>(s_frag + kQFragLatentBytes + (i * 32 + lane) * 16);
+    q.rope[i][0] = v.x;
+    q.rope[i][1] = v.y;
+    q.rope[i][2] = v.z;
+    q.rope[i][3] = v.w;
+  }
+  q.inv_mul[0] = s_qdiv[lane >> 2];
+  q.inv_mul[1] = s_qdiv[(lane >> 2) + 8];
 }
 
 // S of the warp's 8 keys: acc[c] = Q'_c . code_c (per scale tile), rope = Q_rope . K_rope. k_tok points at
 // this thread's B-fragment token (n = g).
-// kAluK: tiles 2 and 3 convert on the integer pipe (codes x 2^-8, undone with the tile scales).
-template <bool kAluK>
 __device__ __forceinline__ void scores(float (&acc)[kTiles][4], float (&rope)[4], const QFrags& q, const uint8_t* k_tok,
                                        int t4) {
 #pragma unroll
@@ -125,10 +143,7 @@ __device__ __forceinline__ void scores(float (&acc)[kTiles][4], float (&rope)[4]
 #pragma unroll
       for (int c = 0; c < kTiles; ++c) {
         const uint32_t w = word_of(kw[c], i);
-        if (kAluK && c >= 2)
-          mma_f16(acc[c], q.lat[4 * (2 * c + half) + i], e4m3_even_f16x2_alu(w), e4m3_odd_f16x2_alu(w));
-        else
-          mma_f16(acc[c], q.lat[4 * (2 * c + half) + i], lo16_f16x2(w), hi16_f16x2(w));
+        mma_f16(acc[c], q.lat[4 * (2 * c + half) + i], lo16_f16x2(w), hi16_f16x2(w));
       }
   }
   const uint4 r0 = *reinterpret_cast<const uint4*>(k_tok + kRopeOffset + 16 * t4);
@@ -143,9 +158,6 @@ __device__ __forceinline__ void scores(float (&acc)[kTiles][4], float (&rope)[4]
 // dim 64w + 8g + j, keys k = 2t4, 2t4+1, 2t4+8, 2t4+9 of each 16-key step are tokens in natural order, so
 // P' is read with the usual ldmatrix. Tokens at or past `valid` read as code 0 (their slots hold garbage,
 // NaN in the tests, and 0 * NaN would poison O). o[j][0] / [1] = row g, dims 64w + 16t4 + j / + 8 + j.
-// kAluV: n-tiles 4-7 convert on the integer pipe (e4m3_*_f16x2_alu: codes x 2^-8, undone in the epilogue)
-// so the conversion work splits over two pipes (an experiment: MLA_DECODE_FP8DS_VCONV=alu).
-template <bool kAluV>
 __device__ __forceinline__ void accumulate_pv(float (&o)[8][4], uint32_t s_p_tile, const uint8_t* raw, int warp, int lane,
                                               int valid) {
   const int g = (lane >> 2) & 7, t4 = lane & 3;
@@ -161,16 +173,8 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[8][4], uint32_t s_p_til
       const int t = t0 + (x & 1) + 8 * (x >> 1);
       w[x] = t < valid ? *reinterpret_cast<const uint2*>(v + t * kTokenBytes) : make_uint2(0u, 0u);
     }
-    if constexpr (kAluV) {
-      const uint32_t ab = byte_perm(w[0].y, w[1].y, 0x5410), ab2 = byte_perm(w[0].y, w[1].y, 0x7632);  // [a0 a1 b0 b1]
-      const uint32_t cd = byte_perm(w[2].y, w[3].y, 0x5410), cd2 = byte_perm(w[2].y, w[3].y, 0x7632);
-      mma_f16(o[4], a, e4m3_even_f16x2_alu(ab), e4m3_even_f16x2_alu(cd));
-      mma_f16(o[5], a, e4m3_odd_f16x2_alu(ab), e4m3_odd_f16x2_alu(cd));
-      mma_f16(o[6], a, e4m3_even_f16x2_alu(ab2), e4m3_even_f16x2_alu(cd2));
-      mma_f16(o[7], a, e4m3_odd_f16x2_alu(ab2), e4m3_odd_f16x2_alu(cd2));
-    }
 #pragma unroll
-    for (int hw = 0; hw < (kAluV ? 1 : 2); ++hw) {  // dims 0-3 (.x) and 4-7 (.y) of the thread's 8
+    for (int hw = 0; hw < 2; ++hw) {  // dims 0-3 (.x) and 4-7 (.y) of the thread's 8
       const uint32_t ab = hw ? w[0].y : w[0].x, bb = hw ? w[1].y : w[1].x;
       const uint32_t cb = hw ? w[2].y : w[2].x, db = hw ? w[3].y : w[3].x;
       const uint32_t ab01 = byte_perm(ab, bb, 0x5140), ab23 = byte_perm(ab, bb, 0x7362);  // [a0 b0 a1 b1], [a2 b2 a3 b3]
@@ -183,11 +187,7 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[8][4], uint32_t s_p_til
   }
 }
 
-// kConv: where the codes are converted. 0: all by cvt (default). 1: V's n-tiles 4-7 on the integer pipe.
-// 2: 1 and K's tiles 2-3 on the integer pipe. (Experiments: MLA_DECODE_FP8DS_VCONV=alu / alu2.)
-template <int kConv>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_rg1_kernel(const __grid_constant__ DecodeKernelParams p) {
-  constexpr bool kAluV = kConv >= 1, kAluK = kConv >= 2;
   constexpr Layout L = layout();
   extern __shared__ __align__(1024) uint8_t smem[];
   // The combine grid (programmatic stream serialization) may be scheduled as SMs free up; it waits on
@@ -200,6 +200,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_rg1_kernel(const
   float* s_max = reinterpret_cast<float*>(smem + L.max);    // [warp][16]
   float4* s_smax = reinterpret_cast<float4*>(smem + L.smax);  // [warp]
   float* s_sum = reinterpret_cast<float*>(smem + L.sum);    // [warp][16]
+  float* s_qdiv = reinterpret_cast<float*>(smem + L.qdiv);  // [16]
   const uint32_t bar0 = decode::smem_u32(smem + L.bar);
 
   const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
@@ -258,7 +259,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_rg1_kernel(const
     if (q_fresh) {
       decode::cp_async_wait<0>();
       __syncthreads();
-      load_q_frags<kAluK>(q, smem + L.q, g, t4);
+      convert_q_tile(smem + L.q, smem + L.qfrag, s_qdiv);
+      __syncthreads();
+      load_q_frags(q, smem + L.qfrag, s_qdiv, lane);
       q_fresh = false;
     }
     decode::mbar_wait(bar0 + 8 * slot, phase);
@@ -266,7 +269,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_rg1_kernel(const
     const int valid = comp.seqlen - comp.blk * kBlockN;  // tokens of this page inside the sequence
 
     float acc[kTiles][4], rope[4];
-    scores<kAluK>(acc, rope, q, k_off + slot * kPageBytes, t4);
+    scores(acc, rope, q, k_off + slot * kPageBytes, t4);
     // Tile scales of the two C-fragment keys; slots past the sequence end count as scale 0 (garbage there
     // must neither reach P' nor the page's scale unit).
     float4 sc[2];
@@ -275,17 +278,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_rg1_kernel(const
       sc[e] = *reinterpret_cast<const float4*>(raw + tok_c[e] * kTokenBytes + kScalesOffset);
       if (tok_c[e] >= valid) sc[e] = make_float4(0.f, 0.f, 0.f, 0.f);
     }
-    float4 sk[2] = {sc[0], sc[1]};  // the scales S applies (kAluK: tiles 2-3 hold codes x 2^-8)
-    if constexpr (kAluK)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        sk[e].z *= 256.f;
-        sk[e].w *= 256.f;
-      }
     float s[4], mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float4& f = sk[e & 1];
+      const float4& f = sc[e & 1];
       const float lat = f.x * acc[0][e] + f.y * acc[1][e] + f.z * acc[2][e] + f.w * acc[3][e];
       s[e] = fmaf(lat, q.inv_mul[e >> 1], rope[e]);
       // 16-row tiles have s_q = 1 (rows = h_q = 16): no causal diagonal, only the sequence end.
@@ -364,7 +360,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_rg1_kernel(const
       o[j][2] *= a1;
       o[j][3] *= a1;
     }
-    accumulate_pv<kAluV>(o, s_p + c_own * kPTileBytes, raw, warp, lane, valid);
+    accumulate_pv(o, s_p + c_own * kPTileBytes, raw, warp, lane, valid);
 
     const bool seg_end = comp.last_of_sequence();
     if (seg_end) {
@@ -387,8 +383,6 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_rg1_kernel(const
 #pragma unroll
         for (int w = 0; w < kWarps; ++w) total += s_sum[w * kRows + row];
         const float inv = total > 0.f ? u_own / total : 0.f;
-        // n-tiles 4-7 of the kAluV variant hold codes x 2^-8 (exact: a power of two).
-        const float inv_hi = kAluV ? inv * 256.f : inv;
         const float lse = total > 0.f ? m[h] * p.softmax_scale + logf(total) : -INFINITY;
         const int col0 = 64 * warp + 16 * t4;
         if (n_splits == 1) {
@@ -396,9 +390,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_rg1_kernel(const
           uint32_t* vw = reinterpret_cast<uint32_t*>(v);
 #pragma unroll
           for (int j = 0; j < 8; j += 2) {
-            const float f = j < 4 ? inv : inv_hi;
-            const __nv_bfloat162 lo = __floats2bfloat162_rn(o[j][2 * h] * f, o[j + 1][2 * h] * f);
-            const __nv_bfloat162 hi = __floats2bfloat162_rn(o[j][2 * h + 1] * f, o[j + 1][2 * h + 1] * f);
+            const __nv_bfloat162 lo = __floats2bfloat162_rn(o[j][2 * h] * inv, o[j + 1][2 * h] * inv);
+            const __nv_bfloat162 hi = __floats2bfloat162_rn(o[j][2 * h + 1] * inv, o[j + 1][2 * h + 1] * inv);
             vw[j / 2] = *reinterpret_cast<const uint32_t*>(&lo);
             vw[4 + j / 2] = *reinterpret_cast<const uint32_t*>(&hi);
           }
@@ -413,7 +406,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_rg1_kernel(const
           for (int x = 0; x < 2; ++x) {
             const int e = 2 * h + x;  // x = 0: dims col0 + j; x = 1: col0 + 8 + j
             dst[2 * x] = make_float4(o[0][e] * inv, o[1][e] * inv, o[2][e] * inv, o[3][e] * inv);
-            dst[2 * x + 1] = make_float4(o[4][e] * inv_hi, o[5][e] * inv_hi, o[6][e] * inv_hi, o[7][e] * inv_hi);
+            dst[2 * x + 1] = make_float4(o[4][e] * inv, o[5][e] * inv, o[6][e] * inv, o[7][e] * inv);
           }
           if (warp == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(out_slot) * p.rows + row] = lse;
         }

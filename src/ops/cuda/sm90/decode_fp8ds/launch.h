@@ -8,8 +8,7 @@
 
 namespace mla::sm90::decode_fp8ds {
 
-// 16-row tiles (rows = s_q * h_q = 16): grid = (num_parts, 1). See kernel_rg1.cuh; conv: where codes are
-// converted (0: cvt, the default; 1, 2: part of them on the integer pipe, experiments).
-Status launch_decode_fp8ds_rg1(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream, int conv);
+// 16-row tiles (rows = s_q * h_q = 16): grid = (num_parts, 1). See kernel_rg1.cuh.
+Status launch_decode_fp8ds_rg1(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
 
 }  // namespace mla::sm90::decode_fp8ds

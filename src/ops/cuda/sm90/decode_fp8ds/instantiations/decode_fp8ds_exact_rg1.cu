@@ -5,24 +5,15 @@
 
 namespace mla::sm90::decode_fp8ds {
 
-template <int kConv>
-Status launch_rg1(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
+Status launch_decode_fp8ds_rg1(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = layout().total;
-  auto* kernel = &mla_decode_fp8ds_rg1_kernel<kConv>;
+  auto* kernel = &mla_decode_fp8ds_rg1_kernel;
   // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY("mla_decode", attr);
   kernel<<<grid, kThreads, smem, stream>>>(p);
   MLA_CUDA_TRY_LAUNCH("mla_decode");
   return Status::ok();
-}
-
-Status launch_decode_fp8ds_rg1(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream, int conv) {
-  switch (conv) {
-    case 1: return launch_rg1<1>(p, grid, stream);
-    case 2: return launch_rg1<2>(p, grid, stream);
-    default: return launch_rg1<0>(p, grid, stream);
-  }
 }
 
 }  // namespace mla::sm90::decode_fp8ds
