@@ -28,10 +28,10 @@ namespace mla::cuda {
 namespace {
 
 constexpr const char* kOp = "prefill_attention";
-// Query rows per CTA = 16 per warp. 4 warps (64 rows, 2 CTAs per SM by registers) is the tested default; 8 warps
-// (128 rows, one CTA per SM: the same 8 warps per SM) reads each K/V tile from L2 once for twice the rows --
-// run E2 put the 4-warp kernel at ~152 TFLOP/s, where its K/V tile traffic is ~9.5 TB/s, near the L2's rate.
-// MLA_PREFILL_WARPS=8 selects it until it is measured (bench/model/NOTES_engine.md).
+// Query rows per CTA = 16 per warp. 4 warps (64 rows, 2 CTAs per SM by registers) is the default; 8 warps (128
+// rows, one CTA per SM: the same 8 warps per SM, each K/V tile read from L2 once for twice the rows) is opt-in,
+// MLA_PREFILL_WARPS=8. H200 run E3 (bench/model/NOTES_engine.md): 8 warps +2-7 % on 2 k-8 k prompts, -6 % on
+// 32 x 512: the kernel is not bound by its L2 reads, so the default stays.
 constexpr int kTileK = 64;
 constexpr int kQkSteps = kPrefillDimQK / 16;   // 12 k-steps of Q·Kᵀ
 constexpr int kKeyTiles = kTileK / 8;          // 8 n-tiles of S
