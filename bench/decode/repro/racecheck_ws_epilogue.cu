@@ -17,6 +17,8 @@
 //   5  as 0, but the two warpgroups reach `bar.sync 3, 256` at two different instructions (the kernel
 //      inlines the epilogue at three call sites, and racecheck's hazards pair a write before one of them
 //      with a read after another: SASS offsets 0x8e20 -> 0xda70 / 0xf100 in run 6).
+//   6  the kernel's order per segment: the P-ready hand-off of mode 4 (owner e % 2 writes s_m, bar.arrive;
+//      the other bar.sync, reads s_m), then the s_l exchange of mode 0 by both warpgroups.
 #include <cstdio>
 #include <cstdlib>
 
@@ -48,7 +50,22 @@ __global__ void repro(int mode, int* bad) {
     return;
   }
   int errors = 0;
-  if (mode == 4) {
+  if (mode == 6) {
+    for (int e = 0; e < kSegs; ++e) {
+      jitter(e, wg);
+      if ((e & 1) == wg) {
+        if (half == 0) s_m[(e & 1) * kRows + row] = e * 1000.f + row;
+        bar_arrive(1 + (e & 1), 256);
+      } else {
+        bar_sync(1 + (e & 1), 256);
+        if (s_m[(e & 1) * kRows + row] != e * 1000.f + row) ++errors;
+      }
+      const int parity = e & 1;
+      if (half == 0) s_l[(parity * 2 + wg) * kRows + row] = e * 1000.f + wg * 100.f + row;
+      bar_sync(3, 256);
+      if (s_l[(parity * 2 + (wg ^ 1)) * kRows + row] != e * 1000.f + (wg ^ 1) * 100.f + row) ++errors;
+    }
+  } else if (mode == 4) {
     for (int e = 0; e < kSegs; ++e) {
       jitter(e, wg);
       if ((e & 1) == wg) {
