@@ -32,15 +32,12 @@ constexpr int kWsBarrierBytes = 256;
 //  V^T is stored with stmatrix (transpose_ws.cuh; run W4: 20 % off every large row against 4-byte stores). The
 //    variants that lost (plain-store transpose `ws` / `ws_overlap`, and `ws_vreg` / `ws_vreg_overlap`: no V^T, P.V
 //    as O^T = V^T P^T with V from registers) are in NOTES_fp8.md runs W2-W5 and commit 0f959ba.
-//  kDiag (diagnostic knock-outs, run W6 only, wrong results by design): 1 no S wgmma (scores 0), 2 no P.V wgmma,
-//    4 no transpose (V^T stage left as it is); bits combine.
-template <bool kPvFirst_, int kKStages_, int kVStages_, int kDiag_ = 0>
+template <bool kPvFirst_, int kKStages_, int kVStages_>
 struct WsSchedule {
   static constexpr bool kPvFirst = kPvFirst_;
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
   static constexpr int kPHalves = kPvFirst ? 2 : 4;
-  static constexpr int kDiag = kDiag_;
 };
 using WsOverlapStsm = WsSchedule<false, 2, 2>;  // the default
 using WsPvFirstStsm = WsSchedule<true, 2, 3>;

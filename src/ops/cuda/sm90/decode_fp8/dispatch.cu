@@ -25,8 +25,8 @@ int l2_prefetch_pages() {
 // `ws_overlap_stsm` (the default: overlap schedule, 2 K + 2 V^T stages, V^T stored with stmatrix; H200 h128
 // b128 s8192 434 µs), `ws_stsm` (pvfirst, 2 K + 3 V^T stages: 440 µs); or the 256-thread mma.sync kernel
 // (`mma_sync`, kept for comparison), or that kernel with S on wgmma (`wgmma_s`, an experiment). The variants that
-// lost are in NOTES_fp8.md (runs W2-W5). `diag1..4`: knock-outs of the default (config_ws.h kDiag), run W6 only.
-enum class Variant64 { kWsOverlapStsm, kWsStsm, kDiag1, kDiag2, kDiag3, kDiag4, kK3V1, kMmaSync, kWgmmaS };
+// lost are in NOTES_fp8.md (runs W2-W5).
+enum class Variant64 { kWsOverlapStsm, kWsStsm, kMmaSync, kWgmmaS };
 Variant64 variant64() {
   static const Variant64 v = [] {
     const char* e = std::getenv("MLA_DECODE_FP8_VARIANT64");
@@ -34,11 +34,6 @@ Variant64 variant64() {
     return s == "mma_sync"  ? Variant64::kMmaSync
            : s == "wgmma_s" ? Variant64::kWgmmaS
            : s == "ws_stsm" ? Variant64::kWsStsm
-           : s == "diag1"   ? Variant64::kDiag1
-           : s == "diag2"   ? Variant64::kDiag2
-           : s == "diag3"   ? Variant64::kDiag3
-           : s == "diag4"   ? Variant64::kDiag4
-           : s == "ws_k3v1" ? Variant64::kK3V1
                             : Variant64::kWsOverlapStsm;
   }();
   return v;
@@ -72,11 +67,6 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
     switch (variant64()) {
       case Variant64::kWsStsm: MLA_TRY(launch_decode_fp8_ws<WsPvFirstStsm>(p, grid, stream)); break;
-      case Variant64::kDiag1: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 1>>(p, grid, stream))); break;
-      case Variant64::kDiag2: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 2>>(p, grid, stream))); break;
-      case Variant64::kDiag3: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 3>>(p, grid, stream))); break;
-      case Variant64::kDiag4: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 2, 2, 4>>(p, grid, stream))); break;
-      case Variant64::kK3V1: MLA_TRY((launch_decode_fp8_ws<WsSchedule<false, 3, 1>>(p, grid, stream))); break;
       default: MLA_TRY(launch_decode_fp8_ws<WsOverlapStsm>(p, grid, stream)); break;
     }
   }

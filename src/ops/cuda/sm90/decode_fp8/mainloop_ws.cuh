@@ -55,9 +55,7 @@ __device__ __forceinline__ void store_p_e4m3(uint8_t* s_p, int half, int row, in
 
 // O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half]; l likewise plus this warpgroup's own row
 // sums (zero for the other warpgroup's page). m_page: the page's running max as its owner used it.
-// s_p_page: the page's P half (P area + p_half_offset); s_vt: the page's V^T stage. kMma = false: no product
-// (diagnostic knock-out, WsSchedule::kDiag).
-template <bool kMma = true>
+// s_p_page: the page's P half (P area + p_half_offset); s_vt: the page's V^T stage.
 __device__ __forceinline__ void pv_page_ws(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
                                            uint32_t s_p_page, uint32_t s_vt, int wg, float scale_log2) {
 #pragma unroll
@@ -73,7 +71,6 @@ __device__ __forceinline__ void pv_page_ws(WsState& st, const float (&m_page)[2]
       st.o[t][2 * h + 1] *= alpha;
     }
   }
-  if constexpr (!kMma) return;
   float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
   decode::fence_operands(d);
   decode::wgmma_fence();
