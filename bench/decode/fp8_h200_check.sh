@@ -6,7 +6,7 @@
 # Run from the repo root:  bench/decode/fp8_h200_check.sh [BIN_DIR]   (default build-fp8/bin)
 # PART=tests or PART=bench runs one half (each well under 10 minutes; both together may not be).
 # PART=ws: the short batch for the warp-specialized 64-row kernel (the default since it passed): all fp8
-# tests, the 64-row cases on the other ws variants (WS_VARIANTS, default "ws_overlap ws_stsm"), h128 cases with the L2
+# tests, the 64-row cases on the other ws variants (WS_VARIANTS, default "ws_stsm"), h128 cases with the L2
 # prefetch, three on the old kernel (mma_sync); h_q 128 bench rows (BENCH_ROWS) for ws, each variant and ws
 # with L2 prefetch 1 / 2; memcheck on two small 64-row cases (SAN_VARIANT); NCU=1 adds one ncu profile of
 # h128 b128 s8192. At most six files in $OUT.
@@ -34,7 +34,7 @@ if [ "$PART" = ws ]; then
   S=$O/summary.txt
   timeout 90 "$T" > "$O/tests.log" 2>&1; summary "tests fp8, all (64-row: ws)" "$O/tests.log" $? | tee -a "$S"
   W64='*_h128_*:*_h64_*:*_sq4_*:*_sq3_*:*_h32_sq2_*'
-  for v in ${WS_VARIANTS:-ws_overlap ws_stsm}; do
+  for v in ${WS_VARIANTS:-ws_stsm}; do
     MLA_DECODE_FP8_VARIANT64=$v timeout 60 "$T" --gtest_filter="$W64" >> "$O/tests_alt.log" 2>&1
     summary "tests fp8 64-row ($v)" "$O/tests_alt.log" $? | tee -a "$S"
   done
@@ -44,16 +44,16 @@ if [ "$PART" = ws ]; then
     >> "$O/tests_alt.log" 2>&1
   summary "tests fp8 64-row (mma_sync, 3 cases)" "$O/tests_alt.log" $? | tee -a "$S"
   ROWS=${BENCH_ROWS:-10,11,12,13,14,15,16,17,18}
-  for v in ws ${WS_VARIANTS:-ws_overlap ws_stsm} ws:1 ws:2; do
+  for v in ws_overlap_stsm ${WS_VARIANTS:-ws_stsm} ws_overlap_stsm:1 ws_overlap_stsm:2; do
     MLA_DECODE_FP8_VARIANT64=${v%%:*} MLA_DECODE_FP8_L2_PREFETCH=$([ "$v" = "${v#*:}" ] && echo 0 || echo ${v#*:}) \
       timeout 40 "$B" --reps 30 --format fp8 --rows $ROWS >> "$O/bench.log" 2>&1
     echo "-- bench fp8 h128, $v (variant:L2 prefetch) (rc $?):" | tee -a "$S"
     grep -E "^\| fp8 " "$O/bench.log" | tail -$(echo $ROWS | tr ',' '\n' | wc -l) | tee -a "$S"
   done
-  MLA_DECODE_FP8_VARIANT64=${SAN_VARIANT:-ws} MLA_SMALL_CASES=1 timeout 60 compute-sanitizer --tool memcheck \
+  MLA_DECODE_FP8_VARIANT64=${SAN_VARIANT:-ws_overlap_stsm} MLA_SMALL_CASES=1 timeout 60 compute-sanitizer --tool memcheck \
     --error-exitcode 9 "$T" --gtest_filter='*fp8_b1_h128_sq1_len65_*:*tiny_mix*' > "$O/sanitizer.log" 2>&1
   rc=$?
-  echo "== memcheck ${SAN_VARIANT:-ws} (2 small 64-row cases): rc=$rc $(grep -E 'ERROR SUMMARY' "$O/sanitizer.log" | tail -1)" |
+  echo "== memcheck ${SAN_VARIANT:-ws_overlap_stsm} (2 small 64-row cases): rc=$rc $(grep -E 'ERROR SUMMARY' "$O/sanitizer.log" | tail -1)" |
     tee -a "$S"
   if [ -n "${NCU:-}" ] && command -v ncu > /dev/null; then  # one kernel of h128 b128 s8192, briefly
     timeout 90 ncu -k regex:decode_fp8_ws --launch-skip 2 --launch-count 1 --section SpeedOfLight \
