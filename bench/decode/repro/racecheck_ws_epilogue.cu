@@ -19,6 +19,9 @@
 //      with a read after another: SASS offsets 0x8e20 -> 0xda70 / 0xf100 in run 6).
 //   6  the kernel's order per segment: the P-ready hand-off of mode 4 (owner e % 2 writes s_m, bar.arrive;
 //      the other bar.sync, reads s_m), then the s_l exchange of mode 0 by both warpgroups.
+// H200 (NOTES.md runs 7-9): hazards in modes 2 (a real race: wrong values read), 4 and 6 (no wrong value
+// ever read); 0, 1, 3, 5 clean. Mode 6 flags the s_l exchange that mode 0 passes: the ws kernel's
+// racecheck report at epilogue.cuh's s_l exchange is racecheck's handling of bar.arrive, not a race.
 #include <cstdio>
 #include <cstdlib>
 
