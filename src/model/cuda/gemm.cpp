@@ -2,6 +2,8 @@
 // Cᵀ = op(B)ᵀ · Aᵀ: cuBLASLt's "A" is our B (transposed when it is an [n, k] weight) and its "B" is our A.
 #include "gemm.h"
 
+#include "mla/core/env_knob.h"
+
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -117,9 +119,12 @@ int64_t m_bucket(int64_t m) {
   return b;
 }
 
-bool tune_on(bool enabled) {
-  const char* e = std::getenv("MLA_GEMM_TUNE");
-  return e && e[0] ? e[0] != '0' : enabled;
+// MLA_GEMM_TUNE=0|1 overrides `enabled`; read per call (bench_model switches it between variants in one process).
+Status tune_on(bool enabled, bool* on) {
+  const EnvKnob k = read_env_knob("MLA_GEMM_TUNE", {"0", "1"});
+  MLA_TRY(k.status);
+  *on = k.index < 0 ? enabled : k.index == 1;
+  return Status::ok();
 }
 
 // Two events destroyed on every exit path.
@@ -169,7 +174,9 @@ Status Gemm::run(const char* op, const GemmArgs& g, Stream stream) {
   const uint32_t al_a = alignment_of(g.b, g.ldb, g.stride_b, g.batch, 2);
   const uint32_t al_b = alignment_of(g.a, g.lda, g.stride_a, g.batch, 2);
   const uint32_t al_c = alignment_of(g.c, g.ldc, g.stride_c, g.batch, dtype_size(g.c_dtype));
-  const bool tune = tune_on(tune_.enabled) && g.tune && g.m <= tune_.max_m && tune_.candidates > 1;
+  bool tune_env = false;
+  MLA_TRY(tune_on(tune_.enabled, &tune_env));
+  const bool tune = tune_env && g.tune && g.m <= tune_.max_m && tune_.candidates > 1;
   PlanKey key{g.m, g.n, g.k, g.batch, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b, g.stride_c,
               g.b_is_nk ? 1 : 0, static_cast<int64_t>(g.c_dtype), al_a, al_b, al_c, tune ? 1 : 0};
   auto* h = static_cast<cublasLtHandle_t>(handle_);

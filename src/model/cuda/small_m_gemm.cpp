@@ -1,5 +1,7 @@
 #include "small_m_gemm.h"
 
+#include "mla/core/env_knob.h"
+
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -108,10 +110,11 @@ Status small_m_linear(const SmallMTables& tables, const TensorView& x, const Ten
 
 Status small_m_run(const SmallMTables& tb, const TensorView& x, const TensorView& w, GroupedEpilogue epi, TensorView out,
                    Stream stream, const std::function<Status()>& fallback) {
-  const char* mode = std::getenv("MLA_DENSE_PATH");
-  if ((mode && std::strcmp(mode, "cublaslt") == 0) || !tb.choices || !shape_ok(tb, x, w, out, epi)) return fallback();
+  const EnvKnob mode = read_env_knob("MLA_DENSE_PATH", {"cublaslt", "grouped"});  // per call: bench variants
+  MLA_TRY(mode.status);
+  if (mode.index == 0 || !tb.choices || !shape_ok(tb, x, w, out, epi)) return fallback();
   const int64_t t = x.shape[0];
-  if (mode && std::strcmp(mode, "grouped") == 0) return small_m_linear(tb, x, w, epi, out, stream);
+  if (mode.index == 1) return small_m_linear(tb, x, w, epi, out, stream);
   const std::array<int64_t, 6> key{rows_bucket(t), w.shape[0], w.shape[1], static_cast<int64_t>(epi), x.stride[0],
                                    out.stride[0]};
   auto run = [&](int bm) { return bm == 0 ? fallback() : small_m_linear(tb, x, w, epi, out, stream, bm); };

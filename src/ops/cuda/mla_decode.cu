@@ -10,6 +10,7 @@
 #include <string>
 
 #include "mla/core/cuda_check.h"
+#include "mla/core/env_knob.h"
 #include "mla/ops/mla_decode.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
@@ -55,15 +56,16 @@ Status check_plan(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
 // MLA_DECODE_VARIANT16=ws runs the short tiles (h_q 16/32 with fewer than 48 query rows) on the chosen
 // warp-specialized schedule too (rows past the tile compute and are dropped).
 enum class Variant64 { kWsPvFirstSlabs, kWgmma, kMmaSync };
+const EnvKnob& variant64_knob() {
+  static const EnvKnob k = read_env_knob("MLA_DECODE_VARIANT64", {"ws_pvfirst_slabs", "wgmma", "mma_sync"});
+  return k;
+}
 Variant64 variant64() {
   static const Variant64 v = [] {
     const char* force = std::getenv("MLA_DECODE_FORCE_MMA_SYNC");
     if (force != nullptr && force[0] == '1') return Variant64::kMmaSync;
-    const char* e = std::getenv("MLA_DECODE_VARIANT64");
-    const std::string s = e != nullptr ? e : "";
-    if (s == "wgmma") return Variant64::kWgmma;
-    if (s == "mma_sync") return Variant64::kMmaSync;
-    return Variant64::kWsPvFirstSlabs;
+    const int i = variant64_knob().index;
+    return i == 1 ? Variant64::kWgmma : i == 2 ? Variant64::kMmaSync : Variant64::kWsPvFirstSlabs;
   }();
   return v;
 }
@@ -76,13 +78,11 @@ int l2_prefetch_pages() {
   }();
   return v;
 }
-bool ws_for_short_tiles() {
-  static const bool v = [] {
-    const char* e = std::getenv("MLA_DECODE_VARIANT16");
-    return e != nullptr && std::string(e) == "ws";
-  }();
-  return v;
+const EnvKnob& variant16_knob() {
+  static const EnvKnob k = read_env_knob("MLA_DECODE_VARIANT16", {"ws"});
+  return k;
 }
+bool ws_for_short_tiles() { return variant16_knob().index == 0; }
 
 template <class Traits>
 Status launch_ws(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, dim3 grid,
@@ -95,6 +95,8 @@ Status launch_ws(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t nu
 template <class Traits>
 Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, cudaStream_t stream) {
   using namespace sm90::decode;
+  MLA_TRY(variant64_knob().status);
+  MLA_TRY(variant16_knob().status);
   const dim3 grid(g.num_parts, g.num_head_tiles);
   // Active 16-row groups: a single short tile (h_q 16/32 with few query rows) skips the empty groups.
   const int rows_first_tile = kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta;
@@ -118,19 +120,18 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
 }
 
 // MLA_DECODE_FP8DS_RG1=dequant runs 16-row fp8_ds tiles on the dequantizing bf16 kernel (comparison).
-bool fp8ds_rg1_dequant() {
-  static const bool v = [] {
-    const char* e = std::getenv("MLA_DECODE_FP8DS_RG1");
-    return e != nullptr && std::string(e) == "dequant";
-  }();
-  return v;
+const EnvKnob& fp8ds_rg1_knob() {
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8DS_RG1", {"dequant"});
+  return k;
 }
+bool fp8ds_rg1_dequant() { return fp8ds_rg1_knob().index == 0; }
 
 // fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh).
 // 48/64-row tiles run the ws_pvfirst_slabs schedule, the one whose per-slab full barriers the slab-by-slab
 // dequantization needs; MLA_DECODE_VARIANT* and the L2 prefetch (sized for 16-bit pages) do not apply.
 Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, cudaStream_t stream) {
   using namespace sm90::decode;
+  MLA_TRY(fp8ds_rg1_knob().status);
   kp.l2_prefetch = 0;
   const dim3 grid(g.num_parts, g.num_head_tiles);
   const int groups = (kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta) / 16;

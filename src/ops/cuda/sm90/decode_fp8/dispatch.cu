@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "mla/core/env_knob.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/config.h"
@@ -27,22 +28,22 @@ int l2_prefetch_pages() {
 // (`mma_sync`, kept for comparison), or that kernel with S on wgmma (`wgmma_s`, an experiment). The variants that
 // lost are in NOTES_fp8.md (runs W2-W5).
 enum class Variant64 { kWsOverlapStsm, kWsStsm, kMmaSync, kWgmmaS };
+const EnvKnob& variant64_knob() {
+  static const EnvKnob k =
+      read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_overlap_stsm", "ws_stsm", "mma_sync", "wgmma_s"});
+  return k;
+}
 Variant64 variant64() {
-  static const Variant64 v = [] {
-    const char* e = std::getenv("MLA_DECODE_FP8_VARIANT64");
-    const std::string s = e != nullptr ? e : "";
-    return s == "mma_sync"  ? Variant64::kMmaSync
-           : s == "wgmma_s" ? Variant64::kWgmmaS
-           : s == "ws_stsm" ? Variant64::kWsStsm
-                            : Variant64::kWsOverlapStsm;
-  }();
-  return v;
+  const int i = variant64_knob().index;
+  return i == 1 ? Variant64::kWsStsm : i == 2 ? Variant64::kMmaSync : i == 3 ? Variant64::kWgmmaS
+                                                                            : Variant64::kWsOverlapStsm;
 }
 
 }  // namespace
 
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
                       int64_t num_pages, cudaStream_t stream) {
+  MLA_TRY(variant64_knob().status);
   Fp8DecodeParams p{};
   p.d = kp;
   p.out_scale = out_scale;
