@@ -29,7 +29,8 @@ for v in ws_pvfirst_slabs; do  # the one ws schedule since run 6 (ws_pvfirst, ws
   rc=$?; summary "smoke $v" "$O/smoke_$v.log" $rc
   [ $rc -eq 0 ] && OK="$OK $v"
 done
-REF=$(echo $OK | awk '{print $1}'); REF=${REF:-ws_overlap}
+REF=$(echo $OK | awk '{print $1}')
+[ -n "$REF" ] || { echo "no ws schedule passed the smoke tests: see $O/smoke_*.log"; exit 1; }
 echo "reference schedule: $REF (passed smoke: $OK)"
 export MLA_DECODE_VARIANT64=$REF
 timeout 40 "$T" > "$O/test_ref.log" 2>&1; summary "tests, all ($REF)" "$O/test_ref.log" $?

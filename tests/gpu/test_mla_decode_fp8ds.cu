@@ -249,6 +249,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // Zero-length sequences mixed in (out = 0, lse = -inf).
   add(cases, {7, 32, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", DataKind::kNormal, true});
   add(cases, {7, 128, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", kDs});
+  add(cases, {7, 16, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", DataKind::kNormal, true});  // exact-code kernel
   add(cases, {2, 16, 2, true, {0, 0}, "all_zero", DataKind::kNormal, true});
   // Larger batches, mixed lengths; many short sequences per CTA (segment switches, the raw-slot ring wraps).
   add(cases, {32, 16, 1, false, random_lens("b32h16", 32, 1, 4096), "rand1_4096", kDs});

@@ -35,9 +35,9 @@ using decode::ldmatrix_x4_trans;
 template <int RG>
 struct WarpShape {
   static constexpr int kSlices = kWarps / RG;
-  static constexpr int kKeys = kBlockN / kSlices;  // keys of S per warp: 8, 16, 32
+  static constexpr int kKeys = kBlockN / kSlices;  // keys of S per warp: 16 (RG 2), 32 (RG 4)
   static constexpr int kSTiles = kKeys / 8;        // n8 tiles of S
-  static constexpr int kCols = kDimV / kSlices;    // output columns per warp: 64, 128, 256
+  static constexpr int kCols = kDimV / kSlices;    // output columns per warp: 128 (RG 2), 256 (RG 4)
   static constexpr int kVChunks = kCols / 16;      // 16-dim chunks of V per warp (one even + one odd n8 tile each)
   static constexpr int kOTiles = 2 * kVChunks;     // n8 tiles of O
   static_assert(kWarps % RG == 0 && kKeys % 8 == 0, "warp layout");
