@@ -127,8 +127,8 @@ int run(const Args& a) {
     return std::fprintf(stderr, "bench_dense: cudaMalloc failed\n"), 1;
   model::cuda_backend::GemmTuneOptions to;
   to.flush = tune_flush.p, to.flush_bytes = size_t{128} << 20;
-  st = gemm.init(ws.p, size_t{32} << 20, to);
-  if (!st.is_ok()) return std::fprintf(stderr, "%s\n", st.to_string().c_str()), 1;
+  if (const Status si = gemm.init(ws.p, size_t{32} << 20, to); !si.is_ok())
+    return std::fprintf(stderr, "%s\n", si.to_string().c_str()), 1;
 
   // Grouped GEMM as a dense one: one expert, offsets {0, m}, tiles (0, r0) every block_m rows.
   Dev d_off(8), d_tiles(size_t(max_m) * 8 + 8);
@@ -142,14 +142,16 @@ int run(const Args& a) {
       const GemmArgs g = args_of(s, m, act.p, w.p, out.p);
       auto call = [&] { return gemm.run(s.name, g, nullptr); };
       float ms_h = 0, ms_t = 0;
-      setenv("MLA_GEMM_TUNE", "0", 1);
-      st = bench::time_median_ms(call, l2, topt, &ms_h);
-      setenv("MLA_GEMM_TUNE", "1", 1);
       std::string choice;
-      if (st.is_ok()) st = call();
-      if (st.is_ok()) choice = gemm.last_choice();
-      if (st.is_ok()) st = bench::time_median_ms(call, l2, topt, &ms_t);
-      if (!st.is_ok()) return std::fprintf(stderr, "bench_dense: %s\n", st.to_string().c_str()), 1;
+      const Status rs = [&]() -> Status {  // heuristic, then tuned (MLA_GEMM_TUNE is read per call)
+        setenv("MLA_GEMM_TUNE", "0", 1);
+        MLA_TRY(bench::time_median_ms(call, l2, topt, &ms_h));
+        setenv("MLA_GEMM_TUNE", "1", 1);
+        MLA_TRY(call());
+        choice = gemm.last_choice();
+        return bench::time_median_ms(call, l2, topt, &ms_t);
+      }();
+      if (!rs.is_ok()) return std::fprintf(stderr, "bench_dense: %s\n", rs.to_string().c_str()), 1;
       float grouped[3] = {0, 0, 0};
       if (s.kind == 0 && !s.fp32_out) {
         const int bms[3] = {16, 32, 64};
@@ -168,9 +170,10 @@ int run(const Args& a) {
           p.tiles = TensorView::contiguous(d_tiles.p, DType::kInt32, {nt, 2});
           p.block_m = bm;
           p.out = TensorView::contiguous(out.p, DType::kBf16, {m, s.n});
-          if (validate_grouped_gemm(p).is_ok())
-            st = bench::time_median_ms([&] { return cuda::grouped_gemm(p, nullptr); }, l2, topt, &grouped[i]);
-          if (!st.is_ok()) grouped[i] = -1, st = Status::ok();  // e.g. block_m not built: leave the cell empty
+          const Status gs = validate_grouped_gemm(p).is_ok()
+                                ? bench::time_median_ms([&] { return cuda::grouped_gemm(p, nullptr); }, l2, topt, &grouped[i])
+                                : Status::ok();
+          if (!gs.is_ok()) grouped[i] = -1;  // e.g. block_m not built: leave the cell empty
         }
       }
       const double wb = weight_bytes(s);

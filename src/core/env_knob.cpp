@@ -16,7 +16,8 @@ EnvKnob read_env_knob(const char* name, std::initializer_list<const char*> allow
       k.index = i;
       return k;
     }
-    list += (i++ ? "|" : "") + std::string(a);
+    if (i++ > 0) list += '|';
+    list += a;
   }
   k.status = Status::invalid(name, std::string("unknown value '") + v + "' (allowed: " + list + ", or unset)");
   return k;

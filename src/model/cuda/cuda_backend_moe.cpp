@@ -206,10 +206,11 @@ Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out
     if (adjacent) {  // upload_weights puts them side by side: one product for both
       const TensorView sgu_w = TensorView::contiguous(sg_w.data, DType::kBf16, {2 * Is, H});
       // Few rows: the grouped kernel with SiLU·mul fused where it measured faster than cuBLASLt + silu_mul.
-      MLA_TRY(cuda_backend::small_m_run(s.small_m, x, sgu_w, GroupedEpilogue::kSiluMul, sh_in, st, [&]() -> Status {
+      const auto fallback = [&]() -> Status {  // cuBLASLt + silu_mul
         MLA_TRY(linear_into("moe shared gate|up_proj", x, sgu_w, sgu));
         return cuda::silu_mul({.gate = cols(sgu, 0, Is), .up = cols(sgu, Is, Is), .out = sh_in}, st);
-      }));
+      };
+      MLA_TRY(cuda_backend::small_m_run(s.small_m, x, sgu_w, GroupedEpilogue::kSiluMul, sh_in, st, fallback));
     } else {
       MLA_TRY(linear_into("moe shared gate_proj", x, sg_w, cols(sgu, 0, Is)));
       MLA_TRY(linear_into("moe shared up_proj", x, w.shared.up_proj, cols(sgu, Is, Is)));
