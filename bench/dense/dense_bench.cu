@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/args.h"
+#include "common/device_data.cuh"
 #include "common/timing.h"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/grouped_gemm.h"
@@ -29,25 +30,8 @@ namespace {
 using namespace mla;
 using model::cuda_backend::Gemm;
 using model::cuda_backend::GemmArgs;
-
-
-__global__ void fill_bf16(__nv_bfloat16* p, int64_t n, float scale, uint32_t seed) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
-    p[i] = __float2bfloat16((float(h & 0xFFFFFF) / 8388608.f - 1.f) * scale);
-  }
-}
-
-struct Dev {
-  void* p = nullptr;
-  explicit Dev(size_t bytes) {
-    if (cudaMalloc(&p, std::max<size_t>(bytes, 256)) != cudaSuccess) p = nullptr;
-  }
-  ~Dev() { cudaFree(p); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-};
+using bench::DeviceBuffer;
+using bench::fill_bf16;
 
 // One GEMM of the step. Unbatched: x [m, k] · w [n, k]ᵀ. Batched (absorption, 16 heads): the strides the
 // attention op uses (cuda_backend_attention.cpp).
@@ -114,15 +98,15 @@ int run(const Args& a) {
   Status st = l2.init();
   if (!st.is_ok()) return std::fprintf(stderr, "%s\n", st.to_string().c_str()), 1;
   const int64_t max_m = *std::max_element(a.ms.begin(), a.ms.end());
-  Dev ws(size_t{32} << 20), act(size_t(max_m) * 16 * 1024 * 2 + (1 << 20)), out(size_t(max_m) * 102400 * 4);
+  DeviceBuffer ws(size_t{32} << 20), act(size_t(max_m) * 16 * 1024 * 2 + (1 << 20)), out(size_t(max_m) * 102400 * 4);
   // Weights: the largest shape's bytes, plus kv_b's full [16·256, 512] for the absorbed products.
-  Dev w(size_t(102400) * 2048 * 2);
+  DeviceBuffer w(size_t(102400) * 2048 * 2);
   if (!ws.p || !act.p || !out.p || !w.p) return std::fprintf(stderr, "bench_dense: cudaMalloc failed\n"), 1;
   fill_bf16<<<4096, 256>>>(static_cast<__nv_bfloat16*>(w.p), int64_t(102400) * 2048, 0.03f, 7);
   fill_bf16<<<1024, 256>>>(static_cast<__nv_bfloat16*>(act.p), max_m * 16 * 1024, 1.f, 9);
   Gemm gemm;
   // The autotuner's own flush buffer (read only, as the backend's scratch arena serves it there).
-  Dev tune_flush(size_t{128} << 20);
+  DeviceBuffer tune_flush(size_t{128} << 20);
   if (!tune_flush.p || cudaMemset(tune_flush.p, 0, size_t{128} << 20) != cudaSuccess)
     return std::fprintf(stderr, "bench_dense: cudaMalloc failed\n"), 1;
   model::cuda_backend::GemmTuneOptions to;
@@ -131,7 +115,7 @@ int run(const Args& a) {
     return std::fprintf(stderr, "%s\n", si.to_string().c_str()), 1;
 
   // Grouped GEMM as a dense one: one expert, offsets {0, m}, tiles (0, r0) every block_m rows.
-  Dev d_off(8), d_tiles(size_t(max_m) * 8 + 8);
+  DeviceBuffer d_off(8), d_tiles(size_t(max_m) * 8 + 8);
   const bench::TimingOptions topt{.warmup = 3, .reps = a.reps};
 
   std::printf("| m | shape | n | k | per step | weight MB | heuristic µs | tuned µs (choice) | TB/s tuned | "

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/args.h"
+#include "common/device_data.cuh"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/grouped_gemm.h"
 #include "mla/ops/moe_align.h"
@@ -57,24 +58,8 @@ bool parse(int argc, char** argv, Args* a) {
   return true;
 }
 
-// Deterministic pseudo-random bf16 in [-scale, scale) (a hash of the index): fills GBs in milliseconds.
-__global__ void fill_bf16(__nv_bfloat16* p, int64_t n, float scale, uint32_t seed) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
-    p[i] = __float2bfloat16((float(h & 0xFFFFFF) / 8388608.f - 1.f) * scale);
-  }
-}
-
-struct Dev {
-  void* p = nullptr;
-  explicit Dev(size_t bytes) {
-    if (cudaMalloc(&p, std::max<size_t>(bytes, 256)) != cudaSuccess) p = nullptr;
-  }
-  ~Dev() { cudaFree(p); }
-  template <class T>
-  T* as() const { return static_cast<T*>(p); }
-};
+using bench::DeviceBuffer;
+using bench::fill_bf16;
 
 // Median microseconds of `run(rep)`, one event pair per rep, after three warm-up calls.
 Status time_us(const std::function<Status(int)>& run, int reps, double* us) {
@@ -98,7 +83,7 @@ Status time_us(const std::function<Status(int)>& run, int reps, double* us) {
   return Status::ok();
 }
 
-Status run_case(const Args& a, int64_t t, int forced_bm, const Dev& w13, const Dev& w2) {
+Status run_case(const Args& a, int64_t t, int forced_bm, const DeviceBuffer& w13, const DeviceBuffer& w2) {
   const int64_t E = a.E, k = a.k, H = a.H, I = a.I, n = t * k;
   const int bm = forced_bm > 0 ? forced_bm : grouped_gemm_block_m(n, E);
   const int64_t max_tiles = moe_align_max_tiles(n, E, bm);
@@ -114,7 +99,7 @@ Status run_case(const Args& a, int64_t t, int forced_bm, const Dev& w13, const D
   for (int32_t e : ids) used[size_t(e)] = 1;
   const int64_t active = std::accumulate(used.begin(), used.end(), int64_t{0});
 
-  Dev d_ids(size_t(n) * 4), d_off(size_t(E + 1) * 4), d_perm(size_t(n) * 4), d_src(size_t(n) * 4),
+  DeviceBuffer d_ids(size_t(n) * 4), d_off(size_t(E + 1) * 4), d_perm(size_t(n) * 4), d_src(size_t(n) * 4),
       d_tiles(size_t(max_tiles) * 8), d_err(4), d_x(size_t(t * H) * 2), d_h(size_t(n * I) * 2), d_y(size_t(n * H) * 2);
   if (!d_y.p || !d_h.p) return Status::oom("bench_moe", "activations for " + std::to_string(t) + " tokens");
   MLA_CUDA_TRY("bench_moe", cudaMemcpy(d_ids.p, ids.data(), size_t(n) * 4, cudaMemcpyHostToDevice));
@@ -195,7 +180,7 @@ int moe_bench_main(int argc, char** argv) {
     return 2;
   }
   const size_t w13_bytes = size_t(a.E * 2 * a.I * a.H) * 2, w2_bytes = size_t(a.E * a.H * a.I) * 2;
-  Dev w13(w13_bytes * size_t(a.copies)), w2(w2_bytes * size_t(a.copies));
+  DeviceBuffer w13(w13_bytes * size_t(a.copies)), w2(w2_bytes * size_t(a.copies));
   if (!w13.p || !w2.p) {
     std::fprintf(stderr, "bench_moe: cannot allocate %zu MB of weights\n", (w13_bytes + w2_bytes) * size_t(a.copies) >> 20);
     return 1;
