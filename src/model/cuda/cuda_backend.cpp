@@ -20,17 +20,6 @@ namespace {
 
 constexpr const char* kOp = "cuda_backend";
 
-Status device_alloc(CudaBackend::State* s, size_t bytes, void** out, const char* what) {
-  const cudaError_t e = cudaMalloc(out, bytes);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Status::oom(kOp, std::string("cudaMalloc of ") + std::to_string(bytes) + " bytes for " + what + ": " +
-                                cudaGetErrorString(e));
-  }
-  s->allocations.push_back(*out);
-  return Status::ok();
-}
-
 Status check_config(const ModelConfig& c, const CudaBackendOptions& o) {
   if (c.kv_lora_rank != kDimLatent || c.qk_rope_head_dim != kDimRope)
     return Status::unsupported(kOp, "the CUDA backend needs kv_lora_rank 512 and qk_rope_head_dim 64 (mla_decode's "
@@ -114,23 +103,24 @@ Status CudaBackend::create(const ModelWeights& host, const CudaBackendOptions& o
 
   const size_t kv_bytes =
       static_cast<size_t>(c.num_hidden_layers * opts.num_pages) * kDecodePageSize * kv_bytes_per_token(opts.kv_format);
-  MLA_TRY(device_alloc(s.get(), kv_bytes, &s->kv_pool, "the KV cache"));
+  MLA_TRY(alloc_tracked(s.get(), kOp, kv_bytes, &s->kv_pool, "the KV cache"));
   void* p = nullptr;
-  MLA_TRY(device_alloc(s.get(), opts.activation_bytes, &p, "the activation arena"));
+  MLA_TRY(alloc_tracked(s.get(), kOp, opts.activation_bytes, &p, "the activation arena"));
   s->act.init(p, opts.activation_bytes);
-  MLA_TRY(device_alloc(s.get(), opts.scratch_bytes, &p, "the scratch arena"));
+  MLA_TRY(alloc_tracked(s.get(), kOp, opts.scratch_bytes, &p, "the scratch arena"));
   s->scratch.init(p, opts.scratch_bytes);
   // The GEMM autotuner flushes L2 by reading the scratch arena (never writing it; nothing of it lives across ops).
   cuda_backend::GemmTuneOptions tune;
   int l2 = 0;
   MLA_CUDA_TRY(kOp, cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   tune.flush = p, tune.flush_bytes = std::min(opts.scratch_bytes, 2 * static_cast<size_t>(l2));
-  MLA_TRY(device_alloc(s.get(), opts.gemm_workspace_bytes, &p, "the cuBLASLt workspace"));
+  MLA_TRY(alloc_tracked(s.get(), kOp, opts.gemm_workspace_bytes, &p, "the cuBLASLt workspace"));
   MLA_TRY(s->gemm.init(p, opts.gemm_workspace_bytes, tune));
   const int64_t small_rows = std::min<int64_t>(opts.max_batch_tokens, cuda_backend::kSmallMMaxRows);
-  MLA_TRY(device_alloc(s.get(), static_cast<size_t>(cuda_backend::small_m_table_bytes(small_rows)), &p, "small-m GEMM tables"));
+  MLA_TRY(alloc_tracked(s.get(), kOp, static_cast<size_t>(cuda_backend::small_m_table_bytes(small_rows)), &p,
+                        "small-m GEMM tables"));
   MLA_TRY(cuda_backend::init_small_m_tables(small_rows, p, tune.flush, tune.flush_bytes, &s->small_m));
-  MLA_TRY(device_alloc(s.get(), s->rope.inv_freq.size() * sizeof(float), &p, "the RoPE table"));
+  MLA_TRY(alloc_tracked(s.get(), kOp, s->rope.inv_freq.size() * sizeof(float), &p, "the RoPE table"));
   s->inv_freq = static_cast<float*>(p);
   MLA_CUDA_TRY(kOp, cudaMemcpy(s->inv_freq, s->rope.inv_freq.data(), s->rope.inv_freq.size() * sizeof(float),
                                cudaMemcpyHostToDevice));

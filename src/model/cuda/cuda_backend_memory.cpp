@@ -12,25 +12,25 @@ namespace {
 
 constexpr const char* kOp = "cuda_backend resize_cache";
 
+}  // namespace
+
 void free_tracked(CudaBackend::State* s, void* p) {
   if (!p) return;
   cudaFree(p);
   s->allocations.erase(std::remove(s->allocations.begin(), s->allocations.end(), p), s->allocations.end());
 }
 
-Status alloc_tracked(CudaBackend::State* s, size_t bytes, void** out, const char* what) {
+Status alloc_tracked(CudaBackend::State* s, const char* op, size_t bytes, void** out, const char* what) {
   const cudaError_t e = cudaMalloc(out, bytes);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     *out = nullptr;
-    return Status::oom(kOp, std::string("cudaMalloc of ") + std::to_string(bytes) + " bytes for " + what + ": " +
-                                cudaGetErrorString(e));
+    return Status::oom(op, std::string("cudaMalloc of ") + std::to_string(bytes) + " bytes for " + what + ": " +
+                               cudaGetErrorString(e));
   }
   s->allocations.push_back(*out);
   return Status::ok();
 }
-
-}  // namespace
 
 size_t CudaBackend::activation_peak() const { return s_->act.peak(); }
 size_t CudaBackend::activation_capacity() const { return s_->act.capacity(); }
@@ -55,10 +55,10 @@ Status CudaBackend::resize_cache(size_t activation_bytes, const std::function<in
                                 " MB activation arena (" + std::to_string(pages) + " pages)");
   s.opts.num_pages = pages;
   void* p = nullptr;
-  MLA_TRY(alloc_tracked(&s, activation_bytes, &p, "the activation arena"));
+  MLA_TRY(alloc_tracked(&s, kOp, activation_bytes, &p, "the activation arena"));
   s.act.init(p, activation_bytes);
   s.opts.activation_bytes = activation_bytes;
-  MLA_TRY(alloc_tracked(&s, kv_cache_bytes(), &s.kv_pool, "the KV cache"));
+  MLA_TRY(alloc_tracked(&s, kOp, kv_cache_bytes(), &s.kv_pool, "the KV cache"));
   s.pages.init(pages);
   return Status::ok();
 }

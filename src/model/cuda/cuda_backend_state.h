@@ -87,6 +87,11 @@ struct CudaBackend::State {
   ~State();
 };
 
+// cudaMalloc recorded in s->allocations (freed by ~State); a failure is an out-of-memory Status of `op` naming
+// the size and `what`, with *out = nullptr. free_tracked releases one such allocation early (nullptr: no-op).
+Status alloc_tracked(CudaBackend::State* s, const char* op, size_t bytes, void** out, const char* what);
+void free_tracked(CudaBackend::State* s, void* p);
+
 // Uploads every weight of `host` as bf16 into one device allocation (recorded in s->allocations) and
 // fills s->w with device views.
 Status upload_weights(const ModelWeights& host, CudaBackend::State* s);
