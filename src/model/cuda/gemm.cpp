@@ -2,8 +2,6 @@
 // Cᵀ = op(B)ᵀ · Aᵀ: cuBLASLt's "A" is our B (transposed when it is an [n, k] weight) and its "B" is our A.
 #include "gemm.h"
 
-#include "mla/core/env_knob.h"
-
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -17,6 +15,7 @@
 
 #include "l2_flush.h"
 #include "mla/core/cuda_check.h"
+#include "mla/core/env_knob.h"
 
 namespace mla::model::cuda_backend {
 namespace {
@@ -127,15 +126,6 @@ Status tune_on(bool enabled, bool* on) {
   return Status::ok();
 }
 
-// Two events destroyed on every exit path.
-struct Events {
-  cudaEvent_t a = nullptr, b = nullptr;
-  ~Events() {
-    if (a) cudaEventDestroy(a);
-    if (b) cudaEventDestroy(b);
-  }
-};
-
 }  // namespace
 
 struct Gemm::Cache {
@@ -226,32 +216,19 @@ Status Gemm::settle(const char* op, const GemmArgs& g, const PlanKey& key, void*
   const int want = std::min(tune_.candidates, 16);
   int found = 0;
   LT_TRY(op, cublasLtMatmulAlgoGetHeuristic(h, pl.d.op, pl.d.a, pl.d.b, pl.d.c, pl.d.c, pl.d.pref, want, res, &found));
-  Events ev;
-  MLA_CUDA_TRY(op, cudaEventCreate(&ev.a));
-  MLA_CUDA_TRY(op, cudaEventCreate(&ev.b));
   const float alpha = 1.f, beta = 0.f;
   int best = -1;
   float best_ms = 0;
-  std::vector<float> t;
   for (int i = 0; i < found; ++i) {
     auto launch = [&] {
       return cublasLtMatmul(h, pl.d.op, &alpha, g.b, pl.d.a, g.a, pl.d.b, &beta, g.c, pl.d.c, g.c, pl.d.c, &res[i].algo,
                             workspace_, workspace_bytes_, st);
     };
     if (launch() != CUBLAS_STATUS_SUCCESS) continue;  // a candidate that refuses these operands is skipped
-    t.clear();
-    for (int r = 0; r < std::max(tune_.reps, 1); ++r) {
-      if (tune_.flush) MLA_TRY(flush_l2(tune_.flush, tune_.flush_bytes, st));
-      MLA_CUDA_TRY(op, cudaEventRecord(ev.a, st));
-      LT_TRY(op, launch());
-      MLA_CUDA_TRY(op, cudaEventRecord(ev.b, st));
-      MLA_CUDA_TRY(op, cudaEventSynchronize(ev.b));
-      float ms = 0;
-      MLA_CUDA_TRY(op, cudaEventElapsedTime(&ms, ev.a, ev.b));
-      t.push_back(ms);
-    }
-    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-    if (best < 0 || t[t.size() / 2] < best_ms) best = i, best_ms = t[t.size() / 2];
+    const auto timed = [&]() -> Status { return lt_status(launch(), op, "cublasLtMatmul"); };
+    float ms = 0;
+    MLA_TRY(median_ms_after_flush(op, timed, tune_.flush, tune_.flush_bytes, st, tune_.reps, &ms));
+    if (best < 0 || ms < best_ms) best = i, best_ms = ms;
   }
   if (best < 0) return Status::unsupported(op, "no cuBLASLt candidate ran for " + shape_str(g));
   pl.algo = res[best].algo;

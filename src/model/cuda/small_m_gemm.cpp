@@ -1,7 +1,5 @@
 #include "small_m_gemm.h"
 
-#include "mla/core/env_knob.h"
-
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -15,6 +13,7 @@
 
 #include "l2_flush.h"
 #include "mla/core/cuda_check.h"
+#include "mla/core/env_knob.h"
 
 namespace mla::model::cuda_backend {
 
@@ -48,15 +47,6 @@ bool shape_ok(const SmallMTables& tb, const TensorView& x, const TensorView& w, 
          x.stride[0] % 8 == 0 && out.stride[1] == 1 && out.stride[0] % 8 == 0 &&
          reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
 }
-
-// Two events destroyed on every exit path.
-struct Events {
-  cudaEvent_t a = nullptr, b = nullptr;
-  ~Events() {
-    if (a) cudaEventDestroy(a);
-    if (b) cudaEventDestroy(b);
-  }
-};
 
 }  // namespace
 
@@ -130,26 +120,10 @@ Status small_m_run(const SmallMTables& tb, const TensorView& x, const TensorView
     cands.push_back(bm);
     if (bm >= t) break;
   }
-  Events ev;
-  MLA_CUDA_TRY(kOp, cudaEventCreate(&ev.a));
-  MLA_CUDA_TRY(kOp, cudaEventCreate(&ev.b));
   std::vector<float> med(cands.size());
-  std::vector<float> ms;
   for (size_t c = 0; c < cands.size(); ++c) {
     MLA_TRY(run(cands[c]));  // warm-up (and first-call setup: descriptors, smem attributes)
-    ms.clear();
-    for (int r = 0; r < 5; ++r) {
-      MLA_TRY(flush_l2(tb.flush, tb.flush_bytes, st));
-      MLA_CUDA_TRY(kOp, cudaEventRecord(ev.a, st));
-      MLA_TRY(run(cands[c]));
-      MLA_CUDA_TRY(kOp, cudaEventRecord(ev.b, st));
-      MLA_CUDA_TRY(kOp, cudaEventSynchronize(ev.b));
-      float v = 0;
-      MLA_CUDA_TRY(kOp, cudaEventElapsedTime(&v, ev.a, ev.b));
-      ms.push_back(v);
-    }
-    std::nth_element(ms.begin(), ms.begin() + 2, ms.end());
-    med[c] = ms[2];
+    MLA_TRY(median_ms_after_flush(kOp, [&] { return run(cands[c]); }, tb.flush, tb.flush_bytes, st, 5, &med[c]));
   }
   const size_t best = static_cast<size_t>(std::min_element(med.begin(), med.end()) - med.begin());
   tb.choices->by_shape[key] = cands[best];
