@@ -85,7 +85,8 @@ Status time_us(const std::function<Status(int)>& run, int reps, double* us) {
 
 Status run_case(const Args& a, int64_t t, int forced_bm, const DeviceBuffer& w13, const DeviceBuffer& w2) {
   const int64_t E = a.E, k = a.k, H = a.H, I = a.I, n = t * k;
-  const int bm = forced_bm > 0 ? forced_bm : grouped_gemm_block_m(n, E);
+  int bm = forced_bm;
+  if (bm <= 0) MLA_TRY(grouped_gemm_block_m(n, E, &bm));
   const int64_t max_tiles = moe_align_max_tiles(n, E, bm);
   std::mt19937_64 rng(1234 + uint64_t(t));
   std::vector<int32_t> ids;

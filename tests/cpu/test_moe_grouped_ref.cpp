@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "mla/core/half.h"
@@ -177,13 +179,36 @@ TEST(GroupedGemmRef, LeavesRowsPastTheLastExpertAndRejectsBadShapes) {
   EXPECT_FALSE(ref::grouped_gemm(p).is_ok());  // decreasing offsets
 }
 
+int block_m(int64_t n_rows, int64_t num_experts) {
+  int bm = 0;
+  const Status s = grouped_gemm_block_m(n_rows, num_experts, &bm);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  return bm;
+}
+
 TEST(GroupedGemmRef, BlockMGrowsWithRowsPerExpert) {
-  EXPECT_EQ(grouped_gemm_block_m(6, 64), 16);         // decode, batch 1
-  EXPECT_EQ(grouped_gemm_block_m(64 * 6, 64), 16);    // batch 64: ~6 rows per expert
-  EXPECT_EQ(grouped_gemm_block_m(128 * 6, 64), 32);   // batch 128: ~12
-  EXPECT_EQ(grouped_gemm_block_m(256 * 6, 64), 32);   // batch 256: ~24
-  EXPECT_EQ(grouped_gemm_block_m(512 * 6, 64), 64);   // ~48
-  EXPECT_EQ(grouped_gemm_block_m(8192 * 6, 64), 128); // prefill
+  EXPECT_EQ(block_m(6, 64), 16);         // decode, batch 1
+  EXPECT_EQ(block_m(64 * 6, 64), 16);    // batch 64: ~6 rows per expert
+  EXPECT_EQ(block_m(128 * 6, 64), 32);   // batch 128: ~12
+  EXPECT_EQ(block_m(256 * 6, 64), 32);   // batch 256: ~24
+  EXPECT_EQ(block_m(512 * 6, 64), 64);   // ~48
+  EXPECT_EQ(block_m(8192 * 6, 64), 128); // prefill
+}
+
+// The override knob: forced heights and the legacy rule apply; a value outside the set is an error naming the
+// knob, not a silent default (a typo would otherwise be benchmarked as the default).
+TEST(GroupedGemmRef, BlockMKnobIsStrict) {
+  setenv("MLA_MOE_BLOCK_M", "64", 1);
+  EXPECT_EQ(block_m(6, 64), 64);
+  setenv("MLA_MOE_BLOCK_M", "legacy", 1);
+  EXPECT_EQ(block_m(128 * 6, 64), 64);  // the old rule had no 32-row tile
+  setenv("MLA_MOE_BLOCK_M", "48", 1);
+  int bm = -1;
+  const Status s = grouped_gemm_block_m(6, 64, &bm);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.to_string().find("MLA_MOE_BLOCK_M"), std::string::npos) << s.to_string();
+  unsetenv("MLA_MOE_BLOCK_M");
+  EXPECT_EQ(block_m(6, 64), 16);
 }
 
 }  // namespace

@@ -53,19 +53,25 @@ const model::ModelWeights& tiny() {
 
 constexpr int kMaxSeqs = 8;
 
-std::unique_ptr<CudaModelRunner> make_runner(int num_pages, const CudaRunnerOptions& ro) {
-  // Runners compared here must compute the same bits, but each backend picks cuBLASLt or the grouped kernel
-  // for decode-size products by timing them (small_m_gemm.cpp), and the two round differently: pin the path.
-  // (The choice itself is tested in gpu_test_model_ops.)
-  setenv("MLA_DENSE_PATH", "cublaslt", 1);
+model::CudaBackendOptions runner_options(int num_pages, int64_t table_width) {
   model::CudaBackendOptions o;
   o.num_pages = num_pages;
   o.max_batch_tokens = 256;
   o.max_num_seqs = kMaxSeqs;
+  o.max_pages_per_seq = table_width;
   o.activation_bytes = size_t{256} << 20;
   o.scratch_bytes = size_t{128} << 20;
+  return o;
+}
+
+// table_width 0: derived from the pool (max_position_embeddings pages, at most num_pages).
+std::unique_ptr<CudaModelRunner> make_runner(int num_pages, const CudaRunnerOptions& ro, int64_t table_width = 0) {
+  // Runners compared here must compute the same bits, but each backend picks cuBLASLt or the grouped kernel
+  // for decode-size products by timing them (small_m_gemm.cpp), and the two round differently: pin the path.
+  // (The choice itself is tested in gpu_test_model_ops.)
+  setenv("MLA_DENSE_PATH", "cublaslt", 1);
   std::unique_ptr<CudaModelRunner> r;
-  const Status s = CudaModelRunner::create(tiny(), o, &r, ro);
+  const Status s = CudaModelRunner::create(tiny(), runner_options(num_pages, table_width), &r, ro);
   EXPECT_TRUE(s.is_ok()) << s.to_string();
   return r;
 }
@@ -169,7 +175,8 @@ TEST(EngineCuda, ProfiledSizingKeepsTokens) {
     asked_for = arena_bytes;
     return 40;
   };
-  auto r = make_runner(256 / 64 + kMaxSeqs + 2, ro);  // the profiling steps' pages only
+  // The table width is fixed before the pool is re-sized, so it is stated (the engine always does).
+  auto r = make_runner(256 / 64 + kMaxSeqs + 2, ro, 40);  // the profiling steps' pages only
   ASSERT_TRUE(r);
   const auto& st = r->stats();
   EXPECT_EQ(r->num_pages(), 40);
@@ -181,9 +188,23 @@ TEST(EngineCuda, ProfiledSizingKeepsTokens) {
   std::printf("profiled sizing: decode peak %zu B, max peak %zu B, arena %zu B (provisional %zu B), 40 pages\n",
               st.decode_peak, st.prefill_peak, st.activation_bytes, st.provisional_activation_bytes);
   const auto reqs = requests(7, false, 3);
-  auto direct = make_runner(40, {});
+  auto direct = make_runner(40, {}, 40);
   expect_same(generate(r.get(), reqs, 48), generate(direct.get(), reqs, 48), "profiled sizing vs sized directly");
   EXPECT_GT(r->stats().graph_steps, 0);
+}
+
+// Without a stated table width, the width would be derived from the provisional pool and silently cap
+// every sequence at that pool's size: create() refuses instead, before allocating anything.
+TEST(EngineCuda, ProfiledSizingNeedsTableWidth) {
+  CudaRunnerOptions ro;
+  bool called = false;
+  ro.num_pages_for = [&called](size_t) -> int64_t { return called = true, 40; };
+  std::unique_ptr<CudaModelRunner> r;
+  const Status s = CudaModelRunner::create(tiny(), runner_options(8, 0), &r, ro);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.to_string().find("max_pages_per_seq"), std::string::npos) << s.to_string();
+  EXPECT_FALSE(r);
+  EXPECT_FALSE(called);
 }
 
 TEST(EngineCuda, GraphReplayEqualsEagerBitForBit) {

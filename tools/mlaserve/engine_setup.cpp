@@ -125,7 +125,18 @@ Status build_cuda_engine(const EngineOptions& opts, KvFormat format, EngineHandl
   if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return Status::cuda("engine", "cudaMemGetInfo failed");
   const double weights_b = 2.0 * double(model::num_parameters(c));
   const double room = double(free_b) - weights_b - double(bo.scratch_bytes + bo.gemm_workspace_bytes) - double(size_t{2} << 30);
-  bo.activation_bytes = std::min(activation_bytes(c, o.max_num_batched_tokens), static_cast<size_t>(std::max(0.0, 0.8 * room)));
+  // Without room for activations the first profiling step would fail deep inside a kernel launch with an
+  // arena out-of-memory; say what does not fit instead.
+  if (room < double(size_t{512} << 20)) {
+    char msg[400];
+    std::snprintf(msg, sizeof msg,
+                  "no room for activations and a KV cache: %.1f GB free on the GPU, weights %.1f GB (%s), scratch + GEMM "
+                  "workspace %.1f GB, 2 GB reserve; use a smaller model or --max-num-batched-tokens (now %d)",
+                  double(free_b) / 1e9, weights_b / 1e9, o.source.model.c_str(),
+                  double(bo.scratch_bytes + bo.gemm_workspace_bytes) / 1e9, o.max_num_batched_tokens);
+    return Status::oom("engine", msg);
+  }
+  bo.activation_bytes = std::min(activation_bytes(c, o.max_num_batched_tokens), static_cast<size_t>(0.8 * room));
   bo.num_pages = (o.max_num_batched_tokens + kDecodePageSize - 1) / kDecodePageSize + o.max_num_seqs + 2;
   // Block tables (and the CUDA-graph steps' fixed table width) cover the longest sequence allowed.
   bo.max_pages_per_seq = (model_len + kDecodePageSize - 1) / kDecodePageSize;

@@ -37,8 +37,9 @@ struct GroupedGemmParams {
 // 16 while an expert averages a few rows (decode: weight-bandwidth bound, MMA work wasted on empty rows is
 // cheap only while the tile is short), 32 up to ~24 rows (decode b128–b256: one tile per expert), 64 up to
 // ~48 rows, 128 beyond (prefill: compute bound).
-// MLA_MOE_BLOCK_M=16|32|64|128 in the environment overrides the rule (read per call).
-int grouped_gemm_block_m(int64_t n_rows, int64_t num_experts);
+// MLA_MOE_BLOCK_M=16|32|64|128 in the environment overrides the rule, =legacy runs the rule before 32-row
+// tiles existed (read per call, so a benchmark can compare them in one process); any other value is an error.
+Status grouped_gemm_block_m(int64_t n_rows, int64_t num_experts, int* block_m);
 
 Status validate_grouped_gemm(const GroupedGemmParams& p);
 

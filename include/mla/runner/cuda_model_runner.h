@@ -39,7 +39,8 @@ struct CudaRunnerOptions {
   // the engine can schedule -- a decode step of max_num_seqs sequences and a prefill chunk of
   // max_batch_tokens tokens with logits on max_num_seqs rows --, reads the activation arena's high-water
   // mark after each, and re-allocates the arena at the sum of the two peaks (a mixed step holds at most
-  // both) and the KV pool at num_pages_for(arena bytes) pages; stats() reports the figures.
+  // both) and the KV pool at num_pages_for(arena bytes) pages; stats() reports the figures. Needs the
+  // backend options' max_pages_per_seq > 0 (the table width is fixed before the pool is re-sized).
   std::function<int64_t(size_t)> num_pages_for;
 };
 

@@ -108,7 +108,8 @@ Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out
   const bool grouped = !per_expert_path() && I % 8 == 0 && stacked(w, &w_gate_up, &w_down);
 
   s.scratch.reset();
-  const int bm = grouped_gemm_block_m(n, E);
+  int bm = 0;
+  MLA_TRY(grouped_gemm_block_m(n, E, &bm));
   const int64_t max_tiles = moe_align_max_tiles(n, E, bm);
   TensorView logits = s.scratch_view(DType::kFp32, t, E);
   TensorView ids = s.scratch_view(DType::kInt32, t, k), wts = s.scratch_view(DType::kFp32, t, k);

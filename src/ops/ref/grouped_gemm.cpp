@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "mla/core/env_knob.h"
 #include "mla/core/half.h"
 #include "mla/ops/model_ops_common.h"
 #include "parallel_for.h"
@@ -18,19 +19,15 @@ constexpr const char* kOp = "grouped_gemm";
 
 }  // namespace
 
-int grouped_gemm_block_m(int64_t n_rows, int64_t num_experts) {
+Status grouped_gemm_block_m(int64_t n_rows, int64_t num_experts, int* block_m) {
   const int64_t avg = num_experts > 0 ? n_rows / num_experts : n_rows;
-  // MLA_MOE_BLOCK_M=16|32|64|128 forces the height, =legacy the rule before block_m 32 existed (benchmarks
-  // compare them within one process).
-  if (const char* e = std::getenv("MLA_MOE_BLOCK_M")) {
-    const int f = std::atoi(e);
-    if (f == 16 || f == 32 || f == 64 || f == 128) return f;
-    if (std::string(e) == "legacy") return avg <= 8 ? 16 : avg <= 48 ? 64 : 128;
-  }
-  if (avg <= 8) return 16;
-  if (avg <= 24) return 32;
-  if (avg <= 48) return 64;
-  return 128;
+  const EnvKnob k = read_env_knob("MLA_MOE_BLOCK_M", {"16", "32", "64", "128", "legacy"});
+  MLA_TRY(k.status);
+  constexpr int kForced[] = {16, 32, 64, 128};
+  if (k.index >= 0 && k.index < 4) *block_m = kForced[k.index];
+  else if (k.index == 4) *block_m = avg <= 8 ? 16 : avg <= 48 ? 64 : 128;
+  else *block_m = avg <= 8 ? 16 : avg <= 24 ? 32 : avg <= 48 ? 64 : 128;
+  return Status::ok();
 }
 
 Status validate_grouped_gemm(const GroupedGemmParams& p) {

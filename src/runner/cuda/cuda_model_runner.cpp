@@ -41,6 +41,13 @@ Status CudaModelRunner::create(const model::ModelWeights& weights, const model::
                                std::unique_ptr<CudaModelRunner>* out, const CudaRunnerOptions& ro) {
   if (opts.num_pages < 1 || opts.num_pages > (int64_t{1} << 30))
     return Status::invalid(kOp, "num_pages must be in [1, 2^30], got " + std::to_string(opts.num_pages));
+  // The block-table width (and the graphs' fixed table shape) is set when the backend is created, before
+  // num_pages_for re-sizes the pool; derived from the provisional pool it would cap every sequence at that
+  // pool's size, so sizing from a profiled peak needs the width stated.
+  if (ro.num_pages_for && opts.max_pages_per_seq <= 0)
+    return Status::invalid(kOp, "num_pages_for needs max_pages_per_seq > 0 (got " +
+                                    std::to_string(opts.max_pages_per_seq) + "; provisional num_pages " +
+                                    std::to_string(opts.num_pages) + ")");
   std::unique_ptr<model::CudaBackend> be;
   MLA_TRY(model::CudaBackend::create(weights, opts, &be));
   std::unique_ptr<CudaModelRunner> r(new CudaModelRunner(std::move(be), opts.num_pages, ro));

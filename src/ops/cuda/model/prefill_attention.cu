@@ -20,9 +20,9 @@
 
 #include <cuda_bf16.h>
 
-#include <cstdlib>
 
 #include "mla/core/cuda_check.h"
+#include "mla/core/env_knob.h"
 
 namespace mla::cuda {
 namespace {
@@ -30,7 +30,7 @@ namespace {
 constexpr const char* kOp = "prefill_attention";
 // Query rows per CTA = 16 per warp. 4 warps (64 rows, 2 CTAs per SM by registers) is the default; 8 warps (128
 // rows, one CTA per SM: the same 8 warps per SM, each K/V tile read from L2 once for twice the rows) is opt-in,
-// MLA_PREFILL_WARPS=8. H200 run E3 (bench/model/NOTES_engine.md): 8 warps +2-7 % on 2 k-8 k prompts, -6 % on
+// MLA_PREFILL_WARPS=8 (4 or unset: the default; anything else is an error). H200 run E3 (bench/model/NOTES_engine.md): 8 warps +2-7 % on 2 k-8 k prompts, -6 % on
 // 32 x 512: the kernel is not bound by its L2 reads, so the default stays.
 constexpr int kTileK = 64;
 constexpr int kQkSteps = kPrefillDimQK / 16;   // 12 k-steps of Q·Kᵀ
@@ -302,11 +302,9 @@ Status prefill_attention(const PrefillAttentionParams& p, Stream stream) {
                                .o_head = p.out.stride[1],
                                .tq = p.q.shape[0],
                                .scale_log2 = p.softmax_scale * 1.4426950408889634f};
-  static const int warps = [] {
-    const char* e = std::getenv("MLA_PREFILL_WARPS");
-    return e && std::atoi(e) == 8 ? 8 : 4;
-  }();
-  if (warps == 8) {
+  static const EnvKnob warps = read_env_knob("MLA_PREFILL_WARPS", {"4", "8"});
+  MLA_TRY(warps.status);
+  if (warps.index == 1) {
     MLA_TRY(launch<8>(kp, p.max_q_len, h, b, stream));
   } else {
     MLA_TRY(launch<4>(kp, p.max_q_len, h, b, stream));
