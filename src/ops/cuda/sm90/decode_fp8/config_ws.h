@@ -32,15 +32,28 @@ constexpr int kWsBarrierBytes = 256;
 //  V^T is stored with stmatrix (transpose_ws.cuh; run W4: 20 % off every large row against 4-byte stores). The
 //    variants that lost (plain-store transpose `ws` / `ws_overlap`, and `ws_vreg` / `ws_vreg_overlap`: no V^T, P.V
 //    as O^T = V^T P^T with V from registers) are in NOTES_fp8.md runs W2-W5 and commit 0f959ba.
-template <bool kPvFirst_, int kKStages_, int kVStages_>
+//  kLdsm: ldmatrix per transpose round (transpose_ws.cuh: 2, 4 or 8).
+//  kLazy (overlap only): skip the O rescale where it is a multiplication by exactly 1 (the running max did not
+//    move): per warp when none of its 16 rows moved, and a warpgroup whose 64 rows all kept their max over pages
+//    j - 2 .. j adds P_{j-1} V_{j-1} and P_j V_j with no rescale and no wait between them. Exact (alpha = 1;
+//    the eager form may differ from it in the last bit where fma contraction leaves alpha an ulp below 1). (FA3's thresholded lazy rescale, a stale max kept until a page exceeds it by 2^8, would skip
+//    nearly all of them, but P would then round to e4m3 at a different scale than the split reference's running
+//    max, which the fp8 test holds the kernel to: tests/gpu/test_mla_decode_fp8.cu kFp8Tol.)
+template <bool kPvFirst_, int kKStages_, int kVStages_, int kLdsm_ = 2, bool kLazy_ = false>
 struct WsSchedule {
   static constexpr bool kPvFirst = kPvFirst_;
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
   static constexpr int kPHalves = kPvFirst ? 2 : 4;
+  static constexpr int kLdsm = kLdsm_;
+  static constexpr bool kLazy = kLazy_;
+  static_assert(!kLazy || !kPvFirst, "lazy rescaling is written for the overlap schedule");
 };
 using WsOverlapStsm = WsSchedule<false, 2, 2>;  // the default
 using WsPvFirstStsm = WsSchedule<true, 2, 3>;
+using WsOverlapT4 = WsSchedule<false, 2, 2, 4>;            // run W8 candidate: 4 ldmatrix per transpose round
+using WsOverlapT4Lazy = WsSchedule<false, 2, 2, 4, true>;  // run W8 candidate: + lazy rescale
+using WsOverlapLazy = WsSchedule<false, 2, 2, 2, true>;    // run W8 candidate: lazy rescale alone
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;
@@ -71,7 +84,7 @@ constexpr bool ws_layout_ok() {
   return L.total <= 227 * 1024 && L.k_offset % 1024 == 0 && L.vt_offset % 1024 == 0 && L.p_offset % 1024 == 0 &&
          8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
 }
-static_assert(ws_layout_ok<WsOverlapStsm>() && ws_layout_ok<WsPvFirstStsm>(),
+static_assert(ws_layout_ok<WsOverlapStsm>() && ws_layout_ok<WsPvFirstStsm>() && ws_layout_ok<WsOverlapT4Lazy>(),
               "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");
 static_assert(kSlabTileBytes % 1024 == 0 && kVtBytes % 1024 == 0 && kPBufBytes % 1024 == 0, "1024-byte atoms");
 static_assert(kDimV == 4 * 128 && kBlockN == 64, "V^T rows hold two dims of 64 keys each");

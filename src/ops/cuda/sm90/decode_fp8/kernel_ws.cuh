@@ -104,7 +104,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     const int ks = j % kKStages, vs = j % kVStages;
     if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
-    transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
+    transpose_page<S::kLdsm>(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     mbar_arrive(bars.k_empty(ks));
@@ -165,8 +165,25 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2]) {
     const int vs = jj % kVStages;
     mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
-    pv_page_ws(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
+    pv_page_ws<S::kLazy>(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
     mbar_arrive(bars.vt_empty(vs));
+  };
+  // kLazy: pages ja, jb (same segment, every row of this warpgroup at one max) added without a rescale; jb's
+  // product is issued before ja's completes, and V^T of ja is released as soon as its product is done.
+  auto pv_pair = [&](int ja, int jb) {
+    float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
+    const int va = ja % kVStages, vb = jb % kVStages;
+    mbar_wait(bars.vt_full(va), phase(ja, kVStages));
+    decode::fence_operands(d);
+    decode::wgmma_fence();
+    pv_issue_ws(d, s_p + p_half_offset(ja % S::kPHalves), s_vt0 + va * kVtBytes, wg);
+    mbar_wait(bars.vt_full(vb), phase(jb, kVStages));
+    pv_issue_ws(d, s_p + p_half_offset(jb % S::kPHalves), s_vt0 + vb * kVtBytes, wg);
+    wgmma_wait_group<1>();
+    mbar_arrive(bars.vt_empty(va));
+    wgmma_wait_group<0>();
+    decode::fence_operands(d);
+    mbar_arrive(bars.vt_empty(vb));
   };
   const float zero2[2] = {0.f, 0.f};
 
@@ -234,15 +251,30 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         if (t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
-      decode::named_sync(kBarWg + wg, 128);
-      decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
-      if constexpr (!S::kPvFirst) {
-        if (j > 0) {
-          pv(j - 1, mp, zero2);
-          if (prev_end) epilogue(prev_b);
-        }
+      bool merge = false;  // kLazy: pages j - 1 and j need no rescale of this warpgroup's O
+      if constexpr (S::kLazy) {
+        // This warpgroup's O is at st.m = m_{j-2}; P_{j-1} at mp = m_{j-1}, P_j at m_new: all equal on every row?
+        bool moved = false;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) moved = moved || mp[h] != st.m[h] || m_new[h] != mp[h];
+        merge = !decode_fp8::named_sync_any(kBarWg + wg, 128, moved) && j > 0 && !first;
+      } else {
+        decode::named_sync(kBarWg + wg, 128);
       }
-      pv(j, m_new, rowsum);
+      decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
+      if (merge) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
+        pv_pair(j - 1, j);
+      } else {
+        if constexpr (!S::kPvFirst) {
+          if (j > 0) {
+            pv(j - 1, mp, zero2);
+            if (prev_end) epilogue(prev_b);
+          }
+        }
+        pv(j, m_new, rowsum);
+      }
       if (end) epilogue(cur.b);
     }
     prev_end = end;

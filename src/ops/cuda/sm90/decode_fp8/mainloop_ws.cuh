@@ -53,34 +53,64 @@ __device__ __forceinline__ void store_p_e4m3(uint8_t* s_p, int half, int row, in
   }
 }
 
-// O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half]; l likewise plus this warpgroup's own row
-// sums (zero for the other warpgroup's page). m_page: the page's running max as its owner used it.
-// s_p_page: the page's P half (P area + p_half_offset); s_vt: the page's V^T stage.
-__device__ __forceinline__ void pv_page_ws(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
-                                           uint32_t s_p_page, uint32_t s_vt, int wg, float scale_log2) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN.
-    const float ms = m_page[h] == -INFINITY ? 0.f : m_page[h] * scale_log2;
-    const float alpha = exp2f(st.m[h] * scale_log2 - ms);
-    st.m[h] = m_page[h];
-    st.l[h] = st.l[h] * alpha + rowsum[h];
-#pragma unroll
-    for (int t = 0; t < 32; ++t) {
-      st.o[t][2 * h] *= alpha;
-      st.o[t][2 * h + 1] *= alpha;
-    }
-  }
-  float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
-  decode::fence_operands(d);
-  decode::wgmma_fence();
+// One page's P.V into this warpgroup's columns, issued and committed as one group (no fence, no wait): the
+// caller fences before the first group and waits (pv_page_ws; kernel_ws.cuh pv_pair).
+__device__ __forceinline__ void pv_issue_ws(float (&d)[128], uint32_t s_p_page, uint32_t s_vt, int wg) {
 #pragma unroll
   for (int ks = 0; ks < kBlockN / 32; ++ks)
     wgmma_m64n256k32_e4m3(d, decode::make_smem_desc(s_p_page + 32 * ks, 16, 1024),
                           decode::make_smem_desc(s_vt + 64 * wg + 32 * ks, 16, 1024));
   decode::wgmma_commit();
+}
+
+// O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half]; l likewise plus this warpgroup's own row
+// sums (zero for the other warpgroup's page). m_page: the page's running max as its owner used it.
+// s_p_page: the page's P half (P area + p_half_offset); s_vt: the page's V^T stage.
+template <bool kLazy = false>
+__device__ __forceinline__ void pv_page_ws(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
+                                           uint32_t s_p_page, uint32_t s_vt, int wg, float scale_log2) {
+  // kLazy: a warp none of whose rows changed its max skips the 128 multiplications by alpha = 1 (exact; the
+  // eager form can round alpha below 1 by an ulp when fma contraction meets m * scale_log2 twice).
+  // (Broadcast from lane 0: ptxas then treats the branch as warp-uniform; a "divergent" path around the wgmma
+  // below makes it serialize every wgmma of the kernel, C7520.)
+  const bool rescale =
+      !kLazy || __shfl_sync(0xffffffffu, __any_sync(0xffffffffu, m_page[0] != st.m[0] || m_page[1] != st.m[1]), 0);
+  if (rescale) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN.
+      const float ms = m_page[h] == -INFINITY ? 0.f : m_page[h] * scale_log2;
+      const float alpha = exp2f(st.m[h] * scale_log2 - ms);
+      st.m[h] = m_page[h];
+      st.l[h] = st.l[h] * alpha + rowsum[h];
+#pragma unroll
+      for (int t = 0; t < 32; ++t) {
+        st.o[t][2 * h] *= alpha;
+        st.o[t][2 * h + 1] *= alpha;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
+  }
+  float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
+  decode::fence_operands(d);
+  decode::wgmma_fence();
+  pv_issue_ws(d, s_p_page, s_vt, wg);
   decode::wgmma_wait_all();
   decode::fence_operands(d);
+}
+
+// Warpgroup-wide "any thread's pred": a named barrier of `count` threads that also ORs a predicate (bar.red), so a
+// decision taken on every row of the warpgroup (kernel_ws.cuh kLazy) costs no more than the barrier it replaces.
+__device__ __forceinline__ bool named_sync_any(int id, int count, bool pred) {
+  uint32_t r;
+  asm volatile(
+      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, %3, p;\nselp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(r)
+      : "r"(static_cast<uint32_t>(pred)), "r"(id), "r"(count)
+      : "memory");
+  return __shfl_sync(0xffffffffu, r, 0) != 0;  // uniform anyway; the shuffle lets ptxas see it (see pv_page_ws)
 }
 
 }  // namespace mla::sm90::decode_fp8

@@ -56,8 +56,16 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4
 // 32 cp + 16 (k / 2) + 2r + s(k, r), s = (r >= 4) for even k, (r < 4) for odd k: 8 rows with 8 distinct
 // swizzle terms (conflict-free), and lane l's row (k = l / 8, r = l % 8) has a fixed offset in the pair and a
 // fixed swizzle term, so its address per group is one add.
-template <bool kTail>
+// kLdsm: ldmatrix in flight per round of a warp: 2 (two key groups of one chunk pair, the old schedule), 4 (all four
+// groups of a pair) or 8 (two pairs cp, cp + 3). Each round waits for its loads once, so a warp pays the ldmatrix
+// latency 12, 6 or 3 times per page: the ncu profile of the 2-load schedule (s4 r1) shows the transposers busy ~80 %
+// of the time, mostly waiting on ldmatrix results (short_sb at the first PRMT of each round) while the consumers
+// wait on vt_full, so the round count, not the instruction count, is the transposer's cost.
+template <bool kTail, int kLdsm>
 __device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
+  static_assert(kLdsm == 2 || kLdsm == 4 || kLdsm == 8, "2, 4 or 8 ldmatrix per round");
+  constexpr int kPairs = kLdsm == 8 ? 2 : 1;         // chunk pairs per round: cp, cp + 3
+  constexpr int kGroups = kLdsm == 2 ? 2 : 4;        // key groups per pair and round
   const int warp = tw >> 5, lane = tw & 31, t = lane & 3;
   const bool odd_first = lane >= 16;  // g >= 4
   const uint32_t sel_a = odd_first ? 0x7531u : 0x6420u, sel_b = odd_first ? 0x6420u : 0x7531u;
@@ -68,36 +76,49 @@ __device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32
   uint32_t keep[4];
   tail_keep<kTail>(keep, valid_keys, t);
 #pragma unroll 1
-  for (int cp = warp; cp < 16; cp += 3) {
-    const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
-    const int h = cp >> 3;
-    const uint32_t row = s_vt + (((32 * cp) & 255) + dim_off) * 128;
-    // Two key groups at a time: two ldmatrix in flight within the 56 registers of the producer warpgroup.
+  for (int cp0 = warp; cp0 < 16; cp0 += 3 * kPairs) {
 #pragma unroll
-    for (int g0 = 0; g0 < 4; g0 += 2) {
-      uint32_t v[2][4];
+    for (int g0 = 0; g0 < 4; g0 += kGroups) {
+      uint32_t v[kPairs][kGroups][4];
 #pragma unroll
-      for (int i = 0; i < 2; ++i) decode::ldmatrix_x4_trans(v[i], src + (g0 + i) * 16 * 128);
+      for (int c = 0; c < kPairs; ++c) {
+        const int cp = cp0 + 3 * c;
+        if (cp < 16) {  // warp-uniform: warps 1 and 2 have 5 pairs, the last round holds one
+          const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        uint32_t w[4];
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          w[2 * q] = __byte_perm(v[i][2 * q], v[i][2 * q + 1], sel_a) & keep[g0 + i];
-          w[2 * q + 1] = __byte_perm(v[i][2 * q], v[i][2 * q + 1], sel_b) & keep[g0 + i];
+          for (int i = 0; i < kGroups; ++i) decode::ldmatrix_x4_trans(v[c][i], src + (g0 + i) * 16 * 128);
         }
-        stmatrix_x4(row + (((4 * h + g0 + i) ^ swz) << 4), w);
+      }
+#pragma unroll
+      for (int c = 0; c < kPairs; ++c) {
+        const int cp = cp0 + 3 * c;
+        if (cp < 16) {
+          const int h = cp >> 3;
+          const uint32_t row = s_vt + (((32 * cp) & 255) + dim_off) * 128;
+#pragma unroll
+          for (int i = 0; i < kGroups; ++i) {
+            uint32_t w[4];
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+              w[2 * q] = __byte_perm(v[c][i][2 * q], v[c][i][2 * q + 1], sel_a) & keep[g0 + i];
+              w[2 * q + 1] = __byte_perm(v[c][i][2 * q], v[c][i][2 * q + 1], sel_b) & keep[g0 + i];
+            }
+            stmatrix_x4(row + (((4 * h + g0 + i) ^ swz) << 4), w);
+          }
+        }
       }
     }
   }
 }
 
 // tw: this thread's index among the 96 transpose threads; valid_keys: keys of the page below seqlen.
+template <int kLdsm>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
   if (valid_keys < kBlockN) {
-    transpose_page_stsm_impl<true>(s_page, s_vt, valid_keys, tw);
+    // The last page of a sequence only: the 2-load rounds, whose 4 key masks fit the 56 registers at any kLdsm.
+    transpose_page_stsm_impl<true, 2>(s_page, s_vt, valid_keys, tw);
   } else {
-    transpose_page_stsm_impl<false>(s_page, s_vt, valid_keys, tw);
+    transpose_page_stsm_impl<false, kLdsm>(s_page, s_vt, valid_keys, tw);
   }
 }
 

@@ -11,6 +11,12 @@
 
 namespace mla::sm90::decode_fp8 {
 
+// Waits until at most N committed wgmma groups of this warp are pending (N = 0: ../decode/wgmma.h wgmma_wait_all).
+template <int N>
+__device__ __forceinline__ void wgmma_wait_group() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
 // D (64 x 32, fp32, registers) += A (64 x 32 e4m3, smem desc) * B (32 x 32 e4m3, smem desc), both K-major
 // (8-bit wgmma has no transposed operands). The accumulator fragment equals the mma.sync C layout per warp
 // (warp w of the warpgroup: rows 16w + g, 16w + g + 8; n8 tile j: d[4j .. 4j + 3]).
