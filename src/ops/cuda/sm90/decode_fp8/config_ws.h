@@ -16,7 +16,7 @@ namespace mla::sm90::decode_fp8 {
 
 constexpr int kWsThreads = 384;           // warpgroups 0, 1: consumers; 2: producer (TMA thread + transposers)
 constexpr int kWsConsumerThreads = 256;
-constexpr int kWsTransposeThreads = 96;   // warps 1..3 of the producer warpgroup
+constexpr int kWsTransposeThreads = 96;   // warps 1..3 of the producer warpgroup (4 warps, 128: S::kFold)
 constexpr int kVtBytes = kDimV * kBlockN;           // 32768
 constexpr int kPBufBytes = kRowsPerCta * 128;        // 8192: P of two pages (64-byte halves of each row)
 constexpr int kWsBarrierBytes = 256;
@@ -33,13 +33,17 @@ constexpr int kWsBarrierBytes = 256;
 //    variants that lost (plain-store transpose `ws` / `ws_overlap`, and `ws_vreg` / `ws_vreg_overlap`: no V^T, P.V
 //    as O^T = V^T P^T with V from registers) are in NOTES_fp8.md runs W2-W5 and commit 0f959ba.
 //  kLdsm: ldmatrix per transpose round (transpose_ws.cuh: 2, 4 or 8).
+//  kFold: the TMA producer thread is lane 0 of transpose warp 0 (it issues page j + kKStages right after its share
+//    of page j's transpose), so all four warps of the warpgroup transpose: 4 chunk pairs each instead of 6/5/5.
+//    Registers: producer warpgroup 72, consumers 216 (the 168 x 384 allocation: 2 x 216 + 72 = 504), as the
+//    producer's cursor next to the transposer's spills at 56.
 //  kLazy (overlap only): skip the O rescale where it is a multiplication by exactly 1 (the running max did not
 //    move): per warp when none of its 16 rows moved, and a warpgroup whose 64 rows all kept their max over pages
 //    j - 2 .. j adds P_{j-1} V_{j-1} and P_j V_j with no rescale and no wait between them. Exact (alpha = 1;
 //    the eager form may differ from it in the last bit where fma contraction leaves alpha an ulp below 1). (FA3's thresholded lazy rescale, a stale max kept until a page exceeds it by 2^8, would skip
 //    nearly all of them, but P would then round to e4m3 at a different scale than the split reference's running
 //    max, which the fp8 test holds the kernel to: tests/gpu/test_mla_decode_fp8.cu kFp8Tol.)
-template <bool kPvFirst_, int kKStages_, int kVStages_, int kLdsm_ = 2, bool kLazy_ = false>
+template <bool kPvFirst_, int kKStages_, int kVStages_, int kLdsm_ = 2, bool kLazy_ = false, bool kFold_ = false>
 struct WsSchedule {
   static constexpr bool kPvFirst = kPvFirst_;
   static constexpr int kKStages = kKStages_;
@@ -47,6 +51,11 @@ struct WsSchedule {
   static constexpr int kPHalves = kPvFirst ? 2 : 4;
   static constexpr int kLdsm = kLdsm_;
   static constexpr bool kLazy = kLazy_;
+  static constexpr bool kFold = kFold_;
+  static constexpr int kTransposeWarps = kFold ? 4 : 3;
+  static constexpr int kProducerRegs = kFold ? 72 : 56;
+  static constexpr int kConsumerRegs = kFold ? 216 : 224;
+  static_assert(2 * kConsumerRegs + kProducerRegs <= 504, "168 registers x 384 threads at launch");
   static_assert(!kLazy || !kPvFirst, "lazy rescaling is written for the overlap schedule");
 };
 using WsOverlapStsm = WsSchedule<false, 2, 2>;  // the default
@@ -54,6 +63,7 @@ using WsPvFirstStsm = WsSchedule<true, 2, 3>;
 using WsOverlapT4 = WsSchedule<false, 2, 2, 4>;            // run W8 candidate: 4 ldmatrix per transpose round
 using WsOverlapT4Lazy = WsSchedule<false, 2, 2, 4, true>;  // run W8 candidate: + lazy rescale
 using WsOverlapLazy = WsSchedule<false, 2, 2, 2, true>;    // run W8 candidate: lazy rescale alone
+using WsOverlapT4Fold = WsSchedule<false, 2, 2, 4, true, true>;  // run W9 candidate: ws_t4_lazy + 4 transpose warps
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;

@@ -104,10 +104,60 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     const int ks = j % kKStages, vs = j % kVStages;
     if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
-    transpose_page<S::kLdsm>(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
+    transpose_page<S::kLdsm, 3>(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     mbar_arrive(bars.k_empty(ks));
+    c.advance(p);
+    ++j;
+  }
+}
+
+// S::kFold: the whole producer warpgroup (tw = 0..127) transposes; lane 0 of warp 0 also issues the TMA: the Q
+// tile and pages 0 .. kKStages - 1 up front, then page j + kKStages into page j's stage once that stage is released
+// (k_empty: the owner's S_j and all four warps' share of T_j), i.e. right after its own share of T_j. Deadlock-free:
+// the other warps' T_j and the owner's S_j need nothing warp 0 has still to do (k_full of page j is issued; the
+// V^T stage waits on the consumers' P.V of page j - kVStages, whose pages are all issued).
+template <class S>
+__device__ __forceinline__ void ws_transposer_producer(const decode::DecodeKernelParams& p, PartCursor c,
+                                                       const WsBarriers<S::kKStages, S::kVStages>& bars,
+                                                       uint32_t s_q_tile, uint32_t s_k0, uint32_t s_vt0, int tile_row0,
+                                                       int tw) {
+  constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
+  const bool producer = tw == 0;
+  PartCursor pc = c;  // lane 0: the next page to issue (page jp)
+  int jp = 0, seg = -1;
+  bool new_seg = true;
+  auto issue = [&]() {
+    if (new_seg) {
+      ++seg;
+      if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
+      issue_tile_tma(&p.tmap_q, pc.b * p.rows + tile_row0, s_q_tile, bars.q_full());
+    }
+    const int stage = jp % kKStages;
+    if (jp >= kKStages) mbar_wait(bars.k_empty(stage), phase(jp - kKStages, kKStages));
+    issue_tile_tma(&p.tmap_kv, pc.page * kBlockN, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
+    new_seg = pc.last_of_sequence();
+    pc.advance(p);
+    pc.fetch_page(p);
+    ++jp;
+  };
+  if (producer) {
+    pc.fetch_page(p);
+    for (int i = 0; i < kKStages && pc.valid(); ++i) issue();
+  }
+  __syncwarp();
+  int j = 0;
+  while (c.valid()) {
+    const int ks = j % kKStages, vs = j % kVStages;
+    if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
+    mbar_wait(bars.k_full(ks), phase(j, kKStages));
+    transpose_page<S::kLdsm, 4>(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
+    decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
+    mbar_arrive(bars.vt_full(vs));
+    mbar_arrive(bars.k_empty(ks));
+    if (producer && pc.valid()) issue();  // page j + kKStages, into stage ks once page j is released
+    __syncwarp();
     c.advance(p);
     ++j;
   }
@@ -303,10 +353,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kKStages; ++s) {
       decode::mbar_init(bars.k_full(s), 1);
-      decode::mbar_init(bars.k_empty(s), 128 + kWsTransposeThreads);  // owner warpgroup + transposers
+      decode::mbar_init(bars.k_empty(s), 128 + 32 * S::kTransposeWarps);  // owner warpgroup + transposers
     }
     for (int v = 0; v < kVStages; ++v) {
-      decode::mbar_init(bars.vt_full(v), kWsTransposeThreads);
+      decode::mbar_init(bars.vt_full(v), 32 * S::kTransposeWarps);
       decode::mbar_init(bars.vt_empty(v), kWsConsumerThreads);
     }
     decode::mbar_init(bars.q_full(), 1);
@@ -321,8 +371,11 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   // Warp-uniform by construction (shuffled from lane 0), so ptxas sees each role's wgmma on a convergent path.
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
   if (wg == 2) {
-    decode::setmaxnreg_dec<56>();
-    if (tid == 0) {
+    decode::setmaxnreg_dec<S::kProducerRegs>();
+    if constexpr (S::kFold) {
+      ws_transposer_producer<S>(p, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
+                                decode::smem_u32(smem + L.vt_offset), blockIdx.y * kRowsPerCta, tid);
+    } else if (tid == 0) {
       ws_producer<S>(p, fp.l2_prefetch, cur, bars, decode::smem_u32(smem + L.q_offset),
                      decode::smem_u32(smem + L.k_offset), blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
@@ -331,7 +384,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
     }
     return;
   }
-  decode::setmaxnreg_inc<224>();
+  decode::setmaxnreg_inc<S::kConsumerRegs>();
   ws_consumer<S>(fp, cur, bars, smem, wg, tid);
 }
 

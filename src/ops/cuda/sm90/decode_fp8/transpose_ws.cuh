@@ -61,10 +61,12 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4
 // latency 12, 6 or 3 times per page: the ncu profile of the 2-load schedule (s4 r1) shows the transposers busy ~80 %
 // of the time, mostly waiting on ldmatrix results (short_sb at the first PRMT of each round) while the consumers
 // wait on vt_full, so the round count, not the instruction count, is the transposer's cost.
-template <bool kTail, int kLdsm>
+// kWarps: transpose warps (3, or 4 with the TMA producer folded into warp 0: kernel_ws.cuh); warp w takes chunk
+// pairs w, w + kWarps, ...
+template <bool kTail, int kLdsm, int kWarps>
 __device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
   static_assert(kLdsm == 2 || kLdsm == 4 || kLdsm == 8, "2, 4 or 8 ldmatrix per round");
-  constexpr int kPairs = kLdsm == 8 ? 2 : 1;         // chunk pairs per round: cp, cp + 3
+  constexpr int kPairs = kLdsm == 8 ? 2 : 1;         // chunk pairs per round: cp, cp + kWarps
   constexpr int kGroups = kLdsm == 2 ? 2 : 4;        // key groups per pair and round
   const int warp = tw >> 5, lane = tw & 31, t = lane & 3;
   const bool odd_first = lane >= 16;  // g >= 4
@@ -76,13 +78,13 @@ __device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32
   uint32_t keep[4];
   tail_keep<kTail>(keep, valid_keys, t);
 #pragma unroll 1
-  for (int cp0 = warp; cp0 < 16; cp0 += 3 * kPairs) {
+  for (int cp0 = warp; cp0 < 16; cp0 += kWarps * kPairs) {
 #pragma unroll
     for (int g0 = 0; g0 < 4; g0 += kGroups) {
       uint32_t v[kPairs][kGroups][4];
 #pragma unroll
       for (int c = 0; c < kPairs; ++c) {
-        const int cp = cp0 + 3 * c;
+        const int cp = cp0 + kWarps * c;
         if (cp < 16) {  // warp-uniform: warps 1 and 2 have 5 pairs, the last round holds one
           const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
 #pragma unroll
@@ -91,7 +93,7 @@ __device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32
       }
 #pragma unroll
       for (int c = 0; c < kPairs; ++c) {
-        const int cp = cp0 + 3 * c;
+        const int cp = cp0 + kWarps * c;
         if (cp < 16) {
           const int h = cp >> 3;
           const uint32_t row = s_vt + (((32 * cp) & 255) + dim_off) * 128;
@@ -111,14 +113,19 @@ __device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32
   }
 }
 
-// tw: this thread's index among the 96 transpose threads; valid_keys: keys of the page below seqlen.
-template <int kLdsm>
+// tw: this thread's index among the 32 kWarps transpose threads; valid_keys: keys of the page below seqlen.
+template <int kLdsm, int kWarps = 3>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
-  if (valid_keys < kBlockN) {
-    // The last page of a sequence only: the 2-load rounds, whose 4 key masks fit the 56 registers at any kLdsm.
-    transpose_page_stsm_impl<true, 2>(s_page, s_vt, valid_keys, tw);
+  if constexpr (kLdsm == 2) {
+    if (valid_keys < kBlockN) {
+      transpose_page_stsm_impl<true, 2, kWarps>(s_page, s_vt, valid_keys, tw);
+    } else {
+      transpose_page_stsm_impl<false, 2, kWarps>(s_page, s_vt, valid_keys, tw);
+    }
   } else {
-    transpose_page_stsm_impl<false, kLdsm>(s_page, s_vt, valid_keys, tw);
+    // One instantiation with the key masks computed for every page (all ones below the tail): a second, unmasked
+    // copy next to it makes ptxas spill in the 56-register producer warpgroup (32 bytes at kLdsm 4, measured).
+    transpose_page_stsm_impl<true, kLdsm, kWarps>(s_page, s_vt, valid_keys, tw);
   }
 }
 
