@@ -1,6 +1,7 @@
 // plan_decode: geometry, and properties of the schedule over random batches: every KV block of every
 // sequence is covered by exactly one part, parts are contiguous and ordered, split indices are dense,
-// the total fits the fixed workspace, and the work is balanced.
+// the total fits the fixed workspace, and the work is balanced; then the cut rules: uniform batches of
+// about as many sequences as parts (or more) are not cut at all, long sequences among short ones are.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -48,7 +49,7 @@ void check_plan_properties(const std::vector<int32_t>& seqlens, const Plan& p, D
         EXPECT_EQ(owner[b][j], -1) << "block covered twice";
         owner[b][j] = part;
       }
-      cost += hi - lo + tune.seq_cost;
+      cost += decode_piece_cost(lo, hi, decode_num_blocks(seqlens[b]), tune);
     }
     max_cost = std::max(max_cost, cost);
     total_cost += cost;
@@ -62,10 +63,35 @@ void check_plan_properties(const std::vector<int32_t>& seqlens, const Plan& p, D
   EXPECT_EQ(p.offsets[0], 0);
   EXPECT_EQ(p.offsets[batch], total_splits);
   EXPECT_LE(total_splits, p.g.max_splits);
-  // Balance: no part exceeds its share by more than one sequence's fixed cost (a part that starts a
-  // sequence mid-way pays the fixed cost again) plus the rounding of the share.
+  // Balance, counted as the plan counts it (decode_piece_cost): the plain cut gives every part at most
+  // per_part = max(ceil(total / parts), min_part_cost) positions plus the fixed cost again for a part
+  // that starts mid-sequence and split_cost for each of its two end pieces; the snapped plan is only
+  // taken when its largest part is no larger. total <= total_cost, so share bounds ceil(total / parts).
   const int64_t share = (total_cost + p.g.num_parts - 1) / p.g.num_parts;
-  EXPECT_LE(max_cost, share + 2 * tune.seq_cost + tune.min_part_cost + 1);
+  EXPECT_LE(max_cost, std::max<int64_t>(share, tune.min_part_cost) + tune.seq_cost + 2 * tune.split_cost);
+}
+
+// Splits per sequence of a plan.
+std::vector<int> splits_of(const Plan& p) {
+  std::vector<int> n(p.offsets.size() - 1);
+  for (size_t b = 0; b + 1 < p.offsets.size(); ++b) n[b] = p.offsets[b + 1] - p.offsets[b];
+  return n;
+}
+
+// Largest part in decode_piece_cost units.
+int64_t max_part_cost(const std::vector<int32_t>& seqlens, const Plan& p, DecodePlanTuning tune = {}) {
+  int64_t worst = 0;
+  for (int part = 0; part < p.g.num_parts; ++part) {
+    const int32_t* r = &p.parts[size_t(part) * kPlanPartInts];
+    int64_t cost = 0;
+    for (int b = r[kPartBeginBatch]; b <= r[kPartEndBatch] && b < int(seqlens.size()); ++b) {
+      const int n = decode_num_blocks(seqlens[b]);
+      cost += decode_piece_cost(b == r[kPartBeginBatch] ? r[kPartBeginBlock] : 0,
+                                b == r[kPartEndBatch] ? r[kPartEndBlock] : n, n, tune);
+    }
+    worst = std::max(worst, cost);
+  }
+  return worst;
 }
 
 TEST(PlanDecode, GeometryFillsTheMachine) {
@@ -116,15 +142,22 @@ TEST(PlanDecode, AllZeroBatch) {
 TEST(PlanDecode, RandomBatchesProperties) {
   std::mt19937 rng(42);
   for (int iter = 0; iter < 300; ++iter) {
-    const int batch = 1 + rng() % 160;
+    const int batch = 1 + rng() % (iter % 10 == 0 ? 1200 : 160);
     std::vector<int32_t> sl(batch);
-    for (auto& x : sl) x = (rng() % 5 == 0) ? int32_t(rng() % 3) : int32_t(rng() % 20000);
+    const int mode = iter % 3;  // 0: any lengths; 1: about equal lengths (snapping's case); 2: a few long among short
+    const int base = 64 + rng() % 12000;
+    for (auto& x : sl) {
+      if (mode == 0) x = (rng() % 5 == 0) ? int32_t(rng() % 3) : int32_t(rng() % 20000);
+      if (mode == 1) x = base + int32_t(rng() % (base / 16 + 1));
+      if (mode == 2) x = rng() % 20 == 0 ? int32_t(30000 + rng() % 70000) : int32_t(rng() % 1500);
+    }
     const int h_q = 16 << (rng() % 4);
     const int s_q = 1 + rng() % 4;
     const int sms = 1 + rng() % 140;
     DecodePlanTuning tune;
     tune.seq_cost = rng() % 6;
     tune.min_part_cost = 1 + rng() % 4;
+    tune.split_cost = rng() % 9;
     Plan p = make_plan(sl, s_q, h_q, sms, tune);
     check_plan_properties(sl, p, tune);
     if (HasFailure()) {
@@ -132,6 +165,71 @@ TEST(PlanDecode, RandomBatchesProperties) {
       return;
     }
   }
+}
+
+// b128 (the bench's large rows): 132 parts of h_q 16 or 2 x 66 of h_q 128 would cut nearly every sequence
+// in two at the plain boundaries; whole sequences cost at most 3 % more makespan and no partials.
+TEST(PlanDecode, UniformBatchNearPartCountIsNotCut) {
+  for (int h_q : {16, 128})
+    for (int len : {4096, 8192, 8191, 6000}) {
+      const std::vector<int32_t> sl(128, len);
+      Plan p = make_plan(sl, 1, h_q, 132);
+      check_plan_properties(sl, p);
+      for (int n : splits_of(p)) ASSERT_EQ(n, 1) << "h_q " << h_q << " len " << len;
+      // Parts hold 1 (h_q 16) or at most 2 (h_q 128) whole sequences.
+      const int64_t seq = decode_num_blocks(len) + DecodePlanTuning{}.seq_cost;
+      EXPECT_LE(max_part_cost(sl, p), (h_q == 16 ? 1 : 2) * seq);
+    }
+}
+
+// Fewer, longer sequences than parts: each is still cut (b32 h_q 16 s8192: about 4 parts each), but a
+// boundary within per_part / 8 of a sequence end moves there instead of leaving a sliver.
+TEST(PlanDecode, FewLongSequencesAreCutWithoutSlivers) {
+  const std::vector<int32_t> sl(32, 8192);  // 132 cost each; per_part 32 at 132 parts, 64 at 66
+  for (int h_q : {16, 128}) {
+    Plan p = make_plan(sl, 1, h_q, 132);
+    check_plan_properties(sl, p);
+    const int expect = h_q == 16 ? 4 : 2;  // 132 / 32 -> 4 pieces (the 4-block tail snapped); 132 / 64 -> 2
+    for (int n : splits_of(p)) EXPECT_EQ(n, expect) << "h_q " << h_q;
+  }
+  const std::vector<int32_t> one = {8192};
+  Plan p = make_plan(one, 1, 16, 132);
+  EXPECT_EQ(splits_of(p)[0], 128);  // batch 1: per_part = min_part_cost, one block per part
+}
+
+// Sequences of 0.69 parts each: whole, they would pack 1 or 2 to a part (~1.4 x the plain makespan), so
+// the plain cut must win and stay balanced.
+TEST(PlanDecode, SnappingThatUnbalancesIsRejected) {
+  const std::vector<int32_t> sl(190, 64 * 70);  // 74 cost each; 190 * 74 / 132 -> per_part 107
+  Plan p = make_plan(sl, 1, 16, 132);
+  check_plan_properties(sl, p);
+  EXPECT_LE(max_part_cost(sl, p), 107 + 4 + 2 * 4);
+  int cut = 0;
+  for (int n : splits_of(p)) cut += n > 1;
+  EXPECT_GT(cut, 60);
+}
+
+// A long sequence among short ones is spread over many parts, and the plan stays balanced (at this mix
+// the snapped candidate's junction part is larger, so the plain cut is the one taken).
+TEST(PlanDecode, LongSequenceAmongShortOnesIsCut) {
+  std::vector<int32_t> sl(100, 512);  // 12 cost each
+  sl[37] = 65536;                     // 1028 cost: ~45 % of the total
+  Plan p = make_plan(sl, 1, 16, 132);
+  check_plan_properties(sl, p);
+  EXPECT_GT(splits_of(p)[37], 40);
+  EXPECT_LE(max_part_cost(sl, p), 17 + 4 + 2 * 4);  // per_part 17
+  // A long sequence among a few short and many zero-length ones (no cost positions): only the long
+  // one is cut, since whole short ones cost no more here.
+  std::vector<int32_t> z(64, 0);
+  z[5] = 100000;
+  z[6] = 100;
+  z[60] = 3000;
+  Plan q = make_plan(z, 2, 128, 132);
+  check_plan_properties(z, q);
+  const std::vector<int> n = splits_of(q);
+  EXPECT_GT(n[5], 10);
+  EXPECT_EQ(n[6], 1);
+  EXPECT_EQ(n[60], 1);
 }
 
 TEST(PlanDecode, RejectsNegativeSeqlenAndMissingBuffers) {

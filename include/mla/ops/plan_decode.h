@@ -2,8 +2,9 @@
 // plan_decode: the split-KV schedule of one decode step, computed once and reused by every layer.
 //
 // Work is counted in 64-token KV blocks. Sequence b costs nblk(b) + seq_cost (the fixed price of
-// setting up a sequence and writing its result); the batch's total cost is cut into `num_parts` equal
-// intervals, one per CTA column of the decode grid. A part therefore covers a contiguous run of
+// setting up a sequence and writing its result); the batch's total cost is cut into `num_parts` about
+// equal intervals, one per CTA column of the decode grid, whose ends move to sequence ends where that
+// does not lengthen the longest part (compute_decode_plan). A part therefore covers a contiguous run of
 // (sequence, block) pairs, possibly starting and ending mid-sequence; a sequence touched by k parts
 // has k splits whose partial results the combine step merges (k == 1: the kernel writes `out` itself).
 //
@@ -37,6 +38,7 @@ enum PlanPartField : int {
 struct DecodePlanTuning {
   int seq_cost = 4;       // a sequence's fixed cost, in blocks
   int min_part_cost = 1;  // no part gets less than this, so tiny batches don't split into slivers
+  int split_cost = 4;     // a cut's price per piece, in blocks: fp32 partials written, then merged by the combine
 };
 
 // Shape-only geometry of a decode step's plan.
@@ -70,8 +72,113 @@ inline size_t decode_workspace_lse_offset(const DecodePlanGeometry& g) {
 
 MLA_HD_INLINE int decode_num_blocks(int seqlen) { return seqlen > 0 ? (seqlen + kDecodePageSize - 1) / kDecodePageSize : 0; }
 
+// Cost of the piece [lo, hi) of a sequence of n blocks, the unit every plan decision is made in: its
+// blocks, the fixed per-sequence price, and split_cost more when it is a true split (partials written in
+// fp32 and merged again by the combine). An empty piece costs nothing.
+MLA_HD_INLINE int64_t decode_piece_cost(int lo, int hi, int n, const DecodePlanTuning& tune) {
+  if (lo >= hi) return 0;
+  return (hi - lo) + tune.seq_cost + (lo > 0 || hi < n ? tune.split_cost : 0);
+}
+
+// The snapped form of a part boundary `pos` that falls inside a sequence occupying cost positions
+// [seq_begin, seq_end): the nearest (ties: the lower) of the sequence's k + 1 piece edges
+// seq_begin + floor(i * cost / k), i = 0..k, where k = max(1, round(cost / per_part)). A sequence of up
+// to 1.5 parts is thus never cut, and a longer one only into k about equal pieces, so the stride of the
+// boundaries drifting against the sequence lengths leaves no slivers. Rounding to a fixed sorted set of
+// points is monotone in pos, so snapped parts stay ordered.
+MLA_HD_INLINE int64_t decode_plan_snap(int64_t pos, int64_t seq_begin, int64_t seq_end, int64_t per_part) {
+  const int64_t cost = seq_end - seq_begin, d = pos - seq_begin;
+  int64_t k = (cost + per_part / 2) / per_part;
+  if (k < 1) k = 1;
+  int64_t i = d * k / cost;  // edge(i) <= d < edge(i + 1), after the two corrections
+  while (i > 0 && i * cost / k > d) --i;
+  while (i + 1 < k && (i + 1) * cost / k <= d) ++i;
+  const int64_t lo = i * cost / k, hi = (i + 1) * cost / k;
+  return seq_begin + (d - lo <= hi - d ? lo : hi);
+}
+
+// Walks cost positions in ascending order: which sequence holds a position, and at which block.
+struct DecodePlanCursor {
+  const int32_t* seqlens;
+  int batch;
+  int seq_cost;
+  int b = 0;          // the sequence holding the last position sought (batch: past the end)
+  int64_t start = 0;  // cost position where b begins
+
+  MLA_HD int64_t cost(int i) const {
+    const int n = decode_num_blocks(seqlens[i]);
+    return n > 0 ? n + seq_cost : 0;
+  }
+  MLA_HD void seek(int64_t pos) {
+    while (b < batch && pos >= start + cost(b)) {
+      start += cost(b);
+      ++b;
+    }
+  }
+  // Block of position pos (after seek(pos)); the first seq_cost positions of a sequence map to block 0.
+  MLA_HD int block(int64_t pos) const {
+    if (b >= batch) return 0;
+    const int64_t blk = pos - start - seq_cost;
+    return blk < 0 ? 0 : static_cast<int>(blk);
+  }
+};
+
+// One pass over the parts of one candidate plan (snap = false: boundaries at multiples of per_part;
+// true: the same boundaries through decode_plan_snap). Returns the largest part cost (sum of
+// decode_piece_cost over its pieces). With parts != nullptr it also writes the records and counts splits
+// into split_offsets (zeroed by the caller).
+MLA_HD inline int64_t decode_plan_walk(const int32_t* seqlens, int batch, int num_parts, DecodePlanTuning tune,
+                                       int64_t total, int64_t per_part, bool snap, int32_t* parts,
+                                       int32_t* split_offsets) {
+  DecodePlanCursor c{seqlens, batch, tune.seq_cost};
+  c.seek(0);
+  int end_b = c.b, end_blk = c.block(0);
+  int64_t worst = 0;
+  for (int p = 0; p < num_parts; ++p) {
+    const int begin_b = end_b, begin_blk = end_blk;
+    int64_t end_pos = static_cast<int64_t>(p + 1) * per_part;
+    if (end_pos > total || p == num_parts - 1) end_pos = total;
+    c.seek(end_pos);
+    if (snap && c.b < batch) {
+      end_pos = decode_plan_snap(end_pos, c.start, c.start + c.cost(c.b), per_part);
+      c.seek(end_pos);
+    }
+    end_b = c.b;
+    end_blk = c.block(end_pos);
+    // This part's split index within begin_b: the pieces of begin_b that earlier parts counted.
+    const int32_t first_split = parts != nullptr && begin_b < batch ? split_offsets[begin_b] : 0;
+    int64_t work = 0;
+    for (int b = begin_b; b <= end_b && b < batch; ++b) {
+      const int n = decode_num_blocks(seqlens[b]);
+      const int lo = b == begin_b ? begin_blk : 0;
+      const int hi = b == end_b ? end_blk : n;
+      work += decode_piece_cost(lo, hi, n, tune);
+      if (parts != nullptr && lo < hi) ++split_offsets[b];
+    }
+    if (work > worst) worst = work;
+    if (parts != nullptr) {
+      int32_t* rec = parts + static_cast<int64_t>(p) * kPlanPartInts;
+      rec[kPartBeginBatch] = begin_b;
+      rec[kPartBeginBlock] = begin_blk;
+      rec[kPartEndBatch] = end_b;
+      rec[kPartEndBlock] = end_blk;
+      rec[kPartFirstSplit] = first_split;
+      for (int f = kPartFirstSplit + 1; f < kPlanPartInts; ++f) rec[f] = 0;
+    }
+  }
+  return worst;
+}
+
 // The one definition of the schedule, run by the CPU reference and (in one thread) by the CUDA plan
 // kernel. seqlens: [batch]; writes parts [num_parts, 8] and split_offsets [batch + 1].
+//
+// The batch's total cost is cut into num_parts intervals of per_part = max(ceil(total / num_parts),
+// min_part_cost). Two candidate plans use these boundaries: as they are, and snapped to sequence ends
+// (decode_plan_snap). The snapped plan is taken unless its largest part costs more than the plain one's,
+// both counted with decode_piece_cost: when the batch has about as many sequences as parts, or more,
+// the plain boundaries cut almost every sequence (b128 at 132 or 66 parts: ~64 MB of fp32 partials for
+// h_q 128 and a combine pass over them), while whole-sequence parts cost ~3 % more makespan; with few
+// long sequences, or a long sequence among short ones, the long ones stay cut and the plan stays balanced.
 MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int num_parts, DecodePlanTuning tune,
                                        int32_t* parts, int32_t* split_offsets) {
   int64_t total = 0;
@@ -82,44 +189,9 @@ MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int nu
   }
   int64_t per_part = (total + num_parts - 1) / num_parts;
   if (per_part < tune.min_part_cost) per_part = tune.min_part_cost;
-
-  // Maps a cost position to (batch, block) with a cursor that only moves forward (positions ascend).
-  int cur_b = 0;
-  int64_t cur_start = 0;  // cost position where cur_b begins
-  auto locate = [&](int64_t pos, int* out_b, int* out_blk) {
-    while (cur_b < batch) {
-      const int n = decode_num_blocks(seqlens[cur_b]);
-      const int64_t cost = n > 0 ? n + tune.seq_cost : 0;
-      if (pos < cur_start + cost) break;
-      cur_start += cost;
-      ++cur_b;
-    }
-    if (cur_b >= batch) { *out_b = batch; *out_blk = 0; return; }
-    const int64_t blk = pos - cur_start - tune.seq_cost;
-    *out_b = cur_b;
-    *out_blk = blk < 0 ? 0 : static_cast<int>(blk);
-  };
-
-  int end_b = 0, end_blk = 0;
-  locate(0, &end_b, &end_blk);
-  for (int p = 0; p < num_parts; ++p) {
-    const int begin_b = end_b, begin_blk = end_blk;
-    int64_t end_pos = (p + 1) * per_part;
-    if (end_pos > total || p == num_parts - 1) end_pos = total;
-    locate(end_pos, &end_b, &end_blk);
-    int32_t* rec = parts + static_cast<int64_t>(p) * kPlanPartInts;
-    rec[kPartBeginBatch] = begin_b;
-    rec[kPartBeginBlock] = begin_blk;
-    rec[kPartEndBatch] = end_b;
-    rec[kPartEndBlock] = end_blk;
-    rec[kPartFirstSplit] = begin_b < batch ? split_offsets[begin_b] : 0;
-    for (int f = kPartFirstSplit + 1; f < kPlanPartInts; ++f) rec[f] = 0;
-    for (int b = begin_b; b <= end_b && b < batch; ++b) {
-      const int lo = b == begin_b ? begin_blk : 0;
-      const int hi = b == end_b ? end_blk : decode_num_blocks(seqlens[b]);
-      if (lo < hi) ++split_offsets[b];
-    }
-  }
+  const int64_t plain = decode_plan_walk(seqlens, batch, num_parts, tune, total, per_part, false, nullptr, nullptr);
+  const int64_t snapped = decode_plan_walk(seqlens, batch, num_parts, tune, total, per_part, true, nullptr, nullptr);
+  decode_plan_walk(seqlens, batch, num_parts, tune, total, per_part, snapped <= plain, parts, split_offsets);
   // Counts -> exclusive prefix sums.
   int32_t acc = 0;
   for (int b = 0; b < batch; ++b) {

@@ -1,10 +1,11 @@
 // plan_decode on the device: the schedule of compute_decode_plan (plan_decode.h), computed by one CTA in
 // parallel so a decode step pays a few microseconds for it, not FlashMLA's 7-37 us. The parallel form
-// is exact: part p's begin is locate(min(p * per_part, total)) and its end locate(min((p + 1) * per_part,
-// total)) (total for the last part), where locate(pos) is the first sequence whose inclusive cost prefix
-// exceeds pos, which is what the serial cursor finds; split counts and first_split count the parts that
-// touch a sequence with a non-empty block range. Batches too large for shared memory run the serial
-// definition in one thread (correct, slower).
+// is exact: boundary q of a candidate is min(q * per_part, total) (total for q = num_parts), snapped
+// through decode_plan_snap for the snapped candidate; locate(pos) is the first sequence whose inclusive
+// cost prefix exceeds pos, which is what the serial cursor finds; a part's cost is decode_plan_walk's sum
+// in closed form (its two end pieces plus the prefix difference between them); split counts and
+// first_split count the parts that touch a sequence with a non-empty block range. Batches too large for
+// shared memory run the serial definition in one thread (correct, slower).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -50,6 +51,55 @@ __device__ bool touches(const PartRange& r, int b, int batch, const int32_t* nbl
   return lo < hi;
 }
 
+// Everything one thread needs to find a part's range from shared-memory prefix sums.
+struct PlanView {
+  const int64_t* incl;  // inclusive cost prefix [batch]
+  const int32_t* nblk;  // blocks per sequence [batch]
+  int batch, num_parts;
+  int64_t total, per_part;
+  DecodePlanTuning tune;
+
+  // First sequence whose inclusive cost prefix exceeds pos (batch if none): the sequence holding pos.
+  __device__ int holder(int64_t pos) const {
+    int a = 0, z = batch;
+    while (a < z) {
+      const int mid = (a + z) / 2;
+      if (pos < incl[mid]) z = mid; else a = mid + 1;
+    }
+    return a;
+  }
+  // Boundary q of the plain or snapped candidate (q = 0 .. num_parts); part p is [boundary(p), boundary(p + 1)).
+  __device__ int64_t boundary(int q, bool snap) const {
+    int64_t pos = static_cast<int64_t>(q) * per_part;
+    if (pos > total || q == num_parts) pos = total;
+    if (snap) {
+      const int a = holder(pos);
+      if (a < batch) pos = decode_plan_snap(pos, a > 0 ? incl[a - 1] : 0, incl[a], per_part);
+    }
+    return pos;
+  }
+  __device__ void locate(int64_t pos, int* ob, int* oblk) const {
+    const int a = holder(pos);
+    if (a >= batch) { *ob = batch; *oblk = 0; return; }
+    const int64_t blk = pos - (a > 0 ? incl[a - 1] : 0) - tune.seq_cost;
+    *ob = a;
+    *oblk = blk < 0 ? 0 : static_cast<int>(blk);
+  }
+  __device__ PartRange range(int p, bool snap) const {
+    PartRange r;
+    locate(boundary(p, snap), &r.b0, &r.k0);
+    locate(boundary(p + 1, snap), &r.b1, &r.k1);
+    return r;
+  }
+  // decode_plan_walk's part cost in closed form: the end pieces plus the whole sequences between them.
+  __device__ int64_t cost(const PartRange& r) const {
+    if (r.b0 >= batch) return 0;
+    if (r.b0 == r.b1) return decode_piece_cost(r.k0, r.k1, nblk[r.b0], tune);
+    int64_t c = decode_piece_cost(r.k0, nblk[r.b0], nblk[r.b0], tune) + (incl[r.b1 - 1] - incl[r.b0]);
+    if (r.b1 < batch) c += decode_piece_cost(0, r.k1, nblk[r.b1], tune);
+    return c;
+  }
+};
 
 __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32_t* __restrict__ seqlens, int batch,
                                                                      int num_parts, DecodePlanTuning tune,
@@ -60,9 +110,11 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   __shared__ int32_t count[kMaxParallelBatch];  // splits per sequence
   __shared__ int64_t tmp[kPlanThreads];
   __shared__ PartRange ranges[kMaxParallelParts];
+  __shared__ unsigned long long worst[2];  // largest part cost of the plain and the snapped candidate
   const int t = threadIdx.x;
   const int per_thread = (batch + kPlanThreads - 1) / kPlanThreads;
   const int lo = min(batch, t * per_thread), hi = min(batch, lo + per_thread);
+  if (t < 2) worst[t] = 0;
 
   // 1. Costs and their inclusive prefix.
   int64_t local = 0;
@@ -73,7 +125,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
     local += n > 0 ? n + tune.seq_cost : 0;
   }
   int64_t total = 0;
-  int64_t run = block_exclusive_scan(local, tmp, &total);
+  int64_t run = block_exclusive_scan(local, tmp, &total);  // its barriers also publish worst[]
   for (int b = lo; b < hi; ++b) {
     run += nblk[b] > 0 ? nblk[b] + tune.seq_cost : 0;
     incl[b] = run;
@@ -81,37 +133,33 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   __syncthreads();
   int64_t per_part = (total + num_parts - 1) / num_parts;
   if (per_part < tune.min_part_cost) per_part = tune.min_part_cost;
+  const PlanView v{incl, nblk, batch, num_parts, total, per_part, tune};
 
-  // 2. Part boundaries.
-  auto locate = [&](int64_t pos, int* ob, int* oblk) {
-    int a = 0, z = batch;  // first b with pos < incl[b]
-    while (a < z) {
-      const int mid = (a + z) / 2;
-      if (pos < incl[mid]) z = mid; else a = mid + 1;
-    }
-    if (a >= batch) { *ob = batch; *oblk = 0; return; }
-    const int64_t blk = pos - (a > 0 ? incl[a - 1] : 0) - tune.seq_cost;
-    *ob = a;
-    *oblk = blk < 0 ? 0 : static_cast<int>(blk);
-  };
+  // 2. Both candidates' largest part; the snapped one wins ties (compute_decode_plan).
+  unsigned long long w_plain = 0, w_snap = 0;
   for (int p = t; p < num_parts; p += kPlanThreads) {
-    int64_t bpos = static_cast<int64_t>(p) * per_part, epos = static_cast<int64_t>(p + 1) * per_part;
-    if (bpos > total) bpos = total;
-    if (epos > total || p == num_parts - 1) epos = total;
+    w_plain = max(w_plain, static_cast<unsigned long long>(v.cost(v.range(p, false))));
+    w_snap = max(w_snap, static_cast<unsigned long long>(v.cost(v.range(p, true))));
+  }
+  atomicMax(&worst[0], w_plain);
+  atomicMax(&worst[1], w_snap);
+  __syncthreads();
+  const bool snap = worst[1] <= worst[0];
+
+  // 3. Part boundaries of the chosen candidate.
+  for (int p = t; p < num_parts; p += kPlanThreads) {
+    const PartRange r = v.range(p, snap);
+    ranges[p] = r;
     int32_t* rec = parts + static_cast<int64_t>(p) * kPlanPartInts;
-    int b0, k0, b1, k1;
-    locate(bpos, &b0, &k0);
-    locate(epos, &b1, &k1);
-    ranges[p] = {b0, k0, b1, k1};
-    rec[kPartBeginBatch] = b0;
-    rec[kPartBeginBlock] = k0;
-    rec[kPartEndBatch] = b1;
-    rec[kPartEndBlock] = k1;
+    rec[kPartBeginBatch] = r.b0;
+    rec[kPartBeginBlock] = r.k0;
+    rec[kPartEndBatch] = r.b1;
+    rec[kPartEndBlock] = r.k1;
     for (int f = kPartFirstSplit + 1; f < kPlanPartInts; ++f) rec[f] = 0;
   }
   __syncthreads();
 
-  // 3. Split counts and each part's split index within its first sequence.
+  // 4. Split counts and each part's split index within its first sequence.
   for (int p = t; p < num_parts; p += kPlanThreads) {
     const PartRange r = ranges[p];
     for (int b = r.b0; b <= r.b1 && b < batch; ++b)
@@ -128,7 +176,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   }
   __syncthreads();
 
-  // 4. Counts -> exclusive offsets.
+  // 5. Counts -> exclusive offsets.
   local = 0;
   for (int b = lo; b < hi; ++b) local += count[b];
   int64_t splits = 0;
@@ -157,8 +205,8 @@ Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, Decod
   if (plan.num_parts != g.num_parts || g.num_parts < 1 || g.batch < 1)
     return Status::invalid("plan_decode", "plan.num_parts " + std::to_string(plan.num_parts) +
                                               " != geometry num_parts " + std::to_string(g.num_parts));
-  if (tune.seq_cost < 0 || tune.min_part_cost < 1)
-    return Status::invalid("plan_decode", "tuning: seq_cost must be >= 0 and min_part_cost >= 1");
+  if (tune.seq_cost < 0 || tune.min_part_cost < 1 || tune.split_cost < 0)
+    return Status::invalid("plan_decode", "tuning: seq_cost and split_cost must be >= 0, min_part_cost >= 1");
   auto* s = reinterpret_cast<cudaStream_t>(stream);
   const auto* sl = seqlens.ptr<const int32_t>();
   if (g.batch <= kMaxParallelBatch && g.num_parts <= kMaxParallelParts) {
