@@ -35,6 +35,9 @@ constexpr int kWsBarrierBytes = 256;
 //  kLdsm: ldmatrix per transpose round (transpose_ws.cuh: 2, 4 or 8).
 //  kFold: the TMA producer thread is lane 0 of transpose warp 0 (it issues page j + kKStages right after its share
 //    of page j's transpose), so all four warps of the warpgroup transpose: 4 chunk pairs each instead of 6/5/5.
+//  kAhead (with kLazy): overlap inside a warpgroup: P_{j-1} V_{j-1} is queued behind S_j before the softmax of
+//    page j (which then overlaps it), and P_j V_j behind P_{j-1} V_{j-1} when no row's max moved; each wait_group
+//    waits only for the oldest product (kernel_ws.cuh).
 //    Registers: producer warpgroup 72, consumers 216 (the 168 x 384 allocation: 2 x 216 + 72 = 504), as the
 //    producer's cursor next to the transposer's spills at 56.
 //  kLazy (overlap only): skip the O rescale where it is a multiplication by exactly 1 (the running max did not
@@ -43,7 +46,8 @@ constexpr int kWsBarrierBytes = 256;
 //    the eager form may differ from it in the last bit where fma contraction leaves alpha an ulp below 1). (FA3's thresholded lazy rescale, a stale max kept until a page exceeds it by 2^8, would skip
 //    nearly all of them, but P would then round to e4m3 at a different scale than the split reference's running
 //    max, which the fp8 test holds the kernel to: tests/gpu/test_mla_decode_fp8.cu kFp8Tol.)
-template <bool kPvFirst_, int kKStages_, int kVStages_, int kLdsm_ = 2, bool kLazy_ = false, bool kFold_ = false>
+template <bool kPvFirst_, int kKStages_, int kVStages_, int kLdsm_ = 2, bool kLazy_ = false, bool kFold_ = false,
+          bool kAhead_ = false>
 struct WsSchedule {
   static constexpr bool kPvFirst = kPvFirst_;
   static constexpr int kKStages = kKStages_;
@@ -52,6 +56,8 @@ struct WsSchedule {
   static constexpr int kLdsm = kLdsm_;
   static constexpr bool kLazy = kLazy_;
   static constexpr bool kFold = kFold_;
+  static constexpr bool kAhead = kAhead_;
+  static_assert(!kAhead || (kLazy && !kPvFirst), "the ahead schedule is the lazy overlap schedule, reordered");
   static constexpr int kTransposeWarps = kFold ? 4 : 3;
   static constexpr int kProducerRegs = kFold ? 72 : 56;
   static constexpr int kConsumerRegs = kFold ? 216 : 224;
@@ -64,6 +70,8 @@ using WsOverlapT4 = WsSchedule<false, 2, 2, 4>;            // run W8 candidate: 
 using WsOverlapT4Lazy = WsSchedule<false, 2, 2, 4, true>;  // run W8 candidate: + lazy rescale
 using WsOverlapLazy = WsSchedule<false, 2, 2, 2, true>;    // run W8 candidate: lazy rescale alone
 using WsOverlapT4Fold = WsSchedule<false, 2, 2, 4, true, true>;  // run W9 candidate: ws_t4_lazy + 4 transpose warps
+using WsAheadT4 = WsSchedule<false, 2, 2, 4, true, false, true>;    // run W10 candidate: ws_t4_lazy, ahead schedule
+using WsAheadT4Fold = WsSchedule<false, 2, 2, 4, true, true, true>;  // run W10 candidate: ws_t4_fold, ahead schedule
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;

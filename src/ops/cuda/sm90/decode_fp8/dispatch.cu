@@ -27,18 +27,20 @@ int l2_prefetch_pages() {
 // b128 s8192 434 µs), `ws_stsm` (pvfirst, 2 K + 3 V^T stages: 440 µs); or the 256-thread mma.sync kernel
 // (`mma_sync`, kept for comparison), or that kernel with S on wgmma (`wgmma_s`, an experiment). The variants that
 // lost are in NOTES_fp8.md (runs W2-W5).
-enum class Variant64 { kWsOverlapStsm, kWsStsm, kMmaSync, kWgmmaS, kWsT4, kWsT4Lazy, kWsLazy, kWsT4Fold };
+enum class Variant64 { kWsOverlapStsm, kWsStsm, kMmaSync, kWgmmaS, kWsT4, kWsT4Lazy, kWsLazy, kWsT4Fold, kWsAhead, kWsAheadFold };
 const EnvKnob& variant64_knob() {
   static const EnvKnob k =
       read_env_knob("MLA_DECODE_FP8_VARIANT64",
-                    {"ws_overlap_stsm", "ws_stsm", "mma_sync", "wgmma_s", "ws_t4", "ws_t4_lazy", "ws_lazy", "ws_t4_fold"});
+                    {"ws_overlap_stsm", "ws_stsm", "mma_sync", "wgmma_s", "ws_t4", "ws_t4_lazy", "ws_lazy", "ws_t4_fold", "ws_ahead",
+                     "ws_ahead_fold"});
   return k;
 }
 Variant64 variant64() {
   const int i = variant64_knob().index;
   return i == 1 ? Variant64::kWsStsm : i == 2 ? Variant64::kMmaSync : i == 3 ? Variant64::kWgmmaS
          : i == 4 ? Variant64::kWsT4 : i == 5 ? Variant64::kWsT4Lazy : i == 6 ? Variant64::kWsLazy
-         : i == 7 ? Variant64::kWsT4Fold : Variant64::kWsOverlapStsm;
+         : i == 7 ? Variant64::kWsT4Fold : i == 8 ? Variant64::kWsAhead
+         : i == 9 ? Variant64::kWsAheadFold : Variant64::kWsOverlapStsm;
 }
 
 }  // namespace
@@ -74,6 +76,8 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
       case Variant64::kWsT4Lazy: MLA_TRY(launch_decode_fp8_ws<WsOverlapT4Lazy>(p, grid, stream)); break;
       case Variant64::kWsLazy: MLA_TRY(launch_decode_fp8_ws<WsOverlapLazy>(p, grid, stream)); break;
       case Variant64::kWsT4Fold: MLA_TRY(launch_decode_fp8_ws<WsOverlapT4Fold>(p, grid, stream)); break;
+      case Variant64::kWsAhead: MLA_TRY(launch_decode_fp8_ws<WsAheadT4>(p, grid, stream)); break;
+      case Variant64::kWsAheadFold: MLA_TRY(launch_decode_fp8_ws<WsAheadT4Fold>(p, grid, stream)); break;
       default: MLA_TRY(launch_decode_fp8_ws<WsOverlapStsm>(p, grid, stream)); break;
     }
   }

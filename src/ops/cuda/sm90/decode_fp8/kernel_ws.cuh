@@ -236,6 +236,25 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     mbar_arrive(bars.vt_empty(vb));
   };
   const float zero2[2] = {0.f, 0.f};
+  // S::kAhead: the page whose P.V group is in flight on O (-1: none); its V^T stage is released once a wait_group
+  // has seen it complete. Nothing is in flight at the start of an own page.
+  float(&o_regs)[128] = reinterpret_cast<float(&)[128]>(st.o);
+  int pend = -1;
+  auto release_pending = [&]() {
+    if (pend >= 0) mbar_arrive(bars.vt_empty(pend % kVStages));
+    pend = -1;
+  };
+  // chained: queued behind a P.V group still in flight on O (same shape, same accumulator: ordered without a
+  // fence; touching O here would make ptxas serialize, C7514).
+  auto issue_pv = [&](int jj, bool chained) {
+    const int vs = jj % kVStages;
+    mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
+    if (!chained) {
+      decode::fence_operands(o_regs);
+      decode::wgmma_fence();
+    }
+    pv_issue_ws(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
+  };
 
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
   bool q_held = false;              // ... and has not released yet
@@ -264,7 +283,27 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       }
       mbar_wait(bars.k_full(ks), phase(j, kKStages));
       float sc[8][4];
-      compute_scores_ws(sc, s_q_tile, s_k0 + ks * kSlabTileBytes);
+      if constexpr (S::kAhead) {
+        // Once S_j is done, O is rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j, which
+        // then overlaps it; P_j V_j queues behind it when no row's max moved.
+        scores_over_slabs<32, false>(reinterpret_cast<float(&)[32]>(sc), s_q_tile, s_k0 + ks * kSlabTileBytes);
+        if (j > 0) wait_other(j - 1, mp);
+        wgmma_wait_group<0>();  // S_j (rescaling O while it runs makes ptxas insert a wait anyway, C7517)
+        decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
+        if (j > 0) {
+          rescale_o_ws<true>(st, mp, zero2, p.scale_log2);
+          issue_pv(j - 1, false);
+          pend = j - 1;
+          if (first) {  // page j - 1 ended the previous segment: write it before page j starts a new O
+            wgmma_wait_group<0>();
+            decode::fence_operands(o_regs);
+            release_pending();
+            epilogue(prev_b);
+          }
+        }
+      } else {
+        compute_scores_ws(sc, s_q_tile, s_k0 + ks * kSlabTileBytes);
+      }
       mbar_arrive(bars.k_empty(ks));
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
       if (cur.hi - cur.blk - 1 < 2 && q_held) {
@@ -280,7 +319,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         const int visible = p.causal ? min(cur.seqlen, cur.seqlen - p.s_q + 1 + row_i[h]) : cur.seqlen;
         mx[h] = mask_row_max<8>(sc, h, visible - cur.blk * kBlockN, t4);
       }
-      if constexpr (!S::kPvFirst) {
+      if constexpr (!S::kPvFirst && !S::kAhead) {
         if (j > 0) wait_other(j - 1, mp);
       }
       float m_new[2], rowsum[2];
@@ -302,7 +341,40 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
       bool merge = false;  // kLazy: pages j - 1 and j need no rescale of this warpgroup's O
-      if constexpr (S::kLazy) {
+      if constexpr (S::kAhead) {
+        // O is at st.m (= m_{j-1}, or -inf after an epilogue): if no row of the warpgroup moved, P_j V_j queues
+        // behind P_{j-1} V_{j-1} on the same accumulator without a rescale.
+        bool moved = false;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) moved = moved || m_new[h] != st.m[h];
+        const bool keep = !decode_fp8::named_sync_any(kBarWg + wg, 128, moved);
+        decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
+        if (keep) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
+          issue_pv(j, true);
+          wgmma_wait_group<1>();  // P.V of page j - 1 (O stays in flight: no fence_operands here, C7514)
+        } else {
+          wgmma_wait_group<0>();
+          decode::fence_operands(o_regs);
+          release_pending();
+          rescale_o_ws<true>(st, m_new, rowsum, p.scale_log2);
+          issue_pv(j, false);
+        }
+        release_pending();
+        pend = j;
+        // P_j V_j is waited for here, not in the next own page: accumulators in flight across the loop's branches
+        // and back edge make ptxas serialize every wgmma of the kernel (C7514, measured in the compile).
+        wgmma_wait_group<0>();
+        decode::fence_operands(o_regs);
+        release_pending();
+        if (end) epilogue(cur.b);
+        prev_end = end;
+        prev_b = cur.b;
+        cur.advance(p);
+        ++j;
+        continue;
+      } else if constexpr (S::kLazy) {
         // This warpgroup's O is at st.m = m_{j-2}; P_{j-1} at mp = m_{j-1}, P_j at m_new: all equal on every row?
         bool moved = false;
 #pragma unroll

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"
 #include "ops/cuda/sm90/decode_fp8/traits.h"
 
@@ -113,7 +114,43 @@ __device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32
   }
 }
 
+// Zeroes the V^T bytes of keys >= valid_keys (0 < valid_keys < 64) of a stage the unmasked transpose wrote: whole
+// 16-byte chunks for the key groups past the tail's, the byte mask of the permuted key order (kappa = 4t + 2a + e
+// for key 16G + 8a + 2t + e) in the tail's group. Every (row, half) pair of the 256 x 2: threads take pairs tw,
+// tw + n, ... The caller syncs the transpose threads before (the bytes were stored by other warps' stmatrix).
+__device__ __forceinline__ void zero_vt_tail(uint32_t s_vt, int valid_keys, int tw, int n_threads) {
+  const int g0 = valid_keys >> 4, r0 = valid_keys & 15;
+  uint32_t keep[4];  // bytes 4w .. 4w + 3 of the tail group's chunk (t = w): keys 2w, 2w + 1, 8 + 2w, 9 + 2w
+#pragma unroll
+  for (int w = 0; w < 4; ++w)
+    keep[w] = (2 * w < r0 ? 0xFFu : 0u) | (2 * w + 1 < r0 ? 0xFF00u : 0u) | (8 + 2 * w < r0 ? 0xFF0000u : 0u) |
+              (9 + 2 * w < r0 ? 0xFF000000u : 0u);
+  for (int i = tw; i < 2 * 256; i += n_threads) {
+    const int row = i >> 1, h = i & 1;
+    const uint32_t base = s_vt + row * 128;
+    for (int g = g0; g < 4; ++g) {
+      const uint32_t addr = base + (((4 * h + g) ^ (row & 7)) << 4);
+      uint32_t v[4] = {0u, 0u, 0u, 0u};
+      if (g == g0 && r0 != 0) {
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                     : "r"(addr));
+#pragma unroll
+        for (int w = 0; w < 4; ++w) v[w] &= keep[w];
+      }
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v[0]), "r"(v[1]), "r"(v[2]),
+                   "r"(v[3])
+                   : "memory");
+    }
+  }
+}
+
 // tw: this thread's index among the 32 kWarps transpose threads; valid_keys: keys of the page below seqlen.
+// kLdsm 2: a masked copy of the loop for the tail page. kLdsm 4 / 8: one unmasked loop for every page, the tail
+// page then fixed up by zero_vt_tail after a barrier of the transpose threads (named barrier kBarTranspose): a
+// masked 4-load loop costs its AND per word on every page (run W9: 3 % slower than the default at b128 s8192, the
+// transposer being on the critical path), and a second masked copy next to the unmasked one spills.
+constexpr int kBarTranspose = 6;  // kernel_ws.cuh's consumers use named barriers 1-5
 template <int kLdsm, int kWarps = 3>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
   if constexpr (kLdsm == 2) {
@@ -123,9 +160,11 @@ __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, i
       transpose_page_stsm_impl<false, 2, kWarps>(s_page, s_vt, valid_keys, tw);
     }
   } else {
-    // One instantiation with the key masks computed for every page (all ones below the tail): a second, unmasked
-    // copy next to it makes ptxas spill in the 56-register producer warpgroup (32 bytes at kLdsm 4, measured).
-    transpose_page_stsm_impl<true, kLdsm, kWarps>(s_page, s_vt, valid_keys, tw);
+    transpose_page_stsm_impl<false, kLdsm, kWarps>(s_page, s_vt, valid_keys, tw);
+    if (valid_keys < kBlockN) {  // uniform across the transpose threads (same page)
+      decode::named_sync(kBarTranspose, 32 * kWarps);
+      zero_vt_tail(s_vt, valid_keys, tw, 32 * kWarps);
+    }
   }
 }
 

@@ -52,7 +52,8 @@ __device__ __forceinline__ void wgmma_m64n256k32_e4m3(float (&d)[128], uint64_t 
 // S (64 rows x N / 2 keys, fp32 fragments) = Q . K^T over a Q tile and a page in the slab layout (config.h):
 // 4 full slabs of 4 k32 steps (+32 bytes per step inside a 128-byte swizzled row), then 2 steps in the fifth
 // slab (dims 512..575). N = 16: m64n32k32 (32 keys from s_k); N = 32: m64n64k32 (the whole page).
-template <int N>
+// kWait = false: issued and committed as one group, not waited for (kernel_ws.cuh's kAhead schedule waits later).
+template <int N, bool kWait = true>
 __device__ __forceinline__ void scores_over_slabs(float (&d)[N], uint32_t s_q_tile, uint32_t s_k) {
   static_assert(N == 16 || N == 32, "m64n32k32 or m64n64k32");
   auto atom = [&](uint64_t da, uint64_t db) {
@@ -79,8 +80,10 @@ __device__ __forceinline__ void scores_over_slabs(float (&d)[N], uint32_t s_q_ti
   atom(da, db);
   atom(da + 2, db + 2);
   decode::wgmma_commit();
-  decode::wgmma_wait_all();
-  decode::fence_operands(d);
+  if constexpr (kWait) {
+    decode::wgmma_wait_all();
+    decode::fence_operands(d);
+  }
 }
 
 }  // namespace mla::sm90::decode_fp8
