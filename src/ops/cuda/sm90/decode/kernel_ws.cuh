@@ -12,8 +12,9 @@
 //     S = Q K^T for all 64 keys (m64n64k16), the softmax against the running max of page j - 1, and P
 //     into the page's RoPE slab; both warpgroups then add P V for their half.
 // Per own page j a warpgroup runs ("pvfirst"):
-//   wait P_{j-1} ready | P_{j-1} V_{j-1}, release stage of j - 1 | S_j (slab by slab, each on its own full
-//   barrier, so S starts on slab 0 while the rest of the page lands) | softmax_j, P_j | signal | P_j V_j
+//   wait P_{j-1} ready | issue P_{j-1} V_{j-1} | S_j (slab by slab, each on its own full barrier, so S starts
+//   on slab 0 while the rest of the page lands; slab 0 queued behind P_{j-1} V_{j-1}, whose stage is released
+//   once that group completes) | softmax_j, P_j | signal | P_j V_j
 // Adding the other's page j - 1 before S_j releases its stage as early as possible: with two stages the
 // release -> refill -> use distance, not the MMA, bounds the page rate. Schedules measured and deleted
 // (NOTES.md runs 5-6): S_j before P_{j-1} V_{j-1} (ws_overlap; run 6 with P_{j-1} V_{j-1} asynchronous
@@ -119,13 +120,15 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
 #pragma unroll
     for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj & 1) * kRowsPerCta + row_local[h]];
   };
-  // Adds the other warpgroup's page jj (after wait_other) and releases its stage.
-  auto pv_other = [&](int jj, const float (&mp)[2]) {
-    const int ps = jj & 1;
+  // Issues the other warpgroup's page jj (after wait_other) into O; the caller releases its stage once
+  // the product is done. No wait on the page's full barriers: the owner waited on all of them before it
+  // wrote P and arrived on the P-ready barrier this warpgroup synced on, and bar.arrive / bar.sync order
+  // the owner's prior accesses (its observation of the completed TMA phases included) before ours, as
+  // for P itself. Nine already-complete try_waits used to sit on the hand-off path (~5 % of samples).
+  auto pv_other_issue = [&](int jj, const float (&mp)[2]) {
     const float zero2[2] = {0.f, 0.f};
-    wait_page(bars, ps, (jj >> 1) & 1);  // TMA bytes of page jj visible to this warpgroup
-    pv_page<Traits>(st, mp, zero2, s_kv0 + ps * kPageBytes, wg, p.scale_log2);
-    mbar_arrive(bars.empty(ps));
+    rescale_o(st, mp, zero2, p.scale_log2);
+    pv_issue<Traits>(st, s_kv0 + (jj & 1) * kPageBytes, wg);
   };
 
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
@@ -141,10 +144,17 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       const uint32_t s_kv = s_kv0 + stage * kPageBytes;
       uint8_t* stage_ptr = smem + L.kv_offset + stage * kPageBytes;
       float mp[2] = {-INFINITY, -INFINITY};
+      int release = -1;  // stage of page j - 1, released by compute_scores_page once its P.V is done
       if (j > 0) {
         wait_other(j - 1, mp);
-        pv_other(j - 1, mp);
-        if (prev_end) epilogue(prev_b);
+        pv_other_issue(j - 1, mp);
+        if (prev_end) {
+          pv_wait(st);
+          release_stage(bars, (j - 1) & 1);
+          epilogue(prev_b);
+        } else {
+          release = (j - 1) & 1;
+        }
       }
       // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
       while (q_seg < seg) {
@@ -163,7 +173,8 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         named_sync(kBarWg + wg, 128);
       }
       float sc[8][4];
-      compute_scores_page<Traits>(sc, s_q_tile, s_kv, bars.full(stage, 0), parity);
+      compute_scores_page<Traits>(sc, s_q_tile, s_kv, bars.full(stage, 0), parity, bars, release);
+      fence_operands(reinterpret_cast<float(&)[128]>(st.o));  // the P.V issued above is done, too
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
       if (cur.hi - cur.blk - 1 < 2 && q_held) {
         mbar_arrive(bars.q_empty());
@@ -206,10 +217,13 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         if (t4 == 0) s_m[stage * kRowsPerCta + row_local[h]] = m_new[h];
       }
       fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
-      named_sync(kBarWg + wg, 128);
+      // Signal first: each thread's arrive covers its own P and s_m writes, and the other warpgroup
+      // needs all 128 arrivals anyway; the warpgroup's own barrier (its P.V reads every thread's P)
+      // then no longer delays the other's wake-up.
       named_arrive(kBarPReady + stage, kWsConsumerThreads);
+      named_sync(kBarWg + wg, 128);
       pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
-      mbar_arrive(bars.empty(stage));
+      release_stage(bars, stage);
       if (end) epilogue(cur.b);
     }
     prev_end = end;
@@ -221,7 +235,9 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   if (j > 0 && ((j - 1) & 1) != wg) {
     float mp[2];
     wait_other(j - 1, mp);
-    pv_other(j - 1, mp);
+    pv_other_issue(j - 1, mp);
+    pv_wait(st);
+    release_stage(bars, (j - 1) & 1);
     epilogue(prev_b);
   }
 }
@@ -240,7 +256,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
     for (int s = 0; s < kWsStages; ++s) {
       for (int slab = 0; slab < kSlabsPerPage; ++slab)
         mbar_init(bars.full(s, slab), kDequant && slab < kRopeSlab ? kConverterThreads : 1);
-      mbar_init(bars.empty(s), kWsConsumerThreads);
+      mbar_init(bars.empty(s), kWsReleaseWarps);
       if constexpr (kDequant)
         for (int slab = 0; slab < kRopeSlab; ++slab) mbar_init(bars.raw(s, slab), 1);
     }

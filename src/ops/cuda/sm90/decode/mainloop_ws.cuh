@@ -30,6 +30,9 @@ constexpr int kRopeSlab = kDimV / 64;       // slab 8: RoPE dims of K, then P
 static_assert(kRopeSlab * 64 + 64 == kDimQK, "one RoPE slab after the V slabs");
 constexpr int kSlabsPerPage = kChunksPerRow / 8;  // 9
 
+// All but the newest committed wgmma group done.
+__device__ __forceinline__ void wgmma_wait_1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
+
 struct WsBarriers {
   uint32_t base;
   // full(stage, slab): the slab's bytes landed (TMA; fp8_ds latent slabs: dequantized by the producer
@@ -41,6 +44,16 @@ struct WsBarriers {
   // fp8_ds: raw latent slab `slab` (0..7) of a stage landed; slab 0 also carries the scale box.
   __device__ uint32_t raw(int stage, int slab) const { return q_empty() + 8 + 8 * (stage * kRopeSlab + slab); }
 };
+// Arrivals that release a stage: one per consumer warp (lane 0, after the warp's reads of the stage are
+// done) instead of one per thread.
+constexpr int kWsReleaseWarps = kWsConsumerThreads / 32;
+
+// This consumer warp is done with `stage` (its wgmma reads completed, its generic writes fenced): lane 0
+// arrives for the warp once every lane got here.
+__device__ __forceinline__ void release_stage(const WsBarriers& bars, int stage) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) mbar_arrive(bars.empty(stage));
+}
 static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2) <= kWsBarrierBytes, "barrier area");
 static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2 + kWsStages * kRopeSlab) <= kWsDequantBarrierBytes,
               "barrier area (fp8_ds)");
@@ -73,10 +86,12 @@ __device__ __forceinline__ void zero_page_tail_wg(uint8_t* stage, int valid_toke
 
 // S (64 rows x 64 keys) = Q (64 x 576) . K^T for one warpgroup; s[t][e] has the mma.sync fragment
 // layout (warp w of the group: rows 16 w + g (+8), keys 8 t + 2 t4 (+1)).
-// Waits for each slab's own full barrier (slab_bar0 + 8 * slab, `parity`) before its MMAs.
+// Waits for each slab's own full barrier (slab_bar0 + 8 * slab, `parity`) before its MMAs. release >= 0: the
+// stage of a P.V group issued just before (no wait), released once that group is done.
 template <class Traits>
 __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_kv,
-                                                    uint32_t slab_bar0, uint32_t parity) {
+                                                    uint32_t slab_bar0, uint32_t parity, const WsBarriers& bars,
+                                                    int release = -1) {
   float(&d)[32] = reinterpret_cast<float(&)[32]>(s);
 #pragma unroll
   for (int i = 0; i < 32; ++i) d[i] = 0.f;
@@ -94,6 +109,13 @@ __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s
 #pragma unroll
     for (int k = 0; k < 4; ++k) Traits::wgmma_qk64(d, da + 2 * k, db + 2 * k);
     wgmma_commit();  // one group per slab, inside the loop (a commit after it gets another injected fence)
+    // A P.V group issued before this S (pv_issue, no wait) is the only one older than slab 0's: once it
+    // is done, release its stage. Waiting here, not before S, keeps the tensor pipe fed across the
+    // P.V -> S boundary (slab 0 is queued behind the P.V) and frees the stage as early as before.
+    if (slab == 0 && release >= 0) {
+      wgmma_wait_1();
+      release_stage(bars, release);
+    }
     da += kSlabBytes >> 4;
     db += kSlabBytes >> 4;
   }
@@ -125,25 +147,60 @@ struct WsState {
   }
 };
 
-// O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half]; l likewise, plus this warpgroup's own
-// row sums (zero for the other warpgroup's page). m_page: the page's running max (as the owner used it).
-template <class Traits>
-__device__ __forceinline__ void pv_page(WsState& st, const float (&m_page)[2], const float (&rowsum)[2], uint32_t s_kv,
-                                        int wg, float scale_log2) {
+// O_half *= exp(m_o - m_page); l likewise, plus this warpgroup's own row sums (zero for the other
+// warpgroup's page). m_page: the page's running max (as the owner used it). Once the running max has
+// settled most pages leave it unchanged (alpha exactly 1 for every row of the warp): the 128 multiplies
+// per thread are skipped then, warp-uniformly, which keeps them off the P -> P.V hand-off.
+__device__ __forceinline__ void rescale_o(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
+                                          float scale_log2) {
+  float alpha[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN.
     const float ms = m_page[h] == -INFINITY ? 0.f : m_page[h] * scale_log2;
-    const float alpha = exp2f(st.m[h] * scale_log2 - ms);
+    alpha[h] = exp2f(st.m[h] * scale_log2 - ms);
     st.m[h] = m_page[h];
-    st.l[h] = st.l[h] * alpha + rowsum[h];
+    st.l[h] = st.l[h] * alpha[h] + rowsum[h];
+  }
+  if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
 #pragma unroll
     for (int t = 0; t < 32; ++t) {
-      st.o[t][2 * h] *= alpha;
-      st.o[t][2 * h + 1] *= alpha;
+      st.o[t][2 * h] *= alpha[h];
+      st.o[t][2 * h + 1] *= alpha[h];
     }
+}
+
+// Issues O_half += P V_half for the page in `s_kv` (P in its RoPE slab) as one wgmma group, no wait:
+// the caller waits (wgmma_wait_all / compute_scores_page's release) before touching st.o again.
+template <class Traits>
+__device__ __forceinline__ void pv_issue(WsState& st, uint32_t s_kv, int wg) {
+  float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
+  fence_operands(d);
+  wgmma_fence();
+  const uint32_t s_p = s_kv + kRopeSlab * kSlabBytes;
+#pragma unroll
+  for (int ks = 0; ks < kBlockN / 16; ++ks) {
+    const uint64_t da = make_smem_desc(s_p + ks * 32, 16, 1024);
+    // V = K[:, 0:512]: slabs 4 wg .. 4 wg + 3 (64 columns each, lbo apart), keys 16 ks.. (sbo per 8 keys).
+    const uint64_t db = make_smem_desc(s_kv + (4 * wg) * kSlabBytes + ks * 16 * 128, kSlabBytes, 1024);
+    Traits::wgmma_pv(d, da, db);
   }
-  accumulate_pv_wgmma<Traits>(st.o, s_kv + kRopeSlab * kSlabBytes, s_kv, wg);
+  wgmma_commit();
+}
+__device__ __forceinline__ void pv_wait(WsState& st) {
+  wgmma_wait_all();
+  fence_operands(reinterpret_cast<float(&)[128]>(st.o));
+}
+
+// O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half], waiting for the product.
+template <class Traits>
+__device__ __forceinline__ void pv_page(WsState& st, const float (&m_page)[2], const float (&rowsum)[2], uint32_t s_kv,
+                                        int wg, float scale_log2) {
+  rescale_o(st, m_page, rowsum, scale_log2);
+  pv_issue<Traits>(st, s_kv, wg);
+  pv_wait(st);
 }
 
 }  // namespace mla::sm90::decode
