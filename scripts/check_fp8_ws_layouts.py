@@ -128,14 +128,14 @@ def transpose(page_mem, valid):
     return vt
 
 
-def transpose_stsm(page_mem, valid):
+def transpose_stsm(page_mem, valid, warps=3, masked=True):
     """transpose_ws.cuh transpose_page_stsm_impl: same loads, byte permutes with lane-dependent selectors,
     one stmatrix.x4 per (chunk pair, group): register k of lane (g, t) = bytes 4t..4t+3 of row g of matrix
-    k, stored at the address lane 8k + g supplies."""
+    k, stored at the address lane 8k + g supplies. masked=False: the unmasked loop (kTail false)."""
     vt = np.full(256 * 128, -1, dtype=np.int64)
     written = np.zeros(256 * 128, dtype=np.int64)
-    for warp in range(3):
-        for cp in range(warp, 16, 3):
+    for warp in range(warps):
+        for cp in range(warp, 16, warps):
             for group in range(4):
                 addrs = [slab_offset(16 * group + (l & 7) + 8 * ((l >> 3) & 1), 2 * cp + (l >> 4))
                          for l in range(32)]
@@ -146,7 +146,7 @@ def transpose_stsm(page_mem, valid):
                     of = lane >= 16
                     sa, sb = (0x7531, 0x6420) if of else (0x6420, 0x7531)
                     k0 = 16 * group + 2 * t
-                    keep = [k0 < valid, k0 + 1 < valid, k0 + 8 < valid, k0 + 9 < valid]
+                    keep = [k0 < valid, k0 + 1 < valid, k0 + 8 < valid, k0 + 9 < valid] if masked else [1] * 4
                     ww = []
                     for q in range(2):
                         for sl in (sa, sb):
@@ -172,6 +172,26 @@ def transpose_stsm(page_mem, valid):
                                 vt[a + 4 * t + j] = w[4 * r + t][k][j]
                                 written[a + 4 * t + j] += 1
     assert (written == 1).all(), "every V^T byte written exactly once (stmatrix)"
+    return vt
+
+
+def zero_vt_tail(vt, valid, n_threads):
+    """transpose_ws.cuh zero_vt_tail after the unmasked loop: (row, half) pairs tw, tw + n, ...; whole chunks
+    of the groups past the tail's, byte masks (keep[w]) in the tail's group."""
+    g0, r0 = valid >> 4, valid & 15
+    keep = []
+    for w in range(4):
+        keep.append([2 * w < r0, 2 * w + 1 < r0, 8 + 2 * w < r0, 9 + 2 * w < r0])
+    vt = vt.copy()
+    for tw in range(n_threads):
+        for i in range(tw, 512, n_threads):
+            row, h = i >> 1, i & 1
+            for g in range(g0, 4):
+                addr = row * 128 + (((4 * h + g) ^ (row & 7)) << 4)
+                for w in range(4):
+                    for b in range(4):
+                        a = addr + 4 * w + b
+                        vt[a] = vt[a] if (g == g0 and r0 != 0 and keep[w][b]) else 0
     return vt
 
 
@@ -206,6 +226,11 @@ def check(valid):
     # V^T and P.V for both page parities and both warpgroups
     vt = transpose(km, valid)
     assert (transpose_stsm(km, valid) == vt).all(), "stmatrix transpose equals the 4-byte-store one"
+    for warps in (3, 4):  # the 4-load variants: unmasked loop on every page, tail page fixed up (kWarps 3 / 4)
+        vu = transpose_stsm(km, valid, warps, masked=False)
+        if valid < 64:
+            vu = zero_vt_tail(vu, valid, 32 * warps)
+        assert (vu == vt).all(), f"unmasked transpose + zero_vt_tail ({warps} warps, valid {valid})"
     p = rng.integers(0, 5, size=(64, 64))
     for par in range(4):  # P halves (2 per 8 KB buffer)
         pm = np.zeros(2 * 64 * 128, dtype=np.int64)
@@ -236,7 +261,7 @@ def check(valid):
                 assert byte == (kv[key, d] if key < valid else 0)
 
 
-for valid in (64, 1, 17, 63):
+for valid in (64, 1, 16, 17, 48, 63):
     check(valid)
 
-print("ok: S, V^T (transpose, tail zeros, bank conflicts), P and O layouts of the ws fp8 kernel")
+print("ok: S, V^T (transpose, tail zeros / zero_vt_tail, bank conflicts), P and O layouts of the ws fp8 kernel")
