@@ -17,6 +17,13 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t codes) {
   return h2;
 }
 __device__ __forceinline__ uint32_t lo16_f16x2(uint32_t w) { return e4m3x2_to_f16x2(static_cast<uint16_t>(w)); }
+// Both halves of a word: split by mov.b32 {lo, hi} inside one asm, so ptxas reads the high half with an operand
+// selector (F2FP ... R.H1; H200 SASS, run F1) instead of a shift before the cvt (hi16_f16x2 below costs a SHF).
+__device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(lo), "=r"(hi)
+      : "r"(w));
+}
 __device__ __forceinline__ uint32_t hi16_f16x2(uint32_t w) { return e4m3x2_to_f16x2(static_cast<uint16_t>(w >> 16)); }
 
 __device__ __forceinline__ uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t sel) {

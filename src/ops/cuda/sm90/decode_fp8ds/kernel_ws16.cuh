@@ -1,0 +1,599 @@
+#pragma once
+// fp8_ds decode for 16-row tiles (h_q 16, s_q 1), warp-specialized, on exact f16 codes and wgmma (constants and
+// rationale: config_ws16.h; the scale algebra is kernel_rg1.cuh's):
+//   S[r][t]   = 2^-k_r * sum_c scale[t][c] * (Q'_c[r] . code_c[t]) + Q_rope[r] . K_rope[t]
+//   O_c[r][:] = u_c * sum_t P'_c[r][t] * code_c[t][:],   P'_c[r][t] = f16(P[r][t] * scale[t][c] / u_c)
+// One CTA per plan part, 288 threads:
+//   warp 8, one thread (producer): page j into raw slot j % kStages (one bulk copy on full[slot]);
+//   warpgroup 0 (scorer): at a sequence start Q -> Q' slabs (f16 of q * 2^k_row, permuted dims); per page:
+//     K codes -> A fragments -> S^T_c (4 accumulators) + RoPE (bf16) -> release the slot -> scales, mask, row max
+//     and page max tile scales (one 128-thread exchange) -> P, then P'_c for the 4 tiles into P buffer j % 2 ->
+//     P_full;
+//   warpgroup 1 (accumulator): V codes of tile 0 -> A fragments (before P' exists), P_full, O^T rescale, then per
+//     tile c: wgmma on tile c while tile c + 1 converts; release the slot after the last codes, P_empty, epilogue.
+// Layouts (warp w of a warpgroup, lane = 4g + t):
+//  - S^T M row 16w + g + 8h is token 2f + h, f = 8(g/2) + 2(g%2) + w%2 + 4(w/2): a thread's two keys are adjacent
+//    (one f16x2 store of P' per row and tile) and the two tokens of a quarter warp's 16-byte code loads are 4 apart
+//    (16 words mod 32: conflict-free). k order inside each 64-dim block: the thread's 16 contiguous code bytes
+//    dims 16t + 4i + {0,1,2,3} are k16 step i, slots 2t, 2t+1, 2t+8, 2t+9; Q' is stored in that order.
+//  - O^T M row 16w + g + 8h of m-block 2c + bb is dim 128c + 32w + 4g + 2bb + h: each thread's A values of a tile
+//    are one 4-byte load per token (32 lanes on 32 banks), two tokens paired by one prmt; keys in natural order.
+#include <cstdint>
+
+#include "ops/cuda/sm90/decode/params.h"
+#include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/tma.h"
+#include "ops/cuda/sm90/decode/wgmma.h"
+#include "ops/cuda/sm90/decode_fp8ds/config_ws16.h"
+#include "ops/cuda/sm90/decode_fp8ds/fragments.cuh"
+#include "ops/cuda/sm90/decode_fp8ds/wgmma_f16_n16.h"
+
+namespace mla::sm90::decode_fp8ds::ws16 {
+
+using decode::DecodeKernelParams;
+using decode::mbar_arrive;
+using decode::mbar_wait;
+using decode::PartCursor;
+
+struct Bars {
+  uint32_t base;
+  __device__ uint32_t full(int s) const { return base + 8 * s; }
+  __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
+};
+__device__ __forceinline__ uint32_t phase_of(int n) { return static_cast<uint32_t>(n / kStages) & 1u; }
+
+// Byte offset of (row, byte) in a 16-row slab of 128-byte rows, 128B swizzle.
+__device__ __forceinline__ int slab_byte(int row, int byte) { return row * 128 + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15); }
+
+__device__ __forceinline__ void producer(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint32_t s_raw0) {
+  int j = 0;
+  c.fetch_page(p);
+  while (c.valid()) {
+    const int slot = j % kStages;
+    if (j >= kStages) mbar_wait(bars.empty(slot), phase_of(j - kStages));
+    decode::mbar_expect_tx(bars.full(slot), kPageBytes);
+    decode::bulk_load(s_raw0 + slot * kPageBytes,
+                      static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes, kPageBytes,
+                      bars.full(slot));
+    c.advance(p);
+    c.fetch_page(p);  // the next block-table entry loads while this thread waits for a free slot
+    ++j;
+  }
+}
+
+// Q of sequence b -> Q' (scorer thread tid < 128: row tid / 8, 64-dim block kb = tid % 8 and RoPE chunk kb).
+// Latent: f16 of q * 2^k_row (row_exponent: exact), step i of block kb = 16-byte chunks 2i (slots 0-7) and
+// 2i + 1 (slots 8-15) of slab kb; slot 2t + e + 8h' holds dim 64kb + 16t + 4i + 2h' + e. RoPE: bf16, same order.
+__device__ __forceinline__ void convert_q(const DecodeKernelParams& p, int b, uint8_t* s_q, float* s_qdiv, int tid) {
+  const int row = tid >> 3, kb = tid & 7;
+  const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + (static_cast<int64_t>(b) * kRows + row) * kDimQK);
+  uint4 c[8];
+#pragma unroll
+  for (int x = 0; x < 8; ++x) c[x] = src[8 * kb + x];
+  const uint4 r = src[kDimLatent / 8 + kb];
+  float amax = 0.f;
+#pragma unroll
+  for (int x = 0; x < 8; ++x)
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t v = word_of(c[x], w);
+      amax = fmaxf(amax, fmaxf(fabsf(bf16_lo(v)), fabsf(bf16_hi(v))));
+    }
+#pragma unroll
+  for (int x = 1; x < 8; x <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, x));  // the row's 8 threads
+  const int k = row_exponent(amax);
+  const float mul = pow2(k);
+  uint8_t* slab = s_q + kb * kSlabBytes;
+  // Dims 16t + 4i + {0,1} are word 2(i % 2) of input chunk 2t + i / 2; {2,3} the next word.
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    uint4 lo, hi;
+    lo.x = bf16x2_to_f16x2(word_of(c[0 + (i >> 1)], 2 * (i & 1)), mul);
+    lo.y = bf16x2_to_f16x2(word_of(c[2 + (i >> 1)], 2 * (i & 1)), mul);
+    lo.z = bf16x2_to_f16x2(word_of(c[4 + (i >> 1)], 2 * (i & 1)), mul);
+    lo.w = bf16x2_to_f16x2(word_of(c[6 + (i >> 1)], 2 * (i & 1)), mul);
+    hi.x = bf16x2_to_f16x2(word_of(c[0 + (i >> 1)], 2 * (i & 1) + 1), mul);
+    hi.y = bf16x2_to_f16x2(word_of(c[2 + (i >> 1)], 2 * (i & 1) + 1), mul);
+    hi.z = bf16x2_to_f16x2(word_of(c[4 + (i >> 1)], 2 * (i & 1) + 1), mul);
+    hi.w = bf16x2_to_f16x2(word_of(c[6 + (i >> 1)], 2 * (i & 1) + 1), mul);
+    *reinterpret_cast<uint4*>(slab + slab_byte(row, 32 * i)) = lo;
+    *reinterpret_cast<uint4*>(slab + slab_byte(row, 32 * i + 16)) = hi;
+  }
+  // RoPE chunk kb = dims 8kb + 2w, +1: t = kb / 2, 4i + 2h' = 8(kb % 2) + 2w -> byte 32i + 4t + 16h'.
+  uint8_t* rs = s_q + 8 * kSlabBytes;
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const int i = 2 * (kb & 1) + (w >> 1);
+    *reinterpret_cast<uint32_t*>(rs + slab_byte(row, 32 * i + 4 * (kb >> 1) + 16 * (w & 1))) = word_of(r, w);
+  }
+  if (kb == 0) s_qdiv[row] = pow2(-k);
+}
+
+// A fragments of one code word pair (tokens of M rows g and g + 8, dims 16t + 4i .. + 3 each).
+__device__ __forceinline__ void k_frag(uint32_t (&a)[4], uint32_t wa, uint32_t wb) {
+  e4m3x4_to_f16x2x2(wa, a[0], a[2]);
+  e4m3x4_to_f16x2x2(wb, a[1], a[3]);
+}
+__device__ __forceinline__ void pin_frags(uint32_t (&f)[8][4]) {
+#pragma unroll
+  for (int s = 0; s < 8; ++s) pin(f[s]);
+}
+
+// The codes of tile c (blocks 2c, 2c + 1) at k0 / k1 (this thread's two tokens + 16t): a[half] / b[half].
+struct KWords {
+  uint4 a[2], b[2];
+};
+__device__ __forceinline__ void load_k(KWords& k, const uint8_t* k0, const uint8_t* k1, int c) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    k.a[half] = *reinterpret_cast<const uint4*>(k0 + 128 * c + 64 * half);
+    k.b[half] = *reinterpret_cast<const uint4*>(k1 + 128 * c + 64 * half);
+  }
+}
+// S^T of tile c: 8 k16 steps on the codes in `k`.
+__device__ __forceinline__ void issue_tile_s(float (&acc)[8], uint32_t (&f)[8][4], const KWords& k, uint32_t s_q, int c) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) k_frag(f[4 * half + i], word_of(k.a[half], i), word_of(k.b[half], i));
+  pin_frags(f);
+  decode::wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < 8; ++s)
+    wgmma_m64n16k16_f16_rs(acc, f[s], decode::make_smem_desc(s_q + (2 * c + (s >> 2)) * kSlabBytes, 16, 1024) + 2 * (s & 3));
+  decode::wgmma_commit();
+}
+
+template <bool kOpt>
+__device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem, int w,
+                                       int lane) {
+  constexpr Layout L = layout();
+  const uint8_t* raw0 = smem + L.raw;
+  const uint32_t s_q = decode::smem_u32(smem + L.q), s_p0 = decode::smem_u32(smem + L.p);
+  float* s_red = reinterpret_cast<float*>(smem + L.red);       // [2][16][4]
+  float4* s_smax = reinterpret_cast<float4*>(smem + L.smax);   // [2][4]
+  float* s_alpha = reinterpret_cast<float*>(smem + L.alpha);   // [2][16]
+  float* s_unit = reinterpret_cast<float*>(smem + L.unit);     // [2][4]
+  float* s_lsum = reinterpret_cast<float*>(smem + L.lsum);     // [2][16][4]
+  float* s_mfin = reinterpret_cast<float*>(smem + L.mfin);     // [2][16]
+  float* s_qdiv = reinterpret_cast<float*>(smem + L.qdiv);     // [16]
+  const int g = lane >> 2, t = lane & 3;
+  const int f = 8 * (g >> 1) + 2 * (g & 1) + (w & 1) + 4 * (w >> 1);
+  const int tok[2] = {2 * f, 2 * f + 1};  // M rows 16w + g, 16w + g + 8
+  float m[4], l[4], qdiv[4];
+  auto reset = [&] {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) m[r] = -INFINITY, l[r] = 0.f;
+  };
+  reset();
+  bool new_seq = true;
+  int j = 0;
+  while (c.valid()) {
+    const int slot = j % kStages, buf = j & 1;
+    const bool seg_end = c.last_of_sequence();
+    if (new_seq) {
+      // Every scorer warp finished its S of the previous page (waited wgmma) before that page's exchange barrier.
+      convert_q(p, c.b, smem + L.q, s_qdiv, 32 * w + lane);
+      decode::fence_proxy_async();  // Q' (generic stores) is read by wgmma (async proxy)
+      decode::named_sync(kBarScorer, 32 * kScorerWarps);
+#pragma unroll
+      for (int r = 0; r < 4; ++r) qdiv[r] = s_qdiv[8 * (r >> 1) + 2 * t + (r & 1)];
+      new_seq = false;
+    }
+    mbar_wait(bars.full(slot), phase_of(j));
+    const uint8_t* raw = raw0 + slot * kPageBytes;
+    const uint8_t* k0 = raw + tok[0] * kTokenBytes + 16 * t;
+    const uint8_t* k1 = raw + tok[1] * kTokenBytes + 16 * t;
+    float acc[kTiles][8], rp[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      rp[e] = 0.f;
+#pragma unroll
+      for (int cc = 0; cc < kTiles; ++cc) acc[cc][e] = 0.f;
+    }
+#pragma unroll
+    for (int cc = 0; cc < kTiles; ++cc) decode::fence_operands(acc[cc]);
+    decode::fence_operands(rp);
+    {
+      uint32_t fa[8][4], fb[8][4];
+      KWords kw[2];
+      if constexpr (kOpt) {
+        // Tile c + 1's codes are loaded before tile c's conversion, so their latency hides behind it.
+        load_k(kw[0], k0, k1, 0);
+        load_k(kw[1], k0, k1, 1);
+        issue_tile_s(acc[0], fa, kw[0], s_q, 0);
+        load_k(kw[0], k0, k1, 2);
+        issue_tile_s(acc[1], fb, kw[1], s_q, 1);
+        load_k(kw[1], k0, k1, 3);
+        wgmma_wait<1>();
+        issue_tile_s(acc[2], fa, kw[0], s_q, 2);
+        wgmma_wait<1>();
+        issue_tile_s(acc[3], fb, kw[1], s_q, 3);
+      } else {
+#pragma unroll
+        for (int cc = 0; cc < kTiles; ++cc) {
+          load_k(kw[0], k0, k1, cc);
+          issue_tile_s(acc[cc], (cc & 1) ? fb : fa, kw[0], s_q, cc);
+          if (cc > 0) wgmma_wait<1>();
+        }
+      }
+      if constexpr (kOpt) wgmma_wait<1>();
+      // RoPE: bf16 as stored; k0 / k1 already include 16t, so the thread reads bytes 528 + 32t .. + 31 of its tokens,
+      // dims 16t + 2w', +1 in word w'.
+      uint32_t fr[4][4];
+      const uint4 a0 = *reinterpret_cast<const uint4*>(k0 + kRopeOffset + 16 * t);
+      const uint4 a1 = *reinterpret_cast<const uint4*>(k0 + kRopeOffset + 16 * t + 16);
+      const uint4 b0 = *reinterpret_cast<const uint4*>(k1 + kRopeOffset + 16 * t);
+      const uint4 b1 = *reinterpret_cast<const uint4*>(k1 + kRopeOffset + 16 * t + 16);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint4& a = i < 2 ? a0 : a1;
+        const uint4& b = i < 2 ? b0 : b1;
+        fr[i][0] = word_of(a, 2 * (i & 1));
+        fr[i][1] = word_of(b, 2 * (i & 1));
+        fr[i][2] = word_of(a, 2 * (i & 1) + 1);
+        fr[i][3] = word_of(b, 2 * (i & 1) + 1);
+        pin(fr[i]);
+      }
+      decode::wgmma_fence();
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        wgmma_m64n16k16_bf16_rs(rp, fr[i], decode::make_smem_desc(s_q + 8 * kSlabBytes, 16, 1024) + 2 * i);
+      decode::wgmma_commit();
+    }
+    float4 sc[2];
+    sc[0] = *reinterpret_cast<const float4*>(raw + tok[0] * kTokenBytes + kScalesOffset);
+    sc[1] = *reinterpret_cast<const float4*>(raw + tok[1] * kTokenBytes + kScalesOffset);
+    wgmma_wait<0>();
+#pragma unroll
+    for (int cc = 0; cc < kTiles; ++cc) decode::fence_operands(acc[cc]);
+    decode::fence_operands(rp);
+    const int valid = c.seqlen - c.blk * kBlockN;
+    // kOpt: a sequence's last page keeps its slot until the scorer has zeroed the codes past the end (below).
+    const bool zero_tail = kOpt && valid < kBlockN;
+    if (!zero_tail) {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (tok[h] >= valid) sc[h] = make_float4(0.f, 0.f, 0.f, 0.f);  // garbage slots: neither P' nor u_c
+    float s[8], mx[4];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int h = (i >> 1) & 1, r = 2 * (i >> 2) + (i & 1);
+      const float4& q = sc[h];
+      const float lat = q.x * acc[0][i] + q.y * acc[1][i] + q.z * acc[2][i] + q.w * acc[3][i];
+      s[i] = tok[h] < valid ? fmaf(lat, qdiv[r], rp[i]) : -INFINITY;  // s_q 1: only the sequence end masks
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int i = 4 * (r >> 1) + (r & 1);
+      float v = fmaxf(s[i], s[i + 2]);
+      v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
+      v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 8));
+      mx[r] = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 16));
+    }
+    float4 sm = make_float4(fmaxf(sc[0].x, sc[1].x), fmaxf(sc[0].y, sc[1].y), fmaxf(sc[0].z, sc[1].z), fmaxf(sc[0].w, sc[1].w));
+#pragma unroll
+    for (int x = 4; x <= 16; x <<= 1) {
+      sm.x = fmaxf(sm.x, __shfl_xor_sync(0xffffffffu, sm.x, x));
+      sm.y = fmaxf(sm.y, __shfl_xor_sync(0xffffffffu, sm.y, x));
+      sm.z = fmaxf(sm.z, __shfl_xor_sync(0xffffffffu, sm.z, x));
+      sm.w = fmaxf(sm.w, __shfl_xor_sync(0xffffffffu, sm.w, x));
+    }
+    // Exchange across the 4 warps, double-buffered by page: a warp writing page j + 1's entries has passed page j's
+    // barrier, so nobody still reads page j - 1's.
+    float* red = s_red + buf * kRows * 4;
+    if (g == 0) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) red[(8 * (r >> 1) + 2 * t + (r & 1)) * 4 + w] = mx[r];
+    }
+    if (lane == 0) s_smax[buf * 4 + w] = sm;
+    decode::named_sync(kBarScorer, 32 * kScorerWarps);
+    if (zero_tail) {
+      // Every scorer thread has read its codes (before the barrier above); the accumulator reads this page's V only
+      // after P_full on such a page. Zero latent codes make the garbage slots (NaN codes in the tests) harmless to
+      // P.V without a compare per load there. The fence orders these generic writes before the slot's refill by
+      // the bulk copy (async proxy) after the release.
+      uint8_t* rw = smem + L.raw + slot * kPageBytes;
+      for (int i = 32 * w + lane; i < (kBlockN - valid) * (kDimLatent / 16); i += 32 * kScorerWarps)
+        *reinterpret_cast<uint4*>(rw + (valid + (i >> 5)) * kTokenBytes + 16 * (i & 31)) = make_uint4(0u, 0u, 0u, 0u);
+      decode::fence_proxy_async();
+      __syncwarp();
+      if (lane == 0) mbar_arrive(bars.empty(slot));
+    }
+    float alpha[4], m_scaled[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const float4 v = *reinterpret_cast<const float4*>(red + (8 * (r >> 1) + 2 * t + (r & 1)) * 4);
+      const float m_new = fmaxf(fmaxf(m[r], fmaxf(v.x, v.y)), fmaxf(v.z, v.w));
+      // A row that has seen no key yet keeps m = -inf; subtract 0 then so exp2 gives 0, not NaN.
+      m_scaled[r] = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
+      alpha[r] = exp2f(m[r] * p.scale_log2 - m_scaled[r]);
+      m[r] = m_new;
+    }
+    float pr[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) pr[i] = exp2f(fmaf(s[i], p.scale_log2, -m_scaled[2 * (i >> 2) + (i & 1)]));
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int i = 4 * (r >> 1) + (r & 1);
+      l[r] = l[r] * alpha[r] + (pr[i] + pr[i + 2]);  // sums of the unrounded P
+    }
+    float4 pm = s_smax[buf * 4];
+#pragma unroll
+    for (int x = 1; x < 4; ++x) {
+      const float4 v = s_smax[buf * 4 + x];
+      pm = make_float4(fmaxf(pm.x, v.x), fmaxf(pm.y, v.y), fmaxf(pm.z, v.z), fmaxf(pm.w, v.w));
+    }
+    const float u[kTiles] = {scale_unit(pm.x), scale_unit(pm.y), scale_unit(pm.z), scale_unit(pm.w)};
+    // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
+    decode::named_sync(kBarPEmpty + buf, kBarPair);
+    uint8_t* pb = smem + L.p + buf * kPBufBytes;
+#pragma unroll
+    for (int cc = 0; cc < kTiles; ++cc) {
+      // scale / u is exact (power of two); P * it rounds once in fp32, then once to f16.
+      const float iu = inv_pow2(u[cc]);
+      const float f0 = (cc == 0 ? sc[0].x : cc == 1 ? sc[0].y : cc == 2 ? sc[0].z : sc[0].w) * iu;
+      const float f1 = (cc == 0 ? sc[1].x : cc == 1 ? sc[1].y : cc == 2 ? sc[1].z : sc[1].w) * iu;
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int i = 4 * (r >> 1) + (r & 1), row = 8 * (r >> 1) + 2 * t + (r & 1);
+        const __half2 two = __floats2half2_rn(pr[i] * f0, pr[i + 2] * f1);  // keys 2f, 2f + 1
+        *reinterpret_cast<__half2*>(pb + cc * kSlabBytes + slab_byte(row, 4 * f)) = two;
+      }
+    }
+    if (w == 0 && g == 0) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[r];
+    }
+    if (w == 0 && lane == 0) {
+#pragma unroll
+      for (int cc = 0; cc < kTiles; ++cc) s_unit[buf * kTiles + cc] = u[cc];
+    }
+    if (seg_end) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        float lr = l[r];
+        lr += __shfl_xor_sync(0xffffffffu, lr, 4);
+        lr += __shfl_xor_sync(0xffffffffu, lr, 8);
+        lr += __shfl_xor_sync(0xffffffffu, lr, 16);
+        const int row = 8 * (r >> 1) + 2 * t + (r & 1);
+        if (g == 0) s_lsum[(buf * kRows + row) * 4 + w] = lr;
+        if (g == 0 && w == 0) s_mfin[buf * kRows + row] = m[r];
+      }
+      reset();
+      new_seq = true;
+    }
+    decode::fence_proxy_async();  // P' (generic stores) is read by wgmma (async proxy) after P_full
+    decode::named_arrive(kBarPFull + buf, kBarPair);
+    c.advance(p);
+    ++j;
+  }
+}
+
+// The V codes of tile c for this thread: one 4-byte load per token (dims 128c + 32w + 4g .. + 3); w[s][e][h2] is
+// token 16s + 2t + e + 8h2. kMasked: keys past `valid` read as code 0 (garbage slots; 0 * NaN would poison O) --
+// only a sequence's last page needs it, and the per-load compares cost ~100 instructions per page (SASS, run F2).
+struct VWords {
+  uint32_t w[4][2][2];
+};
+template <bool kMasked>
+__device__ __forceinline__ void load_v(VWords& x, const uint8_t* v, int valid, int t) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+#pragma unroll
+      for (int h2 = 0; h2 < 2; ++h2) {
+        const int tk = 16 * s + 2 * t + e + 8 * h2;
+        const uint32_t* src = reinterpret_cast<const uint32_t*>(v + tk * kTokenBytes);
+        x.w[s][e][h2] = !kMasked || tk < valid ? *src : 0u;
+      }
+}
+// V^T A fragments of tile c (4 k16 steps x m-blocks 2c, 2c + 1) from its codes.
+__device__ __forceinline__ void v_frags(uint32_t (&f)[4][2][4], const VWords& x) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    const uint32_t(&wd)[2][2] = x.w[s];
+    const uint32_t ab01 = byte_perm(wd[0][0], wd[1][0], 0x5140), ab23 = byte_perm(wd[0][0], wd[1][0], 0x7362);
+    const uint32_t cd01 = byte_perm(wd[0][1], wd[1][1], 0x5140), cd23 = byte_perm(wd[0][1], wd[1][1], 0x7362);
+    // [0] / [1]: dim +0 (row g) / +1 (row g + 8), keys 2t, 2t + 1; [2] / [3]: the same dims, keys 2t + 8, 2t + 9.
+    // m-block 2c + 1 (f[s][1]): dims +2 / +3.
+    e4m3x4_to_f16x2x2(ab01, f[s][0][0], f[s][0][1]);
+    e4m3x4_to_f16x2x2(cd01, f[s][0][2], f[s][0][3]);
+    e4m3x4_to_f16x2x2(ab23, f[s][1][0], f[s][1][1]);
+    e4m3x4_to_f16x2x2(cd23, f[s][1][2], f[s][1][3]);
+    pin(f[s][0]);
+    pin(f[s][1]);
+  }
+}
+__device__ __forceinline__ void issue_tile_pv(float (&o)[8][8], const uint32_t (&f)[4][2][4], uint32_t s_pc, int c) {
+  decode::wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    const uint64_t db = decode::make_smem_desc(s_pc, 16, 1024) + 2 * s;
+    wgmma_m64n16k16_f16_rs(o[2 * c], f[s][0], db);
+    wgmma_m64n16k16_f16_rs(o[2 * c + 1], f[s][1], db);
+  }
+  decode::wgmma_commit();
+}
+
+// One page of the accumulator after its full barrier: fragments, P_full, O rescale, the four tiles' P.V, stage release.
+// kAhead: tile c + 1's codes load before tile c's wgmmas issue (measured: ptxas then spills 112 bytes at the
+// 168-register cap of 9 warps, so the default schedule does not use it).
+// kMasked false: the codes past `valid` are zeros already (the scorer zeroes them before P_full on such a page:
+// zero_tail), so a partial page waits for P_full before its first load.
+template <bool kAhead, bool kMasked>
+__device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)[kTiles], const uint8_t* v, int valid,
+                                                uint32_t s_pb, const float* s_alpha, const float* s_unit, int buf,
+                                                uint32_t empty_bar, int lane) {
+  const int t = lane & 3;
+  uint32_t fa[4][2][4], fb[4][2][4];
+  VWords x[2];
+  const bool p_first = !kMasked && valid < kBlockN;
+  if (p_first) decode::named_sync(kBarPFull + buf, kBarPair);
+  load_v<kMasked>(x[0], v, valid, t);
+  v_frags(fa, x[0]);
+  if constexpr (kAhead) load_v<kMasked>(x[1], v + 128, valid, t);
+  if (!p_first) decode::named_sync(kBarPFull + buf, kBarPair);
+  // O's rows 8jn + 2t + e rescale by alpha; tile c's columns move from units u_run[c] to this page's u_c (both
+  // powers of two: exact).
+  float alpha[4];
+#pragma unroll
+  for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
+#pragma unroll
+  for (int cc = 0; cc < kTiles; ++cc) {
+    const float un = s_unit[buf * kTiles + cc];
+    const float ratio = u_run[cc] * inv_pow2(un);
+    u_run[cc] = un;
+#pragma unroll
+    for (int bb = 0; bb < 2; ++bb)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) o[2 * cc + bb][i] *= alpha[2 * (i >> 2) + (i & 1)] * ratio;
+  }
+  issue_tile_pv(o, fa, s_pb + 0 * kSlabBytes, 0);
+  if constexpr (!kAhead) load_v<kMasked>(x[1], v + 128, valid, t);
+  v_frags(fb, x[1]);
+  if constexpr (kAhead) load_v<kMasked>(x[0], v + 256, valid, t);
+  issue_tile_pv(o, fb, s_pb + 1 * kSlabBytes, 1);
+  wgmma_wait<1>();
+  if constexpr (!kAhead) load_v<kMasked>(x[0], v + 256, valid, t);
+  v_frags(fa, x[0]);
+  if constexpr (kAhead) load_v<kMasked>(x[1], v + 384, valid, t);
+  issue_tile_pv(o, fa, s_pb + 2 * kSlabBytes, 2);
+  wgmma_wait<1>();
+  if constexpr (!kAhead) load_v<kMasked>(x[1], v + 384, valid, t);
+  v_frags(fb, x[1]);
+  __syncwarp();
+  if (lane == 0) mbar_arrive(empty_bar);  // this warp's codes are all in registers
+  issue_tile_pv(o, fb, s_pb + 3 * kSlabBytes, 3);
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < 8; ++i) decode::fence_operands(o[i]);
+}
+
+template <bool kOpt>
+__device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem,
+                                            int w, int lane) {
+  constexpr Layout L = layout();
+  const uint8_t* raw0 = smem + L.raw;
+  const uint32_t s_p0 = decode::smem_u32(smem + L.p);
+  const float* s_alpha = reinterpret_cast<const float*>(smem + L.alpha);
+  const float* s_unit = reinterpret_cast<const float*>(smem + L.unit);
+  const float* s_lsum = reinterpret_cast<const float*>(smem + L.lsum);
+  const float* s_mfin = reinterpret_cast<const float*>(smem + L.mfin);
+  const int g = lane >> 2, t = lane & 3;
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
+  const int dim0 = 32 * w + 4 * g;  // + 128c: this thread's 4 dims of tile c
+  decode::named_arrive(kBarPEmpty + 0, kBarPair);  // both P' buffers start free
+  decode::named_arrive(kBarPEmpty + 1, kBarPair);
+  float o[8][8], u_run[kTiles];
+  auto reset = [&] {
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[i][e] = 0.f;
+#pragma unroll
+    for (int cc = 0; cc < kTiles; ++cc) u_run[cc] = 1.f;
+  };
+  reset();
+  int j = 0;
+  while (c.valid()) {
+    const int slot = j % kStages, buf = j & 1;
+    mbar_wait(bars.full(slot), phase_of(j));
+    const uint8_t* v = raw0 + slot * kPageBytes + dim0;
+    const int valid = c.seqlen - c.blk * kBlockN;
+    const uint32_t s_pb = s_p0 + buf * kPBufBytes;
+    // kOpt: no key mask at all (the scorer zeroes a last page's tail codes before P_full).
+    accumulate_page<false, !kOpt>(o, u_run, v, valid, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane);
+    const bool seg_end = c.last_of_sequence();
+    float lsum[4], mfin[4];
+    if (seg_end) {  // read before P_empty lets the scorer overwrite buffer `buf`'s entries
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int row = 8 * (r >> 1) + 2 * t + (r & 1);
+        const float4 x = *reinterpret_cast<const float4*>(s_lsum + (buf * kRows + row) * 4);
+        lsum[r] = (x.x + x.y) + (x.z + x.w);
+        mfin[r] = s_mfin[buf * kRows + row];
+      }
+    }
+    decode::named_arrive(kBarPEmpty + buf, kBarPair);
+    if (seg_end) {
+      const int b = c.b;
+      const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
+      const int out_slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int row = 8 * (r >> 1) + 2 * t + (r & 1), i0 = 4 * (r >> 1) + (r & 1);
+        const float total = lsum[r];
+        const float inv = total > 0.f ? 1.f / total : 0.f;
+        const float lse = total > 0.f ? mfin[r] * p.softmax_scale + logf(total) : -INFINITY;
+#pragma unroll
+        for (int cc = 0; cc < kTiles; ++cc) {
+          const float k = inv * u_run[cc];
+          // dims 128c + dim0 + {0, 1, 2, 3} = (m-block 2c, rows g / g + 8), (m-block 2c + 1, rows g / g + 8)
+          const float x0 = o[2 * cc][i0] * k, x1 = o[2 * cc][i0 + 2] * k;
+          const float x2 = o[2 * cc + 1][i0] * k, x3 = o[2 * cc + 1][i0 + 2] * k;
+          if (n_splits == 1) {
+            const __nv_bfloat162 lo = __floats2bfloat162_rn(x0, x1), hi = __floats2bfloat162_rn(x2, x3);
+            uint2 pk;
+            pk.x = *reinterpret_cast<const uint32_t*>(&lo);
+            pk.y = *reinterpret_cast<const uint32_t*>(&hi);
+            *reinterpret_cast<uint2*>(static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV +
+                                      128 * cc + dim0) = pk;
+          } else {
+            *reinterpret_cast<float4*>(p.o_accum + (static_cast<int64_t>(out_slot) * p.rows + row) * kDimV + 128 * cc +
+                                       dim0) = make_float4(x0, x1, x2, x3);
+          }
+        }
+        if (w == 0 && g == 0) {
+          if (n_splits == 1)
+            p.lse[static_cast<int64_t>(b) * p.h_q + row] = lse;  // s_q = 1: row = head
+          else
+            p.lse_accum[static_cast<int64_t>(out_slot) * p.rows + row] = lse;
+        }
+      }
+      reset();
+    }
+    c.advance(p);
+    ++j;
+  }
+}
+
+// kOpt: the scorer's codes load one tile ahead, and the tail codes of a sequence's last page are zeroed once by the
+// scorer instead of a compare per V load in the accumulator (run F3); false: run F2's schedule (comparison).
+template <bool kOpt>
+__global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(const __grid_constant__ DecodeKernelParams p) {
+  constexpr Layout L = layout();
+  extern __shared__ __align__(1024) uint8_t smem[];
+  // The combine grid (programmatic stream serialization) may be scheduled as SMs free up; it waits on
+  // griddepcontrol.wait for this grid before reading any result.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  PartCursor c;
+  c.init(p, rec);
+  if (!c.valid()) return;  // an empty part (more CTAs than work)
+  const Bars bars{decode::smem_u32(smem + L.bar)};
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      decode::mbar_init(bars.full(s), 1);
+      decode::mbar_init(bars.empty(s), kScorerWarps + kAccWarps);
+    }
+    decode::mbar_init_fence();
+  }
+  __syncthreads();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (warp == kProducerWarp) {
+    if (lane == 0) producer(p, c, bars, decode::smem_u32(smem + L.raw));
+  } else if (warp < kScorerWarps) {
+    scorer<kOpt>(p, c, bars, smem, warp, lane);
+  } else {
+    accumulator<kOpt>(p, c, bars, smem, warp - kScorerWarps, lane);
+  }
+}
+
+}  // namespace mla::sm90::decode_fp8ds::ws16
