@@ -11,16 +11,18 @@
 namespace mla::sm90::decode_fp8::h16 {
 
 constexpr int kRows = 16;  // query rows per tile: the N of both products
-// Roles: warpgroup 0 = scorer (S^T, softmax, P), warpgroup 1 = accumulator (V^T fragments, O^T), warp 8 = TMA
-// producer (one thread). 288 threads x <= 224 registers fit the register file without setmaxnreg.
+// Roles: warpgroup 0 = scorer (S^T, softmax, P; its thread 0 loads the Q tiles), warpgroup 1 = accumulator (V^T
+// fragments, O^T; its thread 0 issues the pages). No separate producer warp: with 9 warps one SM sub-partition
+// holds 3 of them and ptxas caps each thread at 168 registers (3 x 32 x 168 <= 16384), which spilled; with 8 warps
+// the kernel takes 194 registers without spills (NOTES_fp8.md runs H4-H5).
 constexpr int kScorerWarps = 4, kAccWarps = 4;
-constexpr int kThreads = 32 * (kScorerWarps + kAccWarps + 1);
-constexpr int kProducerWarp = kScorerWarps + kAccWarps;
+constexpr int kThreads = 32 * (kScorerWarps + kAccWarps);
 // Pages in the ring: two are being computed (scorer on j + 1, accumulator on j), the rest in flight. Each stage is
 // five 64 x 128-byte swizzled slabs (config.h slab layout, 40 KB; the fifth half zero-filled by TMA).
 constexpr int kStages = 5;
-// Q tiles: one per sequence, TMA'd with the sequence's first page; two slots so the producer can run a whole
-// sequence ahead. A slot is freed by the scorer after the sequence's last S (q_empty barrier).
+// Q tiles: one per sequence the part visits, loaded by the scorer's thread 0 one sequence ahead (sequence n + 2
+// into n's slot once every scorer warp is past n's last S), completing on the slot's q_full barrier. Loading them
+// apart from the pages keeps the page producer (in the accumulator) from waiting on the scorer's progress.
 constexpr int kQSlots = 2;
 constexpr int kQSlabBytes = kRows * 128;           // 2048: 16 rows x 128 bytes, 128B swizzle
 constexpr int kQTileBytes = kSlabs * kQSlabBytes;  // 10240
@@ -48,7 +50,7 @@ constexpr SmemLayoutH16 smem_layout_h16() {
   s.alpha_offset = s.red_offset + 2 * kRows * 4 * 4;       // float [2][16]: O rescale of page j
   s.lsum_offset = s.alpha_offset + 2 * kRows * 4;          // float [2][16][4]: row-sum partials at a segment end
   s.mfin_offset = s.lsum_offset + 2 * kRows * 4 * 4;       // float [2][16]: the row max at a segment end
-  s.bar_offset = s.mfin_offset + 2 * kRows * 4;            // mbarriers: full[kStages], empty[kStages], q_empty[kQSlots]
+  s.bar_offset = s.mfin_offset + 2 * kRows * 4;            // mbarriers: full[kStages], empty[kStages], q_full[kQSlots]
   s.total = s.bar_offset + 8 * (2 * kStages + kQSlots);
   return s;
 }

@@ -1,13 +1,14 @@
 #pragma once
 // Split-KV fp8 decode for 16-row tiles on 8-bit wgmma (constants and rationale: config_h16.h). Same plan, part
-// cursor, partials layout and combine as every decode kernel; one CTA per (part, head tile), 288 threads:
-//   warp 8, one thread (producer): page j into stage j % kStages by TMA (five 64 x 128 B boxes), the sequence's
-//     Q tile with its first page (five 16 x 128 B boxes, slot = sequence ordinal % kQSlots), all on full[stage];
-//   warpgroup 0 (scorer): S^T_j = K_j Q^T (18 x m64n16k32), release the stage (and the Q slot after a sequence's
-//     last page), mask, row max (shuffles + one 128-thread exchange), P_j = exp2(S scale - m) as e4m3 into P
-//     buffer j % 2, alpha_j (and the row sums / max at a segment end) -> P_full[j % 2];
+// cursor, partials layout and combine as every decode kernel; one CTA per (part, head tile), 256 threads:
+//   warpgroup 0 (scorer): S^T_j = K_j Q^T (18 x m64n16k32), release the stage, mask, row max (shuffles + one
+//     128-thread exchange), P_j = exp2(S scale - m) as e4m3 into P buffer j % 2, alpha_j (and the row sums / max
+//     at a segment end) -> P_full[j % 2]; its thread 0 also loads the Q tiles (five 16 x 128 B boxes, sequence n
+//     into slot n % kQSlots on q_full[slot]: n = 0, 1 up front, n + 2 once all four warps are past n's last S);
 //   warpgroup 1 (accumulator): V^T_j fragments (ldmatrix.trans, before P_j exists), release the stage, wait
-//     P_full, O^T = O^T alpha + V^T P^T (16 x m64n16k32, A from registers) -> P_empty[j % 2], epilogue.
+//     P_full, O^T = O^T alpha + V^T P^T (16 x m64n16k32, A from registers) -> P_empty[j % 2], epilogue; its
+//     thread 0 also issues the pages: page j + kStages into stage j % kStages (five 64 x 128 B boxes on
+//     full[stage]) right after its own release of page j, once the other 7 warps released it too.
 // So the scorer's page j + 1 overlaps the accumulator's page j, and neither waits for the other's barrier more
 // than once per page. Stage j is released by 8 warp arrivals (4 scorer warps after S, 4 accumulator warps after
 // their ldmatrix), so the TMA of page j + kStages overlaps the P.V of page j.
@@ -29,7 +30,7 @@ struct Bars {
   uint32_t base;
   __device__ uint32_t full(int s) const { return base + 8 * s; }
   __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
-  __device__ uint32_t q_empty(int q) const { return base + 8 * (2 * kStages + q); }
+  __device__ uint32_t q_full(int q) const { return base + 8 * (2 * kStages + q); }
 };
 
 // Parity of the phase that use number n (0, 1, ...) of a ring slot completes, in a ring of `slots`.
@@ -43,30 +44,43 @@ __device__ __forceinline__ void tma_slabs(const CUtensorMap* map, int row0, uint
 
 // No L2 prefetch beyond the ring: keeping 1 or 2 pages prefetched (cp.async.bulk.prefetch.L2) made every large
 // row slower (NOTES_fp8.md run H2), so MLA_DECODE_FP8_L2_PREFETCH does not apply to this kernel.
-__device__ __forceinline__ void producer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
-                                         uint32_t s_k0, uint32_t s_q0) {
-  int j = 0, seq = -1;
-  bool new_seq = true;
-  c.fetch_page(p);
-  while (c.valid()) {
+// The page stream, run by accumulator thread 0 (no producer warp: a 9th warp put 3 warps on one SM sub-partition,
+// so ptxas capped every thread at 168 registers and spilled; NOTES_fp8.md runs H4-H5). step() issues the next
+// page into its stage, waiting for that stage's previous page to be released by all 8 warps.
+struct PageProducer {
+  PartCursor c;
+  int j = 0;
+  __device__ void init(const decode::DecodeKernelParams& p, PartCursor cur) {
+    c = cur;
+    c.fetch_page(p);
+  }
+  __device__ __forceinline__ void step(const decode::DecodeKernelParams& p, const Bars& bars, uint32_t s_k0) {
+    if (!c.valid()) return;
     const int stage = j % kStages;
     if (j >= kStages) mbar_wait(bars.empty(stage), phase_of(j - kStages, kStages));
-    if (new_seq) {
-      ++seq;
-      const int slot = seq % kQSlots;
-      if (seq >= kQSlots) mbar_wait(bars.q_empty(slot), phase_of(seq - kQSlots, kQSlots));
-      decode::mbar_expect_tx(bars.full(stage), kSlabTileBytes + kQTileBytes);
-      tma_slabs(&p.tmap_q, c.b * p.rows, s_q0 + slot * kQTileBytes, kQSlabBytes, bars.full(stage));
-    } else {
-      decode::mbar_expect_tx(bars.full(stage), kSlabTileBytes);
-    }
+    decode::mbar_expect_tx(bars.full(stage), kSlabTileBytes);
     tma_slabs(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, kSlabBytes, bars.full(stage));
-    new_seq = c.last_of_sequence();
     c.advance(p);
-    c.fetch_page(p);  // the next block-table entry loads while this thread waits for a free stage
+    c.fetch_page(p);  // the next block-table entry loads while the warp computes page j
     ++j;
   }
-}
+};
+
+// Q tiles, run by scorer thread 0: sequence n (the n-th this part visits; empty ones are skipped as the part
+// cursor skips them) into slot n % kQSlots, completing on q_full[slot].
+struct QLoader {
+  PartCursor c;  // the first sequence whose Q tile is not issued yet
+  int n = 0;
+  __device__ __forceinline__ void issue(const decode::DecodeKernelParams& p, const Bars& bars, uint32_t s_q0) {
+    if (!c.valid()) return;
+    const int slot = n % kQSlots;
+    decode::mbar_expect_tx(bars.q_full(slot), kQTileBytes);
+    tma_slabs(&p.tmap_q, c.b * p.rows, s_q0 + slot * kQTileBytes, kQSlabBytes, bars.q_full(slot));
+    ++n;
+    c.blk = c.hi - 1;  // the sequence's last block: advance() settles on the next non-empty sequence
+    c.advance(p);
+  }
+};
 
 // S^T is waited for right away: issuing page j + 1's S^T before the softmax of page j (to overlap them) made the
 // scorer wait for page j + 1's data before it could publish P_j, and every large row slower (run H2).
@@ -82,20 +96,27 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
   const int g = lane >> 2, t = lane & 3;
   ScorerState st;
   st.reset();
+  const bool q_loader = w == 0 && lane == 0;
+  QLoader ql{c};
+  if (q_loader) {
+    static_assert(kQSlots == 2, "sequences 0 and 1 up front, n + 2 after n");
+    ql.issue(p, bars, s_q0);
+    ql.issue(p, bars, s_q0);
+  }
+  bool seq_start = true;
   int j = 0, seq = 0;
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
     const bool seg_end = c.last_of_sequence();
+    if (seq_start) mbar_wait(bars.q_full(seq % kQSlots), phase_of(seq, kQSlots));
+    seq_start = seg_end;
     mbar_wait(bars.full(stage), phase_of(j, kStages));
     float s[8];
     issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
     decode::wgmma_wait_all();
     decode::fence_operands(s);
     __syncwarp();
-    if (lane == 0) {
-      mbar_arrive(bars.empty(stage));
-      if (seg_end) mbar_arrive(bars.q_empty(seq % kQSlots));
-    }
+    if (lane == 0) mbar_arrive(bars.empty(stage));
     // s_q 1 (this kernel's tiles): every row sees keys < seqlen.
     float mx[4];
     mask_and_warp_max(s, mx, c.seqlen - c.blk * kBlockN, w, g);
@@ -107,6 +128,8 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
       for (int r = 0; r < 4; ++r) red[(8 * (r >> 1) + 2 * t + (r & 1)) * 4 + w] = mx[r];
     }
     decode::named_sync(kBarScorer, 32 * kScorerWarps);
+    // Every warp's S of this sequence has completed (wgmma waited, then this barrier): its Q slot is free.
+    if (q_loader && seg_end) ql.issue(p, bars, s_q0);
     float alpha[4], m_scaled[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
@@ -210,6 +233,13 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int e = 0; e < 8; ++e) o[i][e] = 0.f;
+  const bool is_producer = w == 0 && lane == 0;
+  PageProducer prod;
+  if (is_producer) {
+    prod.init(p, c);
+    for (int k = 0; k < kStages; ++k) prod.step(p, bars, s_k0);
+  }
+  __syncwarp();
   int j = 0;
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
@@ -218,6 +248,8 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     load_v_frags(vf, s_k0 + stage * kSlabTileBytes, c.seqlen - c.blk * kBlockN, w, lane);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));  // release orders the ldmatrix reads before the refill
+    if (is_producer) prod.step(p, bars, s_k0);  // page j + kStages into this stage once all 8 warps released it
+    __syncwarp();
     decode::named_sync(kBarPFull + buf, kBarPair);
     float alpha[4];
 #pragma unroll
@@ -275,15 +307,12 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
       decode::mbar_init(bars.full(s), 1);
       decode::mbar_init(bars.empty(s), kScorerWarps + kAccWarps);
     }
-    for (int q = 0; q < kQSlots; ++q) decode::mbar_init(bars.q_empty(q), kScorerWarps);
+    for (int q = 0; q < kQSlots; ++q) decode::mbar_init(bars.q_full(q), 1);
     decode::mbar_init_fence();
   }
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (warp == kProducerWarp) {
-    if (lane == 0)
-      producer(p, c, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.q_offset));
-  } else if (warp < kScorerWarps) {
+  if (warp < kScorerWarps) {
     scorer(p, c, bars, smem, warp, lane);
   } else {
     accumulator(fp, c, bars, smem, warp - kScorerWarps, lane);

@@ -17,7 +17,8 @@ namespace {
 
 // [rows, 576] bytes, boxes of box_rows rows x 128 bytes (the swizzle span: one slab), 128-byte swizzle. The box
 // at column 512 reaches 64 bytes past the row: the TMA unit fills them with zeros (OOB_FILL_NONE).
-Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* what, int box_rows = kBlockN) {
+Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* what, int box_rows = kBlockN,
+                 CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
   auto fn = tensor_map_encode_fn();
   if (fn == nullptr) return Status::cuda("mla_decode (fp8)", "cuTensorMapEncodeTiled is not available from the driver");
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kTokenBytes), static_cast<cuuint64_t>(rows)};
@@ -26,7 +27,7 @@ Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* w
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r =
       fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promotion,
          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return Status::cuda("mla_decode (fp8)", std::string("cuTensorMapEncodeTiled(") + what + ") failed with CUresult " +
@@ -41,8 +42,12 @@ Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, 
   return encode_u8(&p->tmap_q, p->q, q_rows, "q");
 }
 
+// The 16-row kernel's cache map promotes L2 fills to 128 bytes, not 256: its box rows are 128 bytes, half of them
+// straddling two lines (576-byte tokens), and the 256-byte fills cost it 8 % at h16 b128 s8192 (177 -> 163 µs,
+// NOTES_fp8.md run H5; no promotion: 166).
 Status encode_tensor_maps_fp8_h16(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
-  MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache"));
+  MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache", kBlockN,
+                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B));
   return encode_u8(&p->tmap_q, p->q, q_rows, "q (16-row boxes)", 16);
 }
 
