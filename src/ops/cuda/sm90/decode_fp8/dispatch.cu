@@ -23,24 +23,20 @@ int l2_prefetch_pages() {
 }
 
 // MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh):
-// `ws_overlap_stsm` (the default: overlap schedule, 2 K + 2 V^T stages, V^T stored with stmatrix; H200 h128
-// b128 s8192 434 µs), `ws_stsm` (pvfirst, 2 K + 3 V^T stages: 440 µs); or the 256-thread mma.sync kernel
-// (`mma_sync`, kept for comparison), or that kernel with S on wgmma (`wgmma_s`, an experiment). The variants that
-// lost are in NOTES_fp8.md (runs W2-W5).
-enum class Variant64 { kWsOverlapStsm, kWsStsm, kMmaSync, kWgmmaS, kWsT4, kWsT4Lazy, kWsLazy, kWsT4Fold, kWsAhead, kWsAheadFold };
+// `ws_ahead` (the default: the ahead schedule, 4-load transpose rounds; H200 h128 b128 s8192 372 µs in run W10),
+// `ws_overlap_stsm` (the default before W10: 411 µs in the same run), `ws_stsm` (pvfirst, 2 K + 3 V^T stages);
+// or the 256-thread mma.sync kernel (`mma_sync`, kept for comparison), or that kernel with S on wgmma (`wgmma_s`,
+// an experiment). The variants that lost are in NOTES_fp8.md (runs W2-W10).
+enum class Variant64 { kWsAhead, kWsOverlapStsm, kWsStsm, kMmaSync, kWgmmaS };
 const EnvKnob& variant64_knob() {
   static const EnvKnob k =
-      read_env_knob("MLA_DECODE_FP8_VARIANT64",
-                    {"ws_overlap_stsm", "ws_stsm", "mma_sync", "wgmma_s", "ws_t4", "ws_t4_lazy", "ws_lazy", "ws_t4_fold", "ws_ahead",
-                     "ws_ahead_fold"});
+      read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "ws_overlap_stsm", "ws_stsm", "mma_sync", "wgmma_s"});
   return k;
 }
 Variant64 variant64() {
   const int i = variant64_knob().index;
-  return i == 1 ? Variant64::kWsStsm : i == 2 ? Variant64::kMmaSync : i == 3 ? Variant64::kWgmmaS
-         : i == 4 ? Variant64::kWsT4 : i == 5 ? Variant64::kWsT4Lazy : i == 6 ? Variant64::kWsLazy
-         : i == 7 ? Variant64::kWsT4Fold : i == 8 ? Variant64::kWsAhead
-         : i == 9 ? Variant64::kWsAheadFold : Variant64::kWsOverlapStsm;
+  return i == 1 ? Variant64::kWsOverlapStsm : i == 2 ? Variant64::kWsStsm : i == 3 ? Variant64::kMmaSync
+         : i == 4 ? Variant64::kWgmmaS : Variant64::kWsAhead;
 }
 
 }  // namespace
@@ -71,14 +67,9 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
     switch (variant64()) {
+      case Variant64::kWsOverlapStsm: MLA_TRY(launch_decode_fp8_ws<WsOverlapStsm>(p, grid, stream)); break;
       case Variant64::kWsStsm: MLA_TRY(launch_decode_fp8_ws<WsPvFirstStsm>(p, grid, stream)); break;
-      case Variant64::kWsT4: MLA_TRY(launch_decode_fp8_ws<WsOverlapT4>(p, grid, stream)); break;
-      case Variant64::kWsT4Lazy: MLA_TRY(launch_decode_fp8_ws<WsOverlapT4Lazy>(p, grid, stream)); break;
-      case Variant64::kWsLazy: MLA_TRY(launch_decode_fp8_ws<WsOverlapLazy>(p, grid, stream)); break;
-      case Variant64::kWsT4Fold: MLA_TRY(launch_decode_fp8_ws<WsOverlapT4Fold>(p, grid, stream)); break;
-      case Variant64::kWsAhead: MLA_TRY(launch_decode_fp8_ws<WsAheadT4>(p, grid, stream)); break;
-      case Variant64::kWsAheadFold: MLA_TRY(launch_decode_fp8_ws<WsAheadT4Fold>(p, grid, stream)); break;
-      default: MLA_TRY(launch_decode_fp8_ws<WsOverlapStsm>(p, grid, stream)); break;
+      default: MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream)); break;
     }
   }
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream);

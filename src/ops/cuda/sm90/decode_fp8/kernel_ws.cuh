@@ -1,7 +1,7 @@
 #pragma once
 // Warp-specialized split-KV fp8 decode kernel for 64-row tiles (h_q 64 / 128, or s_q * h_q >= 48): the
 // e4m3 version of ../decode/kernel_ws.cuh (same plan, part cursor, ping-pong of pages between two consumer
-// warpgroups, "pvfirst" schedule, epilogue), with both products on 8-bit wgmma.
+// warpgroups, epilogue), with both products on 8-bit wgmma.
 //
 // Roles (384 threads):
 //   warpgroup 2, warp 0, one thread: TMA of the Q tile per segment and of each page into kKStages K stages
@@ -11,17 +11,21 @@
 //   warpgroups 0 / 1: consumers owning output columns [0, 256) / [256, 512). Page j belongs to warpgroup
 //     j % 2, which computes S (m64n64k32), the softmax against the running max of page j - 1 and P (e4m3)
 //     into half j % 2 of the P buffer; both warpgroups add P V for their half (m64n256k32).
-// Per own page j a consumer runs (S::kPvFirst, the default): wait P_{j-1} | P_{j-1} V_{j-1}, release V^T_{j-1} |
-//   S_j, release K_j | softmax_j, P_j | signal | P_j V_j, release V^T_j;
+// Per own page j a consumer runs ("ahead", S::kAhead, the default): S_j | wait P_{j-1}, rescale O, issue
+//   P_{j-1} V_{j-1} | release K_j | softmax_j, P_j | signal | issue P_j V_j (behind P_{j-1} V_{j-1} when no row's
+//   max moved, else after it and a rescale) | release V^T_{j-1}, V^T_j as their products complete;
 // or ("overlap"): S_j, release K_j | wait P_{j-1} | softmax_j, P_j | signal | P_{j-1} V_{j-1} | P_j V_j, where S_j
-//   overlaps the other warpgroup's softmax (config_ws.h WsSchedule: buffer counts of each).
+//   overlaps the other warpgroup's softmax;
+// or (S::kPvFirst): wait P_{j-1} | P_{j-1} V_{j-1}, release V^T_{j-1} | S_j, release K_j | softmax_j, P_j |
+//   signal | P_j V_j, release V^T_j (config_ws.h WsSchedule: buffer counts of each).
 // Unlike the 16-bit kernel, the K stage is released right after S (P lives in its own buffer, V in V^T),
 // so the TMA of page j + kKStages starts while both P.V products of page j are still to come.
 //
 // Reuse of the P halves (page j: half j % kPHalves) and of s_m[j % 2] without extra barriers: the next
 // write of P half j % kPHalves is the softmax of page j + kPHalves, after its owner waited for P of page
 // j + kPHalves - 1, which the other warpgroup signals after its P_j V_j (pvfirst: 2 halves; overlap: that
-// signal precedes its P_j V_j by one step, hence 4). s_m[j % kPHalves] is read right after the P_j wait,
+// signal precedes its P_j V_j by one step, hence 4; ahead: the other warpgroup reads P_j before its signal of
+// P_{j+1}, so 4 is more than enough). s_m[j % kPHalves] is read right after the P_j wait,
 // before the reader's own signal, so kPHalves entries suffice (2 would, too).
 #include <cstdint>
 
@@ -104,60 +108,10 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     const int ks = j % kKStages, vs = j % kVStages;
     if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
-    transpose_page<S::kLdsm, 3>(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
+    transpose_page<S::kLdsm>(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     mbar_arrive(bars.k_empty(ks));
-    c.advance(p);
-    ++j;
-  }
-}
-
-// S::kFold: the whole producer warpgroup (tw = 0..127) transposes; lane 0 of warp 0 also issues the TMA: the Q
-// tile and pages 0 .. kKStages - 1 up front, then page j + kKStages into page j's stage once that stage is released
-// (k_empty: the owner's S_j and all four warps' share of T_j), i.e. right after its own share of T_j. Deadlock-free:
-// the other warps' T_j and the owner's S_j need nothing warp 0 has still to do (k_full of page j is issued; the
-// V^T stage waits on the consumers' P.V of page j - kVStages, whose pages are all issued).
-template <class S>
-__device__ __forceinline__ void ws_transposer_producer(const decode::DecodeKernelParams& p, PartCursor c,
-                                                       const WsBarriers<S::kKStages, S::kVStages>& bars,
-                                                       uint32_t s_q_tile, uint32_t s_k0, uint32_t s_vt0, int tile_row0,
-                                                       int tw) {
-  constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
-  const bool producer = tw == 0;
-  PartCursor pc = c;  // lane 0: the next page to issue (page jp)
-  int jp = 0, seg = -1;
-  bool new_seg = true;
-  auto issue = [&]() {
-    if (new_seg) {
-      ++seg;
-      if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
-      issue_tile_tma(&p.tmap_q, pc.b * p.rows + tile_row0, s_q_tile, bars.q_full());
-    }
-    const int stage = jp % kKStages;
-    if (jp >= kKStages) mbar_wait(bars.k_empty(stage), phase(jp - kKStages, kKStages));
-    issue_tile_tma(&p.tmap_kv, pc.page * kBlockN, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
-    new_seg = pc.last_of_sequence();
-    pc.advance(p);
-    pc.fetch_page(p);
-    ++jp;
-  };
-  if (producer) {
-    pc.fetch_page(p);
-    for (int i = 0; i < kKStages && pc.valid(); ++i) issue();
-  }
-  __syncwarp();
-  int j = 0;
-  while (c.valid()) {
-    const int ks = j % kKStages, vs = j % kVStages;
-    if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
-    mbar_wait(bars.k_full(ks), phase(j, kKStages));
-    transpose_page<S::kLdsm, 4>(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
-    decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
-    mbar_arrive(bars.vt_full(vs));
-    mbar_arrive(bars.k_empty(ks));
-    if (producer && pc.valid()) issue();  // page j + kKStages, into stage ks once page j is released
-    __syncwarp();
     c.advance(p);
     ++j;
   }
@@ -215,25 +169,8 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2]) {
     const int vs = jj % kVStages;
     mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
-    pv_page_ws<S::kLazy>(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
+    pv_page_ws<S::kAhead>(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
     mbar_arrive(bars.vt_empty(vs));
-  };
-  // kLazy: pages ja, jb (same segment, every row of this warpgroup at one max) added without a rescale; jb's
-  // product is issued before ja's completes, and V^T of ja is released as soon as its product is done.
-  auto pv_pair = [&](int ja, int jb) {
-    float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
-    const int va = ja % kVStages, vb = jb % kVStages;
-    mbar_wait(bars.vt_full(va), phase(ja, kVStages));
-    decode::fence_operands(d);
-    decode::wgmma_fence();
-    pv_issue_ws(d, s_p + p_half_offset(ja % S::kPHalves), s_vt0 + va * kVtBytes, wg);
-    mbar_wait(bars.vt_full(vb), phase(jb, kVStages));
-    pv_issue_ws(d, s_p + p_half_offset(jb % S::kPHalves), s_vt0 + vb * kVtBytes, wg);
-    wgmma_wait_group<1>();
-    mbar_arrive(bars.vt_empty(va));
-    wgmma_wait_group<0>();
-    decode::fence_operands(d);
-    mbar_arrive(bars.vt_empty(vb));
   };
   const float zero2[2] = {0.f, 0.f};
   // S::kAhead: the page whose P.V group is in flight on O (-1: none); its V^T stage is released once a wait_group
@@ -340,7 +277,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         if (t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
-      bool merge = false;  // kLazy: pages j - 1 and j need no rescale of this warpgroup's O
       if constexpr (S::kAhead) {
         // O is at st.m (= m_{j-1}, or -inf after an epilogue): if no row of the warpgroup moved, P_j V_j queues
         // behind P_{j-1} V_{j-1} on the same accumulator without a rescale.
@@ -374,29 +310,17 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         cur.advance(p);
         ++j;
         continue;
-      } else if constexpr (S::kLazy) {
-        // This warpgroup's O is at st.m = m_{j-2}; P_{j-1} at mp = m_{j-1}, P_j at m_new: all equal on every row?
-        bool moved = false;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) moved = moved || mp[h] != st.m[h] || m_new[h] != mp[h];
-        merge = !decode_fp8::named_sync_any(kBarWg + wg, 128, moved) && j > 0 && !first;
       } else {
         decode::named_sync(kBarWg + wg, 128);
       }
       decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
-      if (merge) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
-        pv_pair(j - 1, j);
-      } else {
-        if constexpr (!S::kPvFirst) {
-          if (j > 0) {
-            pv(j - 1, mp, zero2);
-            if (prev_end) epilogue(prev_b);
-          }
+      if constexpr (!S::kPvFirst) {
+        if (j > 0) {
+          pv(j - 1, mp, zero2);
+          if (prev_end) epilogue(prev_b);
         }
-        pv(j, m_new, rowsum);
       }
+      pv(j, m_new, rowsum);
       if (end) epilogue(cur.b);
     }
     prev_end = end;
@@ -425,10 +349,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kKStages; ++s) {
       decode::mbar_init(bars.k_full(s), 1);
-      decode::mbar_init(bars.k_empty(s), 128 + 32 * S::kTransposeWarps);  // owner warpgroup + transposers
+      decode::mbar_init(bars.k_empty(s), 128 + kWsTransposeThreads);  // owner warpgroup + transposers
     }
     for (int v = 0; v < kVStages; ++v) {
-      decode::mbar_init(bars.vt_full(v), 32 * S::kTransposeWarps);
+      decode::mbar_init(bars.vt_full(v), kWsTransposeThreads);
       decode::mbar_init(bars.vt_empty(v), kWsConsumerThreads);
     }
     decode::mbar_init(bars.q_full(), 1);
@@ -443,11 +367,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   // Warp-uniform by construction (shuffled from lane 0), so ptxas sees each role's wgmma on a convergent path.
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
   if (wg == 2) {
-    decode::setmaxnreg_dec<S::kProducerRegs>();
-    if constexpr (S::kFold) {
-      ws_transposer_producer<S>(p, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
-                                decode::smem_u32(smem + L.vt_offset), blockIdx.y * kRowsPerCta, tid);
-    } else if (tid == 0) {
+    decode::setmaxnreg_dec<56>();
+    if (tid == 0) {
       ws_producer<S>(p, fp.l2_prefetch, cur, bars, decode::smem_u32(smem + L.q_offset),
                      decode::smem_u32(smem + L.k_offset), blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
@@ -456,7 +377,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
     }
     return;
   }
-  decode::setmaxnreg_inc<S::kConsumerRegs>();
+  decode::setmaxnreg_inc<224>();
   ws_consumer<S>(fp, cur, bars, smem, wg, tid);
 }
 

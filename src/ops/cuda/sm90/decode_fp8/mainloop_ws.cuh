@@ -54,7 +54,7 @@ __device__ __forceinline__ void store_p_e4m3(uint8_t* s_p, int half, int row, in
 }
 
 // One page's P.V into this warpgroup's columns, issued and committed as one group (no fence, no wait): the
-// caller fences before the first group and waits (pv_page_ws; kernel_ws.cuh pv_pair).
+// caller fences before the first group and waits (pv_page_ws; kernel_ws.cuh issue_pv).
 __device__ __forceinline__ void pv_issue_ws(float (&d)[128], uint32_t s_p_page, uint32_t s_vt, int wg) {
 #pragma unroll
   for (int ks = 0; ks < kBlockN / 32; ++ks)
@@ -109,7 +109,7 @@ __device__ __forceinline__ void pv_page_ws(WsState& st, const float (&m_page)[2]
 }
 
 // Warpgroup-wide "any thread's pred": a named barrier of `count` threads that also ORs a predicate (bar.red), so a
-// decision taken on every row of the warpgroup (kernel_ws.cuh kLazy) costs no more than the barrier it replaces.
+// decision taken on every row of the warpgroup (kernel_ws.cuh kAhead) costs no more than the barrier it replaces.
 __device__ __forceinline__ bool named_sync_any(int id, int count, bool pred) {
   uint32_t r;
   asm volatile(

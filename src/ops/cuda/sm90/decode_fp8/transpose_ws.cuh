@@ -57,18 +57,13 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4
 // 32 cp + 16 (k / 2) + 2r + s(k, r), s = (r >= 4) for even k, (r < 4) for odd k: 8 rows with 8 distinct
 // swizzle terms (conflict-free), and lane l's row (k = l / 8, r = l % 8) has a fixed offset in the pair and a
 // fixed swizzle term, so its address per group is one add.
-// kLdsm: ldmatrix in flight per round of a warp: 2 (two key groups of one chunk pair, the old schedule), 4 (all four
-// groups of a pair) or 8 (two pairs cp, cp + 3). Each round waits for its loads once, so a warp pays the ldmatrix
-// latency 12, 6 or 3 times per page: the ncu profile of the 2-load schedule (s4 r1) shows the transposers busy ~80 %
-// of the time, mostly waiting on ldmatrix results (short_sb at the first PRMT of each round) while the consumers
-// wait on vt_full, so the round count, not the instruction count, is the transposer's cost.
-// kWarps: transpose warps (3, or 4 with the TMA producer folded into warp 0: kernel_ws.cuh); warp w takes chunk
-// pairs w, w + kWarps, ...
-template <bool kTail, int kLdsm, int kWarps>
+// kLdsm: ldmatrix in flight per round of a warp: 2 (two key groups of a chunk pair) or 4 (all four). Each round
+// waits for its loads once, so a warp pays the ldmatrix latency 12 or 6 times per page: the ncu profile of the
+// 2-load schedule (s4 r1) shows the transposers busy ~80 % of the time, mostly waiting on ldmatrix results while
+// the consumers wait on vt_full. (8 per round, two chunk pairs, spills in the producer warpgroup's 56 registers.)
+template <bool kTail, int kLdsm>
 __device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
-  static_assert(kLdsm == 2 || kLdsm == 4 || kLdsm == 8, "2, 4 or 8 ldmatrix per round");
-  constexpr int kPairs = kLdsm == 8 ? 2 : 1;         // chunk pairs per round: cp, cp + kWarps
-  constexpr int kGroups = kLdsm == 2 ? 2 : 4;        // key groups per pair and round
+  static_assert(kLdsm == 2 || kLdsm == 4, "2 or 4 ldmatrix per round");
   const int warp = tw >> 5, lane = tw & 31, t = lane & 3;
   const bool odd_first = lane >= 16;  // g >= 4
   const uint32_t sel_a = odd_first ? 0x7531u : 0x6420u, sel_b = odd_first ? 0x6420u : 0x7531u;
@@ -79,36 +74,24 @@ __device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32
   uint32_t keep[4];
   tail_keep<kTail>(keep, valid_keys, t);
 #pragma unroll 1
-  for (int cp0 = warp; cp0 < 16; cp0 += kWarps * kPairs) {
+  for (int cp = warp; cp < 16; cp += 3) {
+    const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
+    const int h = cp >> 3;
+    const uint32_t row = s_vt + (((32 * cp) & 255) + dim_off) * 128;
 #pragma unroll
-    for (int g0 = 0; g0 < 4; g0 += kGroups) {
-      uint32_t v[kPairs][kGroups][4];
+    for (int g0 = 0; g0 < 4; g0 += kLdsm) {
+      uint32_t v[kLdsm][4];
 #pragma unroll
-      for (int c = 0; c < kPairs; ++c) {
-        const int cp = cp0 + kWarps * c;
-        if (cp < 16) {  // warp-uniform: warps 1 and 2 have 5 pairs, the last round holds one
-          const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
+      for (int i = 0; i < kLdsm; ++i) decode::ldmatrix_x4_trans(v[i], src + (g0 + i) * 16 * 128);
 #pragma unroll
-          for (int i = 0; i < kGroups; ++i) decode::ldmatrix_x4_trans(v[c][i], src + (g0 + i) * 16 * 128);
+      for (int i = 0; i < kLdsm; ++i) {
+        uint32_t w[4];
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          w[2 * q] = __byte_perm(v[i][2 * q], v[i][2 * q + 1], sel_a) & keep[g0 + i];
+          w[2 * q + 1] = __byte_perm(v[i][2 * q], v[i][2 * q + 1], sel_b) & keep[g0 + i];
         }
-      }
-#pragma unroll
-      for (int c = 0; c < kPairs; ++c) {
-        const int cp = cp0 + kWarps * c;
-        if (cp < 16) {
-          const int h = cp >> 3;
-          const uint32_t row = s_vt + (((32 * cp) & 255) + dim_off) * 128;
-#pragma unroll
-          for (int i = 0; i < kGroups; ++i) {
-            uint32_t w[4];
-#pragma unroll
-            for (int q = 0; q < 2; ++q) {
-              w[2 * q] = __byte_perm(v[c][i][2 * q], v[c][i][2 * q + 1], sel_a) & keep[g0 + i];
-              w[2 * q + 1] = __byte_perm(v[c][i][2 * q], v[c][i][2 * q + 1], sel_b) & keep[g0 + i];
-            }
-            stmatrix_x4(row + (((4 * h + g0 + i) ^ swz) << 4), w);
-          }
-        }
+        stmatrix_x4(row + (((4 * h + g0 + i) ^ swz) << 4), w);
       }
     }
   }
@@ -145,25 +128,25 @@ __device__ __forceinline__ void zero_vt_tail(uint32_t s_vt, int valid_keys, int 
   }
 }
 
-// tw: this thread's index among the 32 kWarps transpose threads; valid_keys: keys of the page below seqlen.
-// kLdsm 2: a masked copy of the loop for the tail page. kLdsm 4 / 8: one unmasked loop for every page, the tail
+// tw: this thread's index among the 96 transpose threads; valid_keys: keys of the page below seqlen.
+// kLdsm 2: a masked copy of the loop for the tail page. kLdsm 4: one unmasked loop for every page, the tail
 // page then fixed up by zero_vt_tail after a barrier of the transpose threads (named barrier kBarTranspose): a
 // masked 4-load loop costs its AND per word on every page (run W9: 3 % slower than the default at b128 s8192, the
 // transposer being on the critical path), and a second masked copy next to the unmasked one spills.
 constexpr int kBarTranspose = 6;  // kernel_ws.cuh's consumers use named barriers 1-5
-template <int kLdsm, int kWarps = 3>
+template <int kLdsm>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
   if constexpr (kLdsm == 2) {
     if (valid_keys < kBlockN) {
-      transpose_page_stsm_impl<true, 2, kWarps>(s_page, s_vt, valid_keys, tw);
+      transpose_page_stsm_impl<true, 2>(s_page, s_vt, valid_keys, tw);
     } else {
-      transpose_page_stsm_impl<false, 2, kWarps>(s_page, s_vt, valid_keys, tw);
+      transpose_page_stsm_impl<false, 2>(s_page, s_vt, valid_keys, tw);
     }
   } else {
-    transpose_page_stsm_impl<false, kLdsm, kWarps>(s_page, s_vt, valid_keys, tw);
+    transpose_page_stsm_impl<false, kLdsm>(s_page, s_vt, valid_keys, tw);
     if (valid_keys < kBlockN) {  // uniform across the transpose threads (same page)
-      decode::named_sync(kBarTranspose, 32 * kWarps);
-      zero_vt_tail(s_vt, valid_keys, tw, 32 * kWarps);
+      decode::named_sync(kBarTranspose, kWsTransposeThreads);
+      zero_vt_tail(s_vt, valid_keys, tw, kWsTransposeThreads);
     }
   }
 }

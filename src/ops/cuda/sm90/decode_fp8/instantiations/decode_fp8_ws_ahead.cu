@@ -1,7 +1,8 @@
-// fp8 (e4m3) KV, 64-row tiles, warp-specialized (kernel_ws.cuh): ws_t4_lazy with the ahead schedule (config_ws.h kAhead)
-// (MLA_DECODE_FP8_VARIANT64=ws_ahead; run W10 in bench/decode/NOTES_fp8.md).
+// fp8 (e4m3) KV, 64-row tiles, warp-specialized (kernel_ws.cuh): the default, the ahead schedule with 4-load
+// transpose rounds (config_ws.h WsAhead; MLA_DECODE_FP8_VARIANT64 unset or ws_ahead; run W10 in
+// bench/decode/NOTES_fp8.md).
 #include "ops/cuda/sm90/decode_fp8/launch_impl_ws.cuh"
 
 namespace mla::sm90::decode_fp8 {
-template Status launch_decode_fp8_ws<WsAheadT4>(const Fp8DecodeParams&, dim3, cudaStream_t);
+template Status launch_decode_fp8_ws<WsAhead>(const Fp8DecodeParams&, dim3, cudaStream_t);
 }  // namespace mla::sm90::decode_fp8

@@ -1,5 +1,5 @@
-// fp8 (e4m3) KV, 64-row tiles, warp-specialized (kernel_ws.cuh): the default, the overlap schedule with V^T
-// stored by stmatrix (MLA_DECODE_FP8_VARIANT64 unset or ws_overlap_stsm).
+// fp8 (e4m3) KV, 64-row tiles, warp-specialized (kernel_ws.cuh): the overlap schedule with V^T stored by
+// stmatrix in 2-load rounds, the default before run W10 (MLA_DECODE_FP8_VARIANT64=ws_overlap_stsm; opt-in).
 #include "ops/cuda/sm90/decode_fp8/launch_impl_ws.cuh"
 
 namespace mla::sm90::decode_fp8 {
