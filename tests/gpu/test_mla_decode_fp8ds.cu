@@ -13,8 +13,7 @@
 //     - dequantizing kernels (every shape but 16-row tiles): the bf16 reference run on a bf16 cache holding
 //       exactly bf16(e4m3 x scale) of every used token. Kernel and reference then see the same K and V bits
 //       and round P at the same running max, so only fp32 summation order differs.
-//     - the exact-code kernels (h_q 16, s_q 1: sm90/decode_fp8ds/kernel_ws16.cuh by default, kernel_rg1.cuh with
-//       MLA_DECODE_FP8DS_RG1=mma; same arithmetic): the fp8_ds reference itself
+//     - the exact-code kernel (h_q 16, s_q 1: sm90/decode_fp8ds/kernel_ws16.cuh): the fp8_ds reference itself
 //       (K and V exact) with P unrounded; the kernel's only roundings are f16(P * scale / u) (2^-11) and
 //       fp32 summation order.
 //     Both must hold the bf16 kernels' own tolerance (kBf16KRelL2...). A layout, scale-tile, permutation or
@@ -71,8 +70,8 @@ constexpr Tolerance kFp8DsTol{5e-2, 1.25e-1,
 // (f16 x f16 products are exact in fp32, the query is scaled by a power of two).
 constexpr double kBf16KRelL2 = 2e-3, kBf16KMaxAbs = 1.5625e-2, kBf16KLseAbs = 1e-4;
 
-// 16-row tiles (h_q 16, s_q 1) run an exact-code kernel (sm90/decode_fp8ds/kernel_ws16.cuh, or kernel_rg1.cuh with
-// MLA_DECODE_FP8DS_RG1=mma) unless MLA_DECODE_FP8DS_RG1=dequant; every other shape runs the dequantizing bf16 kernels.
+// 16-row tiles (h_q 16, s_q 1) run the exact-code kernel (sm90/decode_fp8ds/kernel_ws16.cuh) unless
+// MLA_DECODE_FP8DS_RG1=dequant; every other shape runs the dequantizing bf16 kernels.
 bool exact_code_kernel(const DecodeShape& s) {
   const char* e = std::getenv("MLA_DECODE_FP8DS_RG1");
   return s.h_q * s.s_q == 16 && !(e != nullptr && std::string(e) == "dequant");

@@ -120,15 +120,12 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
 }
 
 // 16-row fp8_ds tiles run the warp-specialized exact-code kernel (sm90/decode_fp8ds/kernel_ws16.cuh);
-// MLA_DECODE_FP8DS_RG1=dequant runs them on the dequantizing bf16 kernel, =mma on the mma.sync exact-code kernel
-// (kernel_rg1.cuh), =ws_base on the ws kernel's previous schedule (comparisons).
+// MLA_DECODE_FP8DS_RG1=dequant runs them on the dequantizing bf16 kernel (comparison).
 const EnvKnob& fp8ds_rg1_knob() {
-  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8DS_RG1", {"dequant", "mma", "ws_base"});
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8DS_RG1", {"dequant"});
   return k;
 }
 bool fp8ds_rg1_dequant() { return fp8ds_rg1_knob().index == 0; }
-bool fp8ds_rg1_mma() { return fp8ds_rg1_knob().index == 1; }
-bool fp8ds_rg1_ws_base() { return fp8ds_rg1_knob().index == 2; }
 
 // fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh).
 // 48/64-row tiles run the ws_pvfirst_slabs schedule, the one whose per-slab full barriers the slab-by-slab
@@ -139,10 +136,8 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   kp.l2_prefetch = 0;
   const dim3 grid(g.num_parts, g.num_head_tiles);
   const int groups = (kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta) / 16;
-  if (groups == 1 && kp.rows == 16 && fp8ds_rg1_mma()) {
-    MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_rg1(kp, grid, stream));  // exact codes, mma.sync
-  } else if (groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant()) {
-    MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws16(kp, grid, stream, fp8ds_rg1_ws_base()));  // exact codes, wgmma
+  if (groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant()) {
+    MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws16(kp, grid, stream));  // exact codes, wgmma
   } else if (groups == 1) {
     MLA_TRY((launch_decode<Fp8DsTraits, 1, false>(kp, grid, stream)));
   } else if (groups == 2) {

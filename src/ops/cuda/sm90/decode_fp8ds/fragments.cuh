@@ -1,7 +1,6 @@
 #pragma once
-// Register-level pieces of the exact-code fp8_ds kernel: e4m3 pairs -> f16x2 MMA operands (exact), the
-// f16 / bf16 mma.sync atoms, and the per-row power-of-two normalizer that makes a bf16 query row exact in
-// f16.
+// Register-level pieces of the exact-code fp8_ds kernel (kernel_ws16.cuh): e4m3 pairs -> f16x2 MMA operands
+// (exact), and the per-row power-of-two normalizer that makes a bf16 query row exact in f16.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -9,42 +8,20 @@
 
 namespace mla::sm90::decode_fp8ds {
 
-// Two e4m3 codes (low byte -> low half) -> f16x2. Exact: every e4m3 value (subnormals included) is an f16
-// value, so the MMA sees the stored codes themselves and the tile scales are applied outside it.
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t codes) {
-  uint32_t h2;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(codes));
-  return h2;
-}
-__device__ __forceinline__ uint32_t lo16_f16x2(uint32_t w) { return e4m3x2_to_f16x2(static_cast<uint16_t>(w)); }
-// Both halves of a word: split by mov.b32 {lo, hi} inside one asm, so ptxas reads the high half with an operand
-// selector (F2FP ... R.H1; H200 SASS, run F1) instead of a shift before the cvt (hi16_f16x2 below costs a SHF).
+// e4m3 -> f16 is exact (every e4m3 value, subnormals included, is an f16 value), so the MMA sees the stored codes
+// themselves and the tile scales are applied outside it. Four codes of a word (low byte -> low half of `lo`) ->
+// two f16x2. Both halves of a word: split by mov.b32 {lo, hi} inside one asm, so ptxas reads the high half with an operand
+// selector (F2FP ... R.H1; H200 SASS, run F1) instead of a shift before the cvt (cvt of `w >> 16` costs a SHF).
 __device__ __forceinline__ void e4m3x4_to_f16x2x2(uint32_t w, uint32_t& lo, uint32_t& hi) {
   asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
       : "=r"(lo), "=r"(hi)
       : "r"(w));
 }
-__device__ __forceinline__ uint32_t hi16_f16x2(uint32_t w) { return e4m3x2_to_f16x2(static_cast<uint16_t>(w >> 16)); }
 
 __device__ __forceinline__ uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t sel) {
   uint32_t r;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
   return r;
-}
-
-__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 __device__ __forceinline__ uint32_t word_of(const uint4& v, int i) {

@@ -1,8 +1,13 @@
 #pragma once
 // fp8_ds decode for 16-row tiles (h_q 16, s_q 1), warp-specialized, on exact f16 codes and wgmma (constants and
-// rationale: config_ws16.h; the scale algebra is kernel_rg1.cuh's):
+// rationale: config_ws16.h):
 //   S[r][t]   = 2^-k_r * sum_c scale[t][c] * (Q'_c[r] . code_c[t]) + Q_rope[r] . K_rope[t]
 //   O_c[r][:] = u_c * sum_t P'_c[r][t] * code_c[t][:],   P'_c[r][t] = f16(P[r][t] * scale[t][c] / u_c)
+// e4m3 -> f16 is exact, so the MMAs see the stored codes and the fp32 tile scales stay outside them: four S^T
+// accumulators (one per scale tile), Q' = f16(q * 2^k_r) (a per-row power of two makes the bf16 query exact in f16),
+// and u_c the page's largest tile-c scale rounded down to a power of two (O's tile-c columns are kept in units of
+// u_c; a new page rescales them by alpha * u_old / u_new, exact). RoPE stays bf16 x bf16. Against the CPU reference
+// (fp32 e4m3 x scale) K and V are exact and P is rounded once to f16 (2^-11) instead of bf16.
 // One CTA per plan part, 288 threads:
 //   warp 8, one thread (producer): page j into raw slot j % kStages (one bulk copy on full[slot]);
 //   warpgroup 0 (scorer): at a sequence start Q -> Q' slabs (f16 of q * 2^k_row, permuted dims); per page:
@@ -145,7 +150,6 @@ __device__ __forceinline__ void issue_tile_s(float (&acc)[8], uint32_t (&f)[8][4
   decode::wgmma_commit();
 }
 
-template <bool kOpt>
 __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem, int w,
                                        int lane) {
   constexpr Layout L = layout();
@@ -196,29 +200,16 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     for (int cc = 0; cc < kTiles; ++cc) decode::fence_operands(acc[cc]);
     decode::fence_operands(rp);
     {
+      // Two fragment buffers: tile c + 1 converts while tile c's wgmmas run. (Loading tile c + 1's codes before
+      // tile c's conversion was measured 1-2.5 % slower on the large rows, run F3.)
       uint32_t fa[8][4], fb[8][4];
-      KWords kw[2];
-      if constexpr (kOpt) {
-        // Tile c + 1's codes are loaded before tile c's conversion, so their latency hides behind it.
-        load_k(kw[0], k0, k1, 0);
-        load_k(kw[1], k0, k1, 1);
-        issue_tile_s(acc[0], fa, kw[0], s_q, 0);
-        load_k(kw[0], k0, k1, 2);
-        issue_tile_s(acc[1], fb, kw[1], s_q, 1);
-        load_k(kw[1], k0, k1, 3);
-        wgmma_wait<1>();
-        issue_tile_s(acc[2], fa, kw[0], s_q, 2);
-        wgmma_wait<1>();
-        issue_tile_s(acc[3], fb, kw[1], s_q, 3);
-      } else {
+      KWords kw;
 #pragma unroll
-        for (int cc = 0; cc < kTiles; ++cc) {
-          load_k(kw[0], k0, k1, cc);
-          issue_tile_s(acc[cc], (cc & 1) ? fb : fa, kw[0], s_q, cc);
-          if (cc > 0) wgmma_wait<1>();
-        }
+      for (int cc = 0; cc < kTiles; ++cc) {
+        load_k(kw, k0, k1, cc);
+        issue_tile_s(acc[cc], (cc & 1) ? fb : fa, kw, s_q, cc);
+        if (cc > 0) wgmma_wait<1>();
       }
-      if constexpr (kOpt) wgmma_wait<1>();
       // RoPE: bf16 as stored; k0 / k1 already include 16t, so the thread reads bytes 528 + 32t .. + 31 of its tokens,
       // dims 16t + 2w', +1 in word w'.
       uint32_t fr[4][4];
@@ -249,13 +240,9 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
 #pragma unroll
     for (int cc = 0; cc < kTiles; ++cc) decode::fence_operands(acc[cc]);
     decode::fence_operands(rp);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
     const int valid = c.seqlen - c.blk * kBlockN;
-    // kOpt: a sequence's last page keeps its slot until the scorer has zeroed the codes past the end (below).
-    const bool zero_tail = kOpt && valid < kBlockN;
-    if (!zero_tail) {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
-    }
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       if (tok[h] >= valid) sc[h] = make_float4(0.f, 0.f, 0.f, 0.f);  // garbage slots: neither P' nor u_c
@@ -292,18 +279,6 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     }
     if (lane == 0) s_smax[buf * 4 + w] = sm;
     decode::named_sync(kBarScorer, 32 * kScorerWarps);
-    if (zero_tail) {
-      // Every scorer thread has read its codes (before the barrier above); the accumulator reads this page's V only
-      // after P_full on such a page. Zero latent codes make the garbage slots (NaN codes in the tests) harmless to
-      // P.V without a compare per load there. The fence orders these generic writes before the slot's refill by
-      // the bulk copy (async proxy) after the release.
-      uint8_t* rw = smem + L.raw + slot * kPageBytes;
-      for (int i = 32 * w + lane; i < (kBlockN - valid) * (kDimLatent / 16); i += 32 * kScorerWarps)
-        *reinterpret_cast<uint4*>(rw + (valid + (i >> 5)) * kTokenBytes + 16 * (i & 31)) = make_uint4(0u, 0u, 0u, 0u);
-      decode::fence_proxy_async();
-      __syncwarp();
-      if (lane == 0) mbar_arrive(bars.empty(slot));
-    }
     float alpha[4], m_scaled[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
@@ -375,12 +350,12 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
 }
 
 // The V codes of tile c for this thread: one 4-byte load per token (dims 128c + 32w + 4g .. + 3); w[s][e][h2] is
-// token 16s + 2t + e + 8h2. kMasked: keys past `valid` read as code 0 (garbage slots; 0 * NaN would poison O) --
-// only a sequence's last page needs it, and the per-load compares cost ~100 instructions per page (SASS, run F2).
+// token 16s + 2t + e + 8h2. Keys past `valid` read as code 0 (garbage slots, NaN in the tests; 0 * NaN would poison
+// O). The compares cost ~100 instructions per page (SASS, run F2), but zeroing a last page's tail codes once in the
+// scorer instead (with the scorer's codes loaded a tile ahead) measured 1-2.5 % slower on the large rows (run F3).
 struct VWords {
   uint32_t w[4][2][2];
 };
-template <bool kMasked>
 __device__ __forceinline__ void load_v(VWords& x, const uint8_t* v, int valid, int t) {
 #pragma unroll
   for (int s = 0; s < 4; ++s)
@@ -390,7 +365,7 @@ __device__ __forceinline__ void load_v(VWords& x, const uint8_t* v, int valid, i
       for (int h2 = 0; h2 < 2; ++h2) {
         const int tk = 16 * s + 2 * t + e + 8 * h2;
         const uint32_t* src = reinterpret_cast<const uint32_t*>(v + tk * kTokenBytes);
-        x.w[s][e][h2] = !kMasked || tk < valid ? *src : 0u;
+        x.w[s][e][h2] = tk < valid ? *src : 0u;
       }
 }
 // V^T A fragments of tile c (4 k16 steps x m-blocks 2c, 2c + 1) from its codes.
@@ -421,24 +396,18 @@ __device__ __forceinline__ void issue_tile_pv(float (&o)[8][8], const uint32_t (
   decode::wgmma_commit();
 }
 
-// One page of the accumulator after its full barrier: fragments, P_full, O rescale, the four tiles' P.V, stage release.
-// kAhead: tile c + 1's codes load before tile c's wgmmas issue (measured: ptxas then spills 112 bytes at the
-// 168-register cap of 9 warps, so the default schedule does not use it).
-// kMasked false: the codes past `valid` are zeros already (the scorer zeroes them before P_full on such a page:
-// zero_tail), so a partial page waits for P_full before its first load.
-template <bool kAhead, bool kMasked>
+// One page of the accumulator after its full barrier: tile 0's fragments (before P' exists), P_full, O rescale, then
+// per tile c the wgmmas of c while c + 1 converts; the stage is released after the last codes. (Loading tile c + 1's
+// codes before tile c's wgmmas makes ptxas spill ~100 bytes at the 168-register cap of 9 warps.)
 __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)[kTiles], const uint8_t* v, int valid,
                                                 uint32_t s_pb, const float* s_alpha, const float* s_unit, int buf,
                                                 uint32_t empty_bar, int lane) {
   const int t = lane & 3;
   uint32_t fa[4][2][4], fb[4][2][4];
-  VWords x[2];
-  const bool p_first = !kMasked && valid < kBlockN;
-  if (p_first) decode::named_sync(kBarPFull + buf, kBarPair);
-  load_v<kMasked>(x[0], v, valid, t);
-  v_frags(fa, x[0]);
-  if constexpr (kAhead) load_v<kMasked>(x[1], v + 128, valid, t);
-  if (!p_first) decode::named_sync(kBarPFull + buf, kBarPair);
+  VWords x;
+  load_v(x, v, valid, t);
+  v_frags(fa, x);
+  decode::named_sync(kBarPFull + buf, kBarPair);
   // O's rows 8jn + 2t + e rescale by alpha; tile c's columns move from units u_run[c] to this page's u_c (both
   // powers of two: exact).
   float alpha[4];
@@ -455,18 +424,16 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
       for (int i = 0; i < 8; ++i) o[2 * cc + bb][i] *= alpha[2 * (i >> 2) + (i & 1)] * ratio;
   }
   issue_tile_pv(o, fa, s_pb + 0 * kSlabBytes, 0);
-  if constexpr (!kAhead) load_v<kMasked>(x[1], v + 128, valid, t);
-  v_frags(fb, x[1]);
-  if constexpr (kAhead) load_v<kMasked>(x[0], v + 256, valid, t);
+  load_v(x, v + 128, valid, t);
+  v_frags(fb, x);
   issue_tile_pv(o, fb, s_pb + 1 * kSlabBytes, 1);
   wgmma_wait<1>();
-  if constexpr (!kAhead) load_v<kMasked>(x[0], v + 256, valid, t);
-  v_frags(fa, x[0]);
-  if constexpr (kAhead) load_v<kMasked>(x[1], v + 384, valid, t);
+  load_v(x, v + 256, valid, t);
+  v_frags(fa, x);
   issue_tile_pv(o, fa, s_pb + 2 * kSlabBytes, 2);
   wgmma_wait<1>();
-  if constexpr (!kAhead) load_v<kMasked>(x[1], v + 384, valid, t);
-  v_frags(fb, x[1]);
+  load_v(x, v + 384, valid, t);
+  v_frags(fb, x);
   __syncwarp();
   if (lane == 0) mbar_arrive(empty_bar);  // this warp's codes are all in registers
   issue_tile_pv(o, fb, s_pb + 3 * kSlabBytes, 3);
@@ -475,7 +442,6 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
   for (int i = 0; i < 8; ++i) decode::fence_operands(o[i]);
 }
 
-template <bool kOpt>
 __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int w, int lane) {
   constexpr Layout L = layout();
@@ -508,8 +474,7 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     const uint8_t* v = raw0 + slot * kPageBytes + dim0;
     const int valid = c.seqlen - c.blk * kBlockN;
     const uint32_t s_pb = s_p0 + buf * kPBufBytes;
-    // kOpt: no key mask at all (the scorer zeroes a last page's tail codes before P_full).
-    accumulate_page<false, !kOpt>(o, u_run, v, valid, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane);
+    accumulate_page(o, u_run, v, valid, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
     if (seg_end) {  // read before P_empty lets the scorer overwrite buffer `buf`'s entries
@@ -564,9 +529,6 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   }
 }
 
-// kOpt: the scorer's codes load one tile ahead, and the tail codes of a sequence's last page are zeroed once by the
-// scorer instead of a compare per V load in the accumulator (run F3); false: run F2's schedule (comparison).
-template <bool kOpt>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr Layout L = layout();
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -590,9 +552,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(cons
   if (warp == kProducerWarp) {
     if (lane == 0) producer(p, c, bars, decode::smem_u32(smem + L.raw));
   } else if (warp < kScorerWarps) {
-    scorer<kOpt>(p, c, bars, smem, warp, lane);
+    scorer(p, c, bars, smem, warp, lane);
   } else {
-    accumulator<kOpt>(p, c, bars, smem, warp - kScorerWarps, lane);
+    accumulator(p, c, bars, smem, warp - kScorerWarps, lane);
   }
 }
 
