@@ -59,8 +59,10 @@ if [[ $PARTS == *sanitize* ]]; then
   echo "== racecheck (256-thread kernel) rc=$? $(grep -E 'RACECHECK SUMMARY' "$O/racecheck.log" | tail -1)"
 fi
 if [[ $PARTS == *sass* ]] && command -v cuobjdump > /dev/null; then
-  # Opcode histograms of the fp8_ds kernels (what the dequantization costs in instructions).
-  for k in '_ZN3mla4sm906decode17mla_decode_kernelINS1_11Fp8DsTraitsELi1ELb0EEEvNS1_18DecodeKernelParamsE' \
+  # Opcode histograms of the fp8_ds kernels: the 16-row exact-code ws kernel (default for h_q 16, s_q 1) and the
+  # dequantizing ones (what the dequantization costs in instructions).
+  for k in '_ZN3mla4sm9012decode_fp8ds4ws1628mla_decode_fp8ds_ws16_kernelENS0_6decode18DecodeKernelParamsE' \
+           '_ZN3mla4sm906decode17mla_decode_kernelINS1_11Fp8DsTraitsELi1ELb0EEEvNS1_18DecodeKernelParamsE' \
            '_ZN3mla4sm906decode20mla_decode_ws_kernelINS1_11Fp8DsTraitsENS1_9WsVariantILb1ELb1EEEEEvNS1_18DecodeKernelParamsE'; do
     echo "== $k"
     cuobjdump -sass -fun "$k" "$T8" | grep -oE '^\s+/\*[0-9a-f]{4}\*/\s+(@!?U?P[0-9T] )?[A-Z][A-Z0-9_.]*' |
