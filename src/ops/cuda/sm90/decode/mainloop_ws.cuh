@@ -98,8 +98,8 @@ __device__ __forceinline__ void zero_page_tail_wg(uint8_t* stage, int valid_toke
 // S (64 rows x 64 keys) = Q (64 x 576) . K^T for one warpgroup; s[t][e] has the mma.sync fragment
 // layout (warp w of the group: rows 16 w + g (+8), keys 8 t + 2 t4 (+1)).
 // Waits for each slab's own full barrier (slab_bar0 + 8 * slab, `parity`) before its MMAs. release >= 0: the
-// stage of a P.V group issued just before (no wait), released once that group is done, after slab 0 is
-// queued behind it (fp8_ds: right away if slab 0 is not there yet).
+// stage of a P.V group issued just before (no wait), released once that group is done: after slab 0 is
+// queued behind it if slab 0 is already there, else right away.
 template <class Traits>
 __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_kv,
                                                     uint32_t slab_bar0, uint32_t parity, const WsBarriers& bars,
@@ -111,19 +111,14 @@ __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s
   wgmma_fence();
   uint64_t da = make_smem_desc(s_q_tile, 16, 1024);
   uint64_t db = make_smem_desc(s_kv, 16, 1024);
-  // fp8_ds: the release must not wait for this page. Its slabs land only after the converters ran, and
-  // tying the refill of page j + 1 to page j's slab 0 cost up to 14 % on b1 / s512 rows (NOTES runs 11-12):
-  // if slab 0 is not there yet, finish the P.V and release right away. 16-bit pages keep the tie: there
-  // h128 b128 s8192 measured 597 µs with the early release vs 551 without (run 12; that binary also had a
-  // new plan, which should have helped): likely the early refill competes for the SM's TMA bandwidth with
-  // the page S is waiting for, while the later refill staggers the two pages' loads.
+  // The release must not wait for this page: if slab 0 has not landed yet (a page late from L2, or fp8_ds
+  // slabs still converting), finish the P.V and release its stage first, so the refill of page j + 1
+  // never depends on page j's arrival (fp8_ds b1 s8192 31.4 -> 26.2 µs, 16-bit rows unchanged: runs 12-13).
   // Decided per warp (the vote keeps the wait and the arrive convergent); warps of the group may differ.
-  if constexpr (Traits::kFormat == KvFormat::kFp8Ds) {
-    if (release >= 0 && !__all_sync(0xffffffffu, mbar_test(slab_bar0, parity))) {
-      wgmma_wait_all();
-      release_stage(bars, release);
-      release = -1;
-    }
+  if (release >= 0 && !__all_sync(0xffffffffu, mbar_test(slab_bar0, parity))) {
+    wgmma_wait_all();
+    release_stage(bars, release);
+    release = -1;
   }
 #pragma unroll 1
   for (int slab = 0; slab < kDimQK / 64; ++slab) {
