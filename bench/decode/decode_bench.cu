@@ -4,7 +4,7 @@
 // decode kernel + combine, captured in a CUDA graph; a 256 MB memset between calls evicts L2; median
 // over --reps calls. Rows print in DESIGN.md §6 column order.
 //
-//   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18] [--reps N]      (mlaserve bench decode ...)
+//   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N]      (mlaserve bench decode ...)
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 // fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
@@ -125,7 +125,7 @@ Status parse(int argc, char** argv, Options* o) {
       o->reps = std::max(1, std::atoi(argv[++i]));
     } else {
       return Status::invalid("bench decode",
-                             "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18] [--reps N]; got '" + a + "'");
+                             "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N]; got '" + a + "'");
     }
   }
   return Status::ok();

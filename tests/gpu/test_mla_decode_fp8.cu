@@ -53,18 +53,19 @@ constexpr float kSoftmaxScale = 0.0721687836f;  // 1/sqrt(192)
 // the ~2^-12 end of the estimate above. 2e-2 still leaves 2.5x; a layout or scale bug gives O(1).
 constexpr Tolerance kFp8Tol{2e-2, 6.25e-2,
                             "e4m3 P flips on accumulation noise: one flip <= 2^-4 max|V|, measured worst rel_l2 7.9e-3"};
-// Saturated inputs (codes pinned at +-448 so raw scores reach 448^2 * 576 ~ 1.2e8): Hopper's FP8 MMA keeps
-// only ~14 bits of its partial sums (the DeepSeek-V3 report measures this on H800), so S carries a relative
-// error ~1e-4 of a score whose scaled value is thousands of logits: softmax weights then differ from the
-// fp32-accumulating reference at the percent level (PR54 shares the limitation: both products in FP8).
-// Measured: out rel_l2 2.1e-2 and 2.7e-2 (mma.sync), 2.9e-2 (wgmma, h_q 128), max_abs 6.0e-2 (max|V| units);
-// limit 5e-2 / 1.25e-1 = ~1.7x.
-constexpr Tolerance kFp8SaturatedTol{5e-2, 1.25e-1,
-                                     "FP8 MMA accumulation (~14-bit partial sums) on saturated scores; measured 2.9e-2"};
+// Saturated inputs (codes pinned at +-448, raw scores up to 448^2 * 576 ~ 1.2e8) run with a softmax scale that
+// keeps the logits O(1) (std ~4, see add()), so they get the tolerance above. At the model's scale such scores
+// are ~1e6 logits apart: the softmax is one-hot, and since every product of pinned codes is +-448^2 many keys
+// tie exactly for the maximum; Hopper's FP8 MMA keeps only ~14 bits of its partial sums (DeepSeek-V3 report)
+// and the reference's fp32 sums are not exact beyond 2^24 either, so each side breaks those ties its own way
+// and one flipped row moves rel_l2 by sqrt(2 / rows) (~9e-2 at 256 rows; seeds 20261130 and 20261201 failed
+// that way on two kernels). That tests tie-breaking, not saturation; the saturation itself (satfinite codes,
+// scales applied after the MMA) is what these cases must check, with a well-conditioned softmax.
 
 struct Fp8Case {
   DecodeShape shape;
   bool price_check = true;  // also run the unquantized reference (CPU time) for the note
+  float softmax_scale = kSoftmaxScale;
 };
 
 bool small_cases() {
@@ -100,7 +101,7 @@ ErrorStats compare_bf16(const std::vector<uint16_t>& got, const std::vector<uint
 
 // The unquantized problem: bf16 q and K from the generator's float values, one page per (b, block) in
 // order, exact softmax (no P rounding). Returns out.
-Status unquantized_reference(const DecodeHostData& h, std::vector<uint16_t>* out) {
+Status unquantized_reference(const DecodeHostData& h, float softmax_scale, std::vector<uint16_t>* out) {
   const DecodeShape& s = h.shape;
   const int pages = s.batch * h.max_pages;
   std::vector<uint16_t> q(h.q_float.size()), cache(size_t(pages) * kDecodePageSize * kDimQK, 0xFFFFu);
@@ -124,7 +125,7 @@ Status unquantized_reference(const DecodeHostData& h, std::vector<uint16_t>* out
   p.out = TensorView::contiguous(out->data(), DType::kBf16, {s.batch, s.s_q, s.h_q, kDimV});
   p.lse = TensorView::contiguous(lse.data(), DType::kFp32, {s.batch, s.h_q, s.s_q});
   p.format = KvFormat::kBf16;
-  p.softmax_scale = kSoftmaxScale;
+  p.softmax_scale = softmax_scale;
   p.causal = s.causal;
   MlaDecodeRefOptions opts;
   opts.p_rounding = PRounding::kNone;
@@ -164,7 +165,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {s.batch});
   DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts};
   const MlaDecodeParams p = h.params(d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data(),
-                                     kSoftmaxScale);
+                                     c.softmax_scale);
   auto call = [&]() -> Status {
     MLA_TRY(cuda::plan_decode(d_seqlens, g, plan, stream));
     return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
@@ -214,7 +215,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   std::vector<float> o_acc(size_t(g.max_splits) * s.s_q * s.h_q * kDimV, NAN), lse_acc(size_t(g.max_splits) * s.s_q * s.h_q, NAN);
   const MlaDecodeParams ph = h.params(const_cast<uint8_t*>(h.q.data()), const_cast<uint8_t*>(h.cache.data()),
                                       const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()),
-                                      out_ref.data(), lse_ref.data(), kSoftmaxScale);
+                                      out_ref.data(), lse_ref.data(), c.softmax_scale);
   MLA_TRY(ref::mla_decode_split(ph, plan_ref, o_acc.data(), lse_acc.data()));
   const double vmax = max_abs_v(h);
   rep->add("out/max|V|", compare_bf16(out, out_ref, vmax));
@@ -224,7 +225,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
 
   if (c.price_check) {
     std::vector<uint16_t> out_u;
-    MLA_TRY(unquantized_reference(h, &out_u));
+    MLA_TRY(unquantized_reference(h, c.softmax_scale, &out_u));
     const ErrorStats su = compare_bf16(out, out_u, 1.0);
     char buf[200];
     std::snprintf(buf, sizeof buf, "price of FP8 (vs bf16 inputs, exact softmax): out rel_l2=%.3e max_abs=%.3e", su.rel_l2,
@@ -281,10 +282,13 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                            std::to_string(cs.s_q) + (cs.causal ? "_causal" : "") + "_" + cs.lens_tag + "_s" +
                            scale_tag(cs.scale) + (cs.data_scale != 1.f ? "_x" + scale_tag(cs.data_scale) : "") +
                            (cs.data == DataKind::kDeepSeekLike ? "_ds" : "");
-  // Saturating cases (|x / scale| >> 448 for most values) get the accumulation-precision tolerance.
-  const bool saturated = cs.data_scale / cs.scale > 448.f;
-  cases.push_back({"mla_decode", name, saturated ? kFp8SaturatedTol : kFp8Tol,
-                   [c, name](CaseReport* rep) { return run_fp8_case(name, c, rep); }});
+  // Saturating cases (|x / scale| >> 448 for most values): a pinned code is +-448 * scale after dequantization,
+  // so a score has std ~sqrt(576) * (448 * scale)^2; this softmax scale puts the logits' std at ~4.
+  if (cs.data_scale / cs.scale > 448.f) {
+    const float v = 448.f * cs.scale;
+    c.softmax_scale = 4.f / (24.f * v * v);
+  }
+  cases.push_back({"mla_decode", name, kFp8Tol, [c, name](CaseReport* rep) { return run_fp8_case(name, c, rep); }});
 }
 
 constexpr DataKind kDs = DataKind::kDeepSeekLike;
@@ -299,7 +303,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {1, 16, 1, false, {8191}, "len8191", 0.02f, 1.f, kDs});
   add(cases, {1, 128, 1, false, {8191}, "len8191", 3.f, 1.f, kDs});
   add(cases, {1, 32, 1, false, {4096}, "len4096", 1.f});
-  // Saturation: |x / scale| far above 448 for most values (q and K codes at +-448, one-hot-ish softmax).
+  // Saturation: |x / scale| far above 448 for most values (q and K codes at +-448; logits kept O(1), see add()).
   add(cases, {2, 16, 1, false, {4096, 1000}, "4096_1000", 1.f, 2000.f});
   add(cases, {2, 128, 1, false, {511, 64}, "511_64", 3.f, 1500.f, DataKind::kNormal, true, true});
   add(cases, {2, 32, 2, true, {700, 65}, "700_65", 0.02f, 20.f, DataKind::kNormal, true, true});
