@@ -141,8 +141,16 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
     w_plain = max(w_plain, static_cast<unsigned long long>(v.cost(v.range(p, false))));
     w_snap = max(w_snap, static_cast<unsigned long long>(v.cost(v.range(p, true))));
   }
-  atomicMax(&worst[0], w_plain);
-  atomicMax(&worst[1], w_snap);
+  // One shared-memory atomic per warp: 512 contending 64-bit atomics cost microseconds.
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    w_plain = max(w_plain, __shfl_xor_sync(0xffffffffu, w_plain, d));
+    w_snap = max(w_snap, __shfl_xor_sync(0xffffffffu, w_snap, d));
+  }
+  if ((t & 31) == 0) {
+    atomicMax(&worst[0], w_plain);
+    atomicMax(&worst[1], w_snap);
+  }
   __syncthreads();
   const bool snap = worst[1] <= worst[0];
 

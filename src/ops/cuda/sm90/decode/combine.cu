@@ -1,7 +1,10 @@
-// Combine: one CTA per (query row, sequence). Sequences with one split were written by the decode
-// kernel and are skipped; sequences with no keys (seqlen 0, no splits) get out = 0, lse = -inf; the
-// rest merge their normalized partials weighted by exp(lse_k - lse_max). Reads are float4 per lane,
-// coalesced along the 512 columns.
+// Combine: work items (query row, sequence, column chunk), spread over at most one wave of CTAs.
+// Sequences with one split were written by the decode kernel and are skipped; sequences with no keys
+// (seqlen 0, no splits) get out = 0, lse = -inf; the rest merge their normalized partials weighted by
+// exp(lse_k - lse_max). Up to kFewSplits splits, chunk 0 merges the whole row with each thread owning two
+// columns. More splits (small batches, long sequences: up to one per part) are merged by every chunk for
+// its columns, its threads spread over columns and splits, so a batch-1 row reads its ~100 partials from
+// several SMs with many loads in flight.
 #include <cstdint>
 
 #include "mla/core/cuda_check.h"
@@ -14,7 +17,7 @@ namespace {
 
 constexpr int kCombineThreads = 256;
 constexpr int kCombineWarps = kCombineThreads / 32;
-constexpr int kColsPerLane = kDimV / 32;  // 16: four float4 at lane * 4 + 128 * j
+constexpr int kMaxChunks = 8;  // column chunks per row: 512 / 8 = 64 columns = 16 float4 lanes x 16 split lanes
 
 template <class Traits>
 __device__ __forceinline__ void store_cols(const DecodeKernelParams& p, int b, int row, int col, float4 v) {
@@ -25,89 +28,203 @@ __device__ __forceinline__ void store_cols(const DecodeKernelParams& p, int b, i
   *reinterpret_cast<uint2*>(out) = u;
 }
 
+template <class Traits>
+__device__ __forceinline__ void store_pair(const DecodeKernelParams& p, int b, int row, int col, float2 v) {
+  uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + col;
+  *reinterpret_cast<uint32_t*>(out) = Traits::pack(v.x, v.y);
+}
+
 __device__ __forceinline__ void store_lse(const DecodeKernelParams& p, int b, int row, float lse) {
   const int i = row / p.h_q, h = row % p.h_q;
   p.lse[(static_cast<int64_t>(b) * p.h_q + h) * p.s_q + i] = lse;
 }
 
-// Block-wide max or sum of one float per thread (all threads get the result).
-template <bool kMax>
-__device__ __forceinline__ float block_reduce(float v, float* s_tmp) {
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) {
-    const float o = __shfl_xor_sync(0xffffffffu, v, d);
-    v = kMax ? fmaxf(v, o) : v + o;
+// Up to this many splits, every thread merges its own two columns over all of them (the lse values are
+// broadcast loads), in batches of four unconditional loads (indices past n repeat the last split with
+// weight 0) so they are in flight together: no shared-memory reduction, all 8 warps load.
+constexpr int kFewSplits = 8;
+static_assert(2 * kCombineThreads == kDimV, "combine_few: two columns per thread");
+
+template <class Traits>
+__device__ __forceinline__ void combine_few(const DecodeKernelParams& p, int b, int row, int first, int n) {
+  const int col = 2 * threadIdx.x;
+  if (n == 0) {  // seqlen 0: no keys
+    store_pair<Traits>(p, b, row, col, make_float2(0.f, 0.f));
+    if (threadIdx.x == 0) store_lse(p, b, row, -INFINITY);
+    return;
   }
-  if ((threadIdx.x & 31) == 0) s_tmp[threadIdx.x >> 5] = v;
-  __syncthreads();
-  v = s_tmp[0];
+  const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
+  float l[kFewSplits];
 #pragma unroll
-  for (int w = 1; w < kCombineWarps; ++w) v = kMax ? fmaxf(v, s_tmp[w]) : v + s_tmp[w];
-  __syncthreads();
-  return v;
+  for (int k = 0; k < kFewSplits; ++k) l[k] = lse_k[static_cast<int64_t>(k < n ? k : n - 1) * p.rows];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < kFewSplits; ++k) mx = fmaxf(mx, l[k]);
+  const bool empty = mx == -INFINITY;  // no split (seqlen 0) or no visible key in any split
+  float w[kFewSplits], sum = 0.f;
+#pragma unroll
+  for (int k = 0; k < kFewSplits; ++k) {
+    w[k] = empty || k >= n ? 0.f : expf(l[k] - mx);
+    sum += w[k];
+  }
+  const float inv = empty ? 0.f : 1.f / sum;
+  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + col;
+  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
+  float2 acc = make_float2(0.f, 0.f);
+#pragma unroll
+  for (int k0 = 0; k0 < kFewSplits; k0 += 4) {
+    if (k0 >= n) break;
+    float2 v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = *reinterpret_cast<const float2*>(src + min(k0 + j, n - 1) * stride);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      acc.x += w[k0 + j] * inv * v[j].x;
+      acc.y += w[k0 + j] * inv * v[j].y;
+    }
+  }
+  store_pair<Traits>(p, b, row, col, acc);
+  if (threadIdx.x == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
 }
 
-// One CTA per (query row, sequence): the warps split the sequence's partials among them (so a batch-1
-// call with 100+ splits is not one warp's serial chain of loads), then reduce through shared memory.
+// Online (max, sum of exp) pair merge; an empty side has m = -inf, s = 0.
+__device__ __forceinline__ void merge_ms(float& m, float& s, float m2, float s2) {
+  const float mm = fmaxf(m, m2);
+  if (mm == -INFINITY) return;
+  s = s * expf(m - mm) + s2 * expf(m2 - mm);
+  m = mm;
+}
+
+// Many splits: this CTA merges columns [chunk * cw, (chunk + 1) * cw) of one row, cw = 512 / chunks.
+// Thread t owns float4 lane t % q4 (q4 = cw / 4) of splits t / q4, t / q4 + S, ... (S = 256 / q4 split
+// lanes), eight loads in flight; the S partial sums meet in shared memory.
 template <class Traits>
-__global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_constant__ DecodeKernelParams p) {
-  // Programmatic dependent launch: this grid may start while the decode kernel drains; wait for its
-  // results before reading anything it writes.
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  __shared__ float s_acc[kCombineWarps][kDimV];
-  __shared__ float s_tmp[kCombineWarps];
-  const int row = blockIdx.x, b = blockIdx.y;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int first = p.split_offsets[b], n = p.split_offsets[b + 1] - first;
-  if (n == 1) return;  // written by the decode kernel
+__device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b, int row, int first, int n,
+                                             int chunk, int chunks) {
+  __shared__ float s_m[kCombineWarps], s_s[kCombineWarps];
+  __shared__ float4 s_acc[kCombineThreads];
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
-  float mx = -INFINITY;
-  for (int k = threadIdx.x; k < n; k += kCombineThreads) mx = fmaxf(mx, lse_k[static_cast<int64_t>(k) * p.rows]);
-  mx = block_reduce<true>(mx, s_tmp);
-  const bool empty = mx == -INFINITY;  // no split (seqlen 0) or no visible key in any split
-  float sum = 0.f;
-  if (!empty)
-    for (int k = threadIdx.x; k < n; k += kCombineThreads) sum += expf(lse_k[static_cast<int64_t>(k) * p.rows] - mx);
-  sum = block_reduce<false>(sum, s_tmp);
-  float acc[kColsPerLane];
+  // 1. lse max and sum of exp over the splits in one online pass, then across the block.
+  float m = -INFINITY, s = 0.f;
+  for (int k = threadIdx.x; k < n; k += kCombineThreads) merge_ms(m, s, lse_k[static_cast<int64_t>(k) * p.rows], 1.f);
 #pragma unroll
-  for (int c = 0; c < kColsPerLane; ++c) acc[c] = 0.f;
+  for (int d = 16; d > 0; d >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, d), s2 = __shfl_xor_sync(0xffffffffu, s, d);
+    merge_ms(m, s, m2, s2);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    s_m[threadIdx.x >> 5] = m;
+    s_s[threadIdx.x >> 5] = s;
+  }
+  __syncthreads();
+  m = s_m[0];
+  s = s_s[0];
+#pragma unroll
+  for (int w = 1; w < kCombineWarps; ++w) merge_ms(m, s, s_m[w], s_s[w]);
+  const bool empty = m == -INFINITY;  // no visible key in any split
+  const float inv = empty ? 0.f : 1.f / s;
+  // 2. Weighted sum of this thread's float4 over its splits.
+  const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
+  const int f = threadIdx.x % q4, sl = threadIdx.x / q4;
+  const int col = chunk * (kDimV / chunks) + 4 * f;
+  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + col;
+  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
   if (!empty) {
-    const float inv = 1.f / sum;
-#pragma unroll 2
-    for (int k = warp; k < n; k += kCombineWarps) {
-      const float w = expf(lse_k[static_cast<int64_t>(k) * p.rows] - mx) * inv;
-      const float4* src =
-          reinterpret_cast<const float4*>(p.o_accum + (static_cast<int64_t>(first + k) * p.rows + row) * kDimV);
+    for (int k0 = sl; k0 < n; k0 += 8 * lanes) {
+      float4 v[8];
+      float wk[8];
 #pragma unroll
-      for (int j = 0; j < kColsPerLane / 4; ++j) {
-        const float4 v = src[lane + 32 * j];
-        acc[4 * j] += w * v.x;
-        acc[4 * j + 1] += w * v.y;
-        acc[4 * j + 2] += w * v.z;
-        acc[4 * j + 3] += w * v.w;
+      for (int j = 0; j < 8; ++j) {
+        const int k = min(k0 + j * lanes, n - 1);  // past n: repeat the last split, weight 0
+        v[j] = *reinterpret_cast<const float4*>(src + k * stride);
+        wk[j] = lse_k[static_cast<int64_t>(k) * p.rows];
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float w = k0 + j * lanes < n ? expf(wk[j] - m) * inv : 0.f;
+        acc.x += w * v[j].x;
+        acc.y += w * v[j].y;
+        acc.z += w * v[j].z;
+        acc.w += w * v[j].w;
       }
     }
   }
-#pragma unroll
-  for (int j = 0; j < kColsPerLane / 4; ++j)
-    *reinterpret_cast<float4*>(&s_acc[warp][lane * 4 + 128 * j]) =
-        make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+  // 3. Sum the split lanes.
+  s_acc[threadIdx.x] = acc;
   __syncthreads();
-  if (threadIdx.x < kDimV / 4) {
-    const int col = threadIdx.x * 4;
-    float4 o = *reinterpret_cast<const float4*>(&s_acc[0][col]);
-#pragma unroll
-    for (int w = 1; w < kCombineWarps; ++w) {
-      const float4 v = *reinterpret_cast<const float4*>(&s_acc[w][col]);
-      o.x += v.x;
-      o.y += v.y;
-      o.z += v.z;
-      o.w += v.w;
+  if (threadIdx.x < q4) {
+    float4 o = s_acc[threadIdx.x];
+    for (int j = 1; j < lanes; ++j) {
+      const float4 u = s_acc[threadIdx.x + j * q4];
+      o.x += u.x;
+      o.y += u.y;
+      o.z += u.z;
+      o.w += u.w;
     }
     store_cols<Traits>(p, b, row, col, o);
   }
-  if (threadIdx.x == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
+  if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
+}
+
+// Grid: one CTA per item up to kDirectItems items; beyond, one full wave of CTAs (4 of 256 threads, 64
+// registers each by __launch_bounds__, on each of the H200's 132 SMs; the count only sizes the grid)
+// that each check up to 256 items with one round of parallel loads and merge only those that need it.
+// A grid of one CTA per (row, sequence) cost ~11 us at h_q 128 · b128 when every CTA had nothing to merge
+// (16384 CTAs launched and retired, NOTES_plan.md P2); the one-wave grid cost ~5 us more than one CTA per
+// item at h_q 128 · b32, where all 4096 items merge two splits one after the other in each CTA (P3).
+constexpr int kCombineCtas = 132 * 4;
+constexpr int kDirectItems = 4096;
+
+// Items (sequence b, row, column chunk), numbered ((b * rows) + row) * chunks + chunk; CTA x takes items
+// x, x + G, x + 2G, ... (G = gridDim.x), 256 per round: every thread checks one, the CTA merges the ones
+// that need it (a sequence with 0 or >= 2 splits; only chunk 0 when few splits) one after the other.
+template <class Traits>
+__global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __grid_constant__ DecodeKernelParams p,
+                                                                   int chunks) {
+  // Programmatic dependent launch: this grid may start while the decode kernel drains; wait for its
+  // results before reading anything it writes.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  __shared__ int s_item[kCombineThreads];
+  __shared__ int s_count;
+  const int items = p.rows * p.batch * chunks;  // < 2^31: rows <= 512, batch <= 65535 (launcher checks)
+  const int stride = gridDim.x;
+  if (stride == items) {  // one CTA per item: no list round (it costs ~1 us on every row it would serve)
+    const int it = blockIdx.x;
+    const int chunk = it % chunks, row = (it / chunks) % p.rows, b = it / chunks / p.rows;
+    const int first = p.split_offsets[b], n = p.split_offsets[b + 1] - first;
+    if (n == 1 || (n <= kFewSplits && chunk != 0)) return;  // written by the decode kernel / by chunk 0
+    if (n <= kFewSplits) {
+      combine_few<Traits>(p, b, row, first, n);
+    } else {
+      combine_many<Traits>(p, b, row, first, n, chunk, chunks);
+    }
+    return;
+  }
+  for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
+    if (threadIdx.x == 0) s_count = 0;
+    __syncthreads();
+    const int64_t i = base + static_cast<int64_t>(threadIdx.x) * stride;
+    if (i < items) {
+      const int b = static_cast<int>(i) / (p.rows * chunks);
+      const int n = p.split_offsets[b + 1] - p.split_offsets[b];
+      if (n != 1 && (n > kFewSplits || i % chunks == 0)) s_item[atomicAdd(&s_count, 1)] = static_cast<int>(i);
+    }
+    __syncthreads();
+    const int count = s_count;
+    for (int j = 0; j < count; ++j) {
+      const int it = s_item[j];
+      const int chunk = it % chunks, row = (it / chunks) % p.rows, b = it / chunks / p.rows;
+      const int first = p.split_offsets[b], n = p.split_offsets[b + 1] - first;
+      if (n <= kFewSplits) {
+        combine_few<Traits>(p, b, row, first, n);
+      } else {
+        combine_many<Traits>(p, b, row, first, n, chunk, chunks);
+      }
+      __syncthreads();  // shared memory is reused by the next item
+    }
+    __syncthreads();  // everyone has read s_count / s_item before the next round resets them
+  }
 }
 
 }  // namespace
@@ -115,7 +232,13 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_c
 template <class Traits>
 Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(p.rows, p.batch);
+  // Column chunks: enough CTAs that a small batch's rows with many splits are read by most SMs (b1 h16:
+  // 16 rows x 8 chunks), one chunk once rows x batch alone fills the machine.
+  // (132: the H200's SM count; it only sizes this grid.)
+  int chunks = 1;
+  while (chunks < kMaxChunks && static_cast<int64_t>(p.rows) * p.batch * chunks * 2 <= 4 * 132) chunks *= 2;
+  const int64_t items = static_cast<int64_t>(p.rows) * p.batch * chunks;
+  cfg.gridDim = dim3(static_cast<unsigned>(items <= kDirectItems ? items : kCombineCtas));
   cfg.blockDim = dim3(kCombineThreads);
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
@@ -124,7 +247,7 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_kernel<Traits>, p));
+  MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_kernel<Traits>, p, chunks));
   MLA_CUDA_TRY_LAUNCH("mla_decode (combine)");
   return Status::ok();
 }
