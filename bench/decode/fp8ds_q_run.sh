@@ -57,11 +57,11 @@ echo "== memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$O/memcheck.log" | tail -1) $
 MLA_SMALL_CASES=1 timeout ${SAN_TIMEOUT:-30} compute-sanitizer --tool racecheck --error-exitcode 9 "$T8" \
   --gtest_filter='*fp8_ds_b1_h16_sq1_len65*:*fp8_ds_b32_h16_sq1_rand1_70*' > "$O/racecheck.log" 2>&1
 echo "== racecheck rc=$? $(grep -E 'RACECHECK SUMMARY' "$O/racecheck.log" | tail -1) $(grep -E '^\[  (PASSED|FAILED)  \]' "$O/racecheck.log" | tr '\n' ' ')"
-# Opcode histogram of the exact-code kernel (static SASS counts), when cuobjdump is there.
+# Opcode histogram of the exact-code kernel (kernel_ws16.cuh; static SASS counts), when cuobjdump is there.
 CUOBJ=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 if [ -x "$CUOBJ" ]; then
-  "$CUOBJ" -sass "$T8" 2> /dev/null | awk '/Function : .*fp8ds_rg1_kernelILi0/ {on = 1; next} /Function :/ {on = 0} on' > "$O/rg1.sass"
-  echo "== SASS rg1<0>: $(wc -l < "$O/rg1.sass") lines; top opcodes:"
-  grep -oE '^ +/\*[0-9a-f]+\*/ +[A-Z0-9_]+[.A-Z0-9_]*' "$O/rg1.sass" | awk '{print $2}' | sort | uniq -c | sort -rn | head -16 | tr '\n' ' '
+  "$CUOBJ" -sass "$T8" 2> /dev/null | awk '/Function : .*mla_decode_fp8ds_ws16_kernel/ {on = 1; next} /Function :/ {on = 0} on' > "$O/ws16.sass"
+  echo "== SASS ws16: $(wc -l < "$O/ws16.sass") lines; top opcodes:"
+  grep -oE '^ +/\*[0-9a-f]+\*/ +[A-Z0-9_]+[.A-Z0-9_]*' "$O/ws16.sass" | awk '{print $2}' | sort | uniq -c | sort -rn | head -16 | tr '\n' ' '
   echo
 fi
