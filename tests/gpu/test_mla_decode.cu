@@ -285,8 +285,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add_case(cases, dc(kB, 32, 128, 1, false, random_lens("b32h128", 32, 1, 4096)), "rand1_4096");
   add_case(cases, dc(kB, 32, 32, 2, true, random_lens("b32h32", 32, 1, 2048)), "rand1_2048");
   add_case(cases, dc(kB, 128, 16, 1, false, std::vector<int>(128, 4096), false), "all4096");
-  // Many 1-2 page sequences: each 16-row part runs ~3 whole sequences (the Q tile of the next one lands with its
-  // first page while the current one computes, kernel.cuh), one-page sequences included.
+  // Many 1-2 page sequences: each 16-row part runs ~3 whole sequences, so the next sequence's Q tile (loaded after
+  // the current one's epilogue, in its own cp.async group ahead of page j + 2, kernel.cuh) is exercised often,
+  // one-page sequences included.
   add_case(cases, dc(kB, 400, 16, 1, false, random_lens("b400h16", 400, 1, 80)), "rand1_80");
   add_case(cases, dc(kB, 128, 64, 2, false, random_lens("b128h64", 128, 1, 1024), false), "rand1_1024");
   add_case(cases, dc(kB, 128, 128, 1, false, random_lens("b128h128", 128, 1, 511)), "rand1_511");

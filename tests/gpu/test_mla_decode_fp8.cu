@@ -327,7 +327,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {32, 64, 1, false, random_lens("b32h64", 32, 1, 1024), "rand1_1024", 1.f});
   add(cases, {128, 16, 1, false, std::vector<int>(128, 4096), "all4096", 1.f, 1.f, DataKind::kNormal, false});
   // 16-row tiles with many short sequences per CTA: the two Q slots of the 16-row kernel (config_h16.h) are reused
-  // many times per CTA (q_empty barriers).
+  // many times per CTA (the scorer's thread 0 loads sequence n + 2 into n's slot, q_full barriers).
   add(cases, {128, 16, 1, false, random_lens("b128h16short", 128, 1, 130), "rand1_130", 1.f, 1.f, kDs});
   add(cases, {32, 16, 1, false, random_lens("b32h16short", 32, 1, 70), "rand1_70", 0.02f, 1.f, DataKind::kNormal, true,
               true});
