@@ -167,14 +167,12 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
   if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
 }
 
-// Grid: one CTA per item up to kDirectItems items; beyond, one full wave of CTAs (4 of 256 threads, 64
-// registers each by __launch_bounds__, on each of the H200's 132 SMs; the count only sizes the grid)
-// that each check up to 256 items with one round of parallel loads and merge only those that need it.
-// A grid of one CTA per (row, sequence) cost ~11 us at h_q 128 · b128 when every CTA had nothing to merge
-// (16384 CTAs launched and retired, NOTES_plan.md P2); the one-wave grid cost ~5 us more than one CTA per
-// item at h_q 128 · b32, where all 4096 items merge two splits one after the other in each CTA (P3).
+// At most one full wave of CTAs: 4 of 256 threads (64 registers each, __launch_bounds__) on each of the
+// H200's 132 SMs (the count only sizes the grid). A grid of one CTA per (row, sequence) cost ~11 us at
+// h_q 128 · b128 when every CTA had nothing to merge (16384 CTAs launched and retired, NOTES_plan.md P2);
+// here each CTA checks up to 256 items with one round of parallel loads and merges only those that need
+// it. (One CTA per item for up to 4096 items, without the list round, measured slower: P4 / P5.)
 constexpr int kCombineCtas = 132 * 4;
-constexpr int kDirectItems = 4096;
 
 // Items (sequence b, row, column chunk), numbered ((b * rows) + row) * chunks + chunk; CTA x takes items
 // x, x + G, x + 2G, ... (G = gridDim.x), 256 per round: every thread checks one, the CTA merges the ones
@@ -189,18 +187,6 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __gri
   __shared__ int s_count;
   const int items = p.rows * p.batch * chunks;  // < 2^31: rows <= 512, batch <= 65535 (launcher checks)
   const int stride = gridDim.x;
-  if (stride == items) {  // one CTA per item: no list round (it costs ~1 us on every row it would serve)
-    const int it = blockIdx.x;
-    const int chunk = it % chunks, row = (it / chunks) % p.rows, b = it / chunks / p.rows;
-    const int first = p.split_offsets[b], n = p.split_offsets[b + 1] - first;
-    if (n == 1 || (n <= kFewSplits && chunk != 0)) return;  // written by the decode kernel / by chunk 0
-    if (n <= kFewSplits) {
-      combine_few<Traits>(p, b, row, first, n);
-    } else {
-      combine_many<Traits>(p, b, row, first, n, chunk, chunks);
-    }
-    return;
-  }
   for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
     if (threadIdx.x == 0) s_count = 0;
     __syncthreads();
@@ -238,7 +224,7 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   int chunks = 1;
   while (chunks < kMaxChunks && static_cast<int64_t>(p.rows) * p.batch * chunks * 2 <= 4 * 132) chunks *= 2;
   const int64_t items = static_cast<int64_t>(p.rows) * p.batch * chunks;
-  cfg.gridDim = dim3(static_cast<unsigned>(items <= kDirectItems ? items : kCombineCtas));
+  cfg.gridDim = dim3(static_cast<unsigned>(items < kCombineCtas ? items : kCombineCtas));
   cfg.blockDim = dim3(kCombineThreads);
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
