@@ -26,8 +26,9 @@ constexpr int kWsBarrierBytes = 256;
 //    the overlap schedule reordered inside a warpgroup: once S_j is done, O is rescaled to m_{j-1} and
 //    P_{j-1} V_{j-1} issued before the softmax of page j (which then overlaps that product), and P_j V_j queues
 //    behind it on the same accumulator when no row of the warpgroup moved its max (decided on the warpgroup
-//    barrier, bar.red.or); rescales by exactly 1 are skipped per warp (exact). P_j is read up to page j + 2's
-//    softmax at most (4 halves suffice, as for the overlap schedule).
+//    barrier, bar.red.or); rescales by exactly 1 are skipped per warp (exact). The other warpgroup's wgmma may
+//    still read P_j after it signalled P_{j+1} (the read is only issued before); it has waited for that wgmma
+//    before signalling P_{j+3}, so 4 halves are safe and 2 would race.
 //  !kPvFirst && !kAhead ("overlap", `ws_overlap_stsm`, the default before W10): S_j first, then the softmax against
 //    m_{j-1}, signal P_j, and only then P_{j-1} V_{j-1} and P_j V_j, so S_j overlaps the other warpgroup's softmax;
 //    P_j is read up to page j + 2's softmax (4 halves = 2 buffers).

@@ -24,8 +24,9 @@
 // Reuse of the P halves (page j: half j % kPHalves) and of s_m[j % 2] without extra barriers: the next
 // write of P half j % kPHalves is the softmax of page j + kPHalves, after its owner waited for P of page
 // j + kPHalves - 1, which the other warpgroup signals after its P_j V_j (pvfirst: 2 halves; overlap: that
-// signal precedes its P_j V_j by one step, hence 4; ahead: the other warpgroup reads P_j before its signal of
-// P_{j+1}, so 4 is more than enough). s_m[j % kPHalves] is read right after the P_j wait,
+// signal precedes its P_j V_j by one step, hence 4; ahead: the other warpgroup *issues* its read of P_j before
+// its signal of P_{j+1}, but that wgmma may still be reading after the signal; it has waited for it before it
+// signals P_{j+3}, which is what makes 4 halves safe — 2 would race). s_m[j % kPHalves] is read right after the P_j wait,
 // before the reader's own signal, so kPHalves entries suffice (2 would, too).
 #include <cstdint>
 

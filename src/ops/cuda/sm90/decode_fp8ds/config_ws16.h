@@ -1,6 +1,6 @@
 #pragma once
 // Constants and shared-memory layout of the warp-specialized exact-code fp8_ds kernel for 16-row tiles
-// (kernel_ws16.cuh). Why a second 16-row kernel: the mma.sync one (kernel_rg1.cuh) runs every warp through
+// (kernel_ws16.cuh). Why this kernel: the mma.sync one it replaced (kernel_rg1.cuh, removed in fd0fcb3) ran every warp through
 // S -> barrier -> softmax -> barrier -> P.V with 2 warps per scheduler and 248 registers, and is latency-bound
 // (ncu: issue slots 44 %, 6462 warp-instructions per page). Here, as in the fp8 16-row kernel, wgmma puts the
 // 64-wide dimension in M and the 16 query rows in N, and the two products run in different warpgroups on
@@ -22,7 +22,8 @@ constexpr int kScalesOffset = Fp8DsLayout::kScalesOffset;
 constexpr int kRopeOffset = Fp8DsLayout::kRopeOffset;
 constexpr int kTiles = Fp8DsLayout::kNumTiles;  // 4 scale tiles of 128 latent values
 // Roles: warpgroup 0 = scorer (S^T, softmax, P'), warpgroup 1 = accumulator (V codes -> A fragments, O^T),
-// warp 8 = producer (one thread, bulk copies). 288 threads: <= 224 registers each without setmaxnreg.
+// warp 8 = producer (one thread, bulk copies). 288 threads: ptxas caps them at 168 registers
+// (9 warps put 3 on one scheduler); the kernel spills 20 B there (the fp8 16-row kernel left that cap in 410e337).
 constexpr int kScorerWarps = 4, kAccWarps = 4;
 constexpr int kThreads = 32 * (kScorerWarps + kAccWarps + 1);
 constexpr int kProducerWarp = kScorerWarps + kAccWarps;
