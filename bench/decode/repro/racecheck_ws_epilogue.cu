@@ -19,7 +19,8 @@
 //      with a read after another: SASS offsets 0x8e20 -> 0xda70 / 0xf100 in run 6).
 //   6  the kernel's order per segment: the P-ready hand-off of mode 4 (owner e % 2 writes s_m, bar.arrive;
 //      the other bar.sync, reads s_m), then the s_l exchange of mode 0 by both warpgroups.
-// H200 (NOTES.md runs 7-9): hazards in modes 2 (a real race: wrong values read), 4 and 6 (no wrong value
+// H200 (NOTES.md runs 7-9, on the version with one loop per mode group; the modes' per-segment operations
+// are unchanged since): hazards in modes 2 (a real race: wrong values read), 4 and 6 (no wrong value
 // ever read); 0, 1, 3, 5 clean. Mode 6 flags the s_l exchange that mode 0 passes: the ws kernel's
 // racecheck report at epilogue.cuh's s_l exchange is racecheck's handling of bar.arrive, not a race.
 #include <cstdio>
@@ -53,9 +54,11 @@ __global__ void repro(int mode, int* bad) {
     return;
   }
   int errors = 0;
-  if (mode == 6) {
-    for (int e = 0; e < kSegs; ++e) {
-      jitter(e, wg);
+  for (int e = 0; e < kSegs; ++e) {
+    jitter(e, wg);
+    // Modes 4 and 6: the P-ready hand-off. The owner of segment e (warpgroup e % 2) writes s_m, bar.arrive;
+    // the other bar.sync and reads it.
+    if (mode == 4 || mode == 6) {
       if ((e & 1) == wg) {
         if (half == 0) s_m[(e & 1) * kRows + row] = e * 1000.f + row;
         bar_arrive(1 + (e & 1), 256);
@@ -63,34 +66,18 @@ __global__ void repro(int mode, int* bad) {
         bar_sync(1 + (e & 1), 256);
         if (s_m[(e & 1) * kRows + row] != e * 1000.f + row) ++errors;
       }
-      const int parity = e & 1;
-      if (half == 0) s_l[(parity * 2 + wg) * kRows + row] = e * 1000.f + wg * 100.f + row;
+    }
+    if (mode == 4) continue;
+    // Every other mode: the s_l exchange (mode 2 with one parity only; mode 5 reaches the barrier at a second
+    // instruction in warpgroup 1).
+    const int parity = mode == 2 ? 0 : (e & 1);
+    if (half == 0) s_l[(parity * 2 + wg) * kRows + row] = e * 1000.f + wg * 100.f + row;
+    if (mode == 5 && wg == 1) {
+      bar_sync_3_256_imm();
+    } else {
       bar_sync(3, 256);
-      if (s_l[(parity * 2 + (wg ^ 1)) * kRows + row] != e * 1000.f + (wg ^ 1) * 100.f + row) ++errors;
     }
-  } else if (mode == 4) {
-    for (int e = 0; e < kSegs; ++e) {
-      jitter(e, wg);
-      if ((e & 1) == wg) {
-        if (half == 0) s_m[(e & 1) * kRows + row] = e * 1000.f + row;
-        bar_arrive(1 + (e & 1), 256);
-      } else {
-        bar_sync(1 + (e & 1), 256);
-        if (s_m[(e & 1) * kRows + row] != e * 1000.f + row) ++errors;
-      }
-    }
-  } else {
-    for (int e = 0; e < kSegs; ++e) {
-      jitter(e, wg);
-      const int parity = mode == 2 ? 0 : (e & 1);
-      if (half == 0) s_l[(parity * 2 + wg) * kRows + row] = e * 1000.f + wg * 100.f + row;
-      if (mode == 5 && wg == 1) {
-        bar_sync_3_256_imm();
-      } else {
-        bar_sync(3, 256);
-      }
-      if (s_l[(parity * 2 + (wg ^ 1)) * kRows + row] != e * 1000.f + (wg ^ 1) * 100.f + row) ++errors;
-    }
+    if (s_l[(parity * 2 + (wg ^ 1)) * kRows + row] != e * 1000.f + (wg ^ 1) * 100.f + row) ++errors;
   }
   if (errors) atomicAdd(bad, errors);
   if (mode == 1) __syncthreads();
