@@ -15,11 +15,10 @@ grep -h "^test" $o/t/*.txt | cut -c1-200; grep -h -A3 "FAIL" $o/t/*.txt | head -
 for t in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
   ( MLA_SMALL_CASES=1 timeout 120 compute-sanitizer --tool memcheck $B/$t > $o/s/$t.memcheck.log 2>&1; echo "memcheck $t rc=$?: $(grep -E 'ERROR SUMMARY' $o/s/$t.memcheck.log | tail -1) $(grep -E '^\[  (PASSED|FAILED)' $o/s/$t.memcheck.log | tr '\n' ' ')" ) &
 done; wait
-for f in bf16 fp8 fp8_ds; do timeout 60 $B/bench_decode --format $f --reps 30 > $o/b/decode_$f.md 2> $o/b/decode_$f.err; echo "bench_decode $f rc=$?"; grep "^| $f" $o/b/decode_$f.md | cut -d'|' -f3-5,6,10 | tr '\n' ';'; echo; done
-timeout 30 $B/bench_prefill > $o/b/prefill.md 2>&1; echo "bench_prefill rc=$?"
-timeout 100 $B/bench_model --kv-cache-dtype auto,fp8 --batches 1,64,128,256 --steps 6 > $o/b/model.md 2>&1; echo "bench_model rc=$?"; grep -E "^\|" $o/b/model.md | head -14
-for f in fp8 auto; do t=e2e_512_512_2000_$f
-  timeout 110 $B/mlaserve bench throughput --model dummy --input-len 512 --output-len 512 --num-prompts 2000 --kv-cache-dtype $f --output-json $o/b/$t.json > $o/b/$t.log 2> $o/b/$t.err
-  echo "$t rc=$?: $(grep -E '^Throughput' $o/b/$t.log)"; grep -E "KV cache:|holds" $o/b/$t.err | cut -c1-200
-done
+# The benches and the end-to-end pair through gpu_check.sh (its bench and --e2e loops), one call per argument set.
+gc() { scripts/gpu_check.sh --bin $B --bench-only --out "$@" 2>&1 | grep -E "^(bench|e2e|\| (bf16|fp8|fp8_ds) \|)|KV cache" | cut -c1-200; }
+gc $o/b/decode --filter '^bench_decode$' --bench-args "--reps 30"
+gc $o/b/prefill --filter '^bench_prefill$'
+gc $o/b/model --filter '^bench_model$' --bench-args "--kv-cache-dtype auto,fp8 --batches 1,64,128,256 --steps 6"
+MLA_E2E_TIMEOUT=110 gc $o/b/e2e --filter '^$' --e2e "512:512:2000" --e2e-formats "fp8 auto"
 cd $o && tar czf all.tgz t s b && rm -rf t s b
