@@ -77,7 +77,9 @@ Status CudaBackend::State::check_moe_error() {
   if (!moe_error_host || *moe_error_host == 0) return Status::ok();
   *moe_error_host = 0;  // reported once; a later step that routes cleanly passes
   return Status::internal(kOp, "the router produced an out-of-range expert id (NaN router logits from NaN hidden "
-                               "states?) in the last step: those tokens got no routed-expert output");
+                               "states?) in a step since the previous check (the flag is read at the syncs of sampling and "
+                               "downloads, so a prefill chunk that samples nothing reports at the next one): those "
+                               "tokens got no routed-expert output");
 }
 
 Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out) {
