@@ -21,12 +21,38 @@ constexpr int kPageBytes = kBlockN * kTokenBytes;  // 41984 = 41 KB: one bulk co
 constexpr int kScalesOffset = Fp8DsLayout::kScalesOffset;
 constexpr int kRopeOffset = Fp8DsLayout::kRopeOffset;
 constexpr int kTiles = Fp8DsLayout::kNumTiles;  // 4 scale tiles of 128 latent values
-// Roles: warpgroup 0 = scorer (S^T, softmax, P'), warpgroup 1 = accumulator (V codes -> A fragments, O^T),
-// warp 8 = producer (one thread, bulk copies). 288 threads: ptxas caps them at 168 registers
-// (9 warps put 3 on one scheduler); the kernel spills 20 B there (the fp8 16-row kernel left that cap in 410e337).
+// Roles: warpgroup 0 = scorer (S^T, softmax, P'), warpgroup 1 = accumulator (V codes -> A fragments, O^T); the page
+// stream is one thread's job (see Opts::inline_producer).
 constexpr int kScorerWarps = 4, kAccWarps = 4;
-constexpr int kThreads = 32 * (kScorerWarps + kAccWarps + 1);
 constexpr int kProducerWarp = kScorerWarps + kAccWarps;
+
+// Schedule variants compared in run F4 (MLA_DECODE_FP8DS_WS16 picks one; the losers leave after the run).
+struct Opts {
+  // Pages issued by accumulator thread 0 right after its own release of page j (page j + kStages), 256 threads,
+  // instead of a 9th (producer) warp: 9 warps put 3 on one scheduler and ptxas capped them at 168 registers
+  // (20 B spill in the loop); the fp8 16-row kernel gained 3 % by the same change (NOTES_fp8.md H4-H5).
+  bool inline_producer;
+  // V codes by ldmatrix.x4.trans (4 per tile and thread) instead of 16 key-masked 4-byte loads; the key mask runs
+  // only on a sequence's partial last page.
+  bool v_ldsm;
+  // The scorer loads tile c + 1's K codes before converting tile c (lost 1-2.5 % at the 168 cap, run F3).
+  bool scorer_ahead;
+  // Bench-only knock-outs (wrong results): 1 = the accumulator does no P.V, 2 = the scorer computes no S.
+  int knock;
+};
+// The kernel template takes the variant's index (a class-type template argument breaks nvcc's host stubs).
+constexpr Opts kVariants[] = {
+    {true, true, false, 0},   // 0 "ldsm" (default)
+    {false, false, false, 0}, // 1 "base": run F2's kernel
+    {true, false, false, 0},  // 2 "inline"
+    {true, true, true, 0},    // 3 "ldsm_ahead"
+    {true, true, false, 1},   // 4 "ko_acc"
+    {true, true, false, 2},   // 5 "ko_scorer"
+};
+template <int V>
+constexpr int threads() {
+  return 32 * (kScorerWarps + kAccWarps + (kVariants[V].inline_producer ? 0 : 1));
+}
 // Raw pages in the ring: the scorer works on page j + 1 while the accumulator converts page j, so 2 of the 4 are
 // in flight (84 KB; a fifth stage does not fit next to Q' and P').
 constexpr int kStages = 4;
@@ -42,7 +68,7 @@ constexpr int kPBufBytes = kTiles * kSlabBytes;  // 8192
 constexpr int kBarScorer = 1;
 constexpr int kBarPFull = 2;   // + buffer
 constexpr int kBarPEmpty = 4;  // + buffer
-constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
+constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);  // the producer warp (if any) never joins
 
 struct Layout {
   int raw, q, p, red, smax, alpha, unit, lsum, mfin, qdiv, bar, total;

@@ -51,10 +51,19 @@ __device__ __forceinline__ uint32_t phase_of(int n) { return static_cast<uint32_
 // Byte offset of (row, byte) in a 16-row slab of 128-byte rows, 128B swizzle.
 __device__ __forceinline__ int slab_byte(int row, int byte) { return row * 128 + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15); }
 
-__device__ __forceinline__ void producer(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint32_t s_raw0) {
+// The page stream: page j into raw slot j % kStages (one bulk copy on full[slot]) once all 8 warps released the
+// slot's previous page. Run by one thread: warp 8's lane 0 (Opts::inline_producer false) or accumulator thread 0,
+// which steps it right after its own release of page j (page j + kStages). No L2 promotion question here: a page
+// is one contiguous 41 KB 1D bulk copy (no tensor map, no box rows), unlike the fp8 kernel's 2D boxes.
+struct PageStream {
+  PartCursor c;
   int j = 0;
-  c.fetch_page(p);
-  while (c.valid()) {
+  __device__ __forceinline__ void init(const DecodeKernelParams& p, PartCursor cur) {
+    c = cur;
+    c.fetch_page(p);
+  }
+  __device__ __forceinline__ void step(const DecodeKernelParams& p, const Bars& bars, uint32_t s_raw0) {
+    if (!c.valid()) return;
     const int slot = j % kStages;
     if (j >= kStages) mbar_wait(bars.empty(slot), phase_of(j - kStages));
     decode::mbar_expect_tx(bars.full(slot), kPageBytes);
@@ -62,10 +71,10 @@ __device__ __forceinline__ void producer(const DecodeKernelParams& p, PartCursor
                       static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes, kPageBytes,
                       bars.full(slot));
     c.advance(p);
-    c.fetch_page(p);  // the next block-table entry loads while this thread waits for a free slot
+    c.fetch_page(p);  // the next block-table entry loads while this thread waits / computes
     ++j;
   }
-}
+};
 
 // Q of sequence b -> Q' (scorer thread tid < 128: row tid / 8, 64-dim block kb = tid % 8 and RoPE chunk kb).
 // Latent: f16 of q * 2^k_row (row_exponent: exact), step i of block kb = 16-byte chunks 2i (slots 0-7) and
@@ -150,6 +159,7 @@ __device__ __forceinline__ void issue_tile_s(float (&acc)[8], uint32_t (&f)[8][4
   decode::wgmma_commit();
 }
 
+template <Opts O>
 __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem, int w,
                                        int lane) {
   constexpr Layout L = layout();
@@ -199,16 +209,27 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
 #pragma unroll
     for (int cc = 0; cc < kTiles; ++cc) decode::fence_operands(acc[cc]);
     decode::fence_operands(rp);
-    {
+    if (O.knock != 2) {
       // Two fragment buffers: tile c + 1 converts while tile c's wgmmas run. (Loading tile c + 1's codes before
-      // tile c's conversion was measured 1-2.5 % slower on the large rows, run F3.)
+      // tile c's conversion was measured 1-2.5 % slower on the large rows at the 168-register cap, run F3.)
       uint32_t fa[8][4], fb[8][4];
-      KWords kw;
+      if (O.scorer_ahead) {
+        KWords kw[2];
+        load_k(kw[0], k0, k1, 0);
 #pragma unroll
-      for (int cc = 0; cc < kTiles; ++cc) {
-        load_k(kw, k0, k1, cc);
-        issue_tile_s(acc[cc], (cc & 1) ? fb : fa, kw, s_q, cc);
-        if (cc > 0) wgmma_wait<1>();
+        for (int cc = 0; cc < kTiles; ++cc) {
+          if (cc + 1 < kTiles) load_k(kw[(cc + 1) & 1], k0, k1, cc + 1);
+          issue_tile_s(acc[cc], (cc & 1) ? fb : fa, kw[cc & 1], s_q, cc);
+          if (cc > 0) wgmma_wait<1>();
+        }
+      } else {
+        KWords kw;
+#pragma unroll
+        for (int cc = 0; cc < kTiles; ++cc) {
+          load_k(kw, k0, k1, cc);
+          issue_tile_s(acc[cc], (cc & 1) ? fb : fa, kw, s_q, cc);
+          if (cc > 0) wgmma_wait<1>();
+        }
       }
       // RoPE: bf16 as stored; k0 / k1 already include 16t, so the thread reads bytes 528 + 32t .. + 31 of its tokens,
       // dims 16t + 2w', +1 in word w'.
@@ -396,17 +417,61 @@ __device__ __forceinline__ void issue_tile_pv(float (&o)[8][8], const uint32_t (
   decode::wgmma_commit();
 }
 
-// One page of the accumulator after its full barrier: tile 0's fragments (before P' exists), P_full, O rescale, then
-// per tile c the wgmmas of c while c + 1 converts; the stage is released after the last codes. (Loading tile c + 1's
-// codes before tile c's wgmmas makes ptxas spill ~100 bytes at the 168-register cap of 9 warps.)
-__device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)[kTiles], const uint8_t* v, int valid,
-                                                uint32_t s_pb, const float* s_alpha, const float* s_unit, int buf,
-                                                uint32_t empty_bar, int lane) {
+// V^T A fragments of tile c by ldmatrix.x4.trans (Opts::v_ldsm). Lane L addresses row L % 8 of matrix m = L / 8:
+// token 16s + 8(m % 2) + L % 8, bytes 64(m / 2) + 16w (+ 128c) of it, so matrix m of step s is 8 tokens x 16 dims
+// 128c + 64bb + 16w .. + 15 (bb = m / 2); 16-byte rows 656 bytes apart start on banks 0, 4, .., 28: conflict-free.
+// .trans gives this thread tokens 2t, 2t + 1 (low / high 16 bits) of the matrix, both with dims 2g, 2g + 1 of the
+// chunk; one prmt makes (2g: keys 2t, 2t + 1 | 2g + 1: the same keys), so O^T M row 16w + g + 8hm of m-block 2c + bb
+// is dim 128c + 64bb + 16w + 2g + hm. kTail: a sequence's partial last page, keys past `valid` masked to code 0.
+template <bool kTail>
+__device__ __forceinline__ void v_frags_ldsm(uint32_t (&f)[4][2][4], uint32_t v_lane, const uint32_t (&mask)[4][2]) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    uint32_t r[4];
+    decode::ldmatrix_x4_trans(r, v_lane + 16 * s * kTokenBytes);
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const uint32_t x = kTail ? (r[m] & mask[s][m & 1]) : r[m];
+      // a0 / a1 (h = 0) or a2 / a3 (h = 1) of m-block bb: rows g / g + 8 = dims 2g / 2g + 1.
+      e4m3x4_to_f16x2x2(byte_perm(x, 0u, 0x3120), f[s][m >> 1][2 * (m & 1)], f[s][m >> 1][2 * (m & 1) + 1]);
+    }
+    pin(f[s][0]);
+    pin(f[s][1]);
+  }
+}
+
+// Where this accumulator thread's V codes live (the layout of Opts::v_ldsm or of the 4-byte loads).
+struct VSource {
+  const uint8_t* v;  // 4-byte loads: the slot + dim0 (this thread's 4 dims of tile 0)
+  uint32_t v_lane;   // ldmatrix: the slot + this lane's row address of tile 0, step 0
+  int valid;         // keys of this page before the sequence end
+};
+
+// The P.V of one page (accumulate_page); `release` after the last codes are in registers.
+template <Opts O, bool kTail, class Release>
+__device__ __forceinline__ void accumulate_tiles(float (&o)[8][8], float (&u_run)[kTiles], const VSource& vs, uint32_t s_pb,
+                                                 const float* s_alpha, const float* s_unit, int buf, int lane,
+                                                 const Release& release) {
   const int t = lane & 3;
+  uint32_t mask[4][2];
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int tk = 16 * s + 8 * h + 2 * t;
+      mask[s][h] = (tk < vs.valid ? 0xffffu : 0u) | (tk + 1 < vs.valid ? 0xffff0000u : 0u);
+    }
+  auto frags = [&](uint32_t (&f)[4][2][4], int cc) {
+    if constexpr (O.v_ldsm) {
+      v_frags_ldsm<kTail>(f, vs.v_lane + 128 * cc, mask);
+    } else {
+      VWords x;
+      load_v(x, vs.v + 128 * cc, vs.valid, t);
+      v_frags(f, x);
+    }
+  };
   uint32_t fa[4][2][4], fb[4][2][4];
-  VWords x;
-  load_v(x, v, valid, t);
-  v_frags(fa, x);
+  frags(fa, 0);
   decode::named_sync(kBarPFull + buf, kBarPair);
   // O's rows 8jn + 2t + e rescale by alpha; tile c's columns move from units u_run[c] to this page's u_c (both
   // powers of two: exact).
@@ -424,28 +489,48 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
       for (int i = 0; i < 8; ++i) o[2 * cc + bb][i] *= alpha[2 * (i >> 2) + (i & 1)] * ratio;
   }
   issue_tile_pv(o, fa, s_pb + 0 * kSlabBytes, 0);
-  load_v(x, v + 128, valid, t);
-  v_frags(fb, x);
+  frags(fb, 1);
   issue_tile_pv(o, fb, s_pb + 1 * kSlabBytes, 1);
   wgmma_wait<1>();
-  load_v(x, v + 256, valid, t);
-  v_frags(fa, x);
+  frags(fa, 2);
   issue_tile_pv(o, fa, s_pb + 2 * kSlabBytes, 2);
   wgmma_wait<1>();
-  load_v(x, v + 384, valid, t);
-  v_frags(fb, x);
-  __syncwarp();
-  if (lane == 0) mbar_arrive(empty_bar);  // this warp's codes are all in registers
+  frags(fb, 3);
+  release();
   issue_tile_pv(o, fb, s_pb + 3 * kSlabBytes, 3);
   wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < 8; ++i) decode::fence_operands(o[i]);
 }
 
+// One page of the accumulator after its full barrier: tile 0's fragments (before P' exists), P_full, O rescale, then
+// per tile c the wgmmas of c while c + 1 converts; the stage is released after the last codes, and the page stream
+// thread (if this is it) issues page j + kStages into it.
+template <Opts O, bool kTail>
+__device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)[kTiles], const VSource& vs, uint32_t s_pb,
+                                                const float* s_alpha, const float* s_unit, int buf, uint32_t empty_bar,
+                                                int lane, PageStream& ps, bool is_stream, const DecodeKernelParams& p,
+                                                const Bars& bars, uint32_t s_raw0) {
+  auto release = [&] {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty_bar);  // this warp's codes are all in registers
+    if (O.inline_producer && is_stream) ps.step(p, bars, s_raw0);
+    __syncwarp();
+  };
+  if constexpr (O.knock == 1) {  // bench-only: the hand-off and the release, no P.V
+    decode::named_sync(kBarPFull + buf, kBarPair);
+    release();
+  } else {
+    accumulate_tiles<O, kTail>(o, u_run, vs, s_pb, s_alpha, s_unit, buf, lane, release);
+  }
+}
+
+template <Opts O>
 __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int w, int lane) {
   constexpr Layout L = layout();
   const uint8_t* raw0 = smem + L.raw;
+  const uint32_t s_raw0 = decode::smem_u32(raw0);
   const uint32_t s_p0 = decode::smem_u32(smem + L.p);
   const float* s_alpha = reinterpret_cast<const float*>(smem + L.alpha);
   const float* s_unit = reinterpret_cast<const float*>(smem + L.unit);
@@ -454,9 +539,18 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   const int g = lane >> 2, t = lane & 3;
   const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
-  const int dim0 = 32 * w + 4 * g;  // + 128c: this thread's 4 dims of tile c
+  // This thread's first dim of each tile's O^T columns (+ 128c; the ldmatrix layout adds 64bb for m-block 2c + bb).
+  const int dim0 = O.v_ldsm ? 16 * w + 2 * g : 32 * w + 4 * g;
+  const uint32_t lane_row = (8 * ((lane >> 3) & 1) + (lane & 7)) * kTokenBytes + 64 * (lane >> 4) + 16 * w;
   decode::named_arrive(kBarPEmpty + 0, kBarPair);  // both P' buffers start free
   decode::named_arrive(kBarPEmpty + 1, kBarPair);
+  const bool is_stream = O.inline_producer && w == 0 && lane == 0;
+  PageStream ps;
+  if (is_stream) {
+    ps.init(p, c);
+    for (int k = 0; k < kStages; ++k) ps.step(p, bars, s_raw0);
+  }
+  __syncwarp();
   float o[8][8], u_run[kTiles];
   auto reset = [&] {
 #pragma unroll
@@ -471,10 +565,15 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   while (c.valid()) {
     const int slot = j % kStages, buf = j & 1;
     mbar_wait(bars.full(slot), phase_of(j));
-    const uint8_t* v = raw0 + slot * kPageBytes + dim0;
-    const int valid = c.seqlen - c.blk * kBlockN;
+    const VSource vs{raw0 + slot * kPageBytes + dim0, s_raw0 + slot * kPageBytes + lane_row,
+                     c.seqlen - c.blk * kBlockN};
     const uint32_t s_pb = s_p0 + buf * kPBufBytes;
-    accumulate_page(o, u_run, v, valid, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane);
+    if (vs.valid < kBlockN)
+      accumulate_page<O, true>(o, u_run, vs, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane, ps, is_stream, p, bars,
+                               s_raw0);
+    else
+      accumulate_page<O, false>(o, u_run, vs, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane, ps, is_stream, p, bars,
+                                s_raw0);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
     if (seg_end) {  // read before P_empty lets the scorer overwrite buffer `buf`'s entries
@@ -497,22 +596,30 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
         const float total = lsum[r];
         const float inv = total > 0.f ? 1.f / total : 0.f;
         const float lse = total > 0.f ? mfin[r] * p.softmax_scale + logf(total) : -INFINITY;
+        uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + dim0;
+        float* acc = p.o_accum + (static_cast<int64_t>(out_slot) * p.rows + row) * kDimV + dim0;
 #pragma unroll
         for (int cc = 0; cc < kTiles; ++cc) {
           const float k = inv * u_run[cc];
-          // dims 128c + dim0 + {0, 1, 2, 3} = (m-block 2c, rows g / g + 8), (m-block 2c + 1, rows g / g + 8)
+          // (m-block 2c, rows g / g + 8), (m-block 2c + 1, rows g / g + 8)
           const float x0 = o[2 * cc][i0] * k, x1 = o[2 * cc][i0 + 2] * k;
           const float x2 = o[2 * cc + 1][i0] * k, x3 = o[2 * cc + 1][i0 + 2] * k;
-          if (n_splits == 1) {
-            const __nv_bfloat162 lo = __floats2bfloat162_rn(x0, x1), hi = __floats2bfloat162_rn(x2, x3);
+          const __nv_bfloat162 lo = __floats2bfloat162_rn(x0, x1), hi = __floats2bfloat162_rn(x2, x3);
+          if (O.v_ldsm) {  // dims 128c + dim0 + {0, 1} and 128c + 64 + dim0 + {0, 1}
+            if (n_splits == 1) {
+              *reinterpret_cast<__nv_bfloat162*>(out + 128 * cc) = lo;
+              *reinterpret_cast<__nv_bfloat162*>(out + 128 * cc + 64) = hi;
+            } else {
+              *reinterpret_cast<float2*>(acc + 128 * cc) = make_float2(x0, x1);
+              *reinterpret_cast<float2*>(acc + 128 * cc + 64) = make_float2(x2, x3);
+            }
+          } else if (n_splits == 1) {  // dims 128c + dim0 + {0, 1, 2, 3}
             uint2 pk;
             pk.x = *reinterpret_cast<const uint32_t*>(&lo);
             pk.y = *reinterpret_cast<const uint32_t*>(&hi);
-            *reinterpret_cast<uint2*>(static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV +
-                                      128 * cc + dim0) = pk;
+            *reinterpret_cast<uint2*>(out + 128 * cc) = pk;
           } else {
-            *reinterpret_cast<float4*>(p.o_accum + (static_cast<int64_t>(out_slot) * p.rows + row) * kDimV + 128 * cc +
-                                       dim0) = make_float4(x0, x1, x2, x3);
+            *reinterpret_cast<float4*>(acc + 128 * cc) = make_float4(x0, x1, x2, x3);
           }
         }
         if (w == 0 && g == 0) {
@@ -529,8 +636,10 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   }
 }
 
-__global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(const __grid_constant__ DecodeKernelParams p) {
+template <int V>
+__global__ void __launch_bounds__(threads<V>(), 1) mla_decode_fp8ds_ws16_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr Layout L = layout();
+  constexpr Opts O = kVariants[V];
   extern __shared__ __align__(1024) uint8_t smem[];
   // The combine grid (programmatic stream serialization) may be scheduled as SMs free up; it waits on
   // griddepcontrol.wait for this grid before reading any result.
@@ -549,12 +658,16 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(cons
   }
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (warp == kProducerWarp) {
-    if (lane == 0) producer(p, c, bars, decode::smem_u32(smem + L.raw));
+  if (warp == kProducerWarp) {  // only with a producer warp (!O.inline_producer)
+    if (lane == 0) {
+      PageStream ps;
+      ps.init(p, c);
+      while (ps.c.valid()) ps.step(p, bars, decode::smem_u32(smem + L.raw));
+    }
   } else if (warp < kScorerWarps) {
-    scorer(p, c, bars, smem, warp, lane);
+    scorer<O>(p, c, bars, smem, warp, lane);
   } else {
-    accumulator(p, c, bars, smem, warp - kScorerWarps, lane);
+    accumulator<O>(p, c, bars, smem, warp - kScorerWarps, lane);
   }
 }
 
