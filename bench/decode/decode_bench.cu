@@ -107,6 +107,8 @@ __global__ void fill_fp8ds(uint8_t* cache, size_t tokens, uint32_t seed) {
   }
 }
 
+__global__ void empty_kernel() {}
+
 struct Options {
   mla::KvFormat format = mla::KvFormat::kBf16;
   std::vector<int> rows;  // 1-based indices into kRows; empty = all
@@ -257,6 +259,36 @@ Status bench(const Options& o) {
                       : "# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
   std::printf("| format | h_q | batch | seqlen | µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  {
+    // The floor under the plan column: one empty kernel timed the same way (flush, events, graph launch).
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaEvent_t e0, e1;
+    MLA_CUDA_TRY("bench decode", cudaEventCreate(&e0));
+    MLA_CUDA_TRY("bench decode", cudaEventCreate(&e1));
+    MLA_CUDA_TRY("bench decode", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    empty_kernel<<<1, 512, 0, s>>>();
+    MLA_CUDA_TRY("bench decode", cudaStreamEndCapture(s, &graph));
+    MLA_CUDA_TRY("bench decode", cudaGraphInstantiate(&exec, graph, 0));
+    std::vector<float> ms;
+    for (int i = 0; i < o.reps + 3; ++i) {
+      MLA_CUDA_TRY("bench decode", cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
+      MLA_CUDA_TRY("bench decode", cudaEventRecord(e0, s));
+      MLA_CUDA_TRY("bench decode", cudaGraphLaunch(exec, s));
+      MLA_CUDA_TRY("bench decode", cudaEventRecord(e1, s));
+      MLA_CUDA_TRY("bench decode", cudaEventSynchronize(e1));
+      float t_ms = 0;
+      MLA_CUDA_TRY("bench decode", cudaEventElapsedTime(&t_ms, e0, e1));
+      if (i >= 3) ms.push_back(t_ms);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("# empty-kernel graph, timed like a row (the floor of the plan_decode times below): %.1f us\n",
+                1e3 * ms[ms.size() / 2]);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+  }
   std::vector<double> plan_us;
   const int n = static_cast<int>(sizeof(kRows) / sizeof(kRows[0]));
   for (int i = 1; i <= n; ++i) {
@@ -276,6 +308,9 @@ Status bench(const Options& o) {
     plan_us.push_back(t.plan_us);
   }
   if (!plan_us.empty()) {
+    std::printf("# plan_decode per row (us, row order):");
+    for (double u : plan_us) std::printf(" %.1f", u);
+    std::printf("\n");
     std::sort(plan_us.begin(), plan_us.end());
     std::printf("# plan_decode (not in the decode column): %.1f-%.1f us per step over these rows\n", plan_us.front(),
                 plan_us.back());

@@ -13,6 +13,7 @@
 
 #include "mla/core/check.h"
 #include "mla/core/cuda_check.h"
+#include "mla/core/env_knob.h"
 #include "mla/ops/plan_decode.h"
 
 namespace mla::cuda {
@@ -22,21 +23,33 @@ constexpr int kPlanThreads = 512;
 constexpr int kMaxParallelBatch = 1536;
 constexpr int kMaxParallelParts = 1024;
 
-// Exclusive scan of one int64 per thread (Hillis-Steele in shared memory); returns the thread's prefix,
-// *total gets the sum. Every thread of the block must call it.
-__device__ int64_t block_exclusive_scan(int64_t v, int64_t* tmp, int64_t* total) {
-  const int t = threadIdx.x;
-  tmp[t] = v;
-  __syncthreads();
-  for (int d = 1; d < kPlanThreads; d <<= 1) {
-    const int64_t add = t >= d ? tmp[t - d] : 0;
-    __syncthreads();
-    tmp[t] += add;
-    __syncthreads();
+// Exclusive scan of one int64 per thread: warp shuffles, then the 16 warp totals by warp 0, so two block
+// barriers instead of the 18 of a shared-memory Hillis-Steele scan. Returns the thread's prefix, *total
+// gets the sum. Every thread of the block must call it; warp_tot: kPlanThreads / 32 shared slots.
+constexpr int kPlanWarps = kPlanThreads / 32;
+__device__ int64_t block_exclusive_scan(int64_t v, int64_t* warp_tot, int64_t* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int64_t x = v;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int64_t y = __shfl_up_sync(0xffffffffu, x, d);
+    if (lane >= d) x += y;
   }
-  const int64_t incl = tmp[t];
-  *total = tmp[kPlanThreads - 1];
+  if (lane == 31) warp_tot[warp] = x;
   __syncthreads();
+  if (warp == 0) {
+    int64_t w = lane < kPlanWarps ? warp_tot[lane] : 0;
+#pragma unroll
+    for (int d = 1; d < kPlanWarps; d <<= 1) {
+      const int64_t y = __shfl_up_sync(0xffffffffu, w, d);
+      if (lane >= d) w += y;
+    }
+    if (lane < kPlanWarps) warp_tot[lane] = w;  // inclusive warp prefixes
+  }
+  __syncthreads();
+  const int64_t incl = (warp > 0 ? warp_tot[warp - 1] : 0) + x;
+  *total = warp_tot[kPlanWarps - 1];
+  __syncthreads();  // warp_tot may be reused by the next scan
   return incl - v;
 }
 
@@ -108,6 +121,156 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   __shared__ int64_t incl[kMaxParallelBatch];  // inclusive cost prefix
   __shared__ int32_t nblk[kMaxParallelBatch];
   __shared__ int32_t count[kMaxParallelBatch];  // splits per sequence
+  __shared__ int64_t tmp[kPlanWarps];
+  __shared__ PartRange ranges[kMaxParallelParts];
+  __shared__ int32_t touch_prefix[kMaxParallelParts];  // exclusive prefix over parts of "touches its begin sequence"
+  __shared__ unsigned long long worst[2];  // largest part cost of the plain and the snapped candidate
+  const int t = threadIdx.x;
+  const int per_thread = (batch + kPlanThreads - 1) / kPlanThreads;
+  const int lo = min(batch, t * per_thread), hi = min(batch, lo + per_thread);
+  if (t < 2) worst[t] = 0;
+
+  // 1. Costs and their inclusive prefix.
+  int64_t local = 0;
+  for (int b = lo; b < hi; ++b) {
+    const int n = decode_num_blocks(seqlens[b]);
+    nblk[b] = n;
+    count[b] = 0;
+    local += n > 0 ? n + tune.seq_cost : 0;
+  }
+  int64_t total = 0;
+  int64_t run = block_exclusive_scan(local, tmp, &total);  // its barriers also publish worst[]
+  for (int b = lo; b < hi; ++b) {
+    run += nblk[b] > 0 ? nblk[b] + tune.seq_cost : 0;
+    incl[b] = run;
+  }
+  __syncthreads();
+  int64_t per_part = (total + num_parts - 1) / num_parts;
+  if (per_part < tune.min_part_cost) per_part = tune.min_part_cost;
+  const PlanView v{incl, nblk, batch, num_parts, total, per_part, tune};
+
+  // 2. Both candidates' ranges of this thread's parts (kept for step 3) and their largest part; the
+  // snapped one wins ties (compute_decode_plan).
+  constexpr int kPartsPerThread = kMaxParallelParts / kPlanThreads;
+  PartRange r_plain[kPartsPerThread], r_snap[kPartsPerThread];
+  unsigned long long w_plain = 0, w_snap = 0;
+#pragma unroll
+  for (int i = 0; i < kPartsPerThread; ++i) {
+    const int p = t + i * kPlanThreads;
+    if (p < num_parts) {
+      r_plain[i] = v.range(p, false);
+      r_snap[i] = v.range(p, true);
+      w_plain = max(w_plain, static_cast<unsigned long long>(v.cost(r_plain[i])));
+      w_snap = max(w_snap, static_cast<unsigned long long>(v.cost(r_snap[i])));
+    }
+  }
+  // One shared-memory atomic per warp: 512 contending 64-bit atomics cost microseconds.
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    w_plain = max(w_plain, __shfl_xor_sync(0xffffffffu, w_plain, d));
+    w_snap = max(w_snap, __shfl_xor_sync(0xffffffffu, w_snap, d));
+  }
+  if ((t & 31) == 0) {
+    atomicMax(&worst[0], w_plain);
+    atomicMax(&worst[1], w_snap);
+  }
+  __syncthreads();
+  const bool snap = worst[1] <= worst[0];
+
+  // 3. Part boundaries of the chosen candidate.
+#pragma unroll
+  for (int i = 0; i < kPartsPerThread; ++i) {
+    const int p = t + i * kPlanThreads;
+    if (p < num_parts) {
+      const PartRange r = snap ? r_snap[i] : r_plain[i];
+      ranges[p] = r;
+      int32_t* rec = parts + static_cast<int64_t>(p) * kPlanPartInts;
+      rec[kPartBeginBatch] = r.b0;
+      rec[kPartBeginBlock] = r.k0;
+      rec[kPartEndBatch] = r.b1;
+      rec[kPartEndBlock] = r.k1;
+      for (int f = kPartFirstSplit + 1; f < kPlanPartInts; ++f) rec[f] = 0;
+    }
+  }
+  __syncthreads();
+
+  // 4. Split counts, and each part's split index within its first sequence b0: the parts before it that
+  // touch b0. Parts are contiguous and ordered, so those are the parts q < p that begin in b0 and touch
+  // it (a prefix count over parts, from the first part that begins in b0, found by binary search) plus
+  // at most the one part just before those, which begins in an earlier sequence and ends inside b0 --
+  // what the serial walk counts, in O(log parts) per part instead of a scan back over every earlier part
+  // (131 steps for the last part of a batch-1 row).
+  {
+    const int p0 = t * kPartsPerThread;  // contiguous parts per thread for the prefix count
+    int local_touch = 0;
+#pragma unroll
+    for (int i = 0; i < kPartsPerThread; ++i)
+      if (p0 + i < num_parts) local_touch += touches(ranges[p0 + i], ranges[p0 + i].b0, batch, nblk) ? 1 : 0;
+    int64_t unused = 0;
+    int64_t pre = block_exclusive_scan(local_touch, tmp, &unused);
+#pragma unroll
+    for (int i = 0; i < kPartsPerThread; ++i) {
+      if (p0 + i < num_parts) {
+        touch_prefix[p0 + i] = static_cast<int32_t>(pre);
+        pre += touches(ranges[p0 + i], ranges[p0 + i].b0, batch, nblk) ? 1 : 0;
+      }
+    }
+  }
+  __syncthreads();
+  for (int p = t; p < num_parts; p += kPlanThreads) {
+    const PartRange r = ranges[p];
+    for (int b = r.b0; b <= r.b1 && b < batch; ++b)
+      if (touches(r, b, batch, nblk)) atomicAdd(&count[b], 1);
+    int first = 0;
+    if (r.b0 < batch) {
+      int lo = 0, hi = p;  // first part q in [0, p] with ranges[q].b0 == r.b0 (b0 is non-decreasing in q)
+      while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (ranges[mid].b0 < r.b0) lo = mid + 1; else hi = mid;
+      }
+      first = touch_prefix[p] - touch_prefix[lo];
+      if (lo > 0 && ranges[lo - 1].b1 == r.b0 && ranges[lo - 1].k1 > 0) ++first;
+    }
+    parts[static_cast<int64_t>(p) * kPlanPartInts + kPartFirstSplit] = first;
+  }
+  __syncthreads();
+
+  // 5. Counts -> exclusive offsets.
+  local = 0;
+  for (int b = lo; b < hi; ++b) local += count[b];
+  int64_t splits = 0;
+  run = block_exclusive_scan(local, tmp, &splits);
+  for (int b = lo; b < hi; ++b) {
+    split_offsets[b] = static_cast<int32_t>(run);
+    run += count[b];
+  }
+  if (t == 0) split_offsets[batch] = static_cast<int32_t>(splits);
+}
+
+// TEMPORARY (run P6, removed after): HEAD's kernel, MLA_PLAN_VARIANT=head, for its time side by side.
+__device__ int64_t head_exclusive_scan(int64_t v, int64_t* tmp, int64_t* total) {
+  const int t = threadIdx.x;
+  tmp[t] = v;
+  __syncthreads();
+  for (int d = 1; d < kPlanThreads; d <<= 1) {
+    const int64_t add = t >= d ? tmp[t - d] : 0;
+    __syncthreads();
+    tmp[t] += add;
+    __syncthreads();
+  }
+  const int64_t incl = tmp[t];
+  *total = tmp[kPlanThreads - 1];
+  __syncthreads();
+  return incl - v;
+}
+
+__global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel_head(const int32_t* __restrict__ seqlens, int batch,
+                                                                     int num_parts, DecodePlanTuning tune,
+                                                                     int32_t* __restrict__ parts,
+                                                                     int32_t* __restrict__ split_offsets) {
+  __shared__ int64_t incl[kMaxParallelBatch];  // inclusive cost prefix
+  __shared__ int32_t nblk[kMaxParallelBatch];
+  __shared__ int32_t count[kMaxParallelBatch];  // splits per sequence
   __shared__ int64_t tmp[kPlanThreads];
   __shared__ PartRange ranges[kMaxParallelParts];
   __shared__ unsigned long long worst[2];  // largest part cost of the plain and the snapped candidate
@@ -125,7 +288,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
     local += n > 0 ? n + tune.seq_cost : 0;
   }
   int64_t total = 0;
-  int64_t run = block_exclusive_scan(local, tmp, &total);  // its barriers also publish worst[]
+  int64_t run = head_exclusive_scan(local, tmp, &total);  // its barriers also publish worst[]
   for (int b = lo; b < hi; ++b) {
     run += nblk[b] > 0 ? nblk[b] + tune.seq_cost : 0;
     incl[b] = run;
@@ -188,7 +351,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   local = 0;
   for (int b = lo; b < hi; ++b) local += count[b];
   int64_t splits = 0;
-  run = block_exclusive_scan(local, tmp, &splits);
+  run = head_exclusive_scan(local, tmp, &splits);
   for (int b = lo; b < hi; ++b) {
     split_offsets[b] = static_cast<int32_t>(run);
     run += count[b];
@@ -218,7 +381,14 @@ Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, Decod
   auto* s = reinterpret_cast<cudaStream_t>(stream);
   const auto* sl = seqlens.ptr<const int32_t>();
   if (g.batch <= kMaxParallelBatch && g.num_parts <= kMaxParallelParts) {
-    plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
+    static const EnvKnob knob = read_env_knob("MLA_PLAN_VARIANT", {"head"});
+    MLA_TRY(knob.status);
+    if (knob.index == 0) {
+      plan_parallel_kernel_head<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts,
+                                                           plan.split_offsets);
+    } else {
+      plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
+    }
   } else {
     plan_serial_kernel<<<1, 1, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
   }

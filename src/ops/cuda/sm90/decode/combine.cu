@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "mla/core/cuda_check.h"
+#include "mla/core/env_knob.h"
 #include "mla/core/mla_shapes.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
@@ -39,53 +40,10 @@ __device__ __forceinline__ void store_lse(const DecodeKernelParams& p, int b, in
   p.lse[(static_cast<int64_t>(b) * p.h_q + h) * p.s_q + i] = lse;
 }
 
-// Up to this many splits, every thread merges its own two columns over all of them (the lse values are
-// broadcast loads), in batches of four unconditional loads (indices past n repeat the last split with
-// weight 0) so they are in flight together: no shared-memory reduction, all 8 warps load.
+// Up to this many splits a row is merged by one group of threads over all of them (combine_few_group);
+// more go through combine_many's column chunks.
 constexpr int kFewSplits = 8;
-static_assert(2 * kCombineThreads == kDimV, "combine_few: two columns per thread");
-
-template <class Traits>
-__device__ __forceinline__ void combine_few(const DecodeKernelParams& p, int b, int row, int first, int n) {
-  const int col = 2 * threadIdx.x;
-  if (n == 0) {  // seqlen 0: no keys
-    store_pair<Traits>(p, b, row, col, make_float2(0.f, 0.f));
-    if (threadIdx.x == 0) store_lse(p, b, row, -INFINITY);
-    return;
-  }
-  const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
-  float l[kFewSplits];
-#pragma unroll
-  for (int k = 0; k < kFewSplits; ++k) l[k] = lse_k[static_cast<int64_t>(k < n ? k : n - 1) * p.rows];
-  float mx = -INFINITY;
-#pragma unroll
-  for (int k = 0; k < kFewSplits; ++k) mx = fmaxf(mx, l[k]);
-  const bool empty = mx == -INFINITY;  // no split (seqlen 0) or no visible key in any split
-  float w[kFewSplits], sum = 0.f;
-#pragma unroll
-  for (int k = 0; k < kFewSplits; ++k) {
-    w[k] = empty || k >= n ? 0.f : expf(l[k] - mx);
-    sum += w[k];
-  }
-  const float inv = empty ? 0.f : 1.f / sum;
-  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + col;
-  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
-  float2 acc = make_float2(0.f, 0.f);
-#pragma unroll
-  for (int k0 = 0; k0 < kFewSplits; k0 += 4) {
-    if (k0 >= n) break;
-    float2 v[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = *reinterpret_cast<const float2*>(src + min(k0 + j, n - 1) * stride);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      acc.x += w[k0 + j] * inv * v[j].x;
-      acc.y += w[k0 + j] * inv * v[j].y;
-    }
-  }
-  store_pair<Traits>(p, b, row, col, acc);
-  if (threadIdx.x == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
-}
+static_assert(2 * kCombineThreads == kDimV, "combine_few_group: one float2 per thread and split for GROUPS 1");
 
 // Online (max, sum of exp) pair merge; an empty side has m = -inf, s = 0.
 __device__ __forceinline__ void merge_ms(float& m, float& s, float m2, float s2) {
@@ -167,25 +125,166 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
   if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
 }
 
+// Few splits, GROUPS items at once: the CTA's threads form GROUPS groups of G = 256 / GROUPS, group g
+// merges item g of the batch, its thread t owning the float2 column pairs t, t + G, ... (GROUPS of them,
+// consecutive threads on consecutive 8 bytes). Loads go out in batches of KB splits x GROUPS pairs (16
+// loads in flight per thread) with indices past n repeating the last split at weight 0. GROUPS == 1 is
+// the whole CTA on one row, the latency-bound batch-1 case; GROUPS == 8 (one warp per row) serves a CTA
+// with many items to merge (h_q 128 · b32: ~8 rows of two splits per CTA), whose rows then overlap
+// instead of running one after the other.
+template <class Traits, int GROUPS>
+__device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, int b, int row, int first, int n,
+                                                  int t) {
+  constexpr int G = kCombineThreads / GROUPS, J = GROUPS;
+  constexpr int KB = 16 / J < kFewSplits ? 16 / J : kFewSplits;
+  static_assert(kFewSplits % KB == 0, "whole load batches");
+  if (n == 0) {  // seqlen 0: no keys
+#pragma unroll
+    for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, 2 * (t + G * j), make_float2(0.f, 0.f));
+    if (t == 0) store_lse(p, b, row, -INFINITY);
+    return;
+  }
+  const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
+  float w[kFewSplits];
+#pragma unroll
+  for (int k = 0; k < kFewSplits; ++k) w[k] = lse_k[static_cast<int64_t>(k < n ? k : n - 1) * p.rows];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < kFewSplits; ++k) mx = fmaxf(mx, w[k]);
+  const bool empty = mx == -INFINITY;  // no visible key in any split
+  float sum = 0.f;
+#pragma unroll
+  for (int k = 0; k < kFewSplits; ++k) {
+    w[k] = empty || k >= n ? 0.f : expf(w[k] - mx);
+    sum += w[k];
+  }
+  const float inv = empty ? 0.f : 1.f / sum;
+  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + 2 * t;
+  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
+  float2 acc[J];
+#pragma unroll
+  for (int j = 0; j < J; ++j) acc[j] = make_float2(0.f, 0.f);
+#pragma unroll
+  for (int k0 = 0; k0 < kFewSplits; k0 += KB) {
+    if (k0 >= n) break;
+    float2 v[KB][J];
+#pragma unroll
+    for (int kk = 0; kk < KB; ++kk)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        v[kk][j] = *reinterpret_cast<const float2*>(src + min(k0 + kk, n - 1) * stride + 2 * G * j);
+#pragma unroll
+    for (int kk = 0; kk < KB; ++kk) {
+      const float wk = w[k0 + kk] * inv;
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        acc[j].x += wk * v[kk][j].x;
+        acc[j].y += wk * v[kk][j].y;
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, 2 * (t + G * j), acc[j]);
+  if (t == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
+}
+
+// Item number -> (sequence, row, chunk) and its split range.
+struct CombineItem {
+  int b, row, chunk, first, n;
+};
+__device__ __forceinline__ CombineItem combine_item(const DecodeKernelParams& p, int it, int chunks) {
+  CombineItem c;
+  c.chunk = it % chunks;
+  c.row = (it / chunks) % p.rows;
+  c.b = it / chunks / p.rows;
+  c.first = p.split_offsets[c.b];
+  c.n = p.split_offsets[c.b + 1] - c.first;
+  return c;
+}
+
+template <class Traits, int GROUPS>
+__device__ __forceinline__ void combine_few_list(const DecodeKernelParams& p, const int* list, int count, int chunks) {
+  constexpr int G = kCombineThreads / GROUPS;
+  for (int j0 = 0; j0 < count; j0 += GROUPS) {
+    const int j = j0 + static_cast<int>(threadIdx.x) / G;
+    if (j < count) {
+      const CombineItem c = combine_item(p, list[j], chunks);
+      combine_few_group<Traits, GROUPS>(p, c.b, c.row, c.first, c.n, static_cast<int>(threadIdx.x) % G);
+    }
+  }
+}
+
 // At most one full wave of CTAs: 4 of 256 threads (64 registers each, __launch_bounds__) on each of the
 // H200's 132 SMs (the count only sizes the grid). A grid of one CTA per (row, sequence) cost ~11 us at
 // h_q 128 · b128 when every CTA had nothing to merge (16384 CTAs launched and retired, NOTES_plan.md P2);
 // here each CTA checks up to 256 items with one round of parallel loads and merges only those that need
-// it. (One CTA per item for up to 4096 items, without the list round, measured slower: P4 / P5.)
+// it.
 constexpr int kCombineCtas = 132 * 4;
 
 // Items (sequence b, row, column chunk), numbered ((b * rows) + row) * chunks + chunk; CTA x takes items
-// x, x + G, x + 2G, ... (G = gridDim.x), 256 per round: every thread checks one, the CTA merges the ones
-// that need it (a sequence with 0 or >= 2 splits; only chunk 0 when few splits) one after the other.
+// x, x + G, x + 2G, ... (G = gridDim.x), 256 per round: every thread checks one, the items that need
+// merging (a sequence with 0 or >= 2 splits; only chunk 0 when few splits) go to two shared lists.
+// The lists need only split_offsets, which the plan kernel wrote before the decode kernel started, so the
+// first round is built before griddepcontrol.wait, while the decode kernel still runs (programmatic
+// dependent launch), and a CTA with nothing to merge exits without waiting at all.
 template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __grid_constant__ DecodeKernelParams p,
                                                                    int chunks) {
-  // Programmatic dependent launch: this grid may start while the decode kernel drains; wait for its
-  // results before reading anything it writes.
+  __shared__ int s_few[kCombineThreads], s_many[kCombineThreads];
+  __shared__ int s_nfew, s_nmany;
+  const int items = p.rows * p.batch * chunks;  // < 2^31: rows <= 512, batch <= 65535 (launcher checks)
+  const int stride = gridDim.x;
+  bool waited = false;
+  for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
+    if (threadIdx.x == 0) {
+      s_nfew = 0;
+      s_nmany = 0;
+    }
+    __syncthreads();
+    const int64_t i = base + static_cast<int64_t>(threadIdx.x) * stride;
+    if (i < items) {
+      const int b = static_cast<int>(i) / (p.rows * chunks);
+      const int n = p.split_offsets[b + 1] - p.split_offsets[b];
+      if (n > kFewSplits) {
+        s_many[atomicAdd(&s_nmany, 1)] = static_cast<int>(i);
+      } else if (n != 1 && i % chunks == 0) {
+        s_few[atomicAdd(&s_nfew, 1)] = static_cast<int>(i);
+      }
+    }
+    __syncthreads();
+    const int nfew = s_nfew, nmany = s_nmany;
+    if (nfew + nmany > 0 && !waited) {
+      // Programmatic dependent launch: from here on this grid reads what the decode kernel writes.
+      asm volatile("griddepcontrol.wait;\n" ::: "memory");
+      waited = true;
+    }
+    if (nfew > 4) {
+      combine_few_list<Traits, 8>(p, s_few, nfew, chunks);
+    } else if (nfew > 2) {
+      combine_few_list<Traits, 4>(p, s_few, nfew, chunks);
+    } else if (nfew == 2) {
+      combine_few_list<Traits, 2>(p, s_few, nfew, chunks);
+    } else if (nfew == 1) {
+      combine_few_list<Traits, 1>(p, s_few, nfew, chunks);
+    }
+    for (int j = 0; j < nmany; ++j) {
+      const CombineItem c = combine_item(p, s_many[j], chunks);
+      combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks);
+      __syncthreads();  // combine_many's shared memory is reused by the next item
+    }
+    __syncthreads();  // everyone has read the counts and lists before the next round resets them
+  }
+}
+
+// TEMPORARY (run P6, removed after): the two earlier grids, for a side-by-side measurement in one run.
+// P3: the HEAD kernel (one list, every item merged by the whole CTA in turn, wait first).
+template <class Traits>
+__global__ void __launch_bounds__(kCombineThreads, 4) combine_p3_kernel(const __grid_constant__ DecodeKernelParams p,
+                                                                      int chunks) {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   __shared__ int s_item[kCombineThreads];
   __shared__ int s_count;
-  const int items = p.rows * p.batch * chunks;  // < 2^31: rows <= 512, batch <= 65535 (launcher checks)
+  const int items = p.rows * p.batch * chunks;
   const int stride = gridDim.x;
   for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
     if (threadIdx.x == 0) s_count = 0;
@@ -199,18 +298,34 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __gri
     __syncthreads();
     const int count = s_count;
     for (int j = 0; j < count; ++j) {
-      const int it = s_item[j];
-      const int chunk = it % chunks, row = (it / chunks) % p.rows, b = it / chunks / p.rows;
-      const int first = p.split_offsets[b], n = p.split_offsets[b + 1] - first;
-      if (n <= kFewSplits) {
-        combine_few<Traits>(p, b, row, first, n);
+      const CombineItem c = combine_item(p, s_item[j], chunks);
+      if (c.n <= kFewSplits) {
+        combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
       } else {
-        combine_many<Traits>(p, b, row, first, n, chunk, chunks);
+        combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks);
       }
-      __syncthreads();  // shared memory is reused by the next item
+      __syncthreads();
     }
-    __syncthreads();  // everyone has read s_count / s_item before the next round resets them
+    __syncthreads();
   }
+}
+
+// P2: one CTA per item, no register bound, wait first.
+template <class Traits>
+__global__ void combine_p2_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  const CombineItem c = combine_item(p, blockIdx.x, chunks);
+  if (c.n == 1 || (c.n <= kFewSplits && c.chunk != 0)) return;
+  if (c.n <= kFewSplits) {
+    combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
+  } else {
+    combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks);
+  }
+}
+
+const EnvKnob& combine_variant_knob() {
+  static const EnvKnob k = read_env_knob("MLA_COMBINE_VARIANT", {"p3", "p2", "skip"});
+  return k;
 }
 
 }  // namespace
@@ -233,7 +348,16 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_kernel<Traits>, p, chunks));
+  MLA_TRY(combine_variant_knob().status);
+  const int variant = combine_variant_knob().index;
+  if (variant == 2) return Status::ok();  // skip: decode kernel alone (timing only; results wrong)
+  if (variant == 1) cfg.gridDim = dim3(static_cast<unsigned>(items));
+  MLA_CUDA_TRY("mla_decode (combine)",
+               cudaLaunchKernelEx(&cfg,
+                                  variant == 0   ? combine_p3_kernel<Traits>
+                                  : variant == 1 ? combine_p2_kernel<Traits>
+                                                 : combine_kernel<Traits>,
+                                  p, chunks));
   MLA_CUDA_TRY_LAUNCH("mla_decode (combine)");
   return Status::ok();
 }
