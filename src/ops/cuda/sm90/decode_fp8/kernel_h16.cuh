@@ -14,6 +14,7 @@
 // their ldmatrix), so the TMA of page j + kStages overlaps the P.V of page j.
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/handoff_n16.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode_fp8/epilogue.cuh"
@@ -26,15 +27,12 @@ using decode::mbar_arrive;
 using decode::mbar_wait;
 using decode::PartCursor;
 
-struct Bars {
-  uint32_t base;
-  __device__ uint32_t full(int s) const { return base + 8 * s; }
-  __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
+using decode::n16::phase_of;
+
+// The page ring (full / empty per stage), then the Q slots' q_full barriers.
+struct Bars : decode::n16::RingBars<kStages> {
   __device__ uint32_t q_full(int q) const { return base + 8 * (2 * kStages + q); }
 };
-
-// Parity of the phase that use number n (0, 1, ...) of a ring slot completes, in a ring of `slots`.
-__device__ __forceinline__ uint32_t phase_of(int n, int slots) { return static_cast<uint32_t>(n / slots) & 1u; }
 
 // Five boxes of `box_rows` x 128 bytes (128B swizzle) of a [rows, 576]-byte tensor into consecutive slabs.
 __device__ __forceinline__ void tma_slabs(const CUtensorMap* map, int row0, uint32_t dst, int slab_bytes, uint32_t bar) {
@@ -123,33 +121,13 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     // Row-max exchange across the 4 warps: [buf][row][warp], so one float4 per row. buf alternates by page: a warp
     // writing page j + 1's entries has passed page j's barrier, so nobody still reads page j - 1's.
     float* red = s_red + buf * kRows * 4;
-    if (g == 0) {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) red[(8 * (r >> 1) + 2 * t + (r & 1)) * 4 + w] = mx[r];
-    }
+    decode::n16::store_row_max(red, mx, w, g, t);
     decode::named_sync(kBarScorer, 32 * kScorerWarps);
     // Every warp's S of this sequence has completed (wgmma waited, then this barrier): its Q slot is free.
     if (q_loader && seg_end) ql.issue(p, bars, s_q0);
-    float alpha[4], m_scaled[4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const float4 v = *reinterpret_cast<const float4*>(red + (8 * (r >> 1) + 2 * t + (r & 1)) * 4);
-      const float m_new = fmaxf(fmaxf(st.m[r], fmaxf(v.x, v.y)), fmaxf(v.z, v.w));
-      // A row that has seen no key yet keeps m = -inf; subtract 0 then so exp2 gives 0, not NaN.
-      m_scaled[r] = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
-      alpha[r] = exp2f(st.m[r] * p.scale_log2 - m_scaled[r]);
-      st.m[r] = m_new;
-    }
-    float pr[8];
-#pragma unroll
-    for (int j2 = 0; j2 < 2; ++j2)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int r = 2 * j2 + e;
-        pr[4 * j2 + e] = exp2f(fmaf(s[4 * j2 + e], p.scale_log2, -m_scaled[r]));
-        pr[4 * j2 + 2 + e] = exp2f(fmaf(s[4 * j2 + 2 + e], p.scale_log2, -m_scaled[r]));
-        st.l[r] = st.l[r] * alpha[r] + (pr[4 * j2 + e] + pr[4 * j2 + 2 + e]);  // sums of the unrounded P
-      }
+    float alpha[4], m_scaled[4], pr[8];
+    decode::n16::update_row_max(red, st.m, alpha, m_scaled, p.scale_log2, t);
+    decode::n16::exp_and_row_sums(s, pr, st.l, alpha, m_scaled, p.scale_log2);
     // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
     decode::named_sync(kBarPEmpty + buf, kBarPair);
     const uint32_t s_pb = s_p0 + buf * kPBufBytes;
@@ -167,16 +145,7 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
       for (int r = 0; r < 4; ++r) s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[r];
     }
     if (seg_end) {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        float l = st.l[r];
-        l += __shfl_xor_sync(0xffffffffu, l, 4);
-        l += __shfl_xor_sync(0xffffffffu, l, 8);
-        l += __shfl_xor_sync(0xffffffffu, l, 16);
-        const int row = 8 * (r >> 1) + 2 * t + (r & 1);
-        if (g == 0) s_lsum[(buf * kRows + row) * 4 + w] = l;
-        if (g == 0 && w == 0) s_mfin[buf * kRows + row] = st.m[r];
-      }
+      decode::n16::publish_segment_totals(st.l, st.m, s_lsum, s_mfin, buf, w, g, t);
       st.reset();
       ++seq;
     }
@@ -266,21 +235,11 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     accumulate_pv_t(o, vf, s_p0 + buf * kPBufBytes);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
-    if (seg_end) {  // read before P_empty lets the scorer overwrite buffer `buf`'s entries
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int row = 8 * (r >> 1) + 2 * t + (r & 1);
-        const float4 v = *reinterpret_cast<const float4*>(s_lsum + (buf * kRows + row) * 4);
-        lsum[r] = (v.x + v.y) + (v.z + v.w);
-        mfin[r] = s_mfin[buf * kRows + row];
-      }
-    }
+    if (seg_end) decode::n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
     decode::named_arrive(kBarPEmpty + buf, kBarPair);
     if (seg_end) {
-      const int b = c.b;
-      const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
-      const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
-      write_segment_h16(fp, o, lsum, mfin, b, slot, n_splits == 1, w, lane);
+      const decode::n16::SegmentDest d = decode::n16::segment_dest(p, c.b, first_batch, first_split);
+      write_segment_h16(fp, o, lsum, mfin, c.b, d.slot, d.n_splits == 1, w, lane);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -295,18 +254,11 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
   constexpr SmemLayoutH16 L = smem_layout_h16();
   const decode::DecodeKernelParams& p = fp.d;
   extern __shared__ __align__(1024) uint8_t smem[];
-  // Let the combine grid get scheduled as SMs free up (it waits on griddepcontrol.wait before reading).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   PartCursor c;
-  c.init(p, rec);
-  if (!c.valid()) return;  // an empty part (more CTAs than work)
+  if (!decode::n16::begin_part(p, c)) return;
   const Bars bars{decode::smem_u32(smem + L.bar_offset)};
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      decode::mbar_init(bars.full(s), 1);
-      decode::mbar_init(bars.empty(s), kScorerWarps + kAccWarps);
-    }
+    bars.init(kScorerWarps + kAccWarps);
     for (int q = 0; q < kQSlots; ++q) decode::mbar_init(bars.q_full(q), 1);
     decode::mbar_init_fence();
   }

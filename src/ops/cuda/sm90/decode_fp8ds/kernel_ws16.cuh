@@ -25,6 +25,7 @@
 //    are one 4-byte load per token (32 lanes on 32 banks), two tokens paired by one prmt; keys in natural order.
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/handoff_n16.cuh"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
@@ -41,12 +42,8 @@ using decode::mbar_arrive;
 using decode::mbar_wait;
 using decode::PartCursor;
 
-struct Bars {
-  uint32_t base;
-  __device__ uint32_t full(int s) const { return base + 8 * s; }
-  __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
-};
-__device__ __forceinline__ uint32_t phase_of(int n) { return static_cast<uint32_t>(n / kStages) & 1u; }
+using Bars = decode::n16::RingBars<kStages>;
+__device__ __forceinline__ uint32_t phase_of(int n) { return decode::n16::phase_of(n, kStages); }
 
 // Byte offset of (row, byte) in a 16-row slab of 128-byte rows, 128B swizzle.
 __device__ __forceinline__ int slab_byte(int row, int byte) { return row * 128 + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15); }
@@ -294,30 +291,12 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     // Exchange across the 4 warps, double-buffered by page: a warp writing page j + 1's entries has passed page j's
     // barrier, so nobody still reads page j - 1's.
     float* red = s_red + buf * kRows * 4;
-    if (g == 0) {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) red[(8 * (r >> 1) + 2 * t + (r & 1)) * 4 + w] = mx[r];
-    }
+    decode::n16::store_row_max(red, mx, w, g, t);
     if (lane == 0) s_smax[buf * 4 + w] = sm;
     decode::named_sync(kBarScorer, 32 * kScorerWarps);
-    float alpha[4], m_scaled[4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const float4 v = *reinterpret_cast<const float4*>(red + (8 * (r >> 1) + 2 * t + (r & 1)) * 4);
-      const float m_new = fmaxf(fmaxf(m[r], fmaxf(v.x, v.y)), fmaxf(v.z, v.w));
-      // A row that has seen no key yet keeps m = -inf; subtract 0 then so exp2 gives 0, not NaN.
-      m_scaled[r] = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
-      alpha[r] = exp2f(m[r] * p.scale_log2 - m_scaled[r]);
-      m[r] = m_new;
-    }
-    float pr[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) pr[i] = exp2f(fmaf(s[i], p.scale_log2, -m_scaled[2 * (i >> 2) + (i & 1)]));
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int i = 4 * (r >> 1) + (r & 1);
-      l[r] = l[r] * alpha[r] + (pr[i] + pr[i + 2]);  // sums of the unrounded P
-    }
+    float alpha[4], m_scaled[4], pr[8];
+    decode::n16::update_row_max(red, m, alpha, m_scaled, p.scale_log2, t);
+    decode::n16::exp_and_row_sums(s, pr, l, alpha, m_scaled, p.scale_log2);
     float4 pm = s_smax[buf * 4];
 #pragma unroll
     for (int x = 1; x < 4; ++x) {
@@ -350,16 +329,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
       for (int cc = 0; cc < kTiles; ++cc) s_unit[buf * kTiles + cc] = u[cc];
     }
     if (seg_end) {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        float lr = l[r];
-        lr += __shfl_xor_sync(0xffffffffu, lr, 4);
-        lr += __shfl_xor_sync(0xffffffffu, lr, 8);
-        lr += __shfl_xor_sync(0xffffffffu, lr, 16);
-        const int row = 8 * (r >> 1) + 2 * t + (r & 1);
-        if (g == 0) s_lsum[(buf * kRows + row) * 4 + w] = lr;
-        if (g == 0 && w == 0) s_mfin[buf * kRows + row] = m[r];
-      }
+      decode::n16::publish_segment_totals(l, m, s_lsum, s_mfin, buf, w, g, t);
       reset();
       new_seq = true;
     }
@@ -576,20 +546,12 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
                                 s_raw0);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
-    if (seg_end) {  // read before P_empty lets the scorer overwrite buffer `buf`'s entries
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int row = 8 * (r >> 1) + 2 * t + (r & 1);
-        const float4 x = *reinterpret_cast<const float4*>(s_lsum + (buf * kRows + row) * 4);
-        lsum[r] = (x.x + x.y) + (x.z + x.w);
-        mfin[r] = s_mfin[buf * kRows + row];
-      }
-    }
+    if (seg_end) decode::n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
     decode::named_arrive(kBarPEmpty + buf, kBarPair);
     if (seg_end) {
       const int b = c.b;
-      const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
-      const int out_slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
+      const decode::n16::SegmentDest d = decode::n16::segment_dest(p, b, first_batch, first_split);
+      const int n_splits = d.n_splits, out_slot = d.slot;
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int row = 8 * (r >> 1) + 2 * t + (r & 1), i0 = 4 * (r >> 1) + (r & 1);
@@ -641,19 +603,11 @@ __global__ void __launch_bounds__(threads<V>(), 1) mla_decode_fp8ds_ws16_kernel(
   constexpr Layout L = layout();
   constexpr Opts O = kVariants[V];
   extern __shared__ __align__(1024) uint8_t smem[];
-  // The combine grid (programmatic stream serialization) may be scheduled as SMs free up; it waits on
-  // griddepcontrol.wait for this grid before reading any result.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   PartCursor c;
-  c.init(p, rec);
-  if (!c.valid()) return;  // an empty part (more CTAs than work)
+  if (!decode::n16::begin_part(p, c)) return;
   const Bars bars{decode::smem_u32(smem + L.bar)};
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      decode::mbar_init(bars.full(s), 1);
-      decode::mbar_init(bars.empty(s), kScorerWarps + kAccWarps);
-    }
+    bars.init(kScorerWarps + kAccWarps);
     decode::mbar_init_fence();
   }
   __syncthreads();

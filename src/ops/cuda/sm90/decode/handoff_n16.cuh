@@ -1,0 +1,122 @@
+#pragma once
+// The softmax bookkeeping and the scorer -> accumulator hand-off shared by the two 16-row wgmma decode kernels
+// (decode_fp8/kernel_h16.cuh, decode_fp8ds/kernel_ws16.cuh). Both put the 64 keys (or V dims) in the wgmma M and
+// the 16 query rows in N, so a thread's m64n16 accumulator d[4j + 2h + e] is (M row 16w + g + 8h, query row
+// 8j + 2t + e): its 4 query rows are row_of(r, t), r = 2j + e, each held by the 8 lanes g = 0..7 of a quad column,
+// in d[i] and d[i + 2] with i = 4(r >> 1) + (r & 1). Exchange buffers are per P buffer (`buf`, page parity):
+//   red   float [2][16 rows][4 warps]  the scorer warps' row maxima of a page
+//   lsum  float [2][16 rows][4 warps]  the scorer warps' row sums at a segment end
+//   mfin  float [2][16 rows]           the row max at a segment end
+// Inline functions only: both kernels compile to the same code as with these lines written in place.
+#include <cstdint>
+
+#include "mla/ops/plan_decode.h"
+#include "ops/cuda/sm90/decode/params.h"
+#include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/tma.h"
+
+namespace mla::sm90::decode::n16 {
+
+// Kernel entry: lets the dependent combine grid be scheduled as SMs free up (it waits on griddepcontrol.wait
+// before reading any result) and puts the cursor on this CTA's plan part; false for an empty part (more CTAs
+// than work).
+__device__ __forceinline__ bool begin_part(const DecodeKernelParams& p, PartCursor& c) {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  c.init(p, p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts);
+  return c.valid();
+}
+
+// The page ring's mbarriers: full[s] at base + 8s completes on one arrival plus the page's bytes; empty[s] at
+// base + 8(kStages + s) on one arrival per consumer warp. init() by thread 0 before the CTA barrier; the caller
+// fences the inits (mbar_init_fence) after any barriers of its own.
+template <int kStages>
+struct RingBars {
+  uint32_t base;
+  __device__ uint32_t full(int s) const { return base + 8 * s; }
+  __device__ uint32_t empty(int s) const { return base + 8 * (kStages + s); }
+  __device__ void init(int consumer_warps) const {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full(s), 1);
+      mbar_init(empty(s), consumer_warps);
+    }
+  }
+};
+// Parity of the phase that use number n (0, 1, ...) of a ring slot completes, in a ring of `slots`.
+__device__ __forceinline__ uint32_t phase_of(int n, int slots) { return static_cast<uint32_t>(n / slots) & 1u; }
+
+__device__ __forceinline__ int row_of(int r, int t) { return 8 * (r >> 1) + 2 * t + (r & 1); }
+__device__ __forceinline__ int elem_of(int r) { return 4 * (r >> 1) + (r & 1); }
+
+// Scorer: this warp's row maxima (the same in all 8 lanes of a row) into red[row][w], written by lanes g == 0.
+__device__ __forceinline__ void store_row_max(float* red, const float (&mx)[4], int w, int g, int t) {
+  if (g == 0) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) red[row_of(r, t) * 4 + w] = mx[r];
+  }
+}
+
+// Scorer, after the exchange barrier: the running row max over the 4 warps' page maxima, the rescale alpha of
+// the previous partial sums and m * scale_log2 (subtracted inside exp2).
+__device__ __forceinline__ void update_row_max(const float* red, float (&m)[4], float (&alpha)[4], float (&m_scaled)[4],
+                                               float scale_log2, int t) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const float4 v = *reinterpret_cast<const float4*>(red + row_of(r, t) * 4);
+    const float m_new = fmaxf(fmaxf(m[r], fmaxf(v.x, v.y)), fmaxf(v.z, v.w));
+    // A row that has seen no key yet keeps m = -inf; subtract 0 then so exp2 gives 0, not NaN.
+    m_scaled[r] = m_new == -INFINITY ? 0.f : m_new * scale_log2;
+    alpha[r] = exp2f(m[r] * scale_log2 - m_scaled[r]);
+    m[r] = m_new;
+  }
+}
+
+// Scorer: P = exp2(S scale_log2 - m_scaled) and the running row sums of the unrounded P.
+__device__ __forceinline__ void exp_and_row_sums(const float (&s)[8], float (&pr)[8], float (&l)[4], const float (&alpha)[4],
+                                                 const float (&m_scaled)[4], float scale_log2) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int i = elem_of(r);
+    pr[i] = exp2f(fmaf(s[i], scale_log2, -m_scaled[r]));
+    pr[i + 2] = exp2f(fmaf(s[i + 2], scale_log2, -m_scaled[r]));
+    l[r] = l[r] * alpha[r] + (pr[i] + pr[i + 2]);
+  }
+}
+
+// Scorer, at a segment end: the row sums over the warp's 8 lanes of a row into lsum[buf][row][w], the row max
+// into mfin[buf][row] (warp 0).
+__device__ __forceinline__ void publish_segment_totals(const float (&l)[4], const float (&m)[4], float* s_lsum,
+                                                       float* s_mfin, int buf, int w, int g, int t) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    float lr = l[r];
+    lr += __shfl_xor_sync(0xffffffffu, lr, 4);
+    lr += __shfl_xor_sync(0xffffffffu, lr, 8);
+    lr += __shfl_xor_sync(0xffffffffu, lr, 16);
+    const int row = row_of(r, t);
+    if (g == 0) s_lsum[(buf * 16 + row) * 4 + w] = lr;
+    if (g == 0 && w == 0) s_mfin[buf * 16 + row] = m[r];
+  }
+}
+
+// Accumulator, at a segment end: the row totals, read before P_empty[buf] lets the scorer overwrite them.
+__device__ __forceinline__ void read_segment_totals(const float* s_lsum, const float* s_mfin, int buf, int t,
+                                                    float (&lsum)[4], float (&mfin)[4]) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int row = row_of(r, t);
+    const float4 v = *reinterpret_cast<const float4*>(s_lsum + (buf * 16 + row) * 4);
+    lsum[r] = (v.x + v.y) + (v.z + v.w);
+    mfin[r] = s_mfin[buf * 16 + row];
+  }
+}
+
+// Where a segment of sequence b goes: straight to out (n_splits 1) or into partial slot `slot` (this part's split
+// of b: first_split for the part's first sequence, 0 for the others, which the part starts).
+struct SegmentDest {
+  int n_splits, slot;
+};
+__device__ __forceinline__ SegmentDest segment_dest(const DecodeKernelParams& p, int b, int first_batch, int first_split) {
+  return {p.split_offsets[b + 1] - p.split_offsets[b], p.split_offsets[b] + (b == first_batch ? first_split : 0)};
+}
+
+}  // namespace mla::sm90::decode::n16
