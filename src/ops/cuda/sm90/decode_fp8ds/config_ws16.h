@@ -39,15 +39,22 @@ struct Opts {
   bool scorer_ahead;
   // Bench-only knock-outs (wrong results): 1 = the accumulator does no P.V, 2 = the scorer computes no S.
   int knock;
+  // S on e4m3 tensor cores: the K codes go from the raw page into the A registers as loaded (no cvt), and Q' is
+  // split per row into two e4m3 parts, hi = e4m3(q 2^k) and lo = e4m3(16 (q 2^k - hi)), which hold a bf16 query
+  // exactly (8 significant bits = 4 + 4) over the 2^13 below the row max (fragments.cuh split_e4m3x2);
+  // S_c = code_c . hi_c + (code_c . lo_c) / 16 in two accumulators per tile, 8 wgmma k32 per tile as 8 k16 before.
+  // Removes the scorer's 128 e4m3 -> f16 cvt per thread and page (half of all cvt).
+  bool k_e4m3;
 };
 // The kernel template takes the variant's index (a class-type template argument breaks nvcc's host stubs).
 constexpr Opts kVariants[] = {
-    {true, true, false, 0},   // 0 "ldsm" (default)
-    {false, false, false, 0}, // 1 "base": run F2's kernel
-    {true, false, false, 0},  // 2 "inline"
-    {true, true, true, 0},    // 3 "ldsm_ahead"
-    {true, true, false, 1},   // 4 "ko_acc"
-    {true, true, false, 2},   // 5 "ko_scorer"
+    {true, true, false, 0, false},    // 0 "ldsm" (default)
+    {false, false, false, 0, false},  // 1 "base": run F2's kernel
+    {true, false, false, 0, false},   // 2 "inline"
+    {true, true, true, 0, false},     // 3 "ldsm_ahead"
+    {true, true, false, 1, false},    // 4 "ko_acc"
+    {true, true, false, 2, false},    // 5 "ko_scorer"
+    {true, true, false, 0, true},     // 6 "k8": ldsm + S on e4m3 tensor cores
 };
 template <int V>
 constexpr int threads() {
@@ -57,7 +64,8 @@ constexpr int threads() {
 // in flight (84 KB; a fifth stage does not fit next to Q' and P').
 constexpr int kStages = 4;
 // Q' (the scorer's B operand): 16 rows x 128-byte rows, 128B swizzle, one 2 KB slab per 64 dims: slabs 0-7 the
-// latent as f16 of q * 2^k_row, slab 8 the RoPE as bf16; dims permuted inside each slab (kernel_ws16.cuh).
+// latent as f16 of q * 2^k_row, slab 8 the RoPE as bf16; dims permuted inside each slab (kernel_ws16.cuh). With
+// Opts::k_e4m3 slab 2c holds tile c's 128 dims as e4m3 hi parts and slab 2c + 1 the lo parts (same 18 KB).
 constexpr int kSlabBytes = kRows * 128;     // 2048
 constexpr int kQBytes = 9 * kSlabBytes;     // 18432
 // P'_c (the accumulator's B operand): per tile c one slab of 16 rows x 64 keys f16; two buffers (pages j, j + 1).

@@ -73,6 +73,17 @@ struct PageStream {
   }
 };
 
+// RoPE chunk kb of a query row (bf16, 8 dims) into slab 8 in the permuted k order of the bf16 RoPE wgmmas: dims
+// 8kb + 2w, +1: t = kb / 2, 4i + 2h' = 8(kb % 2) + 2w -> byte 32i + 4t + 16h'.
+__device__ __forceinline__ void store_rope_q(uint8_t* s_q, int row, int kb, const uint4& r) {
+  uint8_t* rs = s_q + 8 * kSlabBytes;
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const int i = 2 * (kb & 1) + (w >> 1);
+    *reinterpret_cast<uint32_t*>(rs + slab_byte(row, 32 * i + 4 * (kb >> 1) + 16 * (w & 1))) = word_of(r, w);
+  }
+}
+
 // Q of sequence b -> Q' (scorer thread tid < 128: row tid / 8, 64-dim block kb = tid % 8 and RoPE chunk kb).
 // Latent: f16 of q * 2^k_row (row_exponent: exact), step i of block kb = 16-byte chunks 2i (slots 0-7) and
 // 2i + 1 (slots 8-15) of slab kb; slot 2t + e + 8h' holds dim 64kb + 16t + 4i + 2h' + e. RoPE: bf16, same order.
@@ -82,7 +93,6 @@ __device__ __forceinline__ void convert_q(const DecodeKernelParams& p, int b, ui
   uint4 c[8];
 #pragma unroll
   for (int x = 0; x < 8; ++x) c[x] = src[8 * kb + x];
-  const uint4 r = src[kDimLatent / 8 + kb];
   float amax = 0.f;
 #pragma unroll
   for (int x = 0; x < 8; ++x)
@@ -111,13 +121,50 @@ __device__ __forceinline__ void convert_q(const DecodeKernelParams& p, int b, ui
     *reinterpret_cast<uint4*>(slab + slab_byte(row, 32 * i)) = lo;
     *reinterpret_cast<uint4*>(slab + slab_byte(row, 32 * i + 16)) = hi;
   }
-  // RoPE chunk kb = dims 8kb + 2w, +1: t = kb / 2, 4i + 2h' = 8(kb % 2) + 2w -> byte 32i + 4t + 16h'.
-  uint8_t* rs = s_q + 8 * kSlabBytes;
+  store_rope_q(s_q, row, kb, src[kDimLatent / 8 + kb]);
+  if (kb == 0) s_qdiv[row] = pow2(-k);
+}
+
+// Q of sequence b -> Q' for Opts::k_e4m3 (thread roles and RoPE as convert_q). Latent: hi / lo e4m3 parts of
+// q * 2^k_row (row_exponent_e4m3, split_e4m3x2: lo carries 16x the residual); tile c = kb / 2, k slot 32s + 16h + 4t + q of slab 2c (hi) and
+// 2c + 1 (lo) holds tile dim 64(s / 2) + 16t + 8(s % 2) + 4h + q: a K thread's two loaded 16-byte chunks (dims
+// 16t .. + 15 of each 64-dim half of the tile) are then the A registers of steps 2half, 2half + 1 as loaded.
+__device__ __forceinline__ void convert_q_e4m3(const DecodeKernelParams& p, int b, uint8_t* s_q, float* s_qdiv, int tid) {
+  const int row = tid >> 3, kb = tid & 7;
+  const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + (static_cast<int64_t>(b) * kRows + row) * kDimQK);
+  uint4 c[8];
 #pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    const int i = 2 * (kb & 1) + (w >> 1);
-    *reinterpret_cast<uint32_t*>(rs + slab_byte(row, 32 * i + 4 * (kb >> 1) + 16 * (w & 1))) = word_of(r, w);
-  }
+  for (int x = 0; x < 8; ++x) c[x] = src[8 * kb + x];
+  float amax = 0.f;
+#pragma unroll
+  for (int x = 0; x < 8; ++x)
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t v = word_of(c[x], w);
+      amax = fmaxf(amax, fmaxf(fabsf(bf16_lo(v)), fabsf(bf16_hi(v))));
+    }
+#pragma unroll
+  for (int x = 1; x < 8; x <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, x));  // the row's 8 threads
+  const int k = row_exponent_e4m3(amax);
+  const float mul = pow2(k);
+  uint8_t* hi_slab = s_q + 2 * (kb >> 1) * kSlabBytes;
+  uint8_t* lo_slab = hi_slab + kSlabBytes;
+#pragma unroll
+  for (int t = 0; t < 4; ++t)
+#pragma unroll
+    for (int s1 = 0; s1 < 2; ++s1)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // Dims 16t + 8s1 + 4h .. + 3 of block kb: words 2h, 2h + 1 of input chunk 2t + s1.
+        const uint32_t w0 = word_of(c[2 * t + s1], 2 * h), w1 = word_of(c[2 * t + s1], 2 * h + 1);
+        uint32_t h01, l01, h23, l23;
+        split_e4m3x2(bf16_lo(w0) * mul, bf16_hi(w0) * mul, h01, l01);
+        split_e4m3x2(bf16_lo(w1) * mul, bf16_hi(w1) * mul, h23, l23);
+        const int kap = 64 * (kb & 1) + 32 * s1 + 16 * h + 4 * t;
+        *reinterpret_cast<uint32_t*>(hi_slab + slab_byte(row, kap)) = h01 | (h23 << 16);
+        *reinterpret_cast<uint32_t*>(lo_slab + slab_byte(row, kap)) = l01 | (l23 << 16);
+      }
+  store_rope_q(s_q, row, kb, src[kDimLatent / 8 + kb]);
   if (kb == 0) s_qdiv[row] = pow2(-k);
 }
 
@@ -156,6 +203,30 @@ __device__ __forceinline__ void issue_tile_s(float (&acc)[8], uint32_t (&f)[8][4
   decode::wgmma_commit();
 }
 
+// S^T of tile c on e4m3 (Opts::k_e4m3): step s's A registers are words 2(s % 2), 2(s % 2) + 1 of the codes
+// loaded for half s / 2, unconverted; each step runs on the hi (slab 2c, into acc) and the lo (slab 2c + 1, into
+// acc_lo: 16x the residual) parts of Q', two independent chains. `k` must stay unchanged until this group has been
+// waited for.
+__device__ __forceinline__ void issue_tile_s8(float (&acc)[8], float (&acc_lo)[8], const KWords& k, uint32_t s_q, int c) {
+  uint32_t f[4][4];
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    const int half = s >> 1, wd = 2 * (s & 1);
+    f[s][0] = word_of(k.a[half], wd);
+    f[s][1] = word_of(k.b[half], wd);
+    f[s][2] = word_of(k.a[half], wd + 1);
+    f[s][3] = word_of(k.b[half], wd + 1);
+    pin(f[s]);
+  }
+  decode::wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    wgmma_m64n16k32_e4m3_rs(acc, f[s], decode::make_smem_desc(s_q + 2 * c * kSlabBytes, 16, 1024) + 2 * s);
+    wgmma_m64n16k32_e4m3_rs(acc_lo, f[s], decode::make_smem_desc(s_q + (2 * c + 1) * kSlabBytes, 16, 1024) + 2 * s);
+  }
+  decode::wgmma_commit();
+}
+
 template <Opts O>
 __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem, int w,
                                        int lane) {
@@ -185,7 +256,10 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     const bool seg_end = c.last_of_sequence();
     if (new_seq) {
       // Every scorer warp finished its S of the previous page (waited wgmma) before that page's exchange barrier.
-      convert_q(p, c.b, smem + L.q, s_qdiv, 32 * w + lane);
+      if constexpr (O.k_e4m3)
+        convert_q_e4m3(p, c.b, smem + L.q, s_qdiv, 32 * w + lane);
+      else
+        convert_q(p, c.b, smem + L.q, s_qdiv, 32 * w + lane);
       decode::fence_proxy_async();  // Q' (generic stores) is read by wgmma (async proxy)
       decode::named_sync(kBarScorer, 32 * kScorerWarps);
 #pragma unroll
@@ -196,21 +270,32 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     const uint8_t* raw = raw0 + slot * kPageBytes;
     const uint8_t* k0 = raw + tok[0] * kTokenBytes + 16 * t;
     const uint8_t* k1 = raw + tok[1] * kTokenBytes + 16 * t;
-    float acc[kTiles][8], rp[8];
+    float acc[kTiles][8], acc_lo[kTiles][8], rp[8];  // acc_lo: Opts::k_e4m3 only
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       rp[e] = 0.f;
 #pragma unroll
-      for (int cc = 0; cc < kTiles; ++cc) acc[cc][e] = 0.f;
+      for (int cc = 0; cc < kTiles; ++cc) acc[cc][e] = 0.f, acc_lo[cc][e] = 0.f;
     }
 #pragma unroll
-    for (int cc = 0; cc < kTiles; ++cc) decode::fence_operands(acc[cc]);
+    for (int cc = 0; cc < kTiles; ++cc) {
+      decode::fence_operands(acc[cc]);
+      if (O.k_e4m3) decode::fence_operands(acc_lo[cc]);
+    }
     decode::fence_operands(rp);
     if (O.knock != 2) {
       // Two fragment buffers: tile c + 1 converts while tile c's wgmmas run. (Loading tile c + 1's codes before
       // tile c's conversion was measured 1-2.5 % slower on the large rows at the 168-register cap, run F3.)
       uint32_t fa[8][4], fb[8][4];
-      if (O.scorer_ahead) {
+      if constexpr (O.k_e4m3) {
+        KWords kw[2];
+#pragma unroll
+        for (int cc = 0; cc < kTiles; ++cc) {
+          load_k(kw[cc & 1], k0, k1, cc);
+          issue_tile_s8(acc[cc], acc_lo[cc], kw[cc & 1], s_q, cc);
+          if (cc > 0) wgmma_wait<1>();
+        }
+      } else if (O.scorer_ahead) {
         KWords kw[2];
         load_k(kw[0], k0, k1, 0);
 #pragma unroll
@@ -256,8 +341,17 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     sc[1] = *reinterpret_cast<const float4*>(raw + tok[1] * kTokenBytes + kScalesOffset);
     wgmma_wait<0>();
 #pragma unroll
-    for (int cc = 0; cc < kTiles; ++cc) decode::fence_operands(acc[cc]);
+    for (int cc = 0; cc < kTiles; ++cc) {
+      decode::fence_operands(acc[cc]);
+      if (O.k_e4m3) decode::fence_operands(acc_lo[cc]);
+    }
     decode::fence_operands(rp);
+    if (O.k_e4m3) {  // S_c = code . hi + (code . lo) / 16 (exact scaling by a power of two)
+#pragma unroll
+      for (int cc = 0; cc < kTiles; ++cc)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[cc][e] = fmaf(acc_lo[cc][e], 0.0625f, acc[cc][e]);
+    }
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
     const int valid = c.seqlen - c.blk * kBlockN;
