@@ -35,7 +35,8 @@ struct Opts {
   // V codes by ldmatrix.x4.trans (4 per tile and thread) instead of 16 key-masked 4-byte loads; the key mask runs
   // only on a sequence's partial last page.
   bool v_ldsm;
-  // The scorer loads tile c + 1's K codes before converting tile c (lost 1-2.5 % at the 168 cap, run F3).
+  // The scorer loads tile c + 1's K codes before converting tile c (lost 1-2.5 % at the 168 cap, run F3); with
+  // k_e4m3: two tiles ahead of their wgmmas.
   bool scorer_ahead;
   // Bench-only knock-outs (wrong results): 1 = the accumulator does no P.V, 2 = the scorer computes no S.
   int knock;
@@ -55,6 +56,7 @@ constexpr Opts kVariants[] = {
     {true, true, false, 1, false},    // 4 "ko_acc"
     {true, true, false, 2, false},    // 5 "ko_scorer"
     {true, true, false, 0, true},     // 6 "k8": ldsm + S on e4m3 tensor cores
+    {true, true, true, 0, true},      // 7 "k8a": k8 + the scorer's codes loaded two tiles ahead
 };
 template <int V>
 constexpr int threads() {

@@ -287,7 +287,19 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
       // Two fragment buffers: tile c + 1 converts while tile c's wgmmas run. (Loading tile c + 1's codes before
       // tile c's conversion was measured 1-2.5 % slower on the large rows at the 168-register cap, run F3.)
       uint32_t fa[8][4], fb[8][4];
-      if constexpr (O.k_e4m3) {
+      if constexpr (O.k_e4m3 && O.scorer_ahead) {
+        // Codes two tiles ahead of their wgmmas (three buffers): a tile's loads land during the previous tiles'
+        // wgmmas instead of in front of its own. Buffer (cc + 2) % 3 is free once tile cc - 1 is waited for.
+        KWords kw[3];
+        load_k(kw[0], k0, k1, 0);
+        load_k(kw[1], k0, k1, 1);
+#pragma unroll
+        for (int cc = 0; cc < kTiles; ++cc) {
+          issue_tile_s8(acc[cc], acc_lo[cc], kw[cc % 3], s_q, cc);
+          if (cc > 0) wgmma_wait<1>();
+          if (cc + 2 < kTiles) load_k(kw[(cc + 2) % 3], k0, k1, cc + 2);
+        }
+      } else if constexpr (O.k_e4m3) {
         KWords kw[2];
 #pragma unroll
         for (int cc = 0; cc < kTiles; ++cc) {
