@@ -308,6 +308,40 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   zero_token_case(cases, 64, true);
 });
 
+// Queries over a wide dynamic range, on the 16-row kernel: even rows q_d = +-4 * 2^-u (1 + v) with u ~ U[0, 16],
+// odd rows one outlier dim +-32 (1 + v) and the rest +-32 * 2^-u (1 + v) with u ~ U[8, 16] (a few keys dominate:
+// logits spread over ~18), v ~ U[0, 1), as bf16. The kernel's S may run on e4m3 tensor cores with q split into
+// hi + lo / 16 (config_ws16.h Opts::k_e4m3), exact for q down to 2^-13 of the row max: a split that drops lo (4 bits
+// of q) or saturates (an exponent past e4m3's 448) misses the tight check by orders of magnitude. (A lo without the
+// factor 16 stays under it: simulated lse error 2.4e-5 vs 1.2e-6 with it; the factor is there for the logits,
+// whose worst error it takes from 9e-4 to 7e-5.)
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  if (small_cases()) return;
+  const std::string name = "fp8_ds_b4_h16_sq1_q_range";
+  cases.push_back({"mla_decode", name, kFp8DsTol, [name](CaseReport* rep) -> Status {
+                     DecodeShape s;
+                     s.batch = 4;
+                     s.h_q = 16;
+                     s.seqlens = {65, 700, 64, 1500};
+                     s.format = KvFormat::kFp8Ds;
+                     auto rng = case_rng(name);
+                     DecodeHostData h = make_decode_data(s, rng);
+                     std::uniform_real_distribution<float> u01(0.f, 1.f);
+                     const size_t rows = h.q.size() / (2 * kDimQK);
+                     for (size_t row = 0; row < rows; ++row) {
+                       const bool outlier_row = row & 1;
+                       const int outlier = static_cast<int>(rng() % kDimLatent);
+                       for (int d = 0; d < kDimQK; ++d) {
+                         const float u = outlier_row ? 8.f + 8.f * u01(rng) : 16.f * u01(rng);
+                         const float mag = outlier_row ? (d == outlier ? 32.f : 32.f * std::exp2(-u)) : 4.f * std::exp2(-u);
+                         const uint16_t v = float_to_bf16((rng() & 1 ? mag : -mag) * (1.f + u01(rng)));
+                         std::memcpy(&h.q[2 * (row * kDimQK + d)], &v, 2);
+                       }
+                     }
+                     return run_fp8ds_case(name, std::move(h), rep);
+                   }});
+});
+
 // Saturation cannot occur by construction: per tile, scale = amax / 448, so the tile's largest value lands
 // on +-448 exactly and every other value inside the e4m3 range. Written by the CUDA cache writer (the
 // bytes the decode kernel reads when serving) from fp32 inputs of every magnitude: N(0,1) times 1e-3, 1
