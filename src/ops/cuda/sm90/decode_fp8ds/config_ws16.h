@@ -46,17 +46,23 @@ struct Opts {
   // S_c = code_c . hi_c + (code_c . lo_c) / 16 in two accumulators per tile, 8 wgmma k32 per tile as 8 k16 before.
   // Removes the scorer's 128 e4m3 -> f16 cvt per thread and page (half of all cvt).
   bool k_e4m3;
+  // The unit u_c of P'_c = P scale / u_c never decreases within a sequence (the largest page unit so far instead
+  // of this page's), so once the row maxima settle the accumulator's O rescale factors are all 1 and it skips
+  // the 64 FMUL of a page (warp vote). P' stays <= 2; it gets small only where scales drop far below an earlier
+  // page's (f16 keeps 11 bits down to 2^-14).
+  bool sticky_u;
 };
 // The kernel template takes the variant's index (a class-type template argument breaks nvcc's host stubs).
 constexpr Opts kVariants[] = {
-    {true, true, false, 0, false},    // 0 "ldsm" (default)
-    {false, false, false, 0, false},  // 1 "base": run F2's kernel
-    {true, false, false, 0, false},   // 2 "inline"
-    {true, true, true, 0, false},     // 3 "ldsm_ahead"
-    {true, true, false, 1, false},    // 4 "ko_acc"
-    {true, true, false, 2, false},    // 5 "ko_scorer"
-    {true, true, false, 0, true},     // 6 "k8": ldsm + S on e4m3 tensor cores
-    {true, true, true, 0, true},      // 7 "k8a": k8 + the scorer's codes loaded two tiles ahead
+    {true, true, false, 0, false, false},    // 0 "ldsm" (default)
+    {false, false, false, 0, false, false},  // 1 "base": run F2's kernel
+    {true, false, false, 0, false, false},   // 2 "inline"
+    {true, true, true, 0, false, false},     // 3 "ldsm_ahead"
+    {true, true, false, 1, false, false},    // 4 "ko_acc"
+    {true, true, false, 2, false, false},    // 5 "ko_scorer"
+    {true, true, false, 0, true, false},     // 6 "k8": ldsm + S on e4m3 tensor cores
+    {true, true, true, 0, true, false},      // 7 "k8a": k8 + the scorer's codes loaded two tiles ahead
+    {true, true, true, 0, true, true},       // 8 "k8s": k8a + sticky units (rescale skipped when all factors are 1)
 };
 template <int V>
 constexpr int threads() {

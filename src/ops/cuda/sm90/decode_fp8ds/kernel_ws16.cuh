@@ -243,10 +243,12 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
   const int g = lane >> 2, t = lane & 3;
   const int f = 8 * (g >> 1) + 2 * (g & 1) + (w & 1) + 4 * (w >> 1);
   const int tok[2] = {2 * f, 2 * f + 1};  // M rows 16w + g, 16w + g + 8
-  float m[4], l[4], qdiv[4];
+  float m[4], l[4], qdiv[4], u_keep[kTiles];  // u_keep: Opts::sticky_u, the sequence's largest unit so far (0: none)
   auto reset = [&] {
 #pragma unroll
     for (int r = 0; r < 4; ++r) m[r] = -INFINITY, l[r] = 0.f;
+#pragma unroll
+    for (int cc = 0; cc < kTiles; ++cc) u_keep[cc] = 0.f;
   };
   reset();
   bool new_seq = true;
@@ -409,7 +411,17 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
       const float4 v = s_smax[buf * 4 + x];
       pm = make_float4(fmaxf(pm.x, v.x), fmaxf(pm.y, v.y), fmaxf(pm.z, v.z), fmaxf(pm.w, v.w));
     }
-    const float u[kTiles] = {scale_unit(pm.x), scale_unit(pm.y), scale_unit(pm.z), scale_unit(pm.w)};
+    const float pmc[kTiles] = {pm.x, pm.y, pm.z, pm.w};
+    float u[kTiles];
+#pragma unroll
+    for (int cc = 0; cc < kTiles; ++cc) {
+      if (O.sticky_u) {  // never smaller than an earlier page's: the accumulator's ratio stays 1 (P' <= 2 still)
+        u_keep[cc] = fmaxf(u_keep[cc], pmc[cc] > 0.f ? scale_unit(pmc[cc]) : 0.f);
+        u[cc] = u_keep[cc] > 0.f ? u_keep[cc] : 1.f;  // all of tile c's scales 0 so far: any unit is exact
+      } else {
+        u[cc] = scale_unit(pmc[cc]);
+      }
+    }
     // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
     decode::named_sync(kBarPEmpty + buf, kBarPair);
     uint8_t* pb = smem + L.p + buf * kPBufBytes;
@@ -551,18 +563,28 @@ __device__ __forceinline__ void accumulate_tiles(float (&o)[8][8], float (&u_run
   decode::named_sync(kBarPFull + buf, kBarPair);
   // O's rows 8jn + 2t + e rescale by alpha; tile c's columns move from units u_run[c] to this page's u_c (both
   // powers of two: exact).
-  float alpha[4];
+  float alpha[4], ratio[kTiles];
+  bool ones = true;
 #pragma unroll
-  for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
+  for (int r = 0; r < 4; ++r) {
+    alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
+    ones = ones && alpha[r] == 1.f;
+  }
 #pragma unroll
   for (int cc = 0; cc < kTiles; ++cc) {
     const float un = s_unit[buf * kTiles + cc];
-    const float ratio = u_run[cc] * inv_pow2(un);
+    ratio[cc] = u_run[cc] * inv_pow2(un);
     u_run[cc] = un;
+    ones = ones && ratio[cc] == 1.f;
+  }
+  // Opts::sticky_u: once the row maxima and the units settle, most pages need no rescale (64 FMUL); warp-uniform.
+  if (!(O.sticky_u && __all_sync(0xffffffffu, ones))) {
 #pragma unroll
-    for (int bb = 0; bb < 2; ++bb)
+    for (int cc = 0; cc < kTiles; ++cc)
 #pragma unroll
-      for (int i = 0; i < 8; ++i) o[2 * cc + bb][i] *= alpha[2 * (i >> 2) + (i & 1)] * ratio;
+      for (int bb = 0; bb < 2; ++bb)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) o[2 * cc + bb][i] *= alpha[2 * (i >> 2) + (i & 1)] * ratio[cc];
   }
   issue_tile_pv(o, fa, s_pb + 0 * kSlabBytes, 0);
   frags(fb, 1);

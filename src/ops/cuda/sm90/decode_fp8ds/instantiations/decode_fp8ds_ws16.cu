@@ -22,7 +22,7 @@ Status launch_opts(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t 
 // Run F4's schedule variants (config_ws16.h Opts); unset = "ldsm". ko_* are bench-only knock-outs (wrong results).
 const EnvKnob& variant_knob() {
   static const EnvKnob k =
-      read_env_knob("MLA_DECODE_FP8DS_WS16", {"ldsm", "base", "inline", "ldsm_ahead", "ko_acc", "ko_scorer", "k8", "k8a"});
+      read_env_knob("MLA_DECODE_FP8DS_WS16", {"ldsm", "base", "inline", "ldsm_ahead", "ko_acc", "ko_scorer", "k8", "k8a", "k8s"});
   return k;
 }
 
@@ -38,6 +38,7 @@ Status launch_decode_fp8ds_ws16(const decode::DecodeKernelParams& p, dim3 grid, 
     case 5: return launch_opts<5>(p, grid, stream);
     case 6: return launch_opts<6>(p, grid, stream);
     case 7: return launch_opts<7>(p, grid, stream);
+    case 8: return launch_opts<8>(p, grid, stream);
     default: return launch_opts<0>(p, grid, stream);
   }
 }
