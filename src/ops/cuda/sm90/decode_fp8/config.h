@@ -30,7 +30,7 @@ static_assert(kSmemRowBytes % 16 == 0 && kPRowBytes % 16 == 0, "16-byte aligned 
 constexpr int stages_for(int row_groups) { return row_groups == 4 ? 3 : 4; }
 // Q: one tile, loaded at the segment boundary. (16-row tiles, h_q 16 s_q 1, run kernel_h16.cuh / config_h16.h.)
 
-// Slab layout of the 64-row wgmma-S variant (kSlab): the canonical 128-byte-swizzle K-major layout of
+// Slab layout of the wgmma kernels (kernel_ws.cuh, kernel_h16.cuh): the canonical 128-byte-swizzle K-major layout of
 // ../decode/wgmma.h, whose descriptors the bf16 kernel verified: slabs of 128 bytes (= 128 e4m3 values)
 // per row, 64 rows per slab, chunk c of row r at slab c / 8, chunk (c % 8) ^ (r % 8). 576 bytes are 4.5
 // slabs; the fifth is allocated whole and its first half used.
@@ -46,20 +46,18 @@ static_assert(kBlockN == kRowsPerCta, "pages and Q tiles share the slab geometry
 struct SmemLayout {
   int k_offset, q_offset, p_offset, max_offset, sum_offset, total;
 };
-constexpr SmemLayout smem_layout(int row_groups, int slices, bool slab) {
+constexpr SmemLayout smem_layout(int row_groups, int slices) {
   SmemLayout s{};
   s.k_offset = 0;
-  s.q_offset = s.k_offset + stages_for(row_groups) * (slab ? kSlabTileBytes : kSmemPageBytes);
-  s.p_offset = s.q_offset + (slab ? kSlabTileBytes : row_groups * kRowGroup * kSmemRowBytes);
+  s.q_offset = s.k_offset + stages_for(row_groups) * kSmemPageBytes;
+  s.p_offset = s.q_offset + row_groups * kRowGroup * kSmemRowBytes;
   s.max_offset = s.p_offset + row_groups * kRowGroup * kPRowBytes;
   s.sum_offset = s.max_offset + slices * kRowsPerCta * 4;
   s.total = s.sum_offset + slices * kRowsPerCta * 4;
   return s;
 }
-static_assert(smem_layout(4, 2, false).total <= 227 * 1024, "64-row variant fits the sm90 shared-memory limit");
-static_assert(smem_layout(4, 2, true).total <= 227 * 1024, "64-row wgmma-S variant fits the sm90 shared-memory limit");
-static_assert(smem_layout(4, 2, true).q_offset % 1024 == 0 && kSlabTileBytes % 1024 == 0,
-              "wgmma operands (stages, Q tile) start on 1024-byte swizzle-atom boundaries");
-static_assert(smem_layout(2, 4, false).total <= 227 * 1024, "32-row variant fits the sm90 shared-memory limit");
+static_assert(smem_layout(4, 2).total <= 227 * 1024, "64-row variant fits the sm90 shared-memory limit");
+static_assert(kSlabTileBytes % 1024 == 0, "wgmma tiles start on 1024-byte swizzle-atom boundaries");
+static_assert(smem_layout(2, 4).total <= 227 * 1024, "32-row variant fits the sm90 shared-memory limit");
 
 }  // namespace mla::sm90::decode_fp8

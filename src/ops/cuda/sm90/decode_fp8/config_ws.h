@@ -21,42 +21,27 @@ constexpr int kVtBytes = kDimV * kBlockN;           // 32768
 constexpr int kPBufBytes = kRowsPerCta * 128;        // 8192: P of two pages (64-byte halves of each row)
 constexpr int kWsBarrierBytes = 256;
 
-// Variant of the kernel (kernel_ws.cuh): consumer schedule, stage counts, transpose rounds.
-//  kAhead (`ws_ahead`, the default since run W10: 6-10 % faster than ws_overlap_stsm on the b32/b128 rows):
-//    the overlap schedule reordered inside a warpgroup: once S_j is done, O is rescaled to m_{j-1} and
-//    P_{j-1} V_{j-1} issued before the softmax of page j (which then overlaps that product), and P_j V_j queues
-//    behind it on the same accumulator when no row of the warpgroup moved its max (decided on the warpgroup
-//    barrier, bar.red.or); rescales by exactly 1 are skipped per warp (exact). The other warpgroup's wgmma may
-//    still read P_j after it signalled P_{j+1} (the read is only issued before); it has waited for that wgmma
-//    before signalling P_{j+3}, so 4 halves are safe and 2 would race.
-//  !kPvFirst && !kAhead ("overlap", `ws_overlap_stsm`, the default before W10): S_j first, then the softmax against
-//    m_{j-1}, signal P_j, and only then P_{j-1} V_{j-1} and P_j V_j, so S_j overlaps the other warpgroup's softmax;
-//    P_j is read up to page j + 2's softmax (4 halves = 2 buffers).
-//  kPvFirst (`ws_stsm`, opt-in): a warpgroup adds the other's page j - 1 before its own S_j; P_j is dead before
-//    its owner writes P_{j+2} (2 P halves).
-//  kKStages / kVStages: K pages (40 KB) and V^T stages (32 KB) in flight; 227 KB hold 2 + 3 or 3 + 1 (run W3
-//    in bench/decode/NOTES_fp8.md: 3 + 1 was 6 % slower, 2 + 2 (overlap) and 2 + 3 equal).
-//  kLdsm: ldmatrix per transpose round (transpose_ws.cuh): 2 (masked tail copy of the loop), or 4 (unmasked loop on
-//    every page, tail fixed up by zero_vt_tail; runs W8-W10: the transposer is on the critical path with both its
-//    ldmatrix latency and its instruction count).
-//  V^T is stored with stmatrix (transpose_ws.cuh; run W4: 20 % off every large row against 4-byte stores). The
-//    variants that lost (plain-store transpose `ws` / `ws_overlap`, and `ws_vreg` / `ws_vreg_overlap`: no V^T, P.V
-//    as O^T = V^T P^T with V from registers) are in NOTES_fp8.md runs W2-W5 and commit 0f959ba; lazy rescale and
-//    4-load rounds alone, 8-load rounds (spill), the TMA producer folded into a fourth transpose warp (slower) in
-//    runs W8-W10 and commit a6047af.
-template <bool kPvFirst_, int kKStages_, int kVStages_, int kLdsm_ = 2, bool kAhead_ = false>
+// Schedule of the kernel (kernel_ws.cuh, the "ahead" schedule, the default since run W10): once S_j is done, O is
+// rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j (which then overlaps that product), and
+// P_j V_j queues behind it on the same accumulator when no row of the warpgroup moved its max (decided on the
+// warpgroup barrier, bar.red.or); rescales by exactly 1 are skipped per warp (exact). The other warpgroup's wgmma
+// may still read P_j after it signalled P_{j+1} (the read is only issued before); it has waited for that wgmma before
+// signalling P_{j+3}, so 4 P halves are safe and 2 would race.
+//  kKStages / kVStages: K tiles (40 KB) and V^T stages (32 KB) in flight: 227 KB hold 2 + 2. Deeper rings on 36 KB
+//    tiles (the rope dims as their own 64-byte-swizzled box: 3 + 2, 2 + 3) and K released right after S measured
+//    the same (run W12/W13), as did 3 K + 1 V^T (slower, W3/W7).
+//  V^T is built by 4-ldmatrix rounds and stored with stmatrix (transpose_ws.cuh; runs W4, W8-W10).
+// Measured and removed (bench/decode/NOTES_fp8.md): the overlap schedule (`ws_overlap_stsm`, 6-10 % slower, W10-W11)
+// and the pvfirst schedule (`ws_stsm`, slower still, W5-W6) with 2-load transpose rounds; plain-store transposes
+// (W2-W4); P.V with V from registers (`ws_vreg`, W5); lazy rescale or 4-load rounds alone, the TMA thread folded into
+// a fourth transpose warp (W8-W10); L2 prefetch from the TMA thread (W7).
+template <int kKStages_, int kVStages_>
 struct WsSchedule {
-  static constexpr bool kPvFirst = kPvFirst_;
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
-  static constexpr int kPHalves = kPvFirst ? 2 : 4;
-  static constexpr int kLdsm = kLdsm_;
-  static constexpr bool kAhead = kAhead_;
-  static_assert(!kAhead || !kPvFirst, "the ahead schedule is the overlap schedule, reordered");
+  static constexpr int kPHalves = 4;
 };
-using WsAhead = WsSchedule<false, 2, 2, 4, true>;  // the default
-using WsOverlapStsm = WsSchedule<false, 2, 2>;
-using WsPvFirstStsm = WsSchedule<true, 2, 3>;
+using WsAhead = WsSchedule<2, 2>;  // the default
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;
@@ -87,7 +72,7 @@ constexpr bool ws_layout_ok() {
   return L.total <= 227 * 1024 && L.k_offset % 1024 == 0 && L.vt_offset % 1024 == 0 && L.p_offset % 1024 == 0 &&
          8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
 }
-static_assert(ws_layout_ok<WsAhead>() && ws_layout_ok<WsOverlapStsm>() && ws_layout_ok<WsPvFirstStsm>(),
+static_assert(ws_layout_ok<WsAhead>(),
               "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");
 static_assert(kSlabTileBytes % 1024 == 0 && kVtBytes % 1024 == 0 && kPBufBytes % 1024 == 0, "1024-byte atoms");
 static_assert(kDimV == 4 * 128 && kBlockN == 64, "V^T rows hold two dims of 64 keys each");

@@ -12,7 +12,8 @@
 namespace mla::sm90::decode_fp8 {
 namespace {
 
-// MLA_DECODE_FP8_L2_PREFETCH=N (0..8, default 0): pages prefetched into L2 ahead of the stages (read once).
+// MLA_DECODE_FP8_L2_PREFETCH=N (0..8, default 0): pages prefetched into L2 ahead of the stages by the mma.sync
+// kernel (32-row tiles, 64-row `mma_sync`; read once).
 int l2_prefetch_pages() {
   static const int v = [] {
     const char* e = std::getenv("MLA_DECODE_FP8_L2_PREFETCH");
@@ -22,22 +23,15 @@ int l2_prefetch_pages() {
   return v;
 }
 
-// MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh):
-// `ws_ahead` (the default: the ahead schedule, 4-load transpose rounds; H200 h128 b128 s8192 372 µs in run W10),
-// `ws_overlap_stsm` (the default before W10: 411 µs in the same run), `ws_stsm` (pvfirst, 2 K + 3 V^T stages);
-// or the 256-thread mma.sync kernel (`mma_sync`, kept for comparison), or that kernel with S on wgmma (`wgmma_s`,
-// an experiment). The variants that lost are in NOTES_fp8.md (runs W2-W10).
-enum class Variant64 { kWsAhead, kWsOverlapStsm, kWsStsm, kMmaSync, kWgmmaS };
+// MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh,
+// `ws_ahead`, the default: H200 h128 b128 s8192 361 µs in run W12) or the 256-thread mma.sync kernel (`mma_sync`,
+// kept for comparison). The variants that lost are in NOTES_fp8.md (runs W2-W13).
+enum class Variant64 { kWsAhead, kMmaSync };
 const EnvKnob& variant64_knob() {
-  static const EnvKnob k =
-      read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "ws_overlap_stsm", "ws_stsm", "mma_sync", "wgmma_s"});
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "mma_sync"});
   return k;
 }
-Variant64 variant64() {
-  const int i = variant64_knob().index;
-  return i == 1 ? Variant64::kWsOverlapStsm : i == 2 ? Variant64::kWsStsm : i == 3 ? Variant64::kMmaSync
-         : i == 4 ? Variant64::kWgmmaS : Variant64::kWsAhead;
-}
+Variant64 variant64() { return variant64_knob().index == 1 ? Variant64::kMmaSync : Variant64::kWsAhead; }
 
 }  // namespace
 
@@ -59,18 +53,12 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     MLA_TRY(launch_decode_fp8_h16(p, grid, stream));
   } else if (groups == 2) {
     MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
-  } else if (variant64() == Variant64::kWgmmaS) {
-    MLA_TRY((launch_decode_fp8<4, true>(p, grid, stream)));
   } else if (variant64() == Variant64::kMmaSync) {
     MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
   } else {
     // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
-    switch (variant64()) {
-      case Variant64::kWsOverlapStsm: MLA_TRY(launch_decode_fp8_ws<WsOverlapStsm>(p, grid, stream)); break;
-      case Variant64::kWsStsm: MLA_TRY(launch_decode_fp8_ws<WsPvFirstStsm>(p, grid, stream)); break;
-      default: MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream)); break;
-    }
+    MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
   }
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream);
 }

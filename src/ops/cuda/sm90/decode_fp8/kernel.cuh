@@ -16,14 +16,12 @@
 
 namespace mla::sm90::decode_fp8 {
 
-// kWgS (RG == 4 only, opt-in): S on wgmma m64n32k32 e4m3 from the slab layout (config.h), P.V unchanged.
-template <int RG, bool kWgS>
+template <int RG>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   using WS = WarpShape<RG>;
   static_assert(RG == 2 || RG == 4, "16-row tiles run kernel_h16.cuh");
-  static_assert(!kWgS || RG == 4, "the wgmma S variant computes all 64 rows");
   constexpr int kStages = stages_for(RG);
-  constexpr SmemLayout L = smem_layout(RG, WS::kSlices, kWgS);
+  constexpr SmemLayout L = smem_layout(RG, WS::kSlices);
   const decode::DecodeKernelParams& p = fp.d;
   extern __shared__ __align__(1024) uint8_t smem[];  // slab layout: 1024-byte swizzle atoms
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up; it waits on
@@ -42,9 +40,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   const int tile_row0 = blockIdx.y * kRowsPerCta;
   const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);  // a multiple of 16 (h_q is)
   const bool writes = rg * kRowGroup < valid_rows;  // this warp's rows exist
-  // mma.sync warps of empty row groups skip the math and only join barriers; wgmma is warpgroup-wide, so
-  // there every warp computes (rows past valid_rows see a zero Q tile: finite, never written).
-  const bool active = kWgS || writes;
+  // Warps of empty row groups skip the math and only join barriers.
+  const bool active = writes;
   const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
 
@@ -70,15 +67,15 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   };
   // Issues the load cursor's page into `stage`.
   auto issue_page = [&](uint32_t stage_addr) {
-    load_kv_page<kWgS>(p, load.page, load.blk, load.seqlen, stage_addr);
+    load_kv_page(p, load.page, load.blk, load.seqlen, stage_addr);
     load.advance(p);
     load.fetch_page(p);
     if (fp.l2_prefetch > 0) prefetch_next();
   };
 
   // Prologue: the Q tile of the first sequence, then pages 0 .. kStages - 1, one commit group each.
-  constexpr int kStageBytes = kWgS ? kSlabTileBytes : kSmemPageBytes;
-  load_q_tile<RG, kWgS>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+  constexpr int kStageBytes = kSmemPageBytes;
+  load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
   decode::cp_async_commit();
 #pragma unroll
   for (int s = 0; s < kStages; ++s) {
@@ -101,18 +98,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
       decode::cp_async_wait<kStages - 1>();
     }
     q_behind = false;
-    if constexpr (kWgS) decode::fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
     __syncthreads();
     const uint32_t s_kv = s_kv0 + stage * kStageBytes;
     const int b = comp.b, blk = comp.blk;
     float sc[WS::kSTiles][4];
     float alpha[2] = {1.f, 1.f};
     if (active) {
-      if constexpr (kWgS) {
-        compute_scores_wgmma(sc, s_q_tile, s_kv, ws);
-      } else {
-        compute_scores<RG>(sc, s_q_tile, s_kv, rg, ws, lane);
-      }
+      compute_scores<RG>(sc, s_q_tile, s_kv, rg, ws, lane);
       // Mask keys past the row's visible length (sequence end, causal diagonal); partial row maxima.
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -157,7 +149,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
         st.o[t][2] *= alpha[1];
         st.o[t][3] *= alpha[1];
       }
-      accumulate_pv<RG, kWgS>(st, s_p, s_kv, rg, ws, lane);
+      accumulate_pv<RG>(st, s_p, s_kv, rg, ws, lane);
     }
     const bool seg_end = comp.last_of_sequence();
     if (seg_end) {
@@ -171,7 +163,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
     if (seg_end && comp.valid()) {
       // Its own commit group, ahead of page j + kStages: the next step waits for it (and the pages
       // committed before it) with wait<1>.
-      load_q_tile<RG, kWgS>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+      load_q_tile<RG>(p, comp.b, tile_row0, valid_rows, s_q_tile);
       decode::cp_async_commit();
       q_behind = true;
     }

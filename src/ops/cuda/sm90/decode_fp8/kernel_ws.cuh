@@ -11,23 +11,18 @@
 //   warpgroups 0 / 1: consumers owning output columns [0, 256) / [256, 512). Page j belongs to warpgroup
 //     j % 2, which computes S (m64n64k32), the softmax against the running max of page j - 1 and P (e4m3)
 //     into half j % 2 of the P buffer; both warpgroups add P V for their half (m64n256k32).
-// Per own page j a consumer runs ("ahead", S::kAhead, the default): S_j | wait P_{j-1}, rescale O, issue
-//   P_{j-1} V_{j-1} | release K_j | softmax_j, P_j | signal | issue P_j V_j (behind P_{j-1} V_{j-1} when no row's
-//   max moved, else after it and a rescale) | release V^T_{j-1}, V^T_j as their products complete;
-// or ("overlap"): S_j, release K_j | wait P_{j-1} | softmax_j, P_j | signal | P_{j-1} V_{j-1} | P_j V_j, where S_j
-//   overlaps the other warpgroup's softmax;
-// or (S::kPvFirst): wait P_{j-1} | P_{j-1} V_{j-1}, release V^T_{j-1} | S_j, release K_j | softmax_j, P_j |
-//   signal | P_j V_j, release V^T_j (config_ws.h WsSchedule: buffer counts of each).
+// Per own page j a consumer runs (the "ahead" schedule, config_ws.h WsSchedule): S_j | wait P_{j-1}, rescale O,
+//   issue P_{j-1} V_{j-1} | release K_j | softmax_j, P_j | signal | issue P_j V_j (behind P_{j-1} V_{j-1} when no
+//   row's max moved, else after it and a rescale) | release V^T_{j-1}, V^T_j as their products complete.
 // Unlike the 16-bit kernel, the K stage is released right after S (P lives in its own buffer, V in V^T),
 // so the TMA of page j + kKStages starts while both P.V products of page j are still to come.
 //
-// Reuse of the P halves (page j: half j % kPHalves) and of s_m[j % 2] without extra barriers: the next
+// Reuse of the P halves (page j: half j % kPHalves) and of s_m[j % kPHalves] without extra barriers: the next
 // write of P half j % kPHalves is the softmax of page j + kPHalves, after its owner waited for P of page
-// j + kPHalves - 1, which the other warpgroup signals after its P_j V_j (pvfirst: 2 halves; overlap: that
-// signal precedes its P_j V_j by one step, hence 4; ahead: the other warpgroup *issues* its read of P_j before
-// its signal of P_{j+1}, but that wgmma may still be reading after the signal; it has waited for it before it
-// signals P_{j+3}, which is what makes 4 halves safe — 2 would race). s_m[j % kPHalves] is read right after the P_j wait,
-// before the reader's own signal, so kPHalves entries suffice (2 would, too).
+// j + kPHalves - 1. The other warpgroup *issues* its read of P_j before its signal of P_{j+1}, but that wgmma may
+// still be reading after the signal; it has waited for it before it signals P_{j+3}, which is what makes 4 halves
+// safe (2 would race). s_m[j % kPHalves] is read right after the P_j wait, before the reader's own signal, so
+// kPHalves entries suffice (2 would, too).
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/epilogue.cuh"
@@ -59,26 +54,14 @@ struct WsBarriers {
 __device__ __forceinline__ uint32_t phase(int j, int n) { return static_cast<uint32_t>(j / n) & 1u; }
 
 // One thread: Q tile of segment s once both consumers released segment s - 1's; page j into K stage
-// j % kKStages once page j - kKStages's S and transpose are done. l2_prefetch > 0: the page l2_prefetch
-// pages beyond the K stages is prefetched into L2 (cp.async.bulk.prefetch) when page j is issued.
+// j % kKStages once page j - kKStages's S and transpose are done.
 template <class S, class Bars>
-__device__ __forceinline__ void ws_producer(const decode::DecodeKernelParams& p, int l2_prefetch, PartCursor c,
-                                            const Bars& bars, uint32_t s_q_tile, uint32_t s_k0, int tile_row0) {
+__device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCursor c, const Bars& bars,
+                                            uint32_t s_q_tile, uint32_t s_k0, int tile_row0) {
   constexpr int kKStages = S::kKStages;
+  const decode::DecodeKernelParams& p = fp.d;
   int j = 0, seg = -1;
   bool new_seg = true;
-  const uint8_t* cache = static_cast<const uint8_t*>(p.kv_cache);
-  PartCursor pf = c;  // runs kKStages + l2_prefetch - 1 pages ahead of c
-  auto prefetch_next = [&]() {
-    if (pf.valid()) prefetch_l2(cache + static_cast<int64_t>(pf.page) * kPageBytes, kPageBytes);
-    pf.advance(p);
-    pf.fetch_page(p);
-  };
-  if (l2_prefetch > 0) {
-    for (int i = 0; i < kKStages; ++i) pf.advance(p);
-    pf.fetch_page(p);
-    for (int i = 0; i + 1 < l2_prefetch; ++i) prefetch_next();
-  }
   c.fetch_page(p);
   while (c.valid()) {
     if (new_seg) {
@@ -89,7 +72,6 @@ __device__ __forceinline__ void ws_producer(const decode::DecodeKernelParams& p,
     const int stage = j % kKStages;
     if (j >= kKStages) mbar_wait(bars.k_empty(stage), phase(j - kKStages, kKStages));
     issue_tile_tma(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
-    if (l2_prefetch > 0) prefetch_next();
     new_seg = c.last_of_sequence();
     c.advance(p);
     c.fetch_page(p);  // the next page's block-table entry loads while this thread waits
@@ -109,7 +91,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     const int ks = j % kKStages, vs = j % kVStages;
     if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
-    transpose_page<S::kLdsm>(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
+    transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     mbar_arrive(bars.k_empty(ks));
@@ -170,11 +152,11 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2]) {
     const int vs = jj % kVStages;
     mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
-    pv_page_ws<S::kAhead>(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
+    pv_page_ws<true>(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
     mbar_arrive(bars.vt_empty(vs));
   };
   const float zero2[2] = {0.f, 0.f};
-  // S::kAhead: the page whose P.V group is in flight on O (-1: none); its V^T stage is released once a wait_group
+  // The page whose P.V group is in flight on O (-1: none); its V^T stage is released once a wait_group
   // has seen it complete. Nothing is in flight at the start of an own page.
   float(&o_regs)[128] = reinterpret_cast<float(&)[128]>(st.o);
   int pend = -1;
@@ -182,15 +164,16 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     if (pend >= 0) mbar_arrive(bars.vt_empty(pend % kVStages));
     pend = -1;
   };
-  // chained: queued behind a P.V group still in flight on O (same shape, same accumulator: ordered without a
-  // fence; touching O here would make ptxas serialize, C7514).
+  // chained: queued behind a P.V group that may still be in flight on O (same shape, same accumulator: the two
+  // are ordered without a wait; touching O here, fence_operands, would make ptxas serialize, C7514). The wgmma fence
+  // is still stated: on the path where nothing is in flight (an epilogue reset O at the start of the segment and
+  // every row is still masked, so no max moved) O was last written by ordinary instructions, and ptxas would
+  // otherwise inject the fence itself (C7519).
   auto issue_pv = [&](int jj, bool chained) {
     const int vs = jj % kVStages;
     mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
-    if (!chained) {
-      decode::fence_operands(o_regs);
-      decode::wgmma_fence();
-    }
+    if (!chained) decode::fence_operands(o_regs);
+    decode::wgmma_fence();
     pv_issue_ws(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
   };
 
@@ -205,13 +188,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     if ((j & 1) == wg) {
       const int ks = j % kKStages;
       float mp[2] = {-INFINITY, -INFINITY};
-      if constexpr (S::kPvFirst) {
-        if (j > 0) {
-          wait_other(j - 1, mp);
-          pv(j - 1, mp, zero2);
-          if (prev_end) epilogue(prev_b);
-        }
-      }
       // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
       while (q_seg < seg) {
         if (q_held) mbar_arrive(bars.q_empty());
@@ -221,26 +197,22 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       }
       mbar_wait(bars.k_full(ks), phase(j, kKStages));
       float sc[8][4];
-      if constexpr (S::kAhead) {
-        // Once S_j is done, O is rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j, which
-        // then overlaps it; P_j V_j queues behind it when no row's max moved.
-        scores_over_slabs<32, false>(reinterpret_cast<float(&)[32]>(sc), s_q_tile, s_k0 + ks * kSlabTileBytes);
-        if (j > 0) wait_other(j - 1, mp);
-        wgmma_wait_group<0>();  // S_j (rescaling O while it runs makes ptxas insert a wait anyway, C7517)
-        decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
-        if (j > 0) {
-          rescale_o_ws<true>(st, mp, zero2, p.scale_log2);
-          issue_pv(j - 1, false);
-          pend = j - 1;
-          if (first) {  // page j - 1 ended the previous segment: write it before page j starts a new O
-            wgmma_wait_group<0>();
-            decode::fence_operands(o_regs);
-            release_pending();
-            epilogue(prev_b);
-          }
+      // Once S_j is done, O is rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j, which
+      // then overlaps it; P_j V_j queues behind it when no row's max moved.
+      scores_over_slabs<32, false>(reinterpret_cast<float(&)[32]>(sc), s_q_tile, s_k0 + ks * kSlabTileBytes);
+      if (j > 0) wait_other(j - 1, mp);
+      wgmma_wait_group<0>();  // S_j (rescaling O while it runs makes ptxas insert a wait anyway, C7517)
+      decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
+      if (j > 0) {
+        rescale_o_ws<true>(st, mp, zero2, p.scale_log2);
+        issue_pv(j - 1, false);
+        pend = j - 1;
+        if (first) {  // page j - 1 ended the previous segment: write it before page j starts a new O
+          wgmma_wait_group<0>();
+          decode::fence_operands(o_regs);
+          release_pending();
+          epilogue(prev_b);
         }
-      } else {
-        compute_scores_ws(sc, s_q_tile, s_k0 + ks * kSlabTileBytes);
       }
       mbar_arrive(bars.k_empty(ks));
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
@@ -256,9 +228,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         // Clamped: rows past the tile's valid rows (causal position >= s_q) must not see past seqlen.
         const int visible = p.causal ? min(cur.seqlen, cur.seqlen - p.s_q + 1 + row_i[h]) : cur.seqlen;
         mx[h] = mask_row_max<8>(sc, h, visible - cur.blk * kBlockN, t4);
-      }
-      if constexpr (!S::kPvFirst && !S::kAhead) {
-        if (j > 0) wait_other(j - 1, mp);
       }
       float m_new[2], rowsum[2];
 #pragma unroll
@@ -278,50 +247,32 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         if (t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
-      if constexpr (S::kAhead) {
-        // O is at st.m (= m_{j-1}, or -inf after an epilogue): if no row of the warpgroup moved, P_j V_j queues
-        // behind P_{j-1} V_{j-1} on the same accumulator without a rescale.
-        bool moved = false;
+      // O is at st.m (= m_{j-1}, or -inf after an epilogue): if no row of the warpgroup moved, P_j V_j queues behind
+      // P_{j-1} V_{j-1} on the same accumulator without a rescale.
+      bool moved = false;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) moved = moved || m_new[h] != st.m[h];
-        const bool keep = !decode_fp8::named_sync_any(kBarWg + wg, 128, moved);
-        decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
-        if (keep) {
+      for (int h = 0; h < 2; ++h) moved = moved || m_new[h] != st.m[h];
+      const bool keep = !decode_fp8::named_sync_any(kBarWg + wg, 128, moved);
+      decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
+      if (keep) {
 #pragma unroll
-          for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
-          issue_pv(j, true);
-          wgmma_wait_group<1>();  // P.V of page j - 1 (O stays in flight: no fence_operands here, C7514)
-        } else {
-          wgmma_wait_group<0>();
-          decode::fence_operands(o_regs);
-          release_pending();
-          rescale_o_ws<true>(st, m_new, rowsum, p.scale_log2);
-          issue_pv(j, false);
-        }
-        release_pending();
-        pend = j;
-        // P_j V_j is waited for here, not in the next own page: accumulators in flight across the loop's branches
-        // and back edge make ptxas serialize every wgmma of the kernel (C7514, measured in the compile).
+        for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
+        issue_pv(j, true);
+        wgmma_wait_group<1>();  // P.V of page j - 1 (O stays in flight: no fence_operands here, C7514)
+      } else {
         wgmma_wait_group<0>();
         decode::fence_operands(o_regs);
         release_pending();
-        if (end) epilogue(cur.b);
-        prev_end = end;
-        prev_b = cur.b;
-        cur.advance(p);
-        ++j;
-        continue;
-      } else {
-        decode::named_sync(kBarWg + wg, 128);
+        rescale_o_ws<true>(st, m_new, rowsum, p.scale_log2);
+        issue_pv(j, false);
       }
-      decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
-      if constexpr (!S::kPvFirst) {
-        if (j > 0) {
-          pv(j - 1, mp, zero2);
-          if (prev_end) epilogue(prev_b);
-        }
-      }
-      pv(j, m_new, rowsum);
+      release_pending();
+      pend = j;
+      // P_j V_j is waited for here, not in the next own page: accumulators in flight across the loop's branches
+      // and back edge make ptxas serialize every wgmma of the kernel (C7514, measured in the compile).
+      wgmma_wait_group<0>();
+      decode::fence_operands(o_regs);
+      release_pending();
       if (end) epilogue(cur.b);
     }
     prev_end = end;
@@ -370,8 +321,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   if (wg == 2) {
     decode::setmaxnreg_dec<56>();
     if (tid == 0) {
-      ws_producer<S>(p, fp.l2_prefetch, cur, bars, decode::smem_u32(smem + L.q_offset),
-                     decode::smem_u32(smem + L.k_offset), blockIdx.y * kRowsPerCta);
+      ws_producer<S>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
+                     blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
       ws_transposer<S>(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset),
                        tid - 32);

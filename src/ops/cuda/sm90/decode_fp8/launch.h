@@ -12,13 +12,12 @@
 namespace mla::sm90::decode_fp8 {
 
 // grid = (num_parts, num_head_tiles); RG = active 16-row groups per CTA (2 or 4; 16-row tiles run
-// launch_decode_fp8_h16); kWgS: S on wgmma (RG 4 only; opt-in with MLA_DECODE_FP8_VARIANT64=wgmma_s).
-template <int RG, bool kWgS = false>
+// launch_decode_fp8_h16).
+template <int RG>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
-// Warp-specialized 64-row kernel (kernel_ws.cuh), variant S (config_ws.h WsSchedule: WsOverlapStsm, the default,
-// or WsPvFirstStsm);
-// p.d.tmap_kv / tmap_q must hold encode_tensor_maps_fp8's maps.
+// Warp-specialized 64-row kernel (kernel_ws.cuh), variant S (config_ws.h WsSchedule); p.d.tmap_kv / tmap_q must
+// hold encode_tensor_maps_fp8's maps.
 template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 

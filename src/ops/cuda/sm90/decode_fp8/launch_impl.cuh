@@ -6,10 +6,10 @@
 
 namespace mla::sm90::decode_fp8 {
 
-template <int RG, bool kWgS>
+template <int RG>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
-  return launch_fp8_kernel<&mla_decode_fp8_kernel<RG, kWgS>>(p, grid, kThreads,
-                                                             smem_layout(RG, WarpShape<RG>::kSlices, kWgS).total, stream);
+  return launch_fp8_kernel<&mla_decode_fp8_kernel<RG>>(p, grid, kThreads,
+                                                             smem_layout(RG, WarpShape<RG>::kSlices).total, stream);
 }
 
 }  // namespace mla::sm90::decode_fp8

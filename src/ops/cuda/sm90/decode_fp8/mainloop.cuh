@@ -43,10 +43,9 @@ struct WarpShape {
   static_assert(kWarps % RG == 0 && kKeys % 8 == 0, "warp layout");
 };
 
-// Copies `rows` rows of 576 bytes (contiguous in global memory) into shared rows of 592 bytes (or the slab
-// layout, kSlab); rows at or past valid_rows are zero-filled and read nothing. Thread i copies linear
+// Copies `rows` rows of 576 bytes (contiguous in global memory) into shared rows of 592 bytes; rows at or past valid_rows are zero-filled and read nothing. Thread i copies linear
 // chunks i, i + 256, ...: 32 threads cover 512 contiguous global bytes (fully coalesced 16-byte accesses).
-template <int kRows, bool kSlab = false>
+template <int kRows>
 __device__ __forceinline__ void copy_rows(const uint8_t* src, uint32_t dst, int valid_rows) {
   constexpr int kChunks = kRows * kChunksPerRow;
 #pragma unroll
@@ -55,25 +54,24 @@ __device__ __forceinline__ void copy_rows(const uint8_t* src, uint32_t dst, int 
     if (kChunks % kThreads != 0 && i >= kChunks) break;
     const int row = i / kChunksPerRow, chunk = i - row * kChunksPerRow;
     const bool valid = row < valid_rows;
-    const int offset = kSlab ? slab_offset(row, chunk) : row * kSmemRowBytes + chunk * 16;
+    const int offset = row * kSmemRowBytes + chunk * 16;
     cp_async_16(dst + offset, valid ? src + i * 16 : src, valid ? 16 : 0);
   }
 }
 
-template <int RG, bool kSlab = false>
+template <int RG>
 __device__ __forceinline__ void load_q_tile(const decode::DecodeKernelParams& p, int b, int tile_row0, int valid_rows,
                                             uint32_t s_q_tile) {
   const uint8_t* src = static_cast<const uint8_t*>(p.q) + (static_cast<int64_t>(b) * p.rows + tile_row0) * kTokenBytes;
-  copy_rows<RG * kRowGroup, kSlab>(src, s_q_tile, valid_rows);
+  copy_rows<RG * kRowGroup>(src, s_q_tile, valid_rows);
 }
 
 // Tokens at or past seqlen are zero-filled: their cache slots are garbage (NaN codes), and 0 * NaN
 // would poison P.V; a zero e4m3 code is +0.
-template <bool kSlab = false>
 __device__ __forceinline__ void load_kv_page(const decode::DecodeKernelParams& p, int32_t page, int blk, int seqlen,
                                              uint32_t s_stage) {
   const uint8_t* src = static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(page) * kPageBytes;
-  copy_rows<kBlockN, kSlab>(src, s_stage, seqlen - blk * kBlockN);
+  copy_rows<kBlockN>(src, s_stage, seqlen - blk * kBlockN);
 }
 
 // Per-thread softmax/accumulator state: rows g and g + 8 of the warp's row group, the warp's columns
@@ -137,14 +135,6 @@ __device__ __forceinline__ int p_position(int key) {
   return (key & ~31) + (r & 16) + ((r >> 1) & 3) * 4 + ((r >> 3) & 1) * 2 + (r & 1);
 }
 
-// 64-row wgmma-S variant (slab layout): warpgroup ws computes S for keys [32 ws, 32 ws + 32) of all 64 rows
-// with the bf16 kernel's descriptors (K-major, 128B swizzle, sbo 1024; +32 bytes per k32 step inside a
-// slab). Warp w of the warpgroup receives rows 16w.. in the mma.sync C layout, i.e. exactly the fragment
-// compute_scores gives warp (rg = w, ws), so masking and softmax are shared.
-__device__ __forceinline__ void compute_scores_wgmma(float (&s)[4][4], uint32_t s_q_tile, uint32_t s_kv, int ws) {
-  scores_over_slabs<16>(reinterpret_cast<float(&)[16]>(s), s_q_tile, s_kv + ws * 32 * 128);
-}
-
 // Masks this thread's keys at or past `limit` (index within the tile's kTiles * 8 keys) in row h of its S
 // fragment (columns 2h, 2h + 1 of each n8 tile) to -inf; returns the row's max over the 4 lanes sharing it.
 template <int kTiles>
@@ -164,9 +154,8 @@ __device__ __forceinline__ float mask_row_max(float (&s)[kTiles][4], int h, int 
 
 // O (16 x kCols) += P_rg (16 x 64, e4m3) . V (64 x kCols, e4m3); V = the first 512 dims of the KV page.
 // Per k32 step ks and V chunk c: one ldmatrix.x4.trans reads keys 32ks + lane at chunk c (matrix i =
-// keys 32ks + 8i ..), i.e. x0 = keys 0-7, y0 = 8-15, x1 = 16-23, y1 = 24-31 of the step. kSlab: the page
-// is in the slab layout (the swizzle keeps each 8-key matrix conflict-free).
-template <int RG, bool kSlab = false>
+// keys 32ks + 8i ..), i.e. x0 = keys 0-7, y0 = 8-15, x1 = 16-23, y1 = 24-31 of the step.
+template <int RG>
 __device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, uint32_t s_kv, int rg, int ws, int lane) {
   using WS = WarpShape<RG>;
   // Rolled: the 64-row variant's 128 accumulator registers leave no room for two steps of fragments.
@@ -180,7 +169,7 @@ __device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, ui
     for (int c = 0; c < WS::kVChunks; ++c) {
       uint32_t v[4];
       const int cg = ws * WS::kVChunks + c;  // chunk of the 512 V dims
-      ldmatrix_x4_trans(v, kSlab ? s_kv + slab_offset(key, cg) : v_base + c * 16);
+      ldmatrix_x4_trans(v, v_base + c * 16);
       mma_e4m3(st.o[2 * c], a, select_even(v[0], v[1]), select_even(v[2], v[3]));
       mma_e4m3(st.o[2 * c + 1], a, select_odd(v[0], v[1]), select_odd(v[2], v[3]));
     }

@@ -23,17 +23,12 @@ using decode::WsState;
 // Producer: a 64-row tile of 576-byte rows (a KV page, or a Q tile) as five 128 x 64 boxes onto an
 // mbarrier expecting the full 40 KB: the fifth box reaches 64 bytes past the row, which the TMA unit
 // fills with zeros and still counts. Rows past the tensor's end are zero-filled likewise. (An in-bounds
-// fifth box, bytes 448..575, measured the same: run W3.)
+// fifth box, bytes 448..575, measured the same: run W3; so did 36 KB tiles with the rope dims as their own
+// 64-byte-swizzled box, W12.)
 __device__ __forceinline__ void issue_tile_tma(const CUtensorMap* map, int row0, uint32_t dst, uint32_t bar) {
   decode::mbar_expect_tx(bar, kSlabTileBytes);
 #pragma unroll
   for (int slab = 0; slab < kSlabs; ++slab) decode::tma_load_2d(dst + slab * kSlabBytes, map, bar, slab * 128, row0);
-}
-
-// S (64 rows x 64 keys) = Q . K^T for one warpgroup (m64n64k32 x 18, wgmma_e4m3.h scores_over_slabs).
-// s[t][e]: warp w of the group holds rows 16w + g (+8), keys 8t + 2 t4 (+1).
-__device__ __forceinline__ void compute_scores_ws(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_k) {
-  scores_over_slabs<32>(reinterpret_cast<float(&)[32]>(s), s_q_tile, s_k);
 }
 
 // Byte offset of this thread's 4 keys 16G + {2 t4, 2 t4 + 1, 8 + 2 t4, 9 + 2 t4} of `row` in P half `half` of the

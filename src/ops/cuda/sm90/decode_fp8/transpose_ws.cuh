@@ -28,21 +28,6 @@ namespace mla::sm90::decode_fp8 {
 //   (d % 256) * 128 + (((4 (d / 256) + G) ^ (d % 8)) << 4) + 4t
 // (scripts/check_fp8_ws_layouts.py checks the stores below against this formula).
 
-// One warp's share: chunk pairs cp = warp, warp + 3, ... (dims 32 cp .. 32 cp + 31), all four key groups per
-// pair. Per lane, the ldmatrix address of group G is base(cp) + 2048 G (16 keys = 16 swizzle rows further; the
-// XOR depends on the key mod 8 only).
-// Byte masks of lane t's 4 keys per group: keys at or past valid_keys become zero codes (kTail only).
-template <bool kTail>
-__device__ __forceinline__ void tail_keep(uint32_t (&keep)[4], int valid_keys, int t) {
-#pragma unroll
-  for (int group = 0; group < 4; ++group) {
-    const int k0 = 16 * group + 2 * t;
-    keep[group] = !kTail ? 0xFFFFFFFFu
-                         : (k0 < valid_keys ? 0xFFu : 0u) | (k0 + 1 < valid_keys ? 0xFF00u : 0u) |
-                               (k0 + 8 < valid_keys ? 0xFF0000u : 0u) | (k0 + 9 < valid_keys ? 0xFF000000u : 0u);
-  }
-}
-
 __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]), "r"(r[1]),
                "r"(r[2]), "r"(r[3])
@@ -57,42 +42,38 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4
 // 32 cp + 16 (k / 2) + 2r + s(k, r), s = (r >= 4) for even k, (r < 4) for odd k: 8 rows with 8 distinct
 // swizzle terms (conflict-free), and lane l's row (k = l / 8, r = l % 8) has a fixed offset in the pair and a
 // fixed swizzle term, so its address per group is one add.
-// kLdsm: ldmatrix in flight per round of a warp: 2 (two key groups of a chunk pair) or 4 (all four). Each round
-// waits for its loads once, so a warp pays the ldmatrix latency 12 or 6 times per page: the ncu profile of the
-// 2-load schedule (s4 r1) shows the transposers busy ~80 % of the time, mostly waiting on ldmatrix results while
-// the consumers wait on vt_full. (8 per round, two chunk pairs, spills in the producer warpgroup's 56 registers.)
-template <bool kTail, int kLdsm>
-__device__ __forceinline__ void transpose_page_stsm_impl(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
-  static_assert(kLdsm == 2 || kLdsm == 4, "2 or 4 ldmatrix per round");
-  const int warp = tw >> 5, lane = tw & 31, t = lane & 3;
+// One warp's share: chunk pairs cp = warp, warp + 3, ... (dims 32 cp .. 32 cp + 31), all four key groups per
+// pair. Per lane, the ldmatrix address of group G is base(cp) + 2048 G (16 keys = 16 swizzle rows further; the
+// XOR depends on the key mod 8 only).
+// Each round issues the four ldmatrix of a chunk pair (all four key groups) and waits for them once, so a warp pays
+// the ldmatrix latency 6 times per page (runs W8-W10: 2 per round paid it 12 times and the transposer sat on the
+// critical path; 8 per round spills in the producer warpgroup's 56 registers). No tail mask here: an AND per word
+// on every page was 3 % slower (W9); tail pages are fixed up by zero_vt_tail.
+__device__ __forceinline__ void transpose_page_stsm(uint32_t s_page, uint32_t s_vt, int tw) {
+  const int warp = tw >> 5, lane = tw & 31;
   const bool odd_first = lane >= 16;  // g >= 4
   const uint32_t sel_a = odd_first ? 0x7531u : 0x6420u, sel_b = odd_first ? 0x6420u : 0x7531u;
   const int key_in = (lane & 7) + 8 * ((lane >> 3) & 1), chunk_in = lane >> 4;  // this lane's ldmatrix row
   const int k = lane >> 3, r = lane & 7;                                          // this lane's stmatrix row
   const int dim_off = 16 * (k >> 1) + 2 * r + ((k & 1) ? (r < 4 ? 1 : 0) : (r >= 4 ? 1 : 0));
   const int swz = dim_off & 7;
-  uint32_t keep[4];
-  tail_keep<kTail>(keep, valid_keys, t);
 #pragma unroll 1
   for (int cp = warp; cp < 16; cp += 3) {
     const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
     const int h = cp >> 3;
     const uint32_t row = s_vt + (((32 * cp) & 255) + dim_off) * 128;
+    uint32_t v[4][4];
 #pragma unroll
-    for (int g0 = 0; g0 < 4; g0 += kLdsm) {
-      uint32_t v[kLdsm][4];
+    for (int group = 0; group < 4; ++group) decode::ldmatrix_x4_trans(v[group], src + group * 16 * 128);
 #pragma unroll
-      for (int i = 0; i < kLdsm; ++i) decode::ldmatrix_x4_trans(v[i], src + (g0 + i) * 16 * 128);
+    for (int group = 0; group < 4; ++group) {
+      uint32_t w[4];
 #pragma unroll
-      for (int i = 0; i < kLdsm; ++i) {
-        uint32_t w[4];
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          w[2 * q] = __byte_perm(v[i][2 * q], v[i][2 * q + 1], sel_a) & keep[g0 + i];
-          w[2 * q + 1] = __byte_perm(v[i][2 * q], v[i][2 * q + 1], sel_b) & keep[g0 + i];
-        }
-        stmatrix_x4(row + (((4 * h + g0 + i) ^ swz) << 4), w);
+      for (int q = 0; q < 2; ++q) {
+        w[2 * q] = __byte_perm(v[group][2 * q], v[group][2 * q + 1], sel_a);
+        w[2 * q + 1] = __byte_perm(v[group][2 * q], v[group][2 * q + 1], sel_b);
       }
+      stmatrix_x4(row + (((4 * h + group) ^ swz) << 4), w);
     }
   }
 }
@@ -128,26 +109,15 @@ __device__ __forceinline__ void zero_vt_tail(uint32_t s_vt, int valid_keys, int 
   }
 }
 
-// tw: this thread's index among the 96 transpose threads; valid_keys: keys of the page below seqlen.
-// kLdsm 2: a masked copy of the loop for the tail page. kLdsm 4: one unmasked loop for every page, the tail
-// page then fixed up by zero_vt_tail after a barrier of the transpose threads (named barrier kBarTranspose): a
-// masked 4-load loop costs its AND per word on every page (run W9: 3 % slower than the default at b128 s8192, the
-// transposer being on the critical path), and a second masked copy next to the unmasked one spills.
+// tw: this thread's index among the 96 transpose threads; valid_keys: keys of the page below seqlen. One unmasked
+// loop for every page; a tail page is then fixed up by zero_vt_tail after a barrier of the transpose threads (named
+// barrier kBarTranspose): a second, masked copy of the loop next to the unmasked one spills.
 constexpr int kBarTranspose = 6;  // kernel_ws.cuh's consumers use named barriers 1-5
-template <int kLdsm>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
-  if constexpr (kLdsm == 2) {
-    if (valid_keys < kBlockN) {
-      transpose_page_stsm_impl<true, 2>(s_page, s_vt, valid_keys, tw);
-    } else {
-      transpose_page_stsm_impl<false, 2>(s_page, s_vt, valid_keys, tw);
-    }
-  } else {
-    transpose_page_stsm_impl<false, kLdsm>(s_page, s_vt, valid_keys, tw);
-    if (valid_keys < kBlockN) {  // uniform across the transpose threads (same page)
-      decode::named_sync(kBarTranspose, kWsTransposeThreads);
-      zero_vt_tail(s_vt, valid_keys, tw, kWsTransposeThreads);
-    }
+  transpose_page_stsm(s_page, s_vt, tw);
+  if (valid_keys < kBlockN) {  // uniform across the transpose threads (same page)
+    decode::named_sync(kBarTranspose, kWsTransposeThreads);
+    zero_vt_tail(s_vt, valid_keys, tw, kWsTransposeThreads);
   }
 }
 

@@ -1,6 +1,5 @@
 #pragma once
-// 8-bit wgmma atoms (the warp-specialized 64-row kernel, kernel_ws.cuh, and the wgmma-S variant of kernel.cuh),
-// and S over the five slabs of a Q tile and a page. Both operands come from
+// 8-bit wgmma atoms of the warp-specialized 64-row kernel (kernel_ws.cuh), and S over the five slabs of a Q tile and a page. Both operands come from
 // shared memory through descriptors (../decode/wgmma.h make_smem_desc) and must be K-major: 8-bit wgmma
 // has no transpose bits, so V reaches P.V as a transposed copy (transpose_ws.cuh). fp32 accumulators in
 // the mma.sync C layout per warp (warp w of the warpgroup: rows 16w + g, 16w + g + 8; n8 tile j: d[4j..4j+3]).
@@ -16,20 +15,6 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait_group() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
-
-// D (64 x 32, fp32, registers) += A (64 x 32 e4m3, smem desc) * B (32 x 32 e4m3, smem desc), both K-major
-// (8-bit wgmma has no transposed operands). The accumulator fragment equals the mma.sync C layout per warp
-// (warp w of the warpgroup: rows 16w + g, 16w + g + 8; n8 tile j: d[4j .. 4j + 3]).
-__device__ __forceinline__ void wgmma_m64n32k32_e4m3(float (&d)[16], uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-      "%12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(1));
-}
-
 
 // S of one page: D (64 rows x 64 keys) += Q (64 x 32 bytes) . K (64 keys x 32 bytes)^T.
 __device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
@@ -51,18 +36,12 @@ __device__ __forceinline__ void wgmma_m64n256k32_e4m3(float (&d)[128], uint64_t 
 
 // S (64 rows x N / 2 keys, fp32 fragments) = Q . K^T over a Q tile and a page in the slab layout (config.h):
 // 4 full slabs of 4 k32 steps (+32 bytes per step inside a 128-byte swizzled row), then 2 steps in the fifth
-// slab (dims 512..575). N = 16: m64n32k32 (32 keys from s_k); N = 32: m64n64k32 (the whole page).
-// kWait = false: issued and committed as one group, not waited for (kernel_ws.cuh's kAhead schedule waits later).
+// slab (dims 512..575, the first 64 bytes of its rows). m64n64k32: the whole page. kWait = false: issued and
+// committed as one group, not waited for (kernel_ws.cuh waits later).
 template <int N, bool kWait = true>
 __device__ __forceinline__ void scores_over_slabs(float (&d)[N], uint32_t s_q_tile, uint32_t s_k) {
-  static_assert(N == 16 || N == 32, "m64n32k32 or m64n64k32");
-  auto atom = [&](uint64_t da, uint64_t db) {
-    if constexpr (N == 16) {
-      wgmma_m64n32k32_e4m3(d, da, db);
-    } else {
-      wgmma_m64n64k32_e4m3(d, da, db);
-    }
-  };
+  static_assert(N == 32, "m64n64k32");
+  auto atom = [&](uint64_t da, uint64_t db) { wgmma_m64n64k32_e4m3(d, da, db); };
 #pragma unroll
   for (int i = 0; i < N; ++i) d[i] = 0.f;
   decode::fence_operands(d);

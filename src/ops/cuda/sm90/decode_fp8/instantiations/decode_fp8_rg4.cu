@@ -2,5 +2,5 @@
 #include "ops/cuda/sm90/decode_fp8/launch_impl.cuh"
 
 namespace mla::sm90::decode_fp8 {
-template Status launch_decode_fp8<4, false>(const Fp8DecodeParams&, dim3, cudaStream_t);
+template Status launch_decode_fp8<4>(const Fp8DecodeParams&, dim3, cudaStream_t);
 }  // namespace mla::sm90::decode_fp8
