@@ -53,14 +53,21 @@ __device__ __forceinline__ void merge_ms(float& m, float& s, float m2, float s2)
   m = mm;
 }
 
+// Shared memory of the many-split merges (one copy per CTA, whichever merge runs).
+struct CombineSmem {
+  float m[kCombineThreads], s[kCombineThreads];
+  float4 acc[kCombineThreads];
+};
+
 // Many splits: this CTA merges columns [chunk * cw, (chunk + 1) * cw) of one row, cw = 512 / chunks.
 // Thread t owns float4 lane t % q4 (q4 = cw / 4) of splits t / q4, t / q4 + S, ... (S = 256 / q4 split
 // lanes), eight loads in flight; the S partial sums meet in shared memory.
 template <class Traits>
 __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b, int row, int first, int n,
-                                             int chunk, int chunks) {
-  __shared__ float s_m[kCombineWarps], s_s[kCombineWarps];
-  __shared__ float4 s_acc[kCombineThreads];
+                                             int chunk, int chunks, CombineSmem& sm) {
+  float* s_m = sm.m;  // [kCombineWarps] used here
+  float* s_s = sm.s;
+  float4* s_acc = sm.acc;
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
   // 1. lse max and sum of exp over the splits in one online pass, then across the block.
   float m = -INFINITY, s = 0.f;
@@ -123,6 +130,85 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
     store_cols<Traits>(p, b, row, col, o);
   }
   if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
+}
+
+// Many splits in one pass (TEMPORARY variant for run P8, MLA_COMBINE_MANY=one): the same thread layout
+// as combine_many, but each thread loads its splits' lse values together with their partials and keeps
+// its own running (max, sum, weighted sum), rescaled as its batches arrive; the split lanes then meet in
+// shared memory with their maxima. One memory round trip and one barrier instead of combine_many's lse
+// pass, barrier, partial pass, barrier.
+template <class Traits>
+__device__ __forceinline__ void combine_many_1pass(const DecodeKernelParams& p, int b, int row, int first, int n,
+                                                   int chunk, int chunks, CombineSmem& sm) {
+  float* s_m = sm.m;
+  float* s_s = sm.s;
+  float4* s_acc = sm.acc;
+  const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
+  const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
+  const int f = threadIdx.x % q4, sl = threadIdx.x / q4;
+  const int col = chunk * (kDimV / chunks) + 4 * f;
+  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + col;
+  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
+  float m = -INFINITY, s = 0.f;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int k0 = sl; k0 < n; k0 += 8 * lanes) {
+    float4 v[8];
+    float l[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int k = min(k0 + j * lanes, n - 1);  // past n: repeat the last split, masked below
+      v[j] = *reinterpret_cast<const float4*>(src + k * stride);
+      l[j] = lse_k[static_cast<int64_t>(k) * p.rows];
+    }
+    float mb = m;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (k0 + j * lanes >= n) l[j] = -INFINITY;
+      mb = fmaxf(mb, l[j]);
+    }
+    if (mb == -INFINITY) continue;  // nothing visible yet (m is -inf too)
+    const float r = m == -INFINITY ? 0.f : expf(m - mb);  // s and acc are 0 while m is -inf
+    s *= r;
+    acc.x *= r;
+    acc.y *= r;
+    acc.z *= r;
+    acc.w *= r;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float w = expf(l[j] - mb);  // l = -inf: 0
+      s += w;
+      acc.x += w * v[j].x;
+      acc.y += w * v[j].y;
+      acc.z += w * v[j].z;
+      acc.w += w * v[j].w;
+    }
+    m = mb;
+  }
+  s_m[threadIdx.x] = m;
+  s_s[threadIdx.x] = s;
+  s_acc[threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.x < q4) {
+    float mx = -INFINITY;
+    for (int j = 0; j < lanes; ++j) mx = fmaxf(mx, s_m[threadIdx.x + j * q4]);
+    float sum = 0.f;
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (mx != -INFINITY) {
+      for (int j = 0; j < lanes; ++j) {
+        const int i = threadIdx.x + j * q4;
+        const float e = s_m[i] == -INFINITY ? 0.f : expf(s_m[i] - mx);
+        sum += s_s[i] * e;
+        o.x += s_acc[i].x * e;
+        o.y += s_acc[i].y * e;
+        o.z += s_acc[i].z * e;
+        o.w += s_acc[i].w * e;
+      }
+    }
+    const bool empty = mx == -INFINITY;  // no visible key in any split
+    const float inv = empty ? 0.f : 1.f / sum;
+    store_cols<Traits>(p, b, row, col, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
+    if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
+  }
 }
 
 // Few splits, GROUPS items at once: the CTA's threads form GROUPS groups of G = 256 / GROUPS, group g
@@ -226,12 +312,17 @@ constexpr int kCombineCtas = 132 * 4;
 // merging (a sequence with 0 or >= 2 splits; only chunk 0 when few splits) go to two shared lists.
 // The lists need only split_offsets, which the plan kernel wrote before the decode kernel started, so the
 // first round is built before griddepcontrol.wait, while the decode kernel still runs (programmatic
-// dependent launch), and a CTA with nothing to merge exits without waiting at all.
-template <class Traits>
+// dependent launch), and a CTA with nothing to merge exits without waiting -- except CTA 0, which always
+// waits: a dependent grid that completes without any CTA waiting can finish before the decode kernel,
+// and the stream's next work is then ordered after this grid only, not after the decode kernel (run P6:
+// with no CTA waiting, graph replays and the next test case's buffers raced with a still-running fp8_ds
+// decode kernel). kAllWait (temporary, run P7): every CTA waits before it exits, as P3 did.
+template <class Traits, bool kAllWait>
 __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __grid_constant__ DecodeKernelParams p,
-                                                                   int chunks) {
+                                                                   int chunks, int many_1pass) {
   __shared__ int s_few[kCombineThreads], s_many[kCombineThreads];
   __shared__ int s_nfew, s_nmany;
+  __shared__ CombineSmem sm;
   const int items = p.rows * p.batch * chunks;  // < 2^31: rows <= 512, batch <= 65535 (launcher checks)
   const int stride = gridDim.x;
   bool waited = false;
@@ -253,7 +344,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __gri
     }
     __syncthreads();
     const int nfew = s_nfew, nmany = s_nmany;
-    if (nfew + nmany > 0 && !waited) {
+    if ((kAllWait || nfew + nmany > 0 || blockIdx.x == 0) && !waited) {
       // Programmatic dependent launch: from here on this grid reads what the decode kernel writes.
       asm volatile("griddepcontrol.wait;\n" ::: "memory");
       waited = true;
@@ -269,7 +360,11 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __gri
     }
     for (int j = 0; j < nmany; ++j) {
       const CombineItem c = combine_item(p, s_many[j], chunks);
-      combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks);
+      if (many_1pass) {
+        combine_many_1pass<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
+      } else {
+        combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
+      }
       __syncthreads();  // combine_many's shared memory is reused by the next item
     }
     __syncthreads();  // everyone has read the counts and lists before the next round resets them
@@ -284,6 +379,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_p3_kernel(const __
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   __shared__ int s_item[kCombineThreads];
   __shared__ int s_count;
+  __shared__ CombineSmem sm;
   const int items = p.rows * p.batch * chunks;
   const int stride = gridDim.x;
   for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
@@ -302,7 +398,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_p3_kernel(const __
       if (c.n <= kFewSplits) {
         combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
       } else {
-        combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks);
+        combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
       }
       __syncthreads();
     }
@@ -314,17 +410,18 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_p3_kernel(const __
 template <class Traits>
 __global__ void combine_p2_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  __shared__ CombineSmem sm;
   const CombineItem c = combine_item(p, blockIdx.x, chunks);
   if (c.n == 1 || (c.n <= kFewSplits && c.chunk != 0)) return;
   if (c.n <= kFewSplits) {
     combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
   } else {
-    combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks);
+    combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
   }
 }
 
 const EnvKnob& combine_variant_knob() {
-  static const EnvKnob k = read_env_knob("MLA_COMBINE_VARIANT", {"p3", "p2", "skip"});
+  static const EnvKnob k = read_env_knob("MLA_COMBINE_VARIANT", {"p3", "p2", "skip", "wall"});
   return k;
 }
 
@@ -337,7 +434,10 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   // 16 rows x 8 chunks), one chunk once rows x batch alone fills the machine.
   // (132: the H200's SM count; it only sizes this grid.)
   int chunks = 1;
-  while (chunks < kMaxChunks && static_cast<int64_t>(p.rows) * p.batch * chunks * 2 <= 4 * 132) chunks *= 2;
+  static const EnvKnob wide = read_env_knob("MLA_COMBINE_CHUNKS", {"wide"});  // TEMPORARY (run P7)
+  MLA_TRY(wide.status);
+  const int64_t chunk_budget = wide.index == 0 ? 8 * 132 : 4 * 132;
+  while (chunks < kMaxChunks && static_cast<int64_t>(p.rows) * p.batch * chunks * 2 <= chunk_budget) chunks *= 2;
   const int64_t items = static_cast<int64_t>(p.rows) * p.batch * chunks;
   cfg.gridDim = dim3(static_cast<unsigned>(items < kCombineCtas ? items : kCombineCtas));
   cfg.blockDim = dim3(kCombineThreads);
@@ -352,12 +452,18 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   const int variant = combine_variant_knob().index;
   if (variant == 2) return Status::ok();  // skip: decode kernel alone (timing only; results wrong)
   if (variant == 1) cfg.gridDim = dim3(static_cast<unsigned>(items));
-  MLA_CUDA_TRY("mla_decode (combine)",
-               cudaLaunchKernelEx(&cfg,
-                                  variant == 0   ? combine_p3_kernel<Traits>
-                                  : variant == 1 ? combine_p2_kernel<Traits>
-                                                 : combine_kernel<Traits>,
-                                  p, chunks));
+  static const EnvKnob many = read_env_knob("MLA_COMBINE_MANY", {"one"});  // TEMPORARY (run P8)
+  MLA_TRY(many.status);
+  const int many_1pass = many.index == 0 ? 1 : 0;
+  if (variant == 0) {
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_p3_kernel<Traits>, p, chunks));
+  } else if (variant == 1) {
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_p2_kernel<Traits>, p, chunks));
+  } else if (variant == 3) {
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_kernel<Traits, true>, p, chunks, many_1pass));
+  } else {
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_kernel<Traits, false>, p, chunks, many_1pass));
+  }
   MLA_CUDA_TRY_LAUNCH("mla_decode (combine)");
   return Status::ok();
 }
