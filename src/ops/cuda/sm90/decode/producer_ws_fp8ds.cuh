@@ -6,12 +6,18 @@
 //     stage is empty: the 8 raw latent slabs (64 tokens x 64 code bytes, 4 KB each) into the upper half
 //     of the stage (slabs 4-7's space), the scale box into the stage's scale area, both on per-slab raw
 //     barriers; the RoPE slab, already bf16, straight into slab 8 on its full barrier.
-//   - warps 1-3 (ws_convert_fp8ds): per latent slab, wait for its raw bytes, dequantize 64 x 64 codes
-//     into bf16 slab s, arrive on full(stage, s), so S starts on slab 0 while later slabs still convert.
+//   - warps 1-3 (ws_convert_fp8ds): per scale tile (2 latent slabs), wait for its raw bytes, dequantize
+//     64 x 128 codes into bf16 slabs 2t and 2t + 1, arrive on their full barriers, so S starts on slabs 0-1
+//     while later slabs still convert.
 // Why not a staging buffer: the Q tile and two bf16 stages leave 9 KB of shared memory. Writing slab s
 // over raw slabs is safe in this order: slab 4 covers raw slabs 0-1, slab 5 raw 2-3, slab 6 raw 4-5,
 // slab 7 raw 6-7, each already read by every converter thread once it passed the converter barrier ahead
-// of the stores of slabs 4, 6 and 7 (raw 2-3 were read before slab 4's barrier).
+// of the stores of steps 2 (slabs 4-5) and 3 (slabs 6-7).
+// Why not all four warps (run G1: 20-50 % slower): warp 0's TMA issue made it the slowest converter, whom the
+// converter barrier makes everyone wait for, and 2 items per thread left too little independent work.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
@@ -57,14 +63,44 @@ __device__ __forceinline__ void ws_issue_fp8ds(const DecodeKernelParams& p, Part
   }
 }
 
-// ct = 0..95. Item i < 256 of a slab = (token i / 4, 16 codes i % 4): raw bytes at 16 i, bf16 chunks
-// 2 (i % 4) and 2 (i % 4) + 1 of the token's slab row. Tokens at or past the sequence end become zeros
-// (their cache slots are garbage; 0 * NaN would poison P.V), which also spares the consumers the tail
-// zeroing the 16-bit pages need.
+// Four e4m3 codes (low byte first) times `scale` -> two bf16x2 words: e4m3 -> f16 -> f32 are exact, the
+// product is the reference's fp32 product (ref::mla_decode's load_token), rounded once to bf16 (as dequant16
+// in pages.cuh). The word is split by mov.b32 {l, h} inside the asm, so ptxas reads its high half with an
+// operand selector instead of shifting it first (one SHF per word less; fp8_ds run F1's SASS). NaN stays NaN.
+__device__ __forceinline__ void dequant4(uint32_t w, float scale, uint32_t& lo, uint32_t& hi) {
+  uint32_t h01, h23;
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(h01), "=r"(h23)
+      : "r"(w));
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&h01));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&h23));
+  const __nv_bfloat162 ba = __floats2bfloat162_rn(a.x * scale, a.y * scale);
+  const __nv_bfloat162 bb = __floats2bfloat162_rn(b.x * scale, b.y * scale);
+  lo = *reinterpret_cast<const uint32_t*>(&ba);
+  hi = *reinterpret_cast<const uint32_t*>(&bb);
+}
+
+// Latent slabs converted per step: one scale tile (2 slabs). Why (run G2, b128 s8192 893 -> 756 µs): the
+// converters' page time is dependency stalls, not issue slots (run G1 ncu: ~0.15 IPC per converter warp), so a
+// step carries 6 independent 16-code items per thread instead of 3, and its waits, converter barriers (steps 2 and
+// 3 instead of slabs 4, 6 and 7), fences and arrivals come half as often. It needs 72 producer registers (ptxas:
+// 52 B of spills at 56, none at 72; the consumers fit 208: kernel_ws.cuh).
+constexpr int kConvSlabsPerStep = 2;
+static_assert(kRopeSlab % kConvSlabsPerStep == 0 && kConvSlabsPerStep == 2, "steps are whole scale tiles");
+
+// ct = 0..95. Item i < 256 of a step = (token t = i / 4, 16 codes q = i % 4) in each of the step's slabs: raw
+// bytes at 16 i of the raw slab, bf16 chunks 2 q and 2 q + 1 of the token's slab row; the step's slabs share
+// the token's tile scale (a tile is 128 dims = 2 slabs) and the addresses, 4 KB / 8 KB apart. Tokens at or past
+// the sequence end become zeros (their cache slots are garbage; 0 * NaN would poison P.V), which also spares
+// the consumers the tail zeroing the 16-bit pages need.
+// Raw slabs are overwritten by bf16 slabs 4-7 (slab 4 + r / 2 covers raw r): the stores of steps 2 (slabs 4-5 over
+// raw 0-3, read in steps 0-1) and 3 (slabs 6-7 over raw 4-7, read in steps 2-3) wait on the converter barrier,
+// placed after the step's own loads, for every converter's loads of the raw slabs they cover.
 __device__ __forceinline__ void ws_convert_fp8ds(const DecodeKernelParams& p, PartCursor c, const WsBarriers& bars,
                                                  uint8_t* kv0, const uint8_t* scale0, int ct) {
   constexpr int kItems = kBlockN * 4;
-  constexpr int kPerThread = (kItems + kConverterThreads - 1) / kConverterThreads;  // 3
+  constexpr int kPerThread = (kItems + kConverterThreads - 1) / kConverterThreads;  // 3 (2 for ct >= 64)
+  constexpr int kSteps = kRopeSlab / kConvSlabsPerStep;                            // 4
   int j = 0;
   while (c.valid()) {
     const int stage = j & 1;
@@ -73,34 +109,44 @@ __device__ __forceinline__ void ws_convert_fp8ds(const DecodeKernelParams& p, Pa
     const uint8_t* sc = scale0 + stage * kWsScaleBoxBytes;
     const int valid = c.seqlen - c.blk * kBlockN;
 #pragma unroll 1
-    for (int s = 0; s < kRopeSlab; ++s) {
-      mbar_wait(bars.raw(stage, s), parity);
-      uint4 codes[kPerThread];
+    for (int step = 0; step < kSteps; ++step) {
+      const int s0 = step * kConvSlabsPerStep;
+#pragma unroll
+      for (int u = 0; u < kConvSlabsPerStep; ++u) mbar_wait(bars.raw(stage, s0 + u), parity);
+      uint4 codes[kPerThread][kConvSlabsPerStep];
       float scale[kPerThread];
 #pragma unroll
       for (int k = 0; k < kPerThread; ++k) {
         const int i = ct + kConverterThreads * k;
-        codes[k] = make_uint4(0, 0, 0, 0);
-        scale[k] = 0.f;
-        if (i < kItems && (i >> 2) < valid) {
-          codes[k] = *reinterpret_cast<const uint4*>(st + kRawOffset + s * kRawSlabBytes + 16 * i);
-          scale[k] = *reinterpret_cast<const float*>(sc + (i >> 2) * 64 + 4 * (s / 2));  // tile = 128 dims = 2 slabs
-        }
+        const bool live = i < kItems && (i >> 2) < valid;
+        const uint8_t* src = st + kRawOffset + s0 * kRawSlabBytes + 16 * i;
+#pragma unroll
+        for (int u = 0; u < kConvSlabsPerStep; ++u)
+          codes[k][u] = live ? *reinterpret_cast<const uint4*>(src + u * kRawSlabBytes) : make_uint4(0, 0, 0, 0);
+        scale[k] = live ? *reinterpret_cast<const float*>(sc + (i >> 2) * 64 + 4 * (s0 / 2)) : 0.f;
       }
-      if (s >= kRopeSlab / 2 && s != kRopeSlab / 2 + 1) named_sync(kBarConvert, kConverterThreads);
+      if (step >= kSteps / 2) named_sync(kBarConvert, kConverterThreads);
 #pragma unroll
       for (int k = 0; k < kPerThread; ++k) {
         const int i = ct + kConverterThreads * k;
         if (i >= kItems) continue;
-        uint4 lo, hi;
-        dequant16(codes[k], scale[k], lo, hi);
         const int row = i >> 2, q = i & 3;
-        uint8_t* dst = st + s * kSlabBytes + row * 128;
-        *reinterpret_cast<uint4*>(dst + (((2 * q) ^ (row & 7)) << 4)) = lo;
-        *reinterpret_cast<uint4*>(dst + (((2 * q + 1) ^ (row & 7)) << 4)) = hi;
+        uint8_t* dst = st + s0 * kSlabBytes + row * 128;
+        const int c0 = ((2 * q) ^ (row & 7)) << 4, c1 = ((2 * q + 1) ^ (row & 7)) << 4;
+#pragma unroll
+        for (int u = 0; u < kConvSlabsPerStep; ++u) {
+          uint4 lo, hi;
+          dequant4(codes[k][u].x, scale[k], lo.x, lo.y);
+          dequant4(codes[k][u].y, scale[k], lo.z, lo.w);
+          dequant4(codes[k][u].z, scale[k], hi.x, hi.y);
+          dequant4(codes[k][u].w, scale[k], hi.z, hi.w);
+          *reinterpret_cast<uint4*>(dst + u * kSlabBytes + c0) = lo;
+          *reinterpret_cast<uint4*>(dst + u * kSlabBytes + c1) = hi;
+        }
       }
       fence_proxy_async();  // generic stores, read by wgmma (async proxy) once the barrier completes
-      mbar_arrive(bars.full(stage, s));
+#pragma unroll
+      for (int u = 0; u < kConvSlabsPerStep; ++u) mbar_arrive(bars.full(stage, s0 + u));
     }
     c.advance(p);
     ++j;
