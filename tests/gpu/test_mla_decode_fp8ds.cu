@@ -310,11 +310,10 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
 
 // Queries over a wide dynamic range, on the 16-row kernel: even rows q_d = +-4 * 2^-u (1 + v) with u ~ U[0, 16],
 // odd rows one outlier dim +-32 (1 + v) and the rest +-32 * 2^-u (1 + v) with u ~ U[8, 16] (a few keys dominate:
-// logits spread over ~18), v ~ U[0, 1), as bf16. The kernel's S may run on e4m3 tensor cores with q split into
-// hi + lo / 16 (config_ws16.h Opts::k_e4m3), exact for q down to 2^-13 of the row max: a split that drops lo (4 bits
-// of q) or saturates (an exponent past e4m3's 448) misses the tight check by orders of magnitude. (A lo without the
-// factor 16 stays under it: simulated lse error 2.4e-5 vs 1.2e-6 with it; the factor is there for the logits,
-// whose worst error it takes from 9e-4 to 7e-5.)
+// logits spread over ~18), v ~ U[0, 1), as bf16. The kernel's Q' = f16(q * 2^k_row) is exact for q down to 2^-28 of
+// the row max (fragments.cuh row_exponent): a wrong exponent (f16 overflow past 65504, or values pushed into f16
+// subnormals) or a lost row scale misses the tight check. (Run F5 also ran an e4m3 split of q into hi + lo / 16
+// parts on this case; the split held, the FP8 MMA's accumulation did not: lse off by up to 3.2e-4 on other cases.)
 MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   if (small_cases()) return;
   const std::string name = "fp8_ds_b4_h16_sq1_q_range";

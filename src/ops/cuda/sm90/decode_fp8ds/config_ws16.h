@@ -21,59 +21,18 @@ constexpr int kPageBytes = kBlockN * kTokenBytes;  // 41984 = 41 KB: one bulk co
 constexpr int kScalesOffset = Fp8DsLayout::kScalesOffset;
 constexpr int kRopeOffset = Fp8DsLayout::kRopeOffset;
 constexpr int kTiles = Fp8DsLayout::kNumTiles;  // 4 scale tiles of 128 latent values
-// Roles: warpgroup 0 = scorer (S^T, softmax, P'), warpgroup 1 = accumulator (V codes -> A fragments, O^T); the page
-// stream is one thread's job (see Opts::inline_producer).
+// Roles: warpgroup 0 = scorer (S^T, softmax, P'), warpgroup 1 = accumulator (V codes -> A fragments, O^T); its
+// thread 0 also issues the page copies. 256 threads, 189 registers, no spill: a 9th (producer) warp put 3 warps on
+// one scheduler and ptxas capped them at 168 registers with 20-24 B of spill (run F4: -1.5 % without it).
 constexpr int kScorerWarps = 4, kAccWarps = 4;
-constexpr int kProducerWarp = kScorerWarps + kAccWarps;
-
-// Schedule variants compared in run F4 (MLA_DECODE_FP8DS_WS16 picks one; the losers leave after the run).
-struct Opts {
-  // Pages issued by accumulator thread 0 right after its own release of page j (page j + kStages), 256 threads,
-  // instead of a 9th (producer) warp: 9 warps put 3 on one scheduler and ptxas capped them at 168 registers
-  // (20 B spill in the loop); the fp8 16-row kernel gained 3 % by the same change (NOTES_fp8.md H4-H5).
-  bool inline_producer;
-  // V codes by ldmatrix.x4.trans (4 per tile and thread) instead of 16 key-masked 4-byte loads; the key mask runs
-  // only on a sequence's partial last page.
-  bool v_ldsm;
-  // The scorer loads tile c + 1's K codes before converting tile c (lost 1-2.5 % at the 168 cap, run F3); with
-  // k_e4m3: two tiles ahead of their wgmmas.
-  bool scorer_ahead;
-  // Bench-only knock-outs (wrong results): 1 = the accumulator does no P.V, 2 = the scorer computes no S.
-  int knock;
-  // S on e4m3 tensor cores: the K codes go from the raw page into the A registers as loaded (no cvt), and Q' is
-  // split per row into two e4m3 parts, hi = e4m3(q 2^k) and lo = e4m3(16 (q 2^k - hi)), which hold a bf16 query
-  // exactly (8 significant bits = 4 + 4) over the 2^13 below the row max (fragments.cuh split_e4m3x2);
-  // S_c = code_c . hi_c + (code_c . lo_c) / 16 in two accumulators per tile, 8 wgmma k32 per tile as 8 k16 before.
-  // Removes the scorer's 128 e4m3 -> f16 cvt per thread and page (half of all cvt).
-  bool k_e4m3;
-  // The unit u_c of P'_c = P scale / u_c never decreases within a sequence (the largest page unit so far instead
-  // of this page's), so once the row maxima settle the accumulator's O rescale factors are all 1 and it skips
-  // the 64 FMUL of a page (warp vote). P' stays <= 2; it gets small only where scales drop far below an earlier
-  // page's (f16 keeps 11 bits down to 2^-14).
-  bool sticky_u;
-};
-// The kernel template takes the variant's index (a class-type template argument breaks nvcc's host stubs).
-constexpr Opts kVariants[] = {
-    {true, true, false, 0, false, false},    // 0 "ldsm" (default)
-    {false, false, false, 0, false, false},  // 1 "base": run F2's kernel
-    {true, false, false, 0, false, false},   // 2 "inline"
-    {true, true, true, 0, false, false},     // 3 "ldsm_ahead"
-    {true, true, false, 1, false, false},    // 4 "ko_acc"
-    {true, true, false, 2, false, false},    // 5 "ko_scorer"
-    {true, true, false, 0, true, false},     // 6 "k8": ldsm + S on e4m3 tensor cores
-    {true, true, true, 0, true, false},      // 7 "k8a": k8 + the scorer's codes loaded two tiles ahead
-    {true, true, true, 0, true, true},       // 8 "k8s": k8a + sticky units (rescale skipped when all factors are 1)
-};
-template <int V>
-constexpr int threads() {
-  return 32 * (kScorerWarps + kAccWarps + (kVariants[V].inline_producer ? 0 : 1));
-}
+constexpr int kThreads = 32 * (kScorerWarps + kAccWarps);
 // Raw pages in the ring: the scorer works on page j + 1 while the accumulator converts page j, so 2 of the 4 are
 // in flight (84 KB; a fifth stage does not fit next to Q' and P').
 constexpr int kStages = 4;
 // Q' (the scorer's B operand): 16 rows x 128-byte rows, 128B swizzle, one 2 KB slab per 64 dims: slabs 0-7 the
-// latent as f16 of q * 2^k_row, slab 8 the RoPE as bf16; dims permuted inside each slab (kernel_ws16.cuh). With
-// Opts::k_e4m3 slab 2c holds tile c's 128 dims as e4m3 hi parts and slab 2c + 1 the lo parts (same 18 KB).
+// latent as f16 of q * 2^k_row, slab 8 the RoPE as bf16; dims permuted inside each slab (kernel_ws16.cuh).
+// (With S on e4m3 tensor cores and q split into two e4m3 parts the same 18 KB would hold them; run F5: 1 % faster,
+// but the FP8 MMA's accumulation missed the tight lse check by 3x, so S stays on f16.)
 constexpr int kSlabBytes = kRows * 128;     // 2048
 constexpr int kQBytes = 9 * kSlabBytes;     // 18432
 // P'_c (the accumulator's B operand): per tile c one slab of 16 rows x 64 keys f16; two buffers (pages j, j + 1).
@@ -84,7 +43,7 @@ constexpr int kPBufBytes = kTiles * kSlabBytes;  // 8192
 constexpr int kBarScorer = 1;
 constexpr int kBarPFull = 2;   // + buffer
 constexpr int kBarPEmpty = 4;  // + buffer
-constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);  // the producer warp (if any) never joins
+constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
 
 struct Layout {
   int raw, q, p, red, smax, alpha, unit, lsum, mfin, qdiv, bar, total;

@@ -58,36 +58,4 @@ __device__ __forceinline__ float scale_unit(float s) {
 }
 __device__ __forceinline__ float inv_pow2(float u) { return __uint_as_float(0x7f000000u - __float_as_uint(u)); }
 
-// Two floats -> e4m3x2 (a in the low byte), rounded to nearest even; |a|, |b| <= 448 here (no saturation).
-__device__ __forceinline__ uint32_t f32x2_to_e4m3x2(float a, float b) {
-  uint16_t r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(r) : "f"(b), "f"(a));  // the first source -> high byte
-  return r;
-}
-// e4m3x2 (low 16 bits) -> two floats, exact.
-__device__ __forceinline__ float2 e4m3x2_to_f32x2(uint32_t v) {
-  uint32_t h;
-  asm("{\n.reg .b16 l;\ncvt.u16.u32 l, %1;\ncvt.rn.f16x2.e4m3x2 %0, l;\n}\n" : "=r"(h) : "r"(v));
-  return __half22float2(*reinterpret_cast<const __half2*>(&h));
-}
-// Two values x (|x| <= 2^8) -> hi = e4m3(x) and lo = e4m3(16 (x - hi)), one e4m3x2 each (low 16 bits). x - hi is
-// exact in fp32 and |x - hi| <= 8 (half of hi's ulp, 16 at the top binade), so 16 (x - hi) <= 128 fits; for x with
-// <= 8 significant bits whose last bit is >= 2^-13 (a bf16 q scaled so the row max is in [2^7, 2^8), down to 2^-13
-// of that max) hi + lo / 16 == x exactly: hi keeps the top 4 bits, the residual has at most 4 more. (Without the
-// factor 16 the residual's last bits fall under e4m3's 2^-9 once q < 2^-9 of the row max: simulated logit errors
-// up to 3.8e-4 on the test data, over the tight lse check's 1e-4; with it 1.3e-5.)
-__device__ __forceinline__ void split_e4m3x2(float x0, float x1, uint32_t& hi, uint32_t& lo) {
-  hi = f32x2_to_e4m3x2(x0, x1);
-  const float2 h = e4m3x2_to_f32x2(hi);
-  lo = f32x2_to_e4m3x2((x0 - h.x) * 16.f, (x1 - h.y) * 16.f);
-}
-// Power-of-two exponent k for a row of |q| <= amax: amax * 2^k lands in [2^7, 2^8) (e4m3's largest normal is 448).
-// amax 0, Inf or NaN: k = 0.
-__device__ __forceinline__ int row_exponent_e4m3(float amax) {
-  const uint32_t e = (__float_as_uint(amax) >> 23) & 0xffu;
-  if (amax == 0.f || e == 0xffu) return 0;
-  const int k = 7 - (static_cast<int>(e) - 127);
-  return k < -126 ? -126 : (k > 126 ? 126 : k);
-}
-
 }  // namespace mla::sm90::decode_fp8ds
