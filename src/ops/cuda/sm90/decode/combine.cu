@@ -310,14 +310,13 @@ constexpr int kCombineCtas = 132 * 4;
 // Items (sequence b, row, column chunk), numbered ((b * rows) + row) * chunks + chunk; CTA x takes items
 // x, x + G, x + 2G, ... (G = gridDim.x), 256 per round: every thread checks one, the items that need
 // merging (a sequence with 0 or >= 2 splits; only chunk 0 when few splits) go to two shared lists.
-// The lists need only split_offsets, which the plan kernel wrote before the decode kernel started, so the
-// first round is built before griddepcontrol.wait, while the decode kernel still runs (programmatic
-// dependent launch), and a CTA with nothing to merge exits without waiting -- except CTA 0, which always
-// waits: a dependent grid that completes without any CTA waiting can finish before the decode kernel,
-// and the stream's next work is then ordered after this grid only, not after the decode kernel (run P6:
-// with no CTA waiting, graph replays and the next test case's buffers raced with a still-running fp8_ds
-// decode kernel). kAllWait (temporary, run P7): every CTA waits before it exits, as P3 did.
-template <class Traits, bool kAllWait>
+// Every CTA waits on griddepcontrol.wait first (programmatic dependent launch: the grid may be scheduled
+// while the decode kernel drains). Run P6/P7 built the first round's lists before the wait (they need
+// only split_offsets, which the plan wrote before the decode kernel started) and let CTAs with nothing to
+// merge exit without waiting: no gain on any row, +1-4 µs on h_q 128 b1 / b128 rows, and a grid in which
+// no CTA waits may complete before the decode kernel, so the stream's next work is no longer ordered
+// after the decode kernel. kPreWait (TEMPORARY, run P8): that variant, with CTA 0 always waiting.
+template <class Traits, bool kPreWait>
 __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __grid_constant__ DecodeKernelParams p,
                                                                    int chunks, int many_1pass) {
   __shared__ int s_few[kCombineThreads], s_many[kCombineThreads];
@@ -325,7 +324,8 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __gri
   __shared__ CombineSmem sm;
   const int items = p.rows * p.batch * chunks;  // < 2^31: rows <= 512, batch <= 65535 (launcher checks)
   const int stride = gridDim.x;
-  bool waited = false;
+  bool waited = !kPreWait;
+  if (!kPreWait) asm volatile("griddepcontrol.wait;\n" ::: "memory");
   for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
     if (threadIdx.x == 0) {
       s_nfew = 0;
@@ -344,7 +344,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __gri
     }
     __syncthreads();
     const int nfew = s_nfew, nmany = s_nmany;
-    if ((kAllWait || nfew + nmany > 0 || blockIdx.x == 0) && !waited) {
+    if ((nfew + nmany > 0 || blockIdx.x == 0) && !waited) {
       // Programmatic dependent launch: from here on this grid reads what the decode kernel writes.
       asm volatile("griddepcontrol.wait;\n" ::: "memory");
       waited = true;
@@ -421,7 +421,7 @@ __global__ void combine_p2_kernel(const __grid_constant__ DecodeKernelParams p, 
 }
 
 const EnvKnob& combine_variant_knob() {
-  static const EnvKnob k = read_env_knob("MLA_COMBINE_VARIANT", {"p3", "p2", "skip", "wall"});
+  static const EnvKnob k = read_env_knob("MLA_COMBINE_VARIANT", {"p3", "p2", "skip", "prewait", "hyb"});
   return k;
 }
 
@@ -434,10 +434,7 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   // 16 rows x 8 chunks), one chunk once rows x batch alone fills the machine.
   // (132: the H200's SM count; it only sizes this grid.)
   int chunks = 1;
-  static const EnvKnob wide = read_env_knob("MLA_COMBINE_CHUNKS", {"wide"});  // TEMPORARY (run P7)
-  MLA_TRY(wide.status);
-  const int64_t chunk_budget = wide.index == 0 ? 8 * 132 : 4 * 132;
-  while (chunks < kMaxChunks && static_cast<int64_t>(p.rows) * p.batch * chunks * 2 <= chunk_budget) chunks *= 2;
+  while (chunks < kMaxChunks && static_cast<int64_t>(p.rows) * p.batch * chunks * 2 <= 4 * 132) chunks *= 2;
   const int64_t items = static_cast<int64_t>(p.rows) * p.batch * chunks;
   cfg.gridDim = dim3(static_cast<unsigned>(items < kCombineCtas ? items : kCombineCtas));
   cfg.blockDim = dim3(kCombineThreads);
@@ -451,13 +448,15 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   MLA_TRY(combine_variant_knob().status);
   const int variant = combine_variant_knob().index;
   if (variant == 2) return Status::ok();  // skip: decode kernel alone (timing only; results wrong)
-  if (variant == 1) cfg.gridDim = dim3(static_cast<unsigned>(items));
+  // hyb: P2's kernel (one CTA per item, no list round, no register bound) while the items fit one wave.
+  const bool direct = variant == 1 || (variant == 4 && items <= kCombineCtas);
+  if (direct) cfg.gridDim = dim3(static_cast<unsigned>(items));
   static const EnvKnob many = read_env_knob("MLA_COMBINE_MANY", {"one"});  // TEMPORARY (run P8)
   MLA_TRY(many.status);
   const int many_1pass = many.index == 0 ? 1 : 0;
   if (variant == 0) {
     MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_p3_kernel<Traits>, p, chunks));
-  } else if (variant == 1) {
+  } else if (direct) {
     MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_p2_kernel<Traits>, p, chunks));
   } else if (variant == 3) {
     MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_kernel<Traits, true>, p, chunks, many_1pass));
