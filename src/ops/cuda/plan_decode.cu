@@ -1,5 +1,6 @@
 // plan_decode on the device: the schedule of compute_decode_plan (plan_decode.h), computed by one CTA in
-// parallel so a decode step pays a few microseconds for it, not FlashMLA's 7-37 us. The parallel form
+// parallel, once per decode step (H200, bench rows: 7.2-8.9 us of kernel time by ncu, 8.5-10.9 us as a
+// graph launch against 2.8 for an empty kernel; FlashMLA's: 7-37 us; NOTES_plan.md P6/P7). The parallel form
 // is exact: boundary q of a candidate is min(q * per_part, total) (total for q = num_parts), snapped
 // through decode_plan_snap for the snapped candidate; locate(pos) is the first sequence whose inclusive
 // cost prefix exceeds pos, which is what the serial cursor finds; a part's cost is decode_plan_walk's sum
@@ -13,7 +14,6 @@
 
 #include "mla/core/check.h"
 #include "mla/core/cuda_check.h"
-#include "mla/core/env_knob.h"
 #include "mla/ops/plan_decode.h"
 
 namespace mla::cuda {
@@ -247,118 +247,6 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   if (t == 0) split_offsets[batch] = static_cast<int32_t>(splits);
 }
 
-// TEMPORARY (run P6, removed after): HEAD's kernel, MLA_PLAN_VARIANT=head, for its time side by side.
-__device__ int64_t head_exclusive_scan(int64_t v, int64_t* tmp, int64_t* total) {
-  const int t = threadIdx.x;
-  tmp[t] = v;
-  __syncthreads();
-  for (int d = 1; d < kPlanThreads; d <<= 1) {
-    const int64_t add = t >= d ? tmp[t - d] : 0;
-    __syncthreads();
-    tmp[t] += add;
-    __syncthreads();
-  }
-  const int64_t incl = tmp[t];
-  *total = tmp[kPlanThreads - 1];
-  __syncthreads();
-  return incl - v;
-}
-
-__global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel_head(const int32_t* __restrict__ seqlens, int batch,
-                                                                     int num_parts, DecodePlanTuning tune,
-                                                                     int32_t* __restrict__ parts,
-                                                                     int32_t* __restrict__ split_offsets) {
-  __shared__ int64_t incl[kMaxParallelBatch];  // inclusive cost prefix
-  __shared__ int32_t nblk[kMaxParallelBatch];
-  __shared__ int32_t count[kMaxParallelBatch];  // splits per sequence
-  __shared__ int64_t tmp[kPlanThreads];
-  __shared__ PartRange ranges[kMaxParallelParts];
-  __shared__ unsigned long long worst[2];  // largest part cost of the plain and the snapped candidate
-  const int t = threadIdx.x;
-  const int per_thread = (batch + kPlanThreads - 1) / kPlanThreads;
-  const int lo = min(batch, t * per_thread), hi = min(batch, lo + per_thread);
-  if (t < 2) worst[t] = 0;
-
-  // 1. Costs and their inclusive prefix.
-  int64_t local = 0;
-  for (int b = lo; b < hi; ++b) {
-    const int n = decode_num_blocks(seqlens[b]);
-    nblk[b] = n;
-    count[b] = 0;
-    local += n > 0 ? n + tune.seq_cost : 0;
-  }
-  int64_t total = 0;
-  int64_t run = head_exclusive_scan(local, tmp, &total);  // its barriers also publish worst[]
-  for (int b = lo; b < hi; ++b) {
-    run += nblk[b] > 0 ? nblk[b] + tune.seq_cost : 0;
-    incl[b] = run;
-  }
-  __syncthreads();
-  int64_t per_part = (total + num_parts - 1) / num_parts;
-  if (per_part < tune.min_part_cost) per_part = tune.min_part_cost;
-  const PlanView v{incl, nblk, batch, num_parts, total, per_part, tune};
-
-  // 2. Both candidates' largest part; the snapped one wins ties (compute_decode_plan).
-  unsigned long long w_plain = 0, w_snap = 0;
-  for (int p = t; p < num_parts; p += kPlanThreads) {
-    w_plain = max(w_plain, static_cast<unsigned long long>(v.cost(v.range(p, false))));
-    w_snap = max(w_snap, static_cast<unsigned long long>(v.cost(v.range(p, true))));
-  }
-  // One shared-memory atomic per warp: 512 contending 64-bit atomics cost microseconds.
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) {
-    w_plain = max(w_plain, __shfl_xor_sync(0xffffffffu, w_plain, d));
-    w_snap = max(w_snap, __shfl_xor_sync(0xffffffffu, w_snap, d));
-  }
-  if ((t & 31) == 0) {
-    atomicMax(&worst[0], w_plain);
-    atomicMax(&worst[1], w_snap);
-  }
-  __syncthreads();
-  const bool snap = worst[1] <= worst[0];
-
-  // 3. Part boundaries of the chosen candidate.
-  for (int p = t; p < num_parts; p += kPlanThreads) {
-    const PartRange r = v.range(p, snap);
-    ranges[p] = r;
-    int32_t* rec = parts + static_cast<int64_t>(p) * kPlanPartInts;
-    rec[kPartBeginBatch] = r.b0;
-    rec[kPartBeginBlock] = r.k0;
-    rec[kPartEndBatch] = r.b1;
-    rec[kPartEndBlock] = r.k1;
-    for (int f = kPartFirstSplit + 1; f < kPlanPartInts; ++f) rec[f] = 0;
-  }
-  __syncthreads();
-
-  // 4. Split counts and each part's split index within its first sequence.
-  for (int p = t; p < num_parts; p += kPlanThreads) {
-    const PartRange r = ranges[p];
-    for (int b = r.b0; b <= r.b1 && b < batch; ++b)
-      if (touches(r, b, batch, nblk)) atomicAdd(&count[b], 1);
-    int first = 0;
-    if (r.b0 < batch) {
-      for (int q = p - 1; q >= 0; --q) {
-        const PartRange& rq = ranges[q];
-        if (rq.b1 < r.b0) break;
-        first += touches(rq, r.b0, batch, nblk) ? 1 : 0;
-      }
-    }
-    parts[static_cast<int64_t>(p) * kPlanPartInts + kPartFirstSplit] = first;
-  }
-  __syncthreads();
-
-  // 5. Counts -> exclusive offsets.
-  local = 0;
-  for (int b = lo; b < hi; ++b) local += count[b];
-  int64_t splits = 0;
-  run = head_exclusive_scan(local, tmp, &splits);
-  for (int b = lo; b < hi; ++b) {
-    split_offsets[b] = static_cast<int32_t>(run);
-    run += count[b];
-  }
-  if (t == 0) split_offsets[batch] = static_cast<int32_t>(splits);
-}
-
 // The serial definition itself, for batches beyond the shared-memory arrays.
 __global__ void plan_serial_kernel(const int32_t* seqlens, int batch, int num_parts, DecodePlanTuning tune,
                                    int32_t* parts, int32_t* split_offsets) {
@@ -381,14 +269,7 @@ Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, Decod
   auto* s = reinterpret_cast<cudaStream_t>(stream);
   const auto* sl = seqlens.ptr<const int32_t>();
   if (g.batch <= kMaxParallelBatch && g.num_parts <= kMaxParallelParts) {
-    static const EnvKnob knob = read_env_knob("MLA_PLAN_VARIANT", {"head"});
-    MLA_TRY(knob.status);
-    if (knob.index == 0) {
-      plan_parallel_kernel_head<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts,
-                                                           plan.split_offsets);
-    } else {
-      plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
-    }
+    plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
   } else {
     plan_serial_kernel<<<1, 1, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
   }

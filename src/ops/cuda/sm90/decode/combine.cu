@@ -1,14 +1,14 @@
-// Combine: work items (query row, sequence, column chunk), spread over at most one wave of CTAs.
-// Sequences with one split were written by the decode kernel and are skipped; sequences with no keys
-// (seqlen 0, no splits) get out = 0, lse = -inf; the rest merge their normalized partials weighted by
-// exp(lse_k - lse_max). Up to kFewSplits splits, chunk 0 merges the whole row with each thread owning two
-// columns. More splits (small batches, long sequences: up to one per part) are merged by every chunk for
-// its columns, its threads spread over columns and splits, so a batch-1 row reads its ~100 partials from
-// several SMs with many loads in flight.
+// Combine: merges the split partials of each (query row, sequence, column chunk) item. Sequences with one
+// split were written by the decode kernel and are skipped; sequences with no keys (seqlen 0, no splits)
+// get out = 0, lse = -inf; the rest merge their normalized partials weighted by exp(lse_k - lse_max). Up to
+// kFewSplits splits, chunk 0 merges the whole row (combine_few_group); more splits (small batches, long
+// sequences: up to one per part) are merged by every chunk for its columns, its threads spread over columns
+// and splits, so a batch-1 row reads its ~100 partials from several SMs with many loads in flight.
+// Two grids (NOTES_plan.md P6-P8): one CTA per item while the items fit one wave (batch 1, small batches),
+// else one wave of CTAs that list the items needing a merge and merge several few-split rows at once.
 #include <cstdint>
 
 #include "mla/core/cuda_check.h"
-#include "mla/core/env_knob.h"
 #include "mla/core/mla_shapes.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
@@ -53,9 +53,9 @@ __device__ __forceinline__ void merge_ms(float& m, float& s, float m2, float s2)
   m = mm;
 }
 
-// Shared memory of the many-split merges (one copy per CTA, whichever merge runs).
+// Shared memory of combine_many, declared by the kernels.
 struct CombineSmem {
-  float m[kCombineThreads], s[kCombineThreads];
+  float m[kCombineWarps], s[kCombineWarps];
   float4 acc[kCombineThreads];
 };
 
@@ -65,7 +65,7 @@ struct CombineSmem {
 template <class Traits>
 __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b, int row, int first, int n,
                                              int chunk, int chunks, CombineSmem& sm) {
-  float* s_m = sm.m;  // [kCombineWarps] used here
+  float* s_m = sm.m;
   float* s_s = sm.s;
   float4* s_acc = sm.acc;
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
@@ -130,85 +130,6 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
     store_cols<Traits>(p, b, row, col, o);
   }
   if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
-}
-
-// Many splits in one pass (TEMPORARY variant for run P8, MLA_COMBINE_MANY=one): the same thread layout
-// as combine_many, but each thread loads its splits' lse values together with their partials and keeps
-// its own running (max, sum, weighted sum), rescaled as its batches arrive; the split lanes then meet in
-// shared memory with their maxima. One memory round trip and one barrier instead of combine_many's lse
-// pass, barrier, partial pass, barrier.
-template <class Traits>
-__device__ __forceinline__ void combine_many_1pass(const DecodeKernelParams& p, int b, int row, int first, int n,
-                                                   int chunk, int chunks, CombineSmem& sm) {
-  float* s_m = sm.m;
-  float* s_s = sm.s;
-  float4* s_acc = sm.acc;
-  const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
-  const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
-  const int f = threadIdx.x % q4, sl = threadIdx.x / q4;
-  const int col = chunk * (kDimV / chunks) + 4 * f;
-  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + col;
-  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
-  float m = -INFINITY, s = 0.f;
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int k0 = sl; k0 < n; k0 += 8 * lanes) {
-    float4 v[8];
-    float l[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int k = min(k0 + j * lanes, n - 1);  // past n: repeat the last split, masked below
-      v[j] = *reinterpret_cast<const float4*>(src + k * stride);
-      l[j] = lse_k[static_cast<int64_t>(k) * p.rows];
-    }
-    float mb = m;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      if (k0 + j * lanes >= n) l[j] = -INFINITY;
-      mb = fmaxf(mb, l[j]);
-    }
-    if (mb == -INFINITY) continue;  // nothing visible yet (m is -inf too)
-    const float r = m == -INFINITY ? 0.f : expf(m - mb);  // s and acc are 0 while m is -inf
-    s *= r;
-    acc.x *= r;
-    acc.y *= r;
-    acc.z *= r;
-    acc.w *= r;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const float w = expf(l[j] - mb);  // l = -inf: 0
-      s += w;
-      acc.x += w * v[j].x;
-      acc.y += w * v[j].y;
-      acc.z += w * v[j].z;
-      acc.w += w * v[j].w;
-    }
-    m = mb;
-  }
-  s_m[threadIdx.x] = m;
-  s_s[threadIdx.x] = s;
-  s_acc[threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.x < q4) {
-    float mx = -INFINITY;
-    for (int j = 0; j < lanes; ++j) mx = fmaxf(mx, s_m[threadIdx.x + j * q4]);
-    float sum = 0.f;
-    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (mx != -INFINITY) {
-      for (int j = 0; j < lanes; ++j) {
-        const int i = threadIdx.x + j * q4;
-        const float e = s_m[i] == -INFINITY ? 0.f : expf(s_m[i] - mx);
-        sum += s_s[i] * e;
-        o.x += s_acc[i].x * e;
-        o.y += s_acc[i].y * e;
-        o.z += s_acc[i].z * e;
-        o.w += s_acc[i].w * e;
-      }
-    }
-    const bool empty = mx == -INFINITY;  // no visible key in any split
-    const float inv = empty ? 0.f : 1.f / sum;
-    store_cols<Traits>(p, b, row, col, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
-    if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
-  }
 }
 
 // Few splits, GROUPS items at once: the CTA's threads form GROUPS groups of G = 256 / GROUPS, group g
@@ -288,8 +209,10 @@ __device__ __forceinline__ CombineItem combine_item(const DecodeKernelParams& p,
   return c;
 }
 
+// Not inlined: with the four GROUPS instantiations inlined into combine_list_kernel, ptxas spills 24
+// bytes at its 64-register bound. Called once per round (this form was not itself timed on the H200).
 template <class Traits, int GROUPS>
-__device__ __forceinline__ void combine_few_list(const DecodeKernelParams& p, const int* list, int count, int chunks) {
+__device__ __noinline__ void combine_few_list(const DecodeKernelParams& p, const int* list, int count, int chunks) {
   constexpr int G = kCombineThreads / GROUPS;
   for (int j0 = 0; j0 < count; j0 += GROUPS) {
     const int j = j0 + static_cast<int>(threadIdx.x) / G;
@@ -303,29 +226,29 @@ __device__ __forceinline__ void combine_few_list(const DecodeKernelParams& p, co
 // At most one full wave of CTAs: 4 of 256 threads (64 registers each, __launch_bounds__) on each of the
 // H200's 132 SMs (the count only sizes the grid). A grid of one CTA per (row, sequence) cost ~11 us at
 // h_q 128 · b128 when every CTA had nothing to merge (16384 CTAs launched and retired, NOTES_plan.md P2);
-// here each CTA checks up to 256 items with one round of parallel loads and merges only those that need
-// it.
+// this one checks up to 256 items per CTA and round with one round of parallel loads.
 constexpr int kCombineCtas = 132 * 4;
 
 // Items (sequence b, row, column chunk), numbered ((b * rows) + row) * chunks + chunk; CTA x takes items
 // x, x + G, x + 2G, ... (G = gridDim.x), 256 per round: every thread checks one, the items that need
-// merging (a sequence with 0 or >= 2 splits; only chunk 0 when few splits) go to two shared lists.
+// merging (a sequence with 0 or >= 2 splits; only chunk 0 when few splits) go to two shared lists; the
+// few-split rows are merged by 1, 2, 4 or 8 thread groups at once (h_q 128 · b32: ~8 rows of two splits
+// per CTA, -14 to -16 us against merging them one after the other, P6-P8).
 // Every CTA waits on griddepcontrol.wait first (programmatic dependent launch: the grid may be scheduled
-// while the decode kernel drains). Run P6/P7 built the first round's lists before the wait (they need
-// only split_offsets, which the plan wrote before the decode kernel started) and let CTAs with nothing to
-// merge exit without waiting: no gain on any row, +1-4 µs on h_q 128 b1 / b128 rows, and a grid in which
-// no CTA waits may complete before the decode kernel, so the stream's next work is no longer ordered
-// after the decode kernel. kPreWait (TEMPORARY, run P8): that variant, with CTA 0 always waiting.
-template <class Traits, bool kPreWait>
-__global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __grid_constant__ DecodeKernelParams p,
-                                                                   int chunks, int many_1pass) {
+// while the decode kernel drains). Building the first round's lists before the wait (they need only
+// split_offsets, written by the plan before the decode kernel started) gained nothing on any row (P6-P8),
+// and a dependent grid in which no CTA waits may complete before the decode kernel, so the stream's next
+// work would no longer be ordered after it. Not understood: on h_q 128 · b128 rows, where nothing merges,
+// this kernel is ~4 us slower than session 4's (one list, rows merged one at a time by the whole CTA).
+template <class Traits>
+__global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const __grid_constant__ DecodeKernelParams p,
+                                                                        int chunks) {
   __shared__ int s_few[kCombineThreads], s_many[kCombineThreads];
   __shared__ int s_nfew, s_nmany;
   __shared__ CombineSmem sm;
   const int items = p.rows * p.batch * chunks;  // < 2^31: rows <= 512, batch <= 65535 (launcher checks)
   const int stride = gridDim.x;
-  bool waited = !kPreWait;
-  if (!kPreWait) asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
   for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
     if (threadIdx.x == 0) {
       s_nfew = 0;
@@ -344,11 +267,6 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __gri
     }
     __syncthreads();
     const int nfew = s_nfew, nmany = s_nmany;
-    if ((nfew + nmany > 0 || blockIdx.x == 0) && !waited) {
-      // Programmatic dependent launch: from here on this grid reads what the decode kernel writes.
-      asm volatile("griddepcontrol.wait;\n" ::: "memory");
-      waited = true;
-    }
     if (nfew > 4) {
       combine_few_list<Traits, 8>(p, s_few, nfew, chunks);
     } else if (nfew > 2) {
@@ -360,55 +278,19 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_kernel(const __gri
     }
     for (int j = 0; j < nmany; ++j) {
       const CombineItem c = combine_item(p, s_many[j], chunks);
-      if (many_1pass) {
-        combine_many_1pass<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
-      } else {
-        combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
-      }
+      combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
       __syncthreads();  // combine_many's shared memory is reused by the next item
     }
     __syncthreads();  // everyone has read the counts and lists before the next round resets them
   }
 }
 
-// TEMPORARY (run P6, removed after): the two earlier grids, for a side-by-side measurement in one run.
-// P3: the HEAD kernel (one list, every item merged by the whole CTA in turn, wait first).
+// One CTA per item (session 4's P2 grid), for grids of at most one wave: no list round and no register
+// bound. On the same grids (P8, fp8): -0.6 to -2.8 us against combine_list_kernel on every batch-1 row;
+// against session 4's list kernel -0.6 to -1.6 us on h_q 16 b1 and h_q 128 b1 s512 but +0.6 / +1.2 on
+// h_q 128 b1 s4096 / s8192 (not understood).
 template <class Traits>
-__global__ void __launch_bounds__(kCombineThreads, 4) combine_p3_kernel(const __grid_constant__ DecodeKernelParams p,
-                                                                      int chunks) {
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  __shared__ int s_item[kCombineThreads];
-  __shared__ int s_count;
-  __shared__ CombineSmem sm;
-  const int items = p.rows * p.batch * chunks;
-  const int stride = gridDim.x;
-  for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
-    if (threadIdx.x == 0) s_count = 0;
-    __syncthreads();
-    const int64_t i = base + static_cast<int64_t>(threadIdx.x) * stride;
-    if (i < items) {
-      const int b = static_cast<int>(i) / (p.rows * chunks);
-      const int n = p.split_offsets[b + 1] - p.split_offsets[b];
-      if (n != 1 && (n > kFewSplits || i % chunks == 0)) s_item[atomicAdd(&s_count, 1)] = static_cast<int>(i);
-    }
-    __syncthreads();
-    const int count = s_count;
-    for (int j = 0; j < count; ++j) {
-      const CombineItem c = combine_item(p, s_item[j], chunks);
-      if (c.n <= kFewSplits) {
-        combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
-      } else {
-        combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
-      }
-      __syncthreads();
-    }
-    __syncthreads();
-  }
-}
-
-// P2: one CTA per item, no register bound, wait first.
-template <class Traits>
-__global__ void combine_p2_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
+__global__ void combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   __shared__ CombineSmem sm;
   const CombineItem c = combine_item(p, blockIdx.x, chunks);
@@ -418,11 +300,6 @@ __global__ void combine_p2_kernel(const __grid_constant__ DecodeKernelParams p, 
   } else {
     combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
   }
-}
-
-const EnvKnob& combine_variant_knob() {
-  static const EnvKnob k = read_env_knob("MLA_COMBINE_VARIANT", {"p3", "p2", "skip", "prewait", "hyb"});
-  return k;
 }
 
 }  // namespace
@@ -436,7 +313,7 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   int chunks = 1;
   while (chunks < kMaxChunks && static_cast<int64_t>(p.rows) * p.batch * chunks * 2 <= 4 * 132) chunks *= 2;
   const int64_t items = static_cast<int64_t>(p.rows) * p.batch * chunks;
-  cfg.gridDim = dim3(static_cast<unsigned>(items < kCombineCtas ? items : kCombineCtas));
+  cfg.gridDim = dim3(static_cast<unsigned>(items <= kCombineCtas ? items : kCombineCtas));
   cfg.blockDim = dim3(kCombineThreads);
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
@@ -445,23 +322,11 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  MLA_TRY(combine_variant_knob().status);
-  const int variant = combine_variant_knob().index;
-  if (variant == 2) return Status::ok();  // skip: decode kernel alone (timing only; results wrong)
-  // hyb: P2's kernel (one CTA per item, no list round, no register bound) while the items fit one wave.
-  const bool direct = variant == 1 || (variant == 4 && items <= kCombineCtas);
-  if (direct) cfg.gridDim = dim3(static_cast<unsigned>(items));
-  static const EnvKnob many = read_env_knob("MLA_COMBINE_MANY", {"one"});  // TEMPORARY (run P8)
-  MLA_TRY(many.status);
-  const int many_1pass = many.index == 0 ? 1 : 0;
-  if (variant == 0) {
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_p3_kernel<Traits>, p, chunks));
-  } else if (direct) {
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_p2_kernel<Traits>, p, chunks));
-  } else if (variant == 3) {
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_kernel<Traits, true>, p, chunks, many_1pass));
+  const bool direct = items <= kCombineCtas;
+  if (direct) {
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits>, p, chunks));
   } else {
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_kernel<Traits, false>, p, chunks, many_1pass));
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits>, p, chunks));
   }
   MLA_CUDA_TRY_LAUNCH("mla_decode (combine)");
   return Status::ok();
