@@ -35,6 +35,8 @@ constexpr int kWsBarrierBytes = 256;
 // and the pvfirst schedule (`ws_stsm`, slower still, W5-W6) with 2-load transpose rounds; plain-store transposes
 // (W2-W4); P.V with V from registers (`ws_vreg`, W5); lazy rescale or 4-load rounds alone, the TMA thread folded into
 // a fourth transpose warp (W8-W10); L2 prefetch from the TMA thread (W7).
+// The softmax (kernel_ws.cuh) takes exp2 as one ex2.approx.ftz and masks only pages some row of the warp does not
+// see whole (run W14).
 template <int kKStages_, int kVStages_>
 struct WsSchedule {
   static constexpr int kKStages = kKStages_;

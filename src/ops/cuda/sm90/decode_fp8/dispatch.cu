@@ -24,8 +24,8 @@ int l2_prefetch_pages() {
 }
 
 // MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh,
-// `ws_ahead`, the default: H200 h128 b128 s8192 361 µs in run W12) or the 256-thread mma.sync kernel (`mma_sync`,
-// kept for comparison). The variants that lost are in NOTES_fp8.md (runs W2-W13).
+// `ws_ahead`, the default: H200 h128 b128 s8192 352-354 µs in runs W14-W15) or the 256-thread mma.sync kernel
+// (`mma_sync`, kept for comparison). The variants that lost are in NOTES_fp8.md (runs W2-W15).
 enum class Variant64 { kWsAhead, kMmaSync };
 const EnvKnob& variant64_knob() {
   static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "mma_sync"});
