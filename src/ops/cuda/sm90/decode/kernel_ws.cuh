@@ -31,7 +31,6 @@
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/epilogue.cuh"
-#include "ops/cuda/sm90/decode/kernel_ws_pair.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode/producer_ws_fp8ds.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
@@ -245,34 +244,17 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   }
 }
 
-// kPair (16-bit formats): a CTA whose part has at most p.ws_pair_max_pages pages runs the pair schedule
-// (kernel_ws_pair.cuh), a longer one pvfirst; fp8_ds always pvfirst. Measured (NOTES.md runs 14-16): pair loses
-// on long parts (its four half-page refills per pair come in bursts, pvfirst spreads one page per page period)
-// and, at the tree of run 16, on short ones too; default off (launch_impl.cuh).
-template <class Traits, bool kPair>
+template <class Traits>
 __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __grid_constant__ DecodeKernelParams p) {
   // fp8_ds: the producer warpgroup dequantizes latent slabs (producer_ws_fp8ds.cuh), which then complete
   // one by one on the per-slab full barriers.
   constexpr bool kDequant = Traits::kFormat == KvFormat::kFp8Ds;
-  static_assert(!(kPair && kDequant), "the pair schedule has no dequantizing producer");
   constexpr WsSmemLayout L = ws_smem_layout(kDequant);
-  static_assert(pair_smem_layout().q_offset == L.q_offset && pair_smem_layout().kv_offset == L.kv_offset,
-                "both schedules place Q and the stages alike");
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const WsBarriers bars{smem_u32(smem + L.bar_offset)};
-  const PairBarriers pbars{smem_u32(smem + pair_smem_layout().bar_offset)};
-  const int32_t* rec0 = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
-  bool pair = false;  // uniform across the CTA: every thread reads the same part record and lengths
-  if constexpr (kPair) {
-    PartCursor c;
-    c.init(p, rec0);
-    pair = part_pages_at_most(p, c, p.ws_pair_max_pages);
-  }
-  if (pair) {
-    if (threadIdx.x == 0) pair_init_barriers(pbars);
-  } else if (threadIdx.x == 0) {
+  if (threadIdx.x == 0) {
     for (int s = 0; s < kWsStages; ++s) {
       for (int slab = 0; slab < kSlabsPerPage; ++slab)
         mbar_init(bars.full(s, slab), kDequant && slab < kRopeSlab ? kConverterThreads : 1);
@@ -306,14 +288,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
                        smem_u32(smem + L.scale_offset), blockIdx.y * kRowsPerCta);
       else if (tid >= 32)
         ws_convert_fp8ds(p, cur, bars, smem + L.kv_offset, smem + L.scale_offset, tid - 32);
-    } else if (pair) {
-      // One thread per stage, in different warps (their mbarrier spins stay independent).
-      if (tid == 0)
-        pair_producer<0>(p, cur, pbars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset), blockIdx.y * kRowsPerCta);
-      else if (tid == 32)
-        pair_producer<1>(p, cur, pbars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset), blockIdx.y * kRowsPerCta);
     } else if (tid == 0) {
-      ws_producer(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset), blockIdx.y * kRowsPerCta);
+      ws_producer(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset),
+                                blockIdx.y * kRowsPerCta);
     }
     return;
   }
@@ -322,10 +299,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   } else {
     setmaxnreg_inc<232>();
   }
-  if (pair)
-    pair_consumer<Traits>(p, cur, pbars, smem, wg, tid);
-  else
-    ws_consumer<Traits>(p, cur, bars, smem, wg, tid);
+  ws_consumer<Traits>(p, cur, bars, smem, wg, tid);
 }
 
 }  // namespace mla::sm90::decode

@@ -97,13 +97,13 @@ __device__ __forceinline__ void zero_page_tail_wg(uint8_t* stage, int valid_toke
 
 // S (64 rows x 64 keys) = Q (64 x 576) . K^T for one warpgroup; s[t][e] has the mma.sync fragment
 // layout (warp w of the group: rows 16 w + g (+8), keys 8 t + 2 t4 (+1)).
-// Waits for each slab's own full barrier (slab_bar0 + 8 * slab, `parity`) before its MMAs. release: a P.V
-// group was issued just before (no wait); `release_fn()` frees its stage (or half-stages: kernel_ws_pair.cuh)
-// once that group is done: after slab 0 is queued behind it if slab 0 has already landed, else right away.
-template <class Traits, class ReleaseFn>
+// Waits for each slab's own full barrier (slab_bar0 + 8 * slab, `parity`) before its MMAs. release >= 0: the
+// stage of a P.V group issued just before (no wait), released once that group is done: after slab 0 is
+// queued behind it if slab 0 is already there, else right away.
+template <class Traits>
 __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_kv,
-                                                    uint32_t slab_bar0, uint32_t parity, bool release,
-                                                    ReleaseFn&& release_fn) {
+                                                    uint32_t slab_bar0, uint32_t parity, const WsBarriers& bars,
+                                                    int release = -1) {
   float(&d)[32] = reinterpret_cast<float(&)[32]>(s);
 #pragma unroll
   for (int i = 0; i < 32; ++i) d[i] = 0.f;
@@ -115,10 +115,10 @@ __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s
   // slabs still converting), finish the P.V and release its stage first, so the refill of page j + 1
   // never depends on page j's arrival (fp8_ds b1 s8192 31.4 -> 26.2 µs, 16-bit rows unchanged: runs 12-13).
   // Decided per warp (the vote keeps the wait and the arrive convergent); warps of the group may differ.
-  if (release && !__all_sync(0xffffffffu, mbar_test(slab_bar0, parity))) {
+  if (release >= 0 && !__all_sync(0xffffffffu, mbar_test(slab_bar0, parity))) {
     wgmma_wait_all();
-    release_fn();
-    release = false;
+    release_stage(bars, release);
+    release = -1;
   }
 #pragma unroll 1
   for (int slab = 0; slab < kDimQK / 64; ++slab) {
@@ -133,24 +133,15 @@ __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s
     // A P.V group issued before this S (pv_issue, no wait) is the only one older than slab 0's: once it
     // is done, release its stage. Waiting here, not before S, keeps the tensor pipe fed across the
     // P.V -> S boundary (slab 0 is queued behind the P.V) and frees the stage as early as before.
-    if (slab == 0 && release) {
+    if (slab == 0 && release >= 0) {
       wgmma_wait_1();
-      release_fn();
+      release_stage(bars, release);
     }
     da += kSlabBytes >> 4;
     db += kSlabBytes >> 4;
   }
   wgmma_wait_all();
   fence_operands(d);
-}
-
-// Whole-stage release (pvfirst schedule): release >= 0 names the stage.
-template <class Traits>
-__device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_kv,
-                                                    uint32_t slab_bar0, uint32_t parity, const WsBarriers& bars,
-                                                    int release = -1) {
-  compute_scores_page<Traits>(s, s_q_tile, s_kv, slab_bar0, parity, release >= 0,
-                              [&] { release_stage(bars, release); });
 }
 
 // Stores P (this thread's 2 rows x 16 keys) into the page's RoPE slab, K-major 128B swizzle.
@@ -204,12 +195,10 @@ __device__ __forceinline__ void rescale_o(WsState& st, const float (&m_page)[2],
 
 // Issues O_half += P V_half for the page in `s_kv` (P in its RoPE slab) as one wgmma group, no wait:
 // the caller waits (wgmma_wait_all / compute_scores_page's release) before touching st.o again.
-// kChained: issued right behind another P.V into the same accumulators, still in flight (wgmma orders
-// same-shape accumulations itself); the operand fence would read them and make ptxas serialize (C7514).
-template <class Traits, bool kChained = false>
+template <class Traits>
 __device__ __forceinline__ void pv_issue(WsState& st, uint32_t s_kv, int wg) {
   float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
-  if constexpr (!kChained) fence_operands(d);
+  fence_operands(d);
   wgmma_fence();
   const uint32_t s_p = s_kv + kRopeSlab * kSlabBytes;
 #pragma unroll

@@ -27,7 +27,6 @@ struct DecodeKernelParams {
   float softmax_scale;
   float scale_log2;               // softmax_scale * log2(e): scores go through exp2
   int l2_prefetch;                // pages ahead of the shared-memory stages to prefetch into L2 (0: off)
-  int ws_pair_max_pages;          // 16-bit warp-specialized kernel: parts of <= this many pages run the pair schedule
   // Warp-specialized 64-row variant only (encoded by the launcher, see tensor_maps.cu): the cache viewed
   // as 2D [num_pages * 64, 576] and q as [b * s_q * h_q, 576], 16-bit elements, 64 x 64 boxes, 128B swizzle.
   CUtensorMap tmap_kv;
