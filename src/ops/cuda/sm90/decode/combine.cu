@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "mla/core/cuda_check.h"
+#include "mla/core/env_knob.h"
 #include "mla/core/mla_shapes.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
@@ -53,9 +54,10 @@ __device__ __forceinline__ void merge_ms(float& m, float& s, float m2, float s2)
   m = mm;
 }
 
-// Shared memory of combine_many, declared by the kernels.
+// Shared memory of combine_many / combine_many_1pass, declared by the kernels (the one-pass merge keeps
+// every thread's running max and sum; the two-pass one uses the first kCombineWarps entries).
 struct CombineSmem {
-  float m[kCombineWarps], s[kCombineWarps];
+  float m[kCombineThreads], s[kCombineThreads];
   float4 acc[kCombineThreads];
 };
 
@@ -130,6 +132,93 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
     store_cols<Traits>(p, b, row, col, o);
   }
   if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
+}
+
+// Many splits in one pass (run C1): combine_many's thread layout, but every thread loads its splits' lse
+// values together with their partials and keeps its own running (max, sum, weighted sum), rescaled as
+// each batch of eight arrives; the split lanes then meet in shared memory with their maxima. One memory
+// round trip and one barrier instead of combine_many's lse pass, barrier, partial pass, barrier: the
+// batch-1 rows are latency-bound (ncu P7: 4-9 us per combine for <= 4 MB of partials).
+template <class Traits>
+__device__ __forceinline__ void combine_many_1pass(const DecodeKernelParams& p, int b, int row, int first, int n,
+                                                   int chunk, int chunks, CombineSmem& sm) {
+  const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
+  const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
+  const int f = threadIdx.x % q4, sl = threadIdx.x / q4;
+  const int col = chunk * (kDimV / chunks) + 4 * f;
+  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + col;
+  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
+  float m = -INFINITY, s = 0.f;  // running max of this thread's splits and sum of exp(lse - m)
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);  // sum of exp(lse - m) * partial
+  for (int k0 = sl; k0 < n; k0 += 8 * lanes) {
+    float4 v[8];
+    float l[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int k = min(k0 + j * lanes, n - 1);  // past n: repeat the last split, masked below
+      v[j] = *reinterpret_cast<const float4*>(src + k * stride);
+      l[j] = lse_k[static_cast<int64_t>(k) * p.rows];
+    }
+    float mb = m;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (k0 + j * lanes >= n) l[j] = -INFINITY;
+      mb = fmaxf(mb, l[j]);
+    }
+    if (mb == -INFINITY) continue;  // no visible key so far (then s and acc are still 0)
+    const float r = m == -INFINITY ? 0.f : expf(m - mb);
+    s *= r;
+    acc.x *= r;
+    acc.y *= r;
+    acc.z *= r;
+    acc.w *= r;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float w = expf(l[j] - mb);  // l = -inf (masked or empty split): 0
+      s += w;
+      acc.x += w * v[j].x;
+      acc.y += w * v[j].y;
+      acc.z += w * v[j].z;
+      acc.w += w * v[j].w;
+    }
+    m = mb;
+  }
+  sm.m[threadIdx.x] = m;
+  sm.s[threadIdx.x] = s;
+  sm.acc[threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.x < q4) {
+    float mx = -INFINITY;
+    for (int j = 0; j < lanes; ++j) mx = fmaxf(mx, sm.m[threadIdx.x + j * q4]);
+    const bool empty = mx == -INFINITY;  // no visible key in any split
+    float sum = 0.f;
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (!empty) {
+      for (int j = 0; j < lanes; ++j) {
+        const int i = threadIdx.x + j * q4;
+        const float e = sm.m[i] == -INFINITY ? 0.f : expf(sm.m[i] - mx);
+        sum += sm.s[i] * e;
+        o.x += sm.acc[i].x * e;
+        o.y += sm.acc[i].y * e;
+        o.z += sm.acc[i].z * e;
+        o.w += sm.acc[i].w * e;
+      }
+    }
+    const float inv = empty ? 0.f : 1.f / sum;
+    store_cols<Traits>(p, b, row, col, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
+    if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
+  }
+}
+
+// TEMPORARY (run C1): MLA_COMBINE_MANY=two runs the two-pass combine_many for the A/B.
+template <class Traits>
+__device__ __forceinline__ void combine_many_sel(const DecodeKernelParams& p, int b, int row, int first, int n,
+                                                 int chunk, int chunks, CombineSmem& sm, int two_pass) {
+  if (two_pass) {
+    combine_many<Traits>(p, b, row, first, n, chunk, chunks, sm);
+  } else {
+    combine_many_1pass<Traits>(p, b, row, first, n, chunk, chunks, sm);
+  }
 }
 
 // Few splits, GROUPS items at once: the CTA's threads form GROUPS groups of G = 256 / GROUPS, group g
@@ -242,7 +331,7 @@ constexpr int kCombineCtas = 132 * 4;
 // this kernel is ~4 us slower than session 4's (one list, rows merged one at a time by the whole CTA).
 template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const __grid_constant__ DecodeKernelParams p,
-                                                                        int chunks) {
+                                                                        int chunks, int two_pass) {
   __shared__ int s_few[kCombineThreads], s_many[kCombineThreads];
   __shared__ int s_nfew, s_nmany;
   __shared__ CombineSmem sm;
@@ -278,7 +367,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
     }
     for (int j = 0; j < nmany; ++j) {
       const CombineItem c = combine_item(p, s_many[j], chunks);
-      combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
+      combine_many_sel<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm, two_pass);
       __syncthreads();  // combine_many's shared memory is reused by the next item
     }
     __syncthreads();  // everyone has read the counts and lists before the next round resets them
@@ -290,7 +379,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
 // against session 4's list kernel -0.6 to -1.6 us on h_q 16 b1 and h_q 128 b1 s512 but +0.6 / +1.2 on
 // h_q 128 b1 s4096 / s8192 (not understood).
 template <class Traits>
-__global__ void combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
+__global__ void combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks, int two_pass) {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   __shared__ CombineSmem sm;
   const CombineItem c = combine_item(p, blockIdx.x, chunks);
@@ -298,8 +387,55 @@ __global__ void combine_direct_kernel(const __grid_constant__ DecodeKernelParams
   if (c.n <= kFewSplits) {
     combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
   } else {
-    combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
+    combine_many_sel<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm, two_pass);
   }
+}
+
+// TEMPORARY (run C1, MLA_COMBINE_VARIANT=p3): session 4's list kernel (one list, every item merged by the
+// whole CTA in turn, wait first), the one that was ~4 us faster on h_q 128 b128 rows (P8), side by side.
+template <class Traits>
+__global__ void __launch_bounds__(kCombineThreads, 4) combine_p3_kernel(const __grid_constant__ DecodeKernelParams p,
+                                                                      int chunks, int two_pass) {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  __shared__ int s_item[kCombineThreads];
+  __shared__ int s_count;
+  __shared__ CombineSmem sm;
+  const int items = p.rows * p.batch * chunks;
+  const int stride = gridDim.x;
+  for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
+    if (threadIdx.x == 0) s_count = 0;
+    __syncthreads();
+    const int64_t i = base + static_cast<int64_t>(threadIdx.x) * stride;
+    if (i < items) {
+      const int b = static_cast<int>(i) / (p.rows * chunks);
+      const int n = p.split_offsets[b + 1] - p.split_offsets[b];
+      if (n != 1 && (n > kFewSplits || i % chunks == 0)) s_item[atomicAdd(&s_count, 1)] = static_cast<int>(i);
+    }
+    __syncthreads();
+    const int count = s_count;
+    for (int j = 0; j < count; ++j) {
+      const CombineItem c = combine_item(p, s_item[j], chunks);
+      if (c.n <= kFewSplits) {
+        combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
+      } else {
+        combine_many_sel<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm, two_pass);
+      }
+      __syncthreads();
+    }
+    __syncthreads();
+  }
+}
+
+// TEMPORARY (run C1): MLA_COMBINE_VARIANT = p3 (session 4's list kernel beyond one wave), skip (no combine:
+// the decode kernel alone, results wrong, timing only), g132 (the list kernel on 132 CTAs instead of 528);
+// MLA_COMBINE_MANY=two: the two-pass many-split merge.
+const EnvKnob& combine_variant_knob() {
+  static const EnvKnob k = read_env_knob("MLA_COMBINE_VARIANT", {"p3", "skip", "g132"});
+  return k;
+}
+const EnvKnob& combine_many_knob() {
+  static const EnvKnob k = read_env_knob("MLA_COMBINE_MANY", {"two"});
+  return k;
 }
 
 }  // namespace
@@ -322,11 +458,20 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
+  MLA_TRY(combine_variant_knob().status);
+  MLA_TRY(combine_many_knob().status);
+  const int variant = combine_variant_knob().index;
+  const int two_pass = combine_many_knob().index == 0 ? 1 : 0;
+  if (variant == 1) return Status::ok();  // skip (timing only)
   const bool direct = items <= kCombineCtas;
   if (direct) {
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits>, p, chunks));
+    MLA_CUDA_TRY("mla_decode (combine)",
+                 cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits>, p, chunks, two_pass));
+  } else if (variant == 0) {
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_p3_kernel<Traits>, p, chunks, two_pass));
   } else {
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits>, p, chunks));
+    if (variant == 2) cfg.gridDim = dim3(132);
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits>, p, chunks, two_pass));
   }
   MLA_CUDA_TRY_LAUNCH("mla_decode (combine)");
   return Status::ok();
