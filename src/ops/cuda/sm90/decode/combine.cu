@@ -18,7 +18,6 @@ namespace mla::sm90::decode {
 namespace {
 
 constexpr int kCombineThreads = 256;
-constexpr int kCombineWarps = kCombineThreads / 32;
 constexpr int kMaxChunks = 8;  // column chunks per row: 512 / 8 = 64 columns = 16 float4 lanes x 16 split lanes
 
 template <class Traits>
@@ -46,16 +45,7 @@ __device__ __forceinline__ void store_lse(const DecodeKernelParams& p, int b, in
 constexpr int kFewSplits = 8;
 static_assert(2 * kCombineThreads == kDimV, "combine_few_group: one float2 per thread and split for GROUPS 1");
 
-// Online (max, sum of exp) pair merge; an empty side has m = -inf, s = 0.
-__device__ __forceinline__ void merge_ms(float& m, float& s, float m2, float s2) {
-  const float mm = fmaxf(m, m2);
-  if (mm == -INFINITY) return;
-  s = s * expf(m - mm) + s2 * expf(m2 - mm);
-  m = mm;
-}
-
-// Shared memory of combine_many / combine_many_1pass, declared by the kernels (the one-pass merge keeps
-// every thread's running max and sum; the two-pass one uses the first kCombineWarps entries).
+// Shared memory of combine_many (every thread's running max, sum and weighted sum), declared by the kernels.
 struct CombineSmem {
   float m[kCombineThreads], s[kCombineThreads];
   float4 acc[kCombineThreads];
@@ -63,85 +53,14 @@ struct CombineSmem {
 
 // Many splits: this CTA merges columns [chunk * cw, (chunk + 1) * cw) of one row, cw = 512 / chunks.
 // Thread t owns float4 lane t % q4 (q4 = cw / 4) of splits t / q4, t / q4 + S, ... (S = 256 / q4 split
-// lanes), eight loads in flight; the S partial sums meet in shared memory.
+// lanes), eight loads in flight, and loads each split's lse together with its partial, keeping its own
+// running (max, sum, weighted sum) rescaled as each batch of eight arrives; the S split lanes then meet in
+// shared memory with their maxima. One memory round trip per batch and one barrier: the batch-1 rows are
+// latency-bound (ncu P7: 4-9 us per combine for <= 17 MB of partials). Against a first pass over the lse
+// values, a barrier, then the partials (C1, same call): -0.9 to -1.5 us on every b1 s4096 / s8192 row.
 template <class Traits>
 __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b, int row, int first, int n,
                                              int chunk, int chunks, CombineSmem& sm) {
-  float* s_m = sm.m;
-  float* s_s = sm.s;
-  float4* s_acc = sm.acc;
-  const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
-  // 1. lse max and sum of exp over the splits in one online pass, then across the block.
-  float m = -INFINITY, s = 0.f;
-  for (int k = threadIdx.x; k < n; k += kCombineThreads) merge_ms(m, s, lse_k[static_cast<int64_t>(k) * p.rows], 1.f);
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) {
-    const float m2 = __shfl_xor_sync(0xffffffffu, m, d), s2 = __shfl_xor_sync(0xffffffffu, s, d);
-    merge_ms(m, s, m2, s2);
-  }
-  if ((threadIdx.x & 31) == 0) {
-    s_m[threadIdx.x >> 5] = m;
-    s_s[threadIdx.x >> 5] = s;
-  }
-  __syncthreads();
-  m = s_m[0];
-  s = s_s[0];
-#pragma unroll
-  for (int w = 1; w < kCombineWarps; ++w) merge_ms(m, s, s_m[w], s_s[w]);
-  const bool empty = m == -INFINITY;  // no visible key in any split
-  const float inv = empty ? 0.f : 1.f / s;
-  // 2. Weighted sum of this thread's float4 over its splits.
-  const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
-  const int f = threadIdx.x % q4, sl = threadIdx.x / q4;
-  const int col = chunk * (kDimV / chunks) + 4 * f;
-  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + col;
-  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (!empty) {
-    for (int k0 = sl; k0 < n; k0 += 8 * lanes) {
-      float4 v[8];
-      float wk[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int k = min(k0 + j * lanes, n - 1);  // past n: repeat the last split, weight 0
-        v[j] = *reinterpret_cast<const float4*>(src + k * stride);
-        wk[j] = lse_k[static_cast<int64_t>(k) * p.rows];
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float w = k0 + j * lanes < n ? expf(wk[j] - m) * inv : 0.f;
-        acc.x += w * v[j].x;
-        acc.y += w * v[j].y;
-        acc.z += w * v[j].z;
-        acc.w += w * v[j].w;
-      }
-    }
-  }
-  // 3. Sum the split lanes.
-  s_acc[threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.x < q4) {
-    float4 o = s_acc[threadIdx.x];
-    for (int j = 1; j < lanes; ++j) {
-      const float4 u = s_acc[threadIdx.x + j * q4];
-      o.x += u.x;
-      o.y += u.y;
-      o.z += u.z;
-      o.w += u.w;
-    }
-    store_cols<Traits>(p, b, row, col, o);
-  }
-  if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
-}
-
-// Many splits in one pass (run C1): combine_many's thread layout, but every thread loads its splits' lse
-// values together with their partials and keeps its own running (max, sum, weighted sum), rescaled as
-// each batch of eight arrives; the split lanes then meet in shared memory with their maxima. One memory
-// round trip and one barrier instead of combine_many's lse pass, barrier, partial pass, barrier: the
-// batch-1 rows are latency-bound (ncu P7: 4-9 us per combine for <= 4 MB of partials).
-template <class Traits>
-__device__ __forceinline__ void combine_many_1pass(const DecodeKernelParams& p, int b, int row, int first, int n,
-                                                   int chunk, int chunks, CombineSmem& sm) {
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
   const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
   const int f = threadIdx.x % q4, sl = threadIdx.x / q4;
@@ -207,17 +126,6 @@ __device__ __forceinline__ void combine_many_1pass(const DecodeKernelParams& p, 
     const float inv = empty ? 0.f : 1.f / sum;
     store_cols<Traits>(p, b, row, col, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
     if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
-  }
-}
-
-// TEMPORARY (run C1): MLA_COMBINE_MANY=two runs the two-pass combine_many for the A/B.
-template <class Traits>
-__device__ __forceinline__ void combine_many_sel(const DecodeKernelParams& p, int b, int row, int first, int n,
-                                                 int chunk, int chunks, CombineSmem& sm, int two_pass) {
-  if (two_pass) {
-    combine_many<Traits>(p, b, row, first, n, chunk, chunks, sm);
-  } else {
-    combine_many_1pass<Traits>(p, b, row, first, n, chunk, chunks, sm);
   }
 }
 
@@ -331,7 +239,7 @@ constexpr int kCombineCtas = 132 * 4;
 // this kernel is ~4 us slower than session 4's (one list, rows merged one at a time by the whole CTA).
 template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const __grid_constant__ DecodeKernelParams p,
-                                                                        int chunks, int two_pass) {
+                                                                        int chunks) {
   __shared__ int s_few[kCombineThreads], s_many[kCombineThreads];
   __shared__ int s_nfew, s_nmany;
   __shared__ CombineSmem sm;
@@ -367,19 +275,21 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
     }
     for (int j = 0; j < nmany; ++j) {
       const CombineItem c = combine_item(p, s_many[j], chunks);
-      combine_many_sel<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm, two_pass);
+      combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
       __syncthreads();  // combine_many's shared memory is reused by the next item
     }
     __syncthreads();  // everyone has read the counts and lists before the next round resets them
   }
 }
 
-// One CTA per item (session 4's P2 grid), for grids of at most one wave: no list round and no register
-// bound. On the same grids (P8, fp8): -0.6 to -2.8 us against combine_list_kernel on every batch-1 row;
-// against session 4's list kernel -0.6 to -1.6 us on h_q 16 b1 and h_q 128 b1 s512 but +0.6 / +1.2 on
-// h_q 128 b1 s4096 / s8192 (not understood).
+// One CTA per item (session 4's P2 grid), for grids of at most one wave: no list round. On the same grids
+// (P8, fp8): -0.6 to -2.8 us against combine_list_kernel on every batch-1 row, but +0.6 / +1.2 against
+// session 4's list kernel on h_q 128 b1 s4096 / s8192: without a register bound this kernel took 72
+// registers, so 3 CTAs per SM and h_q 128 b1's 512 items ran as 1.29 waves (ncu, C1); at 4 CTAs per SM
+// (64 registers, no spills) every grid this kernel gets is one wave.
 template <class Traits>
-__global__ void combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks, int two_pass) {
+__global__ void __launch_bounds__(kCombineThreads, 4)
+    combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   __shared__ CombineSmem sm;
   const CombineItem c = combine_item(p, blockIdx.x, chunks);
@@ -387,15 +297,15 @@ __global__ void combine_direct_kernel(const __grid_constant__ DecodeKernelParams
   if (c.n <= kFewSplits) {
     combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
   } else {
-    combine_many_sel<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm, two_pass);
+    combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
   }
 }
 
-// TEMPORARY (run C1, MLA_COMBINE_VARIANT=p3): session 4's list kernel (one list, every item merged by the
+// TEMPORARY (runs C1-C2, MLA_COMBINE_VARIANT=p3): session 4's list kernel (one list, every item merged by the
 // whole CTA in turn, wait first), the one that was ~4 us faster on h_q 128 b128 rows (P8), side by side.
 template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4) combine_p3_kernel(const __grid_constant__ DecodeKernelParams p,
-                                                                      int chunks, int two_pass) {
+                                                                      int chunks) {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   __shared__ int s_item[kCombineThreads];
   __shared__ int s_count;
@@ -418,7 +328,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_p3_kernel(const __
       if (c.n <= kFewSplits) {
         combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
       } else {
-        combine_many_sel<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm, two_pass);
+        combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
       }
       __syncthreads();
     }
@@ -426,16 +336,25 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_p3_kernel(const __
   }
 }
 
-// TEMPORARY (run C1): MLA_COMBINE_VARIANT = p3 (session 4's list kernel beyond one wave), skip (no combine:
-// the decode kernel alone, results wrong, timing only), g132 (the list kernel on 132 CTAs instead of 528);
-// MLA_COMBINE_MANY=two: the two-pass many-split merge.
+// TEMPORARY (run C2): MLA_COMBINE_VARIANT = p3 (session 4's list kernel beyond one wave), nopdl (a plain
+// launch: the combine grid is not scheduled while the decode kernel runs; griddepcontrol.wait returns at once).
 const EnvKnob& combine_variant_knob() {
-  static const EnvKnob k = read_env_knob("MLA_COMBINE_VARIANT", {"p3", "skip", "g132"});
+  static const EnvKnob k = read_env_knob("MLA_COMBINE_VARIANT", {"p3", "nopdl"});
   return k;
 }
-const EnvKnob& combine_many_knob() {
-  static const EnvKnob k = read_env_knob("MLA_COMBINE_MANY", {"two"});
+// TEMPORARY (run C2): MLA_COMBINE_CARVE=max asks for the largest shared-memory carveout for the combine
+// kernels, the configuration the decode kernels run in (~207 KB dynamic smem): an SM must drain to change
+// its L1 / shared split, and with another split the combine CTAs cannot share an SM with a decode CTA.
+const EnvKnob& combine_carve_knob() {
+  static const EnvKnob k = read_env_knob("MLA_COMBINE_CARVE", {"max"});
   return k;
+}
+template <auto Kernel>
+Status combine_carve() {  // once per kernel
+  static const cudaError_t e =
+      cudaFuncSetAttribute(Kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+  MLA_CUDA_TRY("mla_decode (combine carveout)", e);
+  return Status::ok();
 }
 
 }  // namespace
@@ -459,19 +378,21 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   MLA_TRY(combine_variant_knob().status);
-  MLA_TRY(combine_many_knob().status);
   const int variant = combine_variant_knob().index;
-  const int two_pass = combine_many_knob().index == 0 ? 1 : 0;
-  if (variant == 1) return Status::ok();  // skip (timing only)
+  if (variant == 1) cfg.numAttrs = 0;  // nopdl
+  MLA_TRY(combine_carve_knob().status);
+  if (combine_carve_knob().index == 0) {
+    MLA_TRY(combine_carve<combine_direct_kernel<Traits>>());
+    MLA_TRY(combine_carve<combine_list_kernel<Traits>>());
+    MLA_TRY(combine_carve<combine_p3_kernel<Traits>>());
+  }
   const bool direct = items <= kCombineCtas;
   if (direct) {
-    MLA_CUDA_TRY("mla_decode (combine)",
-                 cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits>, p, chunks, two_pass));
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits>, p, chunks));
   } else if (variant == 0) {
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_p3_kernel<Traits>, p, chunks, two_pass));
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_p3_kernel<Traits>, p, chunks));
   } else {
-    if (variant == 2) cfg.gridDim = dim3(132);
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits>, p, chunks, two_pass));
+    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits>, p, chunks));
   }
   MLA_CUDA_TRY_LAUNCH("mla_decode (combine)");
   return Status::ok();
