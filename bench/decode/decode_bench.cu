@@ -227,17 +227,13 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
     return Status::ok();
   };
   const mla::TensorView seqlens = p.seqlens;
-  // TEMPORARY (combine2 run C1): MLA_BENCH_MIN_PART=N plans with min_part_cost N (the plan's balance for
-  // parts of a few pages: h_q 16 b32 s512 cuts every sequence into 3 pieces of 2-3 blocks).
-  mla::DecodePlanTuning tune;
-  if (const char* e = std::getenv("MLA_BENCH_MIN_PART")) tune.min_part_cost = std::max(1, std::atoi(e));
   // The plan first (eagerly: the decode graph reads it), then both graphs.
-  MLA_TRY(mla::cuda::plan_decode(seqlens, g, plan, s, tune));
+  MLA_TRY(mla::cuda::plan_decode(seqlens, g, plan, s));
   MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));  // warm-up, attributes
   MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
   cudaGraphExec_t decode_exec, plan_exec;
   MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, &decode_exec));
-  MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, g, plan, s, tune); }, &plan_exec));
+  MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, g, plan, s); }, &plan_exec));
   MLA_TRY(time_graph(decode_exec, &t->decode_us));
   MLA_TRY(time_graph(plan_exec, &t->plan_us));
   cudaGraphExecDestroy(decode_exec);

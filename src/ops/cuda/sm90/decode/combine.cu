@@ -9,7 +9,6 @@
 #include <cstdint>
 
 #include "mla/core/cuda_check.h"
-#include "mla/core/env_knob.h"
 #include "mla/core/mla_shapes.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
@@ -236,7 +235,9 @@ constexpr int kCombineCtas = 132 * 4;
 // split_offsets, written by the plan before the decode kernel started) gained nothing on any row (P6-P8),
 // and a dependent grid in which no CTA waits may complete before the decode kernel, so the stream's next
 // work would no longer be ordered after it. Not understood: on h_q 128 · b128 rows, where nothing merges,
-// this kernel is ~4 us slower than session 4's (one list, rows merged one at a time by the whole CTA).
+// this kernel is 1-4 us slower than session 4's (one list, rows merged one at a time by the whole CTA; C1/C2),
+// although alone (ncu, C1) the two differ by 0.23 us with the same grid, registers and occupancy; neither the
+// early (programmatic) launch nor the shared-memory carveout explains it (C2: nopdl, carve), nor 132 CTAs.
 template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const __grid_constant__ DecodeKernelParams p,
                                                                         int chunks) {
@@ -285,8 +286,9 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
 // One CTA per item (session 4's P2 grid), for grids of at most one wave: no list round. On the same grids
 // (P8, fp8): -0.6 to -2.8 us against combine_list_kernel on every batch-1 row, but +0.6 / +1.2 against
 // session 4's list kernel on h_q 128 b1 s4096 / s8192: without a register bound this kernel took 72
-// registers, so 3 CTAs per SM and h_q 128 b1's 512 items ran as 1.29 waves (ncu, C1); at 4 CTAs per SM
-// (64 registers, no spills) every grid this kernel gets is one wave.
+// registers, so 3 CTAs per SM and 512-item grids (h_q 128 b1, h_q 16 b32) ran as 1.29 waves (ncu, C1); at 4
+// CTAs per SM (64 registers, no spills) every grid this kernel gets is one wave (C2 vs C1, fp8: h_q 128 b1
+// s4096 / s8192 19.6 / 23.2 -> 17.2 / 20.7 us, h_q 16 b32 s512 16.4 -> 15.5).
 template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4)
     combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
@@ -299,62 +301,6 @@ __global__ void __launch_bounds__(kCombineThreads, 4)
   } else {
     combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
   }
-}
-
-// TEMPORARY (runs C1-C2, MLA_COMBINE_VARIANT=p3): session 4's list kernel (one list, every item merged by the
-// whole CTA in turn, wait first), the one that was ~4 us faster on h_q 128 b128 rows (P8), side by side.
-template <class Traits>
-__global__ void __launch_bounds__(kCombineThreads, 4) combine_p3_kernel(const __grid_constant__ DecodeKernelParams p,
-                                                                      int chunks) {
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  __shared__ int s_item[kCombineThreads];
-  __shared__ int s_count;
-  __shared__ CombineSmem sm;
-  const int items = p.rows * p.batch * chunks;
-  const int stride = gridDim.x;
-  for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
-    if (threadIdx.x == 0) s_count = 0;
-    __syncthreads();
-    const int64_t i = base + static_cast<int64_t>(threadIdx.x) * stride;
-    if (i < items) {
-      const int b = static_cast<int>(i) / (p.rows * chunks);
-      const int n = p.split_offsets[b + 1] - p.split_offsets[b];
-      if (n != 1 && (n > kFewSplits || i % chunks == 0)) s_item[atomicAdd(&s_count, 1)] = static_cast<int>(i);
-    }
-    __syncthreads();
-    const int count = s_count;
-    for (int j = 0; j < count; ++j) {
-      const CombineItem c = combine_item(p, s_item[j], chunks);
-      if (c.n <= kFewSplits) {
-        combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
-      } else {
-        combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
-      }
-      __syncthreads();
-    }
-    __syncthreads();
-  }
-}
-
-// TEMPORARY (run C2): MLA_COMBINE_VARIANT = p3 (session 4's list kernel beyond one wave), nopdl (a plain
-// launch: the combine grid is not scheduled while the decode kernel runs; griddepcontrol.wait returns at once).
-const EnvKnob& combine_variant_knob() {
-  static const EnvKnob k = read_env_knob("MLA_COMBINE_VARIANT", {"p3", "nopdl"});
-  return k;
-}
-// TEMPORARY (run C2): MLA_COMBINE_CARVE=max asks for the largest shared-memory carveout for the combine
-// kernels, the configuration the decode kernels run in (~207 KB dynamic smem): an SM must drain to change
-// its L1 / shared split, and with another split the combine CTAs cannot share an SM with a decode CTA.
-const EnvKnob& combine_carve_knob() {
-  static const EnvKnob k = read_env_knob("MLA_COMBINE_CARVE", {"max"});
-  return k;
-}
-template <auto Kernel>
-Status combine_carve() {  // once per kernel
-  static const cudaError_t e =
-      cudaFuncSetAttribute(Kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-  MLA_CUDA_TRY("mla_decode (combine carveout)", e);
-  return Status::ok();
 }
 
 }  // namespace
@@ -377,20 +323,8 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  MLA_TRY(combine_variant_knob().status);
-  const int variant = combine_variant_knob().index;
-  if (variant == 1) cfg.numAttrs = 0;  // nopdl
-  MLA_TRY(combine_carve_knob().status);
-  if (combine_carve_knob().index == 0) {
-    MLA_TRY(combine_carve<combine_direct_kernel<Traits>>());
-    MLA_TRY(combine_carve<combine_list_kernel<Traits>>());
-    MLA_TRY(combine_carve<combine_p3_kernel<Traits>>());
-  }
-  const bool direct = items <= kCombineCtas;
-  if (direct) {
+  if (items <= kCombineCtas) {
     MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits>, p, chunks));
-  } else if (variant == 0) {
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_p3_kernel<Traits>, p, chunks));
   } else {
     MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits>, p, chunks));
   }
