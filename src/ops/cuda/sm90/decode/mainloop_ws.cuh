@@ -152,6 +152,15 @@ __device__ __forceinline__ void store_p(uint8_t* p_slab, int row, int t4, const 
     *reinterpret_cast<uint32_t*>(p_slab + row * 128 + ((t ^ (row & 7)) << 4) + 4 * t4) = Traits::pack(p0[t], p1[t]);
 }
 
+// 2^x as one MUFU.EX2, subnormal results flushed to 0 (exp2f adds a range check and two multiplies per value
+// to produce them). The softmax's x = (s - m) * scale_log2 <= 0: a flushed P is below 2^-126, far under the
+// 16-bit P's resolution next to the row's largest term (1), and exp2(-inf) stays 0 for masked keys.
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Per-thread state of a consumer warpgroup: its 256 output columns of rows g, g + 8 of its warp's 16,
 // the max m_o these are relative to, and its share of the row sum (pages it computed P for).
 struct WsState {
@@ -179,7 +188,7 @@ __device__ __forceinline__ void rescale_o(WsState& st, const float (&m_page)[2],
   for (int h = 0; h < 2; ++h) {
     // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN.
     const float ms = m_page[h] == -INFINITY ? 0.f : m_page[h] * scale_log2;
-    alpha[h] = exp2f(st.m[h] * scale_log2 - ms);
+    alpha[h] = ex2_ftz(st.m[h] * scale_log2 - ms);
     st.m[h] = m_page[h];
     st.l[h] = st.l[h] * alpha[h] + rowsum[h];
   }
