@@ -144,6 +144,32 @@ struct Timing {
   double decode_us, plan_us;
 };
 
+// Median µs of `reps` launches of `exec` after 3 warm-up calls, each preceded by an L2 flush (a 256 MB memset) and
+// bracketed by events on `s`: the timing every bench row and the empty-kernel floor share.
+Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int reps, double* median_us) {
+  cudaEvent_t e0, e1;
+  MLA_CUDA_TRY("bench decode", cudaEventCreate(&e0));
+  MLA_CUDA_TRY("bench decode", cudaEventCreate(&e1));
+  std::vector<float> ms;
+  cudaError_t err = cudaSuccess;
+  for (int i = 0; i < reps + 3 && err == cudaSuccess; ++i) {
+    float t_ms = 0;
+    err = cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s);
+    if (err == cudaSuccess) err = cudaEventRecord(e0, s);
+    if (err == cudaSuccess) err = cudaGraphLaunch(exec, s);
+    if (err == cudaSuccess) err = cudaEventRecord(e1, s);
+    if (err == cudaSuccess) err = cudaEventSynchronize(e1);
+    if (err == cudaSuccess) err = cudaEventElapsedTime(&t_ms, e0, e1);
+    if (i >= 3) ms.push_back(t_ms);  // first calls: warm-up
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  MLA_CUDA_TRY("bench decode (timing)", err);
+  std::sort(ms.begin(), ms.end());
+  *median_us = 1e3 * ms[ms.size() / 2];
+  return Status::ok();
+}
+
 Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timing* t) {
   const int pages_per_seq = r.seqlen / mla::kDecodePageSize;
   const int num_pages = r.batch * pages_per_seq;
@@ -197,24 +223,8 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   p.softmax_scale = 0.0721687836f;
   const mla::DecodePlanView plan{parts.p, off.p, g.num_parts};
 
-  cudaEvent_t e0, e1;
-  MLA_CUDA_TRY("bench decode", cudaEventCreate(&e0));
-  MLA_CUDA_TRY("bench decode", cudaEventCreate(&e1));
-  auto time_graph = [&](cudaGraphExec_t exec, double* median_us) -> Status {
-    std::vector<float> ms;
-    for (int i = 0; i < o.reps + 3; ++i) {
-      MLA_CUDA_TRY("bench decode", cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
-      MLA_CUDA_TRY("bench decode", cudaEventRecord(e0, s));
-      MLA_CUDA_TRY("bench decode", cudaGraphLaunch(exec, s));
-      MLA_CUDA_TRY("bench decode", cudaEventRecord(e1, s));
-      MLA_CUDA_TRY("bench decode", cudaEventSynchronize(e1));
-      float t_ms = 0;
-      MLA_CUDA_TRY("bench decode", cudaEventElapsedTime(&t_ms, e0, e1));
-      if (i >= 3) ms.push_back(t_ms);  // first calls: warm-up
-    }
-    std::sort(ms.begin(), ms.end());
-    *median_us = 1e3 * ms[ms.size() / 2];
-    return Status::ok();
+  auto time_graph = [&](cudaGraphExec_t exec, double* median_us) {
+    return time_graph_median(exec, s, flush, o.reps, median_us);
   };
   auto capture = [&](auto&& body, cudaGraphExec_t* exec) -> Status {
     cudaGraph_t graph;
@@ -238,8 +248,6 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_TRY(time_graph(plan_exec, &t->plan_us));
   cudaGraphExecDestroy(decode_exec);
   cudaGraphExecDestroy(plan_exec);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
   MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
   return Status::ok();
 }
@@ -263,31 +271,16 @@ Status bench(const Options& o) {
     // The floor under the plan column: one empty kernel timed the same way (flush, events, graph launch).
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    cudaEvent_t e0, e1;
-    MLA_CUDA_TRY("bench decode", cudaEventCreate(&e0));
-    MLA_CUDA_TRY("bench decode", cudaEventCreate(&e1));
     MLA_CUDA_TRY("bench decode", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     empty_kernel<<<1, 512, 0, s>>>();
     MLA_CUDA_TRY("bench decode", cudaStreamEndCapture(s, &graph));
     MLA_CUDA_TRY("bench decode", cudaGraphInstantiate(&exec, graph, 0));
-    std::vector<float> ms;
-    for (int i = 0; i < o.reps + 3; ++i) {
-      MLA_CUDA_TRY("bench decode", cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
-      MLA_CUDA_TRY("bench decode", cudaEventRecord(e0, s));
-      MLA_CUDA_TRY("bench decode", cudaGraphLaunch(exec, s));
-      MLA_CUDA_TRY("bench decode", cudaEventRecord(e1, s));
-      MLA_CUDA_TRY("bench decode", cudaEventSynchronize(e1));
-      float t_ms = 0;
-      MLA_CUDA_TRY("bench decode", cudaEventElapsedTime(&t_ms, e0, e1));
-      if (i >= 3) ms.push_back(t_ms);
-    }
-    std::sort(ms.begin(), ms.end());
-    std::printf("# empty-kernel graph, timed like a row (the floor of the plan_decode times below): %.1f us\n",
-                1e3 * ms[ms.size() / 2]);
+    double floor_us = 0;
+    const Status st = time_graph_median(exec, s, flush, o.reps, &floor_us);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    MLA_TRY(st);
+    std::printf("# empty-kernel graph, timed like a row (the floor of the plan_decode times below): %.1f us\n", floor_us);
   }
   std::vector<double> plan_us;
   const int n = static_cast<int>(sizeof(kRows) / sizeof(kRows[0]));
