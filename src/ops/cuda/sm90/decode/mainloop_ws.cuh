@@ -30,9 +30,6 @@ constexpr int kRopeSlab = kDimV / 64;       // slab 8: RoPE dims of K, then P
 static_assert(kRopeSlab * 64 + 64 == kDimQK, "one RoPE slab after the V slabs");
 constexpr int kSlabsPerPage = kChunksPerRow / 8;  // 9
 
-// All but the newest committed wgmma group done.
-__device__ __forceinline__ void wgmma_wait_1() { asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); }
-
 // Non-blocking: has phase `parity` of the mbarrier completed?
 __device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
   uint32_t done;
@@ -134,7 +131,7 @@ __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s
     // is done, release its stage. Waiting here, not before S, keeps the tensor pipe fed across the
     // P.V -> S boundary (slab 0 is queued behind the P.V) and frees the stage as early as before.
     if (slab == 0 && release >= 0) {
-      wgmma_wait_1();
+      wgmma_wait_group<1>();
       release_stage(bars, release);
     }
     da += kSlabBytes >> 4;

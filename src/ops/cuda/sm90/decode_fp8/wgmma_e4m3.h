@@ -10,11 +10,7 @@
 
 namespace mla::sm90::decode_fp8 {
 
-// Waits until at most N committed wgmma groups of this warp are pending (N = 0: ../decode/wgmma.h wgmma_wait_all).
-template <int N>
-__device__ __forceinline__ void wgmma_wait_group() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
+using decode::wgmma_wait_group;
 
 // S of one page: D (64 rows x 64 keys) += Q (64 x 32 bytes) . K (64 keys x 32 bytes)^T.
 __device__ __forceinline__ void wgmma_m64n64k32_e4m3(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {

@@ -41,6 +41,7 @@ using decode::DecodeKernelParams;
 using decode::mbar_arrive;
 using decode::mbar_wait;
 using decode::PartCursor;
+using decode::wgmma_wait_group;
 
 using Bars = decode::n16::RingBars<kStages>;
 __device__ __forceinline__ uint32_t phase_of(int n) { return decode::n16::phase_of(n, kStages); }
@@ -219,7 +220,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
       for (int cc = 0; cc < kTiles; ++cc) {
         if (cc + 1 < kTiles) load_k(kw[(cc + 1) & 1], k0, k1, cc + 1);
         issue_tile_s(acc[cc], (cc & 1) ? fb : fa, kw[cc & 1], s_q, cc);
-        if (cc > 0) wgmma_wait<1>();
+        if (cc > 0) wgmma_wait_group<1>();
       }
       // RoPE: bf16 as stored; k0 / k1 already include 16t, so the thread reads bytes 528 + 32t .. + 31 of its tokens,
       // dims 16t + 2w', +1 in word w'.
@@ -247,7 +248,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     float4 sc[2];
     sc[0] = *reinterpret_cast<const float4*>(raw + tok[0] * kTokenBytes + kScalesOffset);
     sc[1] = *reinterpret_cast<const float4*>(raw + tok[1] * kTokenBytes + kScalesOffset);
-    wgmma_wait<0>();
+    wgmma_wait_group<0>();
 #pragma unroll
     for (int cc = 0; cc < kTiles; ++cc) decode::fence_operands(acc[cc]);
     decode::fence_operands(rp);
@@ -407,17 +408,17 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
   issue_tile_pv(o, fa, s_pb + 0 * kSlabBytes, 0);
   v_frags<kTail>(fb, v_lane + 128, mask);
   issue_tile_pv(o, fb, s_pb + 1 * kSlabBytes, 1);
-  wgmma_wait<1>();
+  wgmma_wait_group<1>();
   v_frags<kTail>(fa, v_lane + 256, mask);
   issue_tile_pv(o, fa, s_pb + 2 * kSlabBytes, 2);
-  wgmma_wait<1>();
+  wgmma_wait_group<1>();
   v_frags<kTail>(fb, v_lane + 384, mask);
   __syncwarp();
   if (lane == 0) mbar_arrive(empty_bar);  // this warp's codes are all in registers
   if (is_stream) ps.step(p, bars, s_raw0);
   __syncwarp();
   issue_tile_pv(o, fb, s_pb + 3 * kSlabBytes, 3);
-  wgmma_wait<0>();
+  wgmma_wait_group<0>();
 #pragma unroll
   for (int i = 0; i < 8; ++i) decode::fence_operands(o[i]);
 }

@@ -24,10 +24,6 @@ __device__ __forceinline__ void wgmma_m64n16k16_bf16_rs(float (&d)[8], const uin
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
 // Pins register values (A fragments) before this point, so the compiler does not sink their computation past the
 // wgmma_fence (ptxas would then serialize the wgmmas).
 template <int N>
