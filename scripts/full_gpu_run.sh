@@ -10,6 +10,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 ( scripts/gpu_check.sh --bin $B --tests-only --filter 'fp8ds' --out $o/t/c > $o/t/c.txt 2>&1 ) &
 scripts/gpu_check.sh --bin $B --tests-only --filter 'cache|codecs|engine|convert|model' --out $o/t/d > $o/t/d.txt 2>&1
 MLA_PREFILL_WARPS=5 $B/gpu_test_model_ops --gtest_filter='*prefill*' > $o/t/badknob.log 2>&1; echo "bad MLA_PREFILL_WARPS rc=$? (expect 1): $(grep -c MLA_PREFILL_WARPS $o/t/badknob.log) lines name it"
+for kf in MLA_DECODE_L2_PREFETCH:bf16 MLA_DECODE_FP8_L2_PREFETCH:fp8; do
+  k=${kf%:*}; env $k=9 $B/bench_decode --format ${kf#*:} --rows 1 --reps 2 > $o/t/badknob_$k.log 2>&1; echo "bad $k=9 rc=$? (expect 1): $(grep -c $k $o/t/badknob_$k.log) lines name it"
+done
 wait
 grep -h "^test" $o/t/*.txt | cut -c1-200; grep -h -A3 "FAIL" $o/t/*.txt | head -20
 for t in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do

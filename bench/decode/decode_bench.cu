@@ -124,7 +124,12 @@ Status parse(int argc, char** argv, Options* o) {
     } else if (a == "--rows" && has_val) {
       for (int64_t r : mla::bench::parse_int_list(argv[++i])) o->rows.push_back(static_cast<int>(r));
     } else if (a == "--reps" && has_val) {
-      o->reps = std::max(1, std::atoi(argv[++i]));
+      const std::string v = argv[++i];
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 100000)
+        return Status::invalid("bench decode", "--reps wants an integer in 1..100000; got '" + v + "'");
+      o->reps = static_cast<int>(n);
     } else {
       return Status::invalid("bench decode",
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N]; got '" + a + "'");

@@ -71,13 +71,12 @@ Variant64 variant64() {
 }
 // Pages prefetched into L2 ahead of the shared-memory stages (both kernels); MLA_DECODE_L2_PREFETCH=N
 // overrides the default (0 turns it off), read once.
-int l2_prefetch_pages() {
-  static const int v = [] {
-    const char* e = std::getenv("MLA_DECODE_L2_PREFETCH");
-    return e != nullptr ? std::max(0, std::min(8, std::atoi(e))) : 0;
-  }();
-  return v;
+// Strict like every knob: a value outside 0..8 is an error, not a silent clamp to a different depth.
+const EnvKnob& l2_prefetch_knob() {
+  static const EnvKnob k = read_env_knob("MLA_DECODE_L2_PREFETCH", {"0", "1", "2", "3", "4", "5", "6", "7", "8"});
+  return k;
 }
+int l2_prefetch_pages() { return std::max(0, l2_prefetch_knob().index); }
 const EnvKnob& variant16_knob() {
   static const EnvKnob k = read_env_knob("MLA_DECODE_VARIANT16", {"ws"});
   return k;
@@ -97,6 +96,7 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   using namespace sm90::decode;
   MLA_TRY(variant64_knob().status);
   MLA_TRY(variant16_knob().status);
+  MLA_TRY(l2_prefetch_knob().status);
   const dim3 grid(g.num_parts, g.num_head_tiles);
   // Active 16-row groups: a single short tile (h_q 16/32 with few query rows) skips the empty groups.
   const int rows_first_tile = kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta;

@@ -14,14 +14,12 @@ namespace {
 
 // MLA_DECODE_FP8_L2_PREFETCH=N (0..8, default 0): pages prefetched into L2 ahead of the stages by the mma.sync
 // kernel (32-row tiles, 64-row `mma_sync`; read once).
-int l2_prefetch_pages() {
-  static const int v = [] {
-    const char* e = std::getenv("MLA_DECODE_FP8_L2_PREFETCH");
-    const int n = e != nullptr ? std::atoi(e) : 0;
-    return n < 0 ? 0 : n > 8 ? 8 : n;
-  }();
-  return v;
+// Strict like every knob: a value outside 0..8 is an error, not a silent clamp.
+const EnvKnob& l2_prefetch_knob() {
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_L2_PREFETCH", {"0", "1", "2", "3", "4", "5", "6", "7", "8"});
+  return k;
 }
+int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_knob().index; }
 
 // MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh,
 // `ws_ahead`, the default: H200 h128 b128 s8192 352-354 µs in runs W14-W15) or the 256-thread mma.sync kernel
@@ -38,6 +36,7 @@ Variant64 variant64() { return variant64_knob().index == 1 ? Variant64::kMmaSync
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
                       int64_t num_pages, cudaStream_t stream) {
   MLA_TRY(variant64_knob().status);
+  MLA_TRY(l2_prefetch_knob().status);
   Fp8DecodeParams p{};
   p.d = kp;
   p.out_scale = out_scale;
