@@ -37,13 +37,19 @@ constexpr int kWsBarrierBytes = 256;
 // a fourth transpose warp (W8-W10); L2 prefetch from the TMA thread (W7).
 // The softmax (kernel_ws.cuh) takes exp2 as one ex2.approx.ftz and masks only pages some row of the warp does not
 // see whole (run W14).
-template <int kKStages_, int kVStages_>
+//  kMaxFirst (run W16 candidate): the owner of page j publishes the running max m_j (its own barrier pair) right after
+//    S_j's row max, before its exp2 / P stores, so the two warpgroups' softmaxes of pages j and j + 1 run at the same
+//    time; only the max (one fmax per row) is handed from warpgroup to warpgroup. P_{j-1} V_{j-1} is then issued after
+//    the softmax of page j. P rounds against the same m_j as before (the split reference's), so results are unchanged.
+template <int kKStages_, int kVStages_, bool kMaxFirst_ = false>
 struct WsSchedule {
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
   static constexpr int kPHalves = 4;
+  static constexpr bool kMaxFirst = kMaxFirst_;
 };
 using WsAhead = WsSchedule<2, 2>;  // the default
+using WsMaxFirst = WsSchedule<2, 2, true>;
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;
@@ -74,7 +80,7 @@ constexpr bool ws_layout_ok() {
   return L.total <= 227 * 1024 && L.k_offset % 1024 == 0 && L.vt_offset % 1024 == 0 && L.p_offset % 1024 == 0 &&
          8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
 }
-static_assert(ws_layout_ok<WsAhead>(),
+static_assert(ws_layout_ok<WsAhead>() && ws_layout_ok<WsMaxFirst>(),
               "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");
 static_assert(kSlabTileBytes % 1024 == 0 && kVtBytes % 1024 == 0 && kPBufBytes % 1024 == 0, "1024-byte atoms");
 static_assert(kDimV == 4 * 128 && kBlockN == 64, "V^T rows hold two dims of 64 keys each");

@@ -23,13 +23,14 @@ int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_
 
 // MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh,
 // `ws_ahead`, the default: H200 h128 b128 s8192 352-354 µs in runs W14-W15) or the 256-thread mma.sync kernel
-// (`mma_sync`, kept for comparison). The variants that lost are in NOTES_fp8.md (runs W2-W15).
-enum class Variant64 { kWsAhead, kMmaSync };
+// (`mma_sync`, kept for comparison), or the max-first schedule (`ws_maxfirst`, run W16 candidate). The variants that
+// lost are in NOTES_fp8.md (runs W2-W15).
+enum class Variant64 { kWsAhead, kMmaSync, kWsMaxFirst };
 const EnvKnob& variant64_knob() {
-  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "mma_sync"});
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "mma_sync", "ws_maxfirst"});
   return k;
 }
-Variant64 variant64() { return variant64_knob().index == 1 ? Variant64::kMmaSync : Variant64::kWsAhead; }
+Variant64 variant64() { return static_cast<Variant64>(variant64_knob().index < 0 ? 0 : variant64_knob().index); }
 
 }  // namespace
 
@@ -57,7 +58,11 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   } else {
     // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
-    MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
+    if (variant64() == Variant64::kWsMaxFirst) {
+      MLA_TRY(launch_decode_fp8_ws<WsMaxFirst>(p, grid, stream));
+    } else {
+      MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
+    }
   }
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream);
 }

@@ -38,6 +38,9 @@ using decode::kBarWg;
 using decode::mbar_arrive;
 using decode::mbar_wait;
 using decode::PartCursor;
+// Max-first schedule (WsSchedule::kMaxFirst): "running max of page j is in s_m" is its own barrier pair, arrive by
+// page j's owner, sync by the other warpgroup (ids 7, 8; decode/mainloop_ws.cuh uses 1-5, transpose_ws.cuh 6).
+constexpr int kBarMaxReady = 7;
 
 template <int kKStages, int kVStages>
 struct WsBarriers {
@@ -148,6 +151,12 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
 #pragma unroll
     for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj % S::kPHalves) * kRowsPerCta + row_local[h]];
   };
+  // Max-first: the running max after the other warpgroup's page jj (P_jj is not yet known to be stored).
+  auto wait_max = [&](int jj, float (&mp)[2]) {
+    decode::named_sync(kBarMaxReady + (jj & 1), kWsConsumerThreads);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj % S::kPHalves) * kRowsPerCta + row_local[h]];
+  };
   // Adds page jj (its P and V^T) to this warpgroup's columns, then releases the V^T stage.
   auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2]) {
     const int vs = jj % kVStages;
@@ -200,10 +209,10 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       // Once S_j is done, O is rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j, which
       // then overlaps it; P_j V_j queues behind it when no row's max moved.
       scores_over_slabs<32, false>(reinterpret_cast<float(&)[32]>(sc), s_q_tile, s_k0 + ks * kSlabTileBytes);
-      if (j > 0) wait_other(j - 1, mp);
+      if (!S::kMaxFirst && j > 0) wait_other(j - 1, mp);
       wgmma_wait_group<0>();  // S_j (rescaling O while it runs makes ptxas insert a wait anyway, C7517)
       decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
-      if (j > 0) {
+      if (!S::kMaxFirst && j > 0) {
         rescale_o_ws<true>(st, mp, zero2, p.scale_log2);
         issue_pv(j - 1, false);
         pend = j - 1;
@@ -236,9 +245,20 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
 #pragma unroll
       for (int h = 0; h < 2; ++h) mx[h] = whole ? row_max<8>(sc, h) : mask_row_max<8>(sc, h, limit[h], t4);
       float m_new[2], rowsum[2];
+      if constexpr (S::kMaxFirst) {
+        // Only m_j waits for the other warpgroup's page j - 1; the exp2 and P stores below then run while the other
+        // warpgroup does the same for its page.
+        if (j > 0) wait_max(j - 1, mp);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
+          if (t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
+        }
+        decode::named_arrive(kBarMaxReady + (j & 1), kWsConsumerThreads);
+      }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
+        if constexpr (!S::kMaxFirst) m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
         const float ms = m_new[h] == -INFINITY ? 0.f : m_new[h] * p.scale_log2;
         float p0[8], p1[8];
         float sum = 0.f;
@@ -251,16 +271,33 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         }
         rowsum[h] = sum;
         store_p_e4m3(p_buf, j % S::kPHalves, row_local[h], t4, p0, p1);
-        if (t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
+        if (!S::kMaxFirst && t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
+      if constexpr (S::kMaxFirst) {
+        // P_{j-1} is waited for before P_j is signalled: the P-ready barrier of page j + 2 (same id as j's) then
+        // cannot be arrived at before the other warpgroup synced on page j's.
+        if (j > 0) decode::named_sync(kBarPReady + ((j - 1) & 1), kWsConsumerThreads);
+        decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
+        if (j > 0) {
+          rescale_o_ws<true>(st, mp, zero2, p.scale_log2);
+          issue_pv(j - 1, false);
+          pend = j - 1;
+          if (first) {  // page j - 1 ended the previous segment: write it before page j starts a new O
+            wgmma_wait_group<0>();
+            decode::fence_operands(o_regs);
+            release_pending();
+            epilogue(prev_b);
+          }
+        }
+      }
       // O is at st.m (= m_{j-1}, or -inf after an epilogue): if no row of the warpgroup moved, P_j V_j queues behind
       // P_{j-1} V_{j-1} on the same accumulator without a rescale.
       bool moved = false;
 #pragma unroll
       for (int h = 0; h < 2; ++h) moved = moved || m_new[h] != st.m[h];
       const bool keep = !decode_fp8::named_sync_any(kBarWg + wg, 128, moved);
-      decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
+      if constexpr (!S::kMaxFirst) decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
       if (keep) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
@@ -290,7 +327,12 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   // The part's last page belongs to the other warpgroup: add it and write the last segment.
   if (j > 0 && ((j - 1) & 1) != wg) {
     float mp[2];
-    wait_other(j - 1, mp);
+    if constexpr (S::kMaxFirst) {
+      wait_max(j - 1, mp);
+      decode::named_sync(kBarPReady + ((j - 1) & 1), kWsConsumerThreads);
+    } else {
+      wait_other(j - 1, mp);
+    }
     pv(j - 1, mp, zero2);
     epilogue(prev_b);
   }
