@@ -41,15 +41,29 @@ constexpr int kWsBarrierBytes = 256;
 //    S_j's row max, before its exp2 / P stores, so the two warpgroups' softmaxes of pages j and j + 1 run at the same
 //    time; only the max (one fmax per row) is handed from warpgroup to warpgroup. P_{j-1} V_{j-1} is then issued after
 //    the softmax of page j. P rounds against the same m_j as before (the split reference's), so results are unchanged.
-template <int kKStages_, int kVStages_, bool kMaxFirst_ = false>
+//  kSNext (run W17 candidate): S of the owner's next page (j + 2, same sequence) is issued right behind P_j V_j and
+//    waited for with it at the end of page j's step, so the tensor pipe sees S_{j+2} without the issue gap and the
+//    next step starts with its scores in registers (its K stage is released there, too).
+//  kDiagSmem (run W17 probe, results unchanged): the transposers read each K page a second time (32 KB more
+//    ldmatrix traffic per page, discarded) before releasing it, to see whether the shared-memory port sets the period.
+//  kQRegSteps (run W17 candidate): the last kQRegSteps k32 steps of S take Q from registers (wgmma A operand, 4
+//    registers per step, loaded once per Q tile): 2 KB less shared-memory traffic per step and page (of ~220 KB).
+template <int kKStages_, int kVStages_, bool kMaxFirst_ = false, bool kSNext_ = false, bool kDiagSmem_ = false,
+          int kQRegSteps_ = 0>
 struct WsSchedule {
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
   static constexpr int kPHalves = 4;
   static constexpr bool kMaxFirst = kMaxFirst_;
+  static constexpr bool kSNext = kSNext_;
+  static constexpr bool kDiagSmem = kDiagSmem_;
+  static constexpr int kQRegSteps = kQRegSteps_;
 };
 using WsAhead = WsSchedule<2, 2>;  // the default
 using WsMaxFirst = WsSchedule<2, 2, true>;
+using WsMaxFirstSNext = WsSchedule<2, 2, true, true>;
+using WsDiagSmem = WsSchedule<2, 2, false, false, true>;
+using WsQReg = WsSchedule<2, 2, false, false, false, 6>;
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;

@@ -23,11 +23,12 @@ int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_
 
 // MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh,
 // `ws_ahead`, the default: H200 h128 b128 s8192 352-354 µs in runs W14-W15) or the 256-thread mma.sync kernel
-// (`mma_sync`, kept for comparison), or the max-first schedule (`ws_maxfirst`, run W16 candidate). The variants that
+// (`mma_sync`, kept for comparison), or the max-first schedule (`ws_maxfirst`, run W16 candidate; `ws_mf_snext` with the next S behind P.V, W17; `ws_diag_smem`: a probe, the default plus 32 KB more shared reads
+// per page, results unchanged; `ws_qreg`: the default with S's last 6 k32 steps taking Q from registers, W17). The variants that
 // lost are in NOTES_fp8.md (runs W2-W15).
-enum class Variant64 { kWsAhead, kMmaSync, kWsMaxFirst };
+enum class Variant64 { kWsAhead, kMmaSync, kWsMaxFirst, kWsMfSNext, kWsDiagSmem, kWsQReg };
 const EnvKnob& variant64_knob() {
-  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "mma_sync", "ws_maxfirst"});
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "mma_sync", "ws_maxfirst", "ws_mf_snext", "ws_diag_smem", "ws_qreg"});
   return k;
 }
 Variant64 variant64() { return static_cast<Variant64>(variant64_knob().index < 0 ? 0 : variant64_knob().index); }
@@ -60,6 +61,12 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
     if (variant64() == Variant64::kWsMaxFirst) {
       MLA_TRY(launch_decode_fp8_ws<WsMaxFirst>(p, grid, stream));
+    } else if (variant64() == Variant64::kWsMfSNext) {
+      MLA_TRY(launch_decode_fp8_ws<WsMaxFirstSNext>(p, grid, stream));
+    } else if (variant64() == Variant64::kWsDiagSmem) {
+      MLA_TRY(launch_decode_fp8_ws<WsDiagSmem>(p, grid, stream));
+    } else if (variant64() == Variant64::kWsQReg) {
+      MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream));
     } else {
       MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
     }

@@ -97,6 +97,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
+    if constexpr (S::kDiagSmem) reread_page_diag(s_k0 + ks * kSlabTileBytes, tw);
     mbar_arrive(bars.k_empty(ks));
     c.advance(p);
     ++j;
@@ -186,6 +187,18 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     pv_issue_ws(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
   };
 
+  // S of a page into sc (issued and committed, not waited for), Q's last kQRegSteps steps from registers.
+  constexpr int kQR = S::kQRegSteps;
+  uint32_t qf[kQR > 0 ? kQR : 1][4];
+  auto issue_s = [&](float (&d)[32], uint32_t s_k) {
+    if constexpr (kQR > 0) {
+      scores_qreg<kQR>(d, qf, s_q_tile, s_k);
+    } else {
+      scores_over_slabs<32, false>(d, s_q_tile, s_k);
+    }
+  };
+  float sc[8][4];
+  bool s_pre = false;               // kSNext: sc already holds S of this own page (issued and waited in the last one)
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
   bool q_held = false;              // ... and has not released yet
   bool prev_end = true;
@@ -198,17 +211,23 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       const int ks = j % kKStages;
       float mp[2] = {-INFINITY, -INFINITY};
       // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
+      bool q_new = false;
       while (q_seg < seg) {
         if (q_held) mbar_arrive(bars.q_empty());
         ++q_seg;
         mbar_wait(bars.q_full(), q_seg & 1);
         q_held = true;
+        q_new = true;
       }
-      mbar_wait(bars.k_full(ks), phase(j, kKStages));
-      float sc[8][4];
+      if constexpr (kQR > 0) {
+        if (q_new) load_q_frags<kQR>(qf, s_q_tile, warp, lane);
+      }
       // Once S_j is done, O is rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j, which
       // then overlaps it; P_j V_j queues behind it when no row's max moved.
-      scores_over_slabs<32, false>(reinterpret_cast<float(&)[32]>(sc), s_q_tile, s_k0 + ks * kSlabTileBytes);
+      if (!s_pre) {
+        mbar_wait(bars.k_full(ks), phase(j, kKStages));
+        issue_s(reinterpret_cast<float(&)[32]>(sc), s_k0 + ks * kSlabTileBytes);
+      }
       if (!S::kMaxFirst && j > 0) wait_other(j - 1, mp);
       wgmma_wait_group<0>();  // S_j (rescaling O while it runs makes ptxas insert a wait anyway, C7517)
       decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
@@ -223,7 +242,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
           epilogue(prev_b);
         }
       }
-      mbar_arrive(bars.k_empty(ks));
+      if (!s_pre) mbar_arrive(bars.k_empty(ks));
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
       if (cur.hi - cur.blk - 1 < 2 && q_held) {
         mbar_arrive(bars.q_empty());
@@ -312,10 +331,24 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       }
       release_pending();
       pend = j;
+      // kSNext: S of page j + 2 (this warpgroup's next page when it is in the same sequence: same Q tile) queues
+      // behind P_j V_j and is waited for with it.
+      const int ks_next = (j + 2) % kKStages;
+      if constexpr (S::kSNext) {
+        s_pre = cur.blk + 2 < cur.hi;
+        if (s_pre) {
+          mbar_wait(bars.k_full(ks_next), phase(j + 2, kKStages));
+          issue_s(reinterpret_cast<float(&)[32]>(sc), s_k0 + ks_next * kSlabTileBytes);
+        }
+      }
       // P_j V_j is waited for here, not in the next own page: accumulators in flight across the loop's branches
       // and back edge make ptxas serialize every wgmma of the kernel (C7514, measured in the compile).
       wgmma_wait_group<0>();
       decode::fence_operands(o_regs);
+      if (s_pre) {
+        decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
+        mbar_arrive(bars.k_empty(ks_next));
+      }
       release_pending();
       if (end) epilogue(cur.b);
     }
