@@ -38,59 +38,53 @@ constexpr int kQBytes = 9 * kSlabBytes;     // 18432
 // P'_c (the accumulator's B operand): per tile c one slab of 16 rows x 64 keys f16; two buffers (pages j, j + 1).
 constexpr int kPBufBytes = kTiles * kSlabBytes;  // 8192
 
-// Session 6 (run F8) schedule variants, MLA_DECODE_FP8DS_WS16 (instantiations/decode_fp8ds_ws16.cu):
-//   V 0 "base": the ring holds 4 whole pages (one bulk copy each), 2 P' buffers.
-//   V 1 "r9":   the ring holds 9 half pages (32 tokens, 20992 B; a page = 2 units, its halves may sit in any two
-//               slots): the same shared memory holds 4.5 pages, so half a page more is in flight (2.5 instead of 2:
-//               the first half of page j + 5 goes out when page j is released).
-//   V 2 "p3":   3 P' buffers (and hand-off entries): the scorer may run two pages ahead of the accumulator.
-//   V 3 "pf2":  base + an L2 prefetch (cp.async.bulk.prefetch.L2) of page j + kStages + 2 when page j + kStages is
-//               copied: two more pages on their way from DRAM without shared memory.
-//   V 4 "r9pf2": r9 + the same prefetch.
+// Run F9 schedule variants, MLA_DECODE_FP8DS_WS16 (instantiations/decode_fp8ds_ws16.cu; ncu of F8: the scorer is the
+// page's critical chain, the accumulator waits for P_full 17 % of its time):
+//   kFmap: the scorer's token map f = 8w + 4(g / 4) + 2(g % 2) + (g / 2) % 2 instead of 8(g / 2) + 2(g % 2) + w % 2
+//          + 4(w / 2): the 16 f16x2 P' stores per thread and page hit 32 different banks (4-way conflicts before:
+//          3.1 M of the kernel's 22 M shared wavefronts, and the scorer's largest MIO stall behind them); its code
+//          loads stay conflict-free (the two tokens of a quarter warp are still 4 apart).
+//   kLate: the page stream thread issues page j + kStages after its warpgroup's tile-3 wgmmas, not before them (the
+//          other 3 accumulator warps waited at that wgmma for warp 0's empty-barrier wait and copy).
+//   kRope: the scorer's RoPE codes as two 16-byte loads 64 bytes apart (dims 8t.., 32 + 8t..) instead of 32 contiguous
+//          bytes (2-way bank conflicts), with Q's RoPE slab stored in the matching k order.
 template <int V>
 struct Opts {
-  static constexpr bool kHalf = V == 1 || V == 4;
-  static constexpr int kUnits = kHalf ? 2 : 1;       // bulk copies (ring units) per page
-  static constexpr int kSlots = kHalf ? 9 : kStages;  // ring units
-  static constexpr int kUnitBytes = kPageBytes / kUnits;
-  static constexpr int kUnitTokens = kBlockN / kUnits;
-  static constexpr int kPBufs = V == 2 ? 3 : 2;
-  static constexpr int kPrefetch = V == 3 || V == 4 ? 2 : 0;  // L2 prefetch distance in pages beyond the copy
+  static constexpr bool kFmap = V == 1 || V == 2 || V == 3;
+  static constexpr bool kLate = V == 2 || V == 3 || V == 4;
+  static constexpr bool kRope = V == 3;
 };
 
 // Named barriers (0 is __syncthreads): the scorer's row-max exchange (128 threads), and P_full[b] / P_empty[b],
 // the scorer <-> accumulator hand-off of P' buffer b (arrive by one side, sync by the other, 256 threads).
 constexpr int kBarScorer = 1;
-constexpr int kBarPFull = 2;  // + buffer; P_empty[b] = kBarPFull + kPBufs + b
+constexpr int kBarPFull = 2;   // + buffer
+constexpr int kBarPEmpty = 4;  // + buffer
 constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
 
 struct Layout {
   int raw, q, p, red, smax, alpha, unit, lsum, mfin, qdiv, bar, total;
 };
-template <class O>
 constexpr Layout layout() {
   Layout l{};
-  l.raw = 0;                                                      // [kSlots][kUnitBytes] raw page units
-  l.q = (l.raw + O::kSlots * O::kUnitBytes + 1023) / 1024 * 1024;  // Q' slabs
-  l.p = l.q + kQBytes;                                            // [kPBufs][4 tiles] P' slabs
-  l.red = l.p + O::kPBufs * kPBufBytes;                           // float [2][16 rows][4 warps]: row-max partials
-  l.smax = l.red + 2 * kRows * 4 * 4;                             // float4 [2][4 warps]: per-warp max tile scales
-  l.alpha = l.smax + 2 * 4 * 16;                                  // float [kPBufs][16]: O rescale of page j
-  l.unit = l.alpha + O::kPBufs * kRows * 4;                       // float [kPBufs][4]: u_c of page j
-  l.lsum = (l.unit + O::kPBufs * kTiles * 4 + 15) / 16 * 16;      // float [kPBufs][16][4]: row-sum partials at a segment end
-  l.mfin = l.lsum + O::kPBufs * kRows * 4 * 4;                    // float [kPBufs][16]: the row max at a segment end
-  l.qdiv = l.mfin + O::kPBufs * kRows * 4;                        // float [16]: 2^-k_row
-  l.bar = l.qdiv + kRows * 4;                                     // mbarriers full[kSlots], empty[kSlots]
-  l.total = l.bar + 8 * 2 * O::kSlots;
+  l.raw = 0;                                 // [kStages][64][656] raw pages
+  l.q = l.raw + kStages * kPageBytes;        // Q' slabs
+  l.p = l.q + kQBytes;                       // [2][4 tiles] P' slabs
+  l.red = l.p + 2 * kPBufBytes;              // float [2][16 rows][4 warps]: row-max partials
+  l.smax = l.red + 2 * kRows * 4 * 4;        // float4 [2][4 warps]: per-warp max tile scales
+  l.alpha = l.smax + 2 * 4 * 16;             // float [2][16]: O rescale of page j
+  l.unit = l.alpha + 2 * kRows * 4;          // float [2][4]: u_c of page j
+  l.lsum = l.unit + 2 * kTiles * 4;          // float [2][16][4]: row-sum partials at a segment end
+  l.mfin = l.lsum + 2 * kRows * 4 * 4;       // float [2][16]: the row max at a segment end
+  l.qdiv = l.mfin + 2 * kRows * 4;           // float [16]: 2^-k_row
+  l.bar = l.qdiv + kRows * 4;                // mbarriers full[kStages], empty[kStages]
+  l.total = l.bar + 8 * 2 * kStages;
   return l;
 }
-template <class O>
-constexpr bool layout_ok() {
-  return layout<O>().total <= 227 * 1024 && layout<O>().q % 1024 == 0 && layout<O>().p % 1024 == 0 &&
-         layout<O>().smax % 16 == 0 && layout<O>().lsum % 16 == 0 && layout<O>().bar % 8 == 0 && O::kUnitBytes % 16 == 0;
-}
-static_assert(layout_ok<Opts<0>>() && layout_ok<Opts<1>>() && layout_ok<Opts<2>>() && layout_ok<Opts<4>>(),
-              "fits the sm90 shared-memory limit; wgmma B operands on 1024-byte swizzle atoms; bulk copies 16-byte aligned");
+static_assert(layout().total <= 227 * 1024, "fits the sm90 shared-memory limit");
+static_assert(layout().q % 1024 == 0 && layout().p % 1024 == 0 && kPageBytes % 1024 == 0,
+              "wgmma B operands start on 1024-byte swizzle-atom boundaries");
+static_assert(layout().smax % 16 == 0 && layout().lsum % 16 == 0 && layout().bar % 8 == 0, "alignment");
 static_assert(kTiles == 4 && Fp8DsLayout::kTileSize == 128, "tile c = latent slabs 2c, 2c + 1");
 
 }  // namespace mla::sm90::decode_fp8ds::ws16

@@ -43,98 +43,55 @@ using decode::mbar_wait;
 using decode::PartCursor;
 using decode::wgmma_wait_group;
 
-template <class O>
-using Bars = decode::n16::RingBars<O::kSlots>;
-
-// Page j's ring units (config_ws16.h Opts): unit n = kUnits j + u sits in slot n % kSlots and holds tokens
-// kUnitTokens u .. of the page; with one unit per page this is the slot j % kStages of a whole page.
-template <class O>
-struct PageUnits {
-  int n0;
-  __device__ __forceinline__ explicit PageUnits(int j) : n0(O::kUnits * j) {}
-  __device__ __forceinline__ int slot(int u) const { return (n0 + u) % O::kSlots; }
-  // Byte offset from the ring base of token 32h (h = 0, 1): the two token halves of the page.
-  __device__ __forceinline__ int half_offset(int h) const {
-    return O::kUnits == 1 ? slot(0) * kPageBytes + h * 32 * kTokenBytes : slot(h) * O::kUnitBytes;
-  }
-  __device__ __forceinline__ void wait(const Bars<O>& bars) const {
-#pragma unroll
-    for (int u = 0; u < O::kUnits; ++u) mbar_wait(bars.full(slot(u)), decode::n16::phase_of(n0 + u, O::kSlots));
-  }
-  __device__ __forceinline__ void release(const Bars<O>& bars) const {
-#pragma unroll
-    for (int u = 0; u < O::kUnits; ++u) mbar_arrive(bars.empty(slot(u)));
-  }
-};
-static_assert(kBlockN == 64, "two token halves of 32 per page (PageUnits::half_offset)");
+using Bars = decode::n16::RingBars<kStages>;
+__device__ __forceinline__ uint32_t phase_of(int n) { return decode::n16::phase_of(n, kStages); }
 
 // Byte offset of (row, byte) in a 16-row slab of 128-byte rows, 128B swizzle.
 __device__ __forceinline__ int slab_byte(int row, int byte) { return row * 128 + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15); }
 
-// The page stream: ring unit n (Opts: a whole page or half of one) into slot n % kSlots (one bulk copy on
-// full[slot]) once all 8 warps released the slot's previous unit. Run by accumulator thread 0: kSlots units at the
-// start, then kUnits right after its own release of page j (page j + kStages; with half pages the second half of
-// page j + 4 and the first of j + 5). No L2 promotion question here: a unit is one contiguous 1D bulk copy (no
-// tensor map, no box rows fetched twice), unlike the fp8 kernel's 2D boxes.
-template <class O>
+// The page stream: page j into raw slot j % kStages (one bulk copy on full[slot]) once all 8 warps released the
+// slot's previous page. Run by accumulator thread 0, which steps it right after its own release of page j (page
+// j + kStages). No L2 promotion question here: a page is one contiguous 41 KB 1D bulk copy (no tensor map, no box
+// rows fetched twice), unlike the fp8 kernel's 2D boxes.
 struct PageStream {
   PartCursor c;
-  PartCursor pf;  // kPrefetch pages ahead of c (unused without prefetch)
-  int n = 0;
+  int j = 0;
   __device__ __forceinline__ void init(const DecodeKernelParams& p, PartCursor cur) {
     c = cur;
     c.fetch_page(p);
-    if constexpr (O::kPrefetch > 0) {
-      pf = cur;
-      for (int k = 0; k < O::kPrefetch; ++k) pf.advance(p);
-      pf.fetch_page(p);
-    }
   }
-  __device__ __forceinline__ void issue(const DecodeKernelParams& p, const Bars<O>& bars, uint32_t s_raw0) {
+  __device__ __forceinline__ void step(const DecodeKernelParams& p, const Bars& bars, uint32_t s_raw0) {
     if (!c.valid()) return;
-    const int slot = n % O::kSlots, u = n % O::kUnits;
-    if constexpr (O::kPrefetch > 0) {
-      // Copying page n / kUnits brings page n / kUnits + kPrefetch into L2, unless the start's burst copies it.
-      if (u == 0 && n / O::kUnits + O::kPrefetch >= (O::kSlots + O::kUnits - 1) / O::kUnits && pf.valid()) {
-        decode::prefetch_l2_bulk(static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(pf.page) * kPageBytes,
-                                 kPageBytes);
-      }
-      if (u == 0 && pf.valid()) {
-        pf.advance(p);
-        pf.fetch_page(p);
-      }
-    }
-    if (n >= O::kSlots) mbar_wait(bars.empty(slot), decode::n16::phase_of(n - O::kSlots, O::kSlots));
-    decode::mbar_expect_tx(bars.full(slot), O::kUnitBytes);
-    decode::bulk_load(s_raw0 + slot * O::kUnitBytes,
-                      static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes + u * O::kUnitBytes,
-                      O::kUnitBytes, bars.full(slot));
-    if (u == O::kUnits - 1) {
-      c.advance(p);
-      c.fetch_page(p);  // the next block-table entry loads while this thread waits / computes
-    }
-    ++n;
-  }
-  __device__ __forceinline__ void step(const DecodeKernelParams& p, const Bars<O>& bars, uint32_t s_raw0) {
-#pragma unroll
-    for (int u = 0; u < O::kUnits; ++u) issue(p, bars, s_raw0);
+    const int slot = j % kStages;
+    if (j >= kStages) mbar_wait(bars.empty(slot), phase_of(j - kStages));
+    decode::mbar_expect_tx(bars.full(slot), kPageBytes);
+    decode::bulk_load(s_raw0 + slot * kPageBytes,
+                      static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes, kPageBytes,
+                      bars.full(slot));
+    c.advance(p);
+    c.fetch_page(p);  // the next block-table entry loads while this thread waits / computes
+    ++j;
   }
 };
 
 // RoPE chunk kb of a query row (bf16, 8 dims) into slab 8 in the permuted k order of the bf16 RoPE wgmmas: dims
 // 8kb + 2w, +1: t = kb / 2, 4i + 2h' = 8(kb % 2) + 2w -> byte 32i + 4t + 16h'.
+// kRope (Opts): the scorer's thread t holds dims 8t + 2i, +1 (k slots 2t, 2t + 1 of step i) and 32 + 8t + 2i, +1
+// (slots 2t + 8, 2t + 9): dims 8kb + 2w, +1 -> step w, byte 32w + 4(kb % 4) + 16(kb / 4).
+template <bool kRope>
 __device__ __forceinline__ void store_rope_q(uint8_t* s_q, int row, int kb, const uint4& r) {
   uint8_t* rs = s_q + 8 * kSlabBytes;
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
-    const int i = 2 * (kb & 1) + (w >> 1);
-    *reinterpret_cast<uint32_t*>(rs + slab_byte(row, 32 * i + 4 * (kb >> 1) + 16 * (w & 1))) = word_of(r, w);
+    const int byte = kRope ? 32 * w + 4 * (kb & 3) + 16 * (kb >> 2) : 32 * (2 * (kb & 1) + (w >> 1)) + 4 * (kb >> 1) + 16 * (w & 1);
+    *reinterpret_cast<uint32_t*>(rs + slab_byte(row, byte)) = word_of(r, w);
   }
 }
 
 // Q of sequence b -> Q' (scorer thread tid < 128: row tid / 8, 64-dim block kb = tid % 8 and RoPE chunk kb).
 // Latent: f16 of q * 2^k_row (row_exponent: exact), step i of block kb = 16-byte chunks 2i (slots 0-7) and
 // 2i + 1 (slots 8-15) of slab kb; slot 2t + e + 8h' holds dim 64kb + 16t + 4i + 2h' + e. RoPE: bf16, same order.
+template <bool kRope>
 __device__ __forceinline__ void convert_q(const DecodeKernelParams& p, int b, uint8_t* s_q, float* s_qdiv, int tid) {
   const int row = tid >> 3, kb = tid & 7;
   const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + (static_cast<int64_t>(b) * kRows + row) * kDimQK);
@@ -169,7 +126,7 @@ __device__ __forceinline__ void convert_q(const DecodeKernelParams& p, int b, ui
     *reinterpret_cast<uint4*>(slab + slab_byte(row, 32 * i)) = lo;
     *reinterpret_cast<uint4*>(slab + slab_byte(row, 32 * i + 16)) = hi;
   }
-  store_rope_q(s_q, row, kb, src[kDimLatent / 8 + kb]);
+  store_rope_q<kRope>(s_q, row, kb, src[kDimLatent / 8 + kb]);
   if (kb == 0) s_qdiv[row] = pow2(-k);
 }
 
@@ -209,21 +166,21 @@ __device__ __forceinline__ void issue_tile_s(float (&acc)[8], uint32_t (&f)[8][4
 }
 
 template <class O>
-__device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c, const Bars<O>& bars, uint8_t* smem, int w,
+__device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem, int w,
                                        int lane) {
-  constexpr Layout L = layout<O>();
+  constexpr Layout L = layout();
   const uint8_t* raw0 = smem + L.raw;
   const uint32_t s_q = decode::smem_u32(smem + L.q), s_p0 = decode::smem_u32(smem + L.p);
   float* s_red = reinterpret_cast<float*>(smem + L.red);       // [2][16][4]
   float4* s_smax = reinterpret_cast<float4*>(smem + L.smax);   // [2][4]
-  float* s_alpha = reinterpret_cast<float*>(smem + L.alpha);   // [kPBufs][16]
-  float* s_unit = reinterpret_cast<float*>(smem + L.unit);     // [kPBufs][4]
-  float* s_lsum = reinterpret_cast<float*>(smem + L.lsum);     // [kPBufs][16][4]
-  float* s_mfin = reinterpret_cast<float*>(smem + L.mfin);     // [kPBufs][16]
+  float* s_alpha = reinterpret_cast<float*>(smem + L.alpha);   // [2][16]
+  float* s_unit = reinterpret_cast<float*>(smem + L.unit);     // [2][4]
+  float* s_lsum = reinterpret_cast<float*>(smem + L.lsum);     // [2][16][4]
+  float* s_mfin = reinterpret_cast<float*>(smem + L.mfin);     // [2][16]
   float* s_qdiv = reinterpret_cast<float*>(smem + L.qdiv);     // [16]
   const int g = lane >> 2, t = lane & 3;
-  const int f = 8 * (g >> 1) + 2 * (g & 1) + (w & 1) + 4 * (w >> 1);
-  const int tok[2] = {2 * f, 2 * f + 1};  // M rows 16w + g, 16w + g + 8 (one token half: 2f, 2f + 1 < 32 iff f < 16)
+  const int f = O::kFmap ? 8 * w + 4 * (g >> 2) + 2 * (g & 1) + ((g >> 1) & 1) : 8 * (g >> 1) + 2 * (g & 1) + (w & 1) + 4 * (w >> 1);
+  const int tok[2] = {2 * f, 2 * f + 1};  // M rows 16w + g, 16w + g + 8
   float m[4], l[4], qdiv[4];
   auto reset = [&] {
 #pragma unroll
@@ -233,25 +190,21 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
   bool new_seq = true;
   int j = 0;
   while (c.valid()) {
-    // buf: the P' buffer and hand-off entries of page j; xb: the scorer's own exchange buffers (two suffice: a warp
-    // writing page j + 1's entries has passed page j's exchange barrier).
-    const int buf = j % O::kPBufs, xb = j & 1;
-    const PageUnits<O> pu(j);
+    const int slot = j % kStages, buf = j & 1;
     const bool seg_end = c.last_of_sequence();
     if (new_seq) {
       // Every scorer warp finished its S of the previous page (waited wgmma) before that page's exchange barrier.
-      convert_q(p, c.b, smem + L.q, s_qdiv, 32 * w + lane);
+      convert_q<O::kRope>(p, c.b, smem + L.q, s_qdiv, 32 * w + lane);
       decode::fence_proxy_async();  // Q' (generic stores) is read by wgmma (async proxy)
       decode::named_sync(kBarScorer, 32 * kScorerWarps);
 #pragma unroll
       for (int r = 0; r < 4; ++r) qdiv[r] = s_qdiv[8 * (r >> 1) + 2 * t + (r & 1)];
       new_seq = false;
     }
-    pu.wait(bars);
-    const uint8_t* tk0 = raw0 + pu.half_offset(f >> 4) + (tok[0] & 31) * kTokenBytes;  // this thread's two tokens
-    const uint8_t* tk1 = tk0 + kTokenBytes;
-    const uint8_t* k0 = tk0 + 16 * t;
-    const uint8_t* k1 = tk1 + 16 * t;
+    mbar_wait(bars.full(slot), phase_of(j));
+    const uint8_t* raw = raw0 + slot * kPageBytes;
+    const uint8_t* k0 = raw + tok[0] * kTokenBytes + 16 * t;
+    const uint8_t* k1 = raw + tok[1] * kTokenBytes + 16 * t;
     float acc[kTiles][8], rp[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
@@ -276,19 +229,29 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
       }
       // RoPE: bf16 as stored; k0 / k1 already include 16t, so the thread reads bytes 528 + 32t .. + 31 of its tokens,
       // dims 16t + 2w', +1 in word w'.
+      // kRope: bytes 528 + 16t and 592 + 16t (dims 8t + 2i, +1 and 32 + 8t + 2i, +1 in word i): conflict-free, the
+      // quarter warp's two tokens 16 words apart.
       uint32_t fr[4][4];
-      const uint4 a0 = *reinterpret_cast<const uint4*>(k0 + kRopeOffset + 16 * t);
-      const uint4 a1 = *reinterpret_cast<const uint4*>(k0 + kRopeOffset + 16 * t + 16);
-      const uint4 b0 = *reinterpret_cast<const uint4*>(k1 + kRopeOffset + 16 * t);
-      const uint4 b1 = *reinterpret_cast<const uint4*>(k1 + kRopeOffset + 16 * t + 16);
+      const int r0 = O::kRope ? 0 : 16 * t, r1 = O::kRope ? 64 : 16 * t + 16;
+      const uint4 a0 = *reinterpret_cast<const uint4*>(k0 + kRopeOffset + r0);
+      const uint4 a1 = *reinterpret_cast<const uint4*>(k0 + kRopeOffset + r1);
+      const uint4 b0 = *reinterpret_cast<const uint4*>(k1 + kRopeOffset + r0);
+      const uint4 b1 = *reinterpret_cast<const uint4*>(k1 + kRopeOffset + r1);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const uint4& a = i < 2 ? a0 : a1;
-        const uint4& b = i < 2 ? b0 : b1;
-        fr[i][0] = word_of(a, 2 * (i & 1));
-        fr[i][1] = word_of(b, 2 * (i & 1));
-        fr[i][2] = word_of(a, 2 * (i & 1) + 1);
-        fr[i][3] = word_of(b, 2 * (i & 1) + 1);
+        if (O::kRope) {
+          fr[i][0] = word_of(a0, i);
+          fr[i][1] = word_of(b0, i);
+          fr[i][2] = word_of(a1, i);
+          fr[i][3] = word_of(b1, i);
+        } else {
+          const uint4& a = i < 2 ? a0 : a1;
+          const uint4& b = i < 2 ? b0 : b1;
+          fr[i][0] = word_of(a, 2 * (i & 1));
+          fr[i][1] = word_of(b, 2 * (i & 1));
+          fr[i][2] = word_of(a, 2 * (i & 1) + 1);
+          fr[i][3] = word_of(b, 2 * (i & 1) + 1);
+        }
         pin(fr[i]);
       }
       decode::wgmma_fence();
@@ -298,14 +261,14 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
       decode::wgmma_commit();
     }
     float4 sc[2];
-    sc[0] = *reinterpret_cast<const float4*>(tk0 + kScalesOffset);
-    sc[1] = *reinterpret_cast<const float4*>(tk1 + kScalesOffset);
+    sc[0] = *reinterpret_cast<const float4*>(raw + tok[0] * kTokenBytes + kScalesOffset);
+    sc[1] = *reinterpret_cast<const float4*>(raw + tok[1] * kTokenBytes + kScalesOffset);
     wgmma_wait_group<0>();
 #pragma unroll
     for (int cc = 0; cc < kTiles; ++cc) decode::fence_operands(acc[cc]);
     decode::fence_operands(rp);
     __syncwarp();
-    if (lane == 0) pu.release(bars);  // every code, scale and RoPE of this warp is in registers
+    if (lane == 0) mbar_arrive(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
     const int valid = c.seqlen - c.blk * kBlockN;
 #pragma unroll
     for (int h = 0; h < 2; ++h)
@@ -336,22 +299,22 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     }
     // Exchange across the 4 warps, double-buffered by page: a warp writing page j + 1's entries has passed page j's
     // barrier, so nobody still reads page j - 1's.
-    float* red = s_red + xb * kRows * 4;
+    float* red = s_red + buf * kRows * 4;
     decode::n16::store_row_max(red, mx, w, g, t);
-    if (lane == 0) s_smax[xb * 4 + w] = sm;
+    if (lane == 0) s_smax[buf * 4 + w] = sm;
     decode::named_sync(kBarScorer, 32 * kScorerWarps);
     float alpha[4], m_scaled[4], pr[8];
     decode::n16::update_row_max(red, m, alpha, m_scaled, p.scale_log2, t);
     decode::n16::exp_and_row_sums(s, pr, l, alpha, m_scaled, p.scale_log2);
-    float4 pm = s_smax[xb * 4];
+    float4 pm = s_smax[buf * 4];
 #pragma unroll
     for (int x = 1; x < 4; ++x) {
-      const float4 v = s_smax[xb * 4 + x];
+      const float4 v = s_smax[buf * 4 + x];
       pm = make_float4(fmaxf(pm.x, v.x), fmaxf(pm.y, v.y), fmaxf(pm.z, v.z), fmaxf(pm.w, v.w));
     }
     const float u[kTiles] = {scale_unit(pm.x), scale_unit(pm.y), scale_unit(pm.z), scale_unit(pm.w)};
-    // P buffer `buf` is free once the accumulator finished P.V of page j - kPBufs (pre-armed for the first pages).
-    decode::named_sync(kBarPFull + O::kPBufs + buf, kBarPair);
+    // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
+    decode::named_sync(kBarPEmpty + buf, kBarPair);
     uint8_t* pb = smem + L.p + buf * kPBufBytes;
 #pragma unroll
     for (int cc = 0; cc < kTiles; ++cc) {
@@ -395,11 +358,11 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
 // -4.3 % at b128 s8192). kTail (a sequence's partial last page): keys past the end are masked to code 0 (their
 // slots hold garbage, NaN in the tests, and 0 * NaN would poison O); full pages skip the mask.
 template <bool kTail>
-__device__ __forceinline__ void v_frags(uint32_t (&f)[4][2][4], uint32_t v_lane0, uint32_t v_lane1, const uint32_t (&mask)[4][2]) {
+__device__ __forceinline__ void v_frags(uint32_t (&f)[4][2][4], uint32_t v_lane, const uint32_t (&mask)[4][2]) {
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
     uint32_t r[4];
-    decode::ldmatrix_x4_trans(r, (s < 2 ? v_lane0 : v_lane1) + 16 * (s & 1) * kTokenBytes);  // token halves (PageUnits)
+    decode::ldmatrix_x4_trans(r, v_lane + 16 * s * kTokenBytes);
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
       const uint32_t x = kTail ? (r[m] & mask[s][m & 1]) : r[m];
@@ -424,11 +387,11 @@ __device__ __forceinline__ void issue_tile_pv(float (&o)[8][8], const uint32_t (
 // One page of the accumulator after its full barrier: tile 0's fragments (before P' exists), P_full, O rescale, then
 // per tile c the wgmmas of c while c + 1 converts. After the last codes are in registers the warp releases the slot
 // and the page stream thread (ps, accumulator thread 0) issues page j + kStages into it.
-template <bool kTail, class O>
-__device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)[kTiles], uint32_t v0, uint32_t v1, int valid,
+template <bool kTail, bool kLate>
+__device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)[kTiles], uint32_t v_lane, int valid,
                                                 uint32_t s_pb, const float* s_alpha, const float* s_unit, int buf,
-                                                const PageUnits<O>& pu, int lane, PageStream<O>& ps, bool is_stream,
-                                                const DecodeKernelParams& p, const Bars<O>& bars, uint32_t s_raw0) {
+                                                uint32_t empty_bar, int lane, PageStream& ps, bool is_stream,
+                                                const DecodeKernelParams& p, const Bars& bars, uint32_t s_raw0) {
   const int t = lane & 3;
   uint32_t mask[4][2];  // tokens 16s + 8h + 2t (low half), + 1 (high half); only kTail uses them
 #pragma unroll
@@ -439,7 +402,7 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
       mask[s][h] = (tk < valid ? 0xffffu : 0u) | (tk + 1 < valid ? 0xffff0000u : 0u);
     }
   uint32_t fa[4][2][4], fb[4][2][4];
-  v_frags<kTail>(fa, v0, v1, mask);
+  v_frags<kTail>(fa, v_lane, mask);
   decode::named_sync(kBarPFull + buf, kBarPair);
   // O's rows 8jn + 2t + e rescale by alpha; tile c's columns move from units u_run[c] to this page's u_c (both
   // powers of two: exact). (Skipping it when every factor is 1, with units kept from page to page, measured 2.7 %
@@ -458,27 +421,29 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
       for (int i = 0; i < 8; ++i) o[2 * cc + bb][i] *= alpha[2 * (i >> 2) + (i & 1)] * ratio;
   }
   issue_tile_pv(o, fa, s_pb + 0 * kSlabBytes, 0);
-  v_frags<kTail>(fb, v0 + 128, v1 + 128, mask);
+  v_frags<kTail>(fb, v_lane + 128, mask);
   issue_tile_pv(o, fb, s_pb + 1 * kSlabBytes, 1);
   wgmma_wait_group<1>();
-  v_frags<kTail>(fa, v0 + 256, v1 + 256, mask);
+  v_frags<kTail>(fa, v_lane + 256, mask);
   issue_tile_pv(o, fa, s_pb + 2 * kSlabBytes, 2);
   wgmma_wait_group<1>();
-  v_frags<kTail>(fb, v0 + 384, v1 + 384, mask);
+  v_frags<kTail>(fb, v_lane + 384, mask);
   __syncwarp();
-  if (lane == 0) pu.release(bars);  // this warp's codes are all in registers
-  if (is_stream) ps.step(p, bars, s_raw0);
+  if (lane == 0) mbar_arrive(empty_bar);  // this warp's codes are all in registers
+  if (!kLate && is_stream) ps.step(p, bars, s_raw0);
   __syncwarp();
   issue_tile_pv(o, fb, s_pb + 3 * kSlabBytes, 3);
+  if (kLate && is_stream) ps.step(p, bars, s_raw0);  // while tile 3's wgmmas run
+  __syncwarp();
   wgmma_wait_group<0>();
 #pragma unroll
   for (int i = 0; i < 8; ++i) decode::fence_operands(o[i]);
 }
 
 template <class O>
-__device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCursor c, const Bars<O>& bars, uint8_t* smem,
+__device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int w, int lane) {
-  constexpr Layout L = layout<O>();
+  constexpr Layout L = layout();
   const uint32_t s_raw0 = decode::smem_u32(smem + L.raw);
   const uint32_t s_p0 = decode::smem_u32(smem + L.p);
   const float* s_alpha = reinterpret_cast<const float*>(smem + L.alpha);
@@ -490,13 +455,13 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
   const int dim0 = 16 * w + 2 * g;  // + 128c (+ 64 for m-block 2c + 1): this thread's 2 dims per m-block
   const uint32_t lane_row = (8 * ((lane >> 3) & 1) + (lane & 7)) * kTokenBytes + 64 * (lane >> 4) + 16 * w;
-#pragma unroll
-  for (int b = 0; b < O::kPBufs; ++b) decode::named_arrive(kBarPFull + O::kPBufs + b, kBarPair);  // every P' buffer starts free
+  decode::named_arrive(kBarPEmpty + 0, kBarPair);  // both P' buffers start free
+  decode::named_arrive(kBarPEmpty + 1, kBarPair);
   const bool is_stream = w == 0 && lane == 0;
-  PageStream<O> ps;
+  PageStream ps;
   if (is_stream) {
     ps.init(p, c);
-    for (int k = 0; k < O::kSlots; ++k) ps.issue(p, bars, s_raw0);
+    for (int k = 0; k < kStages; ++k) ps.step(p, bars, s_raw0);
   }
   __syncwarp();
   float o[8][8], u_run[kTiles];
@@ -511,20 +476,21 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   reset();
   int j = 0;
   while (c.valid()) {
-    const int buf = j % O::kPBufs;
-    const PageUnits<O> pu(j);
-    pu.wait(bars);
-    const uint32_t v0 = s_raw0 + pu.half_offset(0) + lane_row, v1 = s_raw0 + pu.half_offset(1) + lane_row;
+    const int slot = j % kStages, buf = j & 1;
+    mbar_wait(bars.full(slot), phase_of(j));
+    const uint32_t v_lane = s_raw0 + slot * kPageBytes + lane_row;
     const int valid = c.seqlen - c.blk * kBlockN;
     const uint32_t s_pb = s_p0 + buf * kPBufBytes;
     if (valid < kBlockN)
-      accumulate_page<true>(o, u_run, v0, v1, valid, s_pb, s_alpha, s_unit, buf, pu, lane, ps, is_stream, p, bars, s_raw0);
+      accumulate_page<true, O::kLate>(o, u_run, v_lane, valid, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane, ps, is_stream, p,
+                            bars, s_raw0);
     else
-      accumulate_page<false>(o, u_run, v0, v1, valid, s_pb, s_alpha, s_unit, buf, pu, lane, ps, is_stream, p, bars, s_raw0);
+      accumulate_page<false, O::kLate>(o, u_run, v_lane, valid, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane, ps, is_stream, p,
+                             bars, s_raw0);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
     if (seg_end) decode::n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
-    decode::named_arrive(kBarPFull + O::kPBufs + buf, kBarPair);
+    decode::named_arrive(kBarPEmpty + buf, kBarPair);
     if (seg_end) {
       const int b = c.b;
       const decode::n16::SegmentDest d = decode::n16::segment_dest(p, b, first_batch, first_split);
@@ -566,12 +532,11 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
 
 template <int V>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(const __grid_constant__ DecodeKernelParams p) {
-  using O = Opts<V>;
-  constexpr Layout L = layout<O>();
+  constexpr Layout L = layout();
   extern __shared__ __align__(1024) uint8_t smem[];
   PartCursor c;
   if (!decode::n16::begin_part(p, c)) return;
-  const Bars<O> bars{decode::smem_u32(smem + L.bar)};
+  const Bars bars{decode::smem_u32(smem + L.bar)};
   if (threadIdx.x == 0) {
     bars.init(kScorerWarps + kAccWarps);
     decode::mbar_init_fence();
@@ -579,9 +544,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(cons
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp < kScorerWarps)
-    scorer<O>(p, c, bars, smem, warp, lane);
+    scorer<Opts<V>>(p, c, bars, smem, warp, lane);
   else
-    accumulator<O>(p, c, bars, smem, warp - kScorerWarps, lane);
+    accumulator<Opts<V>>(p, c, bars, smem, warp - kScorerWarps, lane);
 }
 
 }  // namespace mla::sm90::decode_fp8ds::ws16

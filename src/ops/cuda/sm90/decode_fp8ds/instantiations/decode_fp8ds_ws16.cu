@@ -9,7 +9,7 @@ namespace {
 
 template <int V>
 Status launch_opts(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
-  constexpr int smem = ws16::layout<ws16::Opts<V>>().total;
+  constexpr int smem = ws16::layout().total;
   auto* kernel = &ws16::mla_decode_fp8ds_ws16_kernel<V>;
   // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -19,9 +19,9 @@ Status launch_opts(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t 
   return Status::ok();
 }
 
-// Run F8's schedule variants (config_ws16.h Opts); unset = "base".
+// Run F9's schedule variants (config_ws16.h Opts); unset = "base".
 const EnvKnob& variant_knob() {
-  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8DS_WS16", {"base", "r9", "p3", "pf2", "r9pf2"});
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8DS_WS16", {"base", "fmap", "fmap_late", "fmap_late_rope", "late"});
   return k;
 }
 
