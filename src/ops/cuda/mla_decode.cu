@@ -16,6 +16,7 @@
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/launch.h"
 #include "ops/cuda/sm90/decode_fp8ds/launch.h"
+#include "ops/cuda/sm90/decode_fp8ds/launch_ws64.h"
 
 namespace mla::cuda {
 namespace {
@@ -126,6 +127,12 @@ const EnvKnob& fp8ds_rg1_knob() {
   return k;
 }
 bool fp8ds_rg1_dequant() { return fp8ds_rg1_knob().index == 0; }
+// 48/64-row fp8_ds tiles: MLA_DECODE_FP8DS_WS64=<schedule> runs the owner-converts kernel
+// (sm90/decode_fp8ds/kernel_ws64.cuh), unset the producer-converts one (fp8_ds run G4 compares them).
+const EnvKnob& fp8ds_ws64_knob() {
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8DS_WS64", {"cfirst", "hyb", "hybs", "cfirst_pf", "hybs_pf"});
+  return k;
+}
 
 // fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh).
 // 48/64-row tiles run the ws_pvfirst_slabs schedule, the one whose per-slab full barriers the slab-by-slab
@@ -133,6 +140,7 @@ bool fp8ds_rg1_dequant() { return fp8ds_rg1_knob().index == 0; }
 Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, cudaStream_t stream) {
   using namespace sm90::decode;
   MLA_TRY(fp8ds_rg1_knob().status);
+  MLA_TRY(fp8ds_ws64_knob().status);
   kp.l2_prefetch = 0;
   const dim3 grid(g.num_parts, g.num_head_tiles);
   const int groups = (kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta) / 16;
@@ -144,7 +152,11 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
     MLA_TRY((launch_decode<Fp8DsTraits, 2, false>(kp, grid, stream)));
   } else {
     MLA_TRY(encode_tensor_maps_fp8ds(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
-    MLA_TRY((launch_decode_ws<Fp8DsTraits, true, true>(kp, grid, stream)));
+    if (fp8ds_ws64_knob().index >= 0) {
+      MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws64(kp, grid, fp8ds_ws64_knob().index, stream));
+    } else {
+      MLA_TRY((launch_decode_ws<Fp8DsTraits, true, true>(kp, grid, stream)));
+    }
   }
   return launch_combine<Bf16Traits>(kp, stream);  // bf16 output, as for bf16 KV
 }

@@ -1,0 +1,415 @@
+#pragma once
+// fp8_ds, 64-row tiles (h_q 64/128): the warp-specialized kernel of decode/kernel_ws.cuh, where each consumer
+// warpgroup dequantizes its own pages ("owner converts") instead of three producer warps.
+//
+// Why: in kernel_ws.cuh's fp8_ds path (producer_ws_fp8ds.cuh) three converter warps dequantize every page
+// between the stage release and S: release -> raw TMA -> convert -> S is the loop of each stage, the
+// converters are busy through the whole page period at ~0.2 IPC (NOTES_fp8_ds.md G1-G3), and fp8_ds runs
+// 1.06-1.28x our bf16 on the h128 rows. Yet each consumer warpgroup idles about half of every period:
+// pages alternate owners, and the owner of page j waits for the other's P_{j-1} (its S and softmax) before it
+// issues anything. Page j always lands in stage j % 2, the stage of its owner, so the owner can convert it
+// in that wait: 128 threads with 232 registers instead of 96 with 72, on the 4 schedulers, and no converter
+// hand-off on the page's full barriers (the owner arrives on them itself: compute_scores_page is unchanged).
+//   - wg 0, 1: consumers, kernel_ws.cuh's ws_consumer with the conversion of the own page inserted (where:
+//     Variant below);
+//   - wg 2: lane 0 of warp 8 issues TMA (producer_ws_fp8ds.cuh ws_issue_fp8ds: raw latent slabs into the upper
+//     half of the stage, the scale box, the RoPE slab straight into slab 8); warps 9-11 leave.
+// Arithmetic and rounding of each value as producer_ws_fp8ds.cuh's dequant4: bf16(f32(e4m3) * scale), the
+// reference's; the consumers then run the bf16 kernel's S, softmax and P V unchanged.
+#include <cstdint>
+
+#include "ops/cuda/sm90/decode/kernel_ws.cuh"
+#include "ops/cuda/sm90/decode/producer_ws_fp8ds.cuh"
+
+namespace mla::sm90::decode_fp8ds {
+namespace ws64 {
+
+using namespace decode;
+
+// Register split of kernel_ws.cuh's 16-bit path (one producer thread): 40 / 232.
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+
+// Schedule variants of run G4/G5 (MLA_DECODE_FP8DS_WS64; kVariant): 0 "cfirst": the whole own page converts before
+// waiting for the other's P_{j-1}; 1 "hyb": slabs 0-3 convert, then wait P_{j-1} and issue P_{j-1} V_{j-1}, slabs 4-5
+// convert under it, its stage is released, slabs 6-7 convert, then S; 2 "hybs": 1 with S of slabs 0-3 issued behind
+// P_{j-1} V_{j-1} (the tensor cores run it under the conversion of slabs 4-7); 3 / 4: 0 / 2 with the producer
+// prefetching raw pages into L2 kPrefetch pages ahead of the stage refills.
+template <int V>
+struct Variant {
+  static constexpr bool kHyb = V == 1 || V == 2 || V == 4;
+  static constexpr bool kSInter = V == 2 || V == 4;
+  static constexpr int kPrefetch = V >= 3 ? 2 : 0;
+};
+
+// producer_ws_fp8ds.cuh's ws_issue_fp8ds (one thread; read there) plus, for kPrefetch > 0, an L2 prefetch of each
+// raw page (one contiguous 41 KB bulk prefetch) kPrefetch pages beyond the two stages: ncu of cfirst (run G4) has
+// the owners waiting for their raw page 17 % of all samples, i.e. the refill's DRAM latency is exposed.
+template <int kPrefetch>
+__device__ __forceinline__ void issue_pages(const DecodeKernelParams& p, PartCursor c, const WsBarriers& bars,
+                                            uint32_t s_q_tile, uint32_t s_kv0, uint32_t s_scale0, int tile_row0) {
+  if constexpr (kPrefetch == 0) {
+    ws_issue_fp8ds(p, c, bars, s_q_tile, s_kv0, s_scale0, tile_row0);
+  } else {
+    const uint8_t* cache = static_cast<const uint8_t*>(p.kv_cache);
+    auto prefetch = [&](const PartCursor& q) {
+      if (q.valid()) prefetch_l2_bulk(cache + static_cast<int64_t>(q.page) * kFp8DsPageBytes, kFp8DsPageBytes);
+    };
+    PartCursor pf = c;
+    for (int i = 0; i < kWsStages; ++i) pf.advance(p);
+    for (int i = 0; i < kPrefetch; ++i) {
+      pf.fetch_page(p);
+      prefetch(pf);
+      pf.advance(p);
+    }
+    pf.fetch_page(p);
+    int j = 0, seg = -1;
+    bool new_seg = true;
+    c.fetch_page(p);
+    while (c.valid()) {
+      if (new_seg) {
+        ++seg;
+        if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
+        issue_q_tma(p, c.b, tile_row0, s_q_tile, bars.q_full());
+      }
+      const int stage = j & 1;
+      if (j >= kWsStages) mbar_wait(bars.empty(stage), ((j >> 1) - 1) & 1);
+      const uint32_t dst = s_kv0 + stage * kPageBytes;
+      const int row = c.page * kBlockN;
+#pragma unroll 1
+      for (int s = 0; s < kRopeSlab; ++s) {
+        const uint32_t bar = bars.raw(stage, s);
+        mbar_expect_tx(bar, kRawSlabBytes + (s == 0 ? kWsScaleBoxBytes : 0));
+        if (s == 0) tma_load_2d(s_scale0 + stage * kWsScaleBoxBytes, &p.tmap_kv, bar, Fp8DsLayout::kScalesOffset, row);
+        tma_load_2d(dst + kRawOffset + s * kRawSlabBytes, &p.tmap_kv, bar, 64 * s, row);
+      }
+      mbar_expect_tx(bars.full(stage, kRopeSlab), kSlabBytes);
+      tma_load_2d(dst + kRopeSlab * kSlabBytes, &p.tmap_kv_rope, bars.full(stage, kRopeSlab),
+                  Fp8DsLayout::kRopeOffset / 2, row);
+      new_seg = c.last_of_sequence();
+      c.advance(p);
+      c.fetch_page(p);
+      prefetch(pf);
+      pf.advance(p);
+      pf.fetch_page(p);
+      ++j;
+    }
+  }
+}
+
+// The owner warpgroup (tid 0..127) dequantizes page `stage`'s raw latent slabs into bf16 slabs 0-7 and arrives
+// on their full barriers. Item i < 256 of a slab = (token i / 4, codes 16 (i % 4) ..): thread tid takes items tid
+// and tid + 128 of every slab, kStep slabs per step (a step's scale tiles share the token's scale loads and
+// addresses). Raw slabs live in bf16 slabs 4-7's space (slab 4 + r / 2 covers raw r): steps writing slabs 0-3 touch
+// no raw bytes; a step writing slab k >= 4 first waits on the warpgroup barrier, placed after the step's own raw
+// loads, so every thread has loaded the raw slabs it overwrites (those of this and earlier steps). Tokens at or
+// past the sequence end become zeros (their slots are garbage: 0 * NaN would poison P V); their RoPE slab rows keep
+// garbage, masked to -inf by the softmax. `mid_a` runs once slabs 0-3 are converted, `mid_b` after the step that
+// starts at slab 4.
+template <int kStep, class MidA, class MidB>
+__device__ __forceinline__ void convert_own_page(const WsBarriers& bars, uint8_t* st, const uint8_t* sc, int stage,
+                                                 uint32_t parity, int valid, int wg, int tid, MidA&& mid_a,
+                                                 MidB&& mid_b) {
+  constexpr int kPer = 2, kTiles = kStep / 2;
+  static_assert(kStep % 2 == 0 && (kRopeSlab / 2) % kStep == 0, "steps are whole scale tiles inside a half page");
+  // Unrolled: the hooks then sit at compile-time steps, and ptxas sees that a P.V group issued in mid_a is
+  // waited for in mid_b (with a runtime step it assumed otherwise and serialized the wgmma, C7515).
+#pragma unroll
+  for (int s0 = 0; s0 < kRopeSlab; s0 += kStep) {
+#pragma unroll
+    for (int u = 0; u < kStep; ++u) mbar_wait(bars.raw(stage, s0 + u), parity);
+    uint4 codes[kPer][kStep];
+    float scale[kPer][kTiles];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int i = tid + 128 * k;
+      const bool live = (i >> 2) < valid;
+      const uint8_t* src = st + kRawOffset + s0 * kRawSlabBytes + 16 * i;
+#pragma unroll
+      for (int u = 0; u < kStep; ++u)
+        codes[k][u] = live ? *reinterpret_cast<const uint4*>(src + u * kRawSlabBytes) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t)
+        scale[k][t] = live ? *reinterpret_cast<const float*>(sc + (i >> 2) * 64 + 4 * (s0 / 2 + t)) : 0.f;
+    }
+    if (s0 + kStep > kRopeSlab / 2) named_sync(kBarWg + wg, 128);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int i = tid + 128 * k;
+      const int row = i >> 2, q = i & 3;
+      uint8_t* dst = st + s0 * kSlabBytes + row * 128;
+      const int c0 = ((2 * q) ^ (row & 7)) << 4, c1 = ((2 * q + 1) ^ (row & 7)) << 4;
+#pragma unroll
+      for (int u = 0; u < kStep; ++u) {
+        const float s = scale[k][u / 2];
+        uint4 lo, hi;
+        dequant4(codes[k][u].x, s, lo.x, lo.y);
+        dequant4(codes[k][u].y, s, lo.z, lo.w);
+        dequant4(codes[k][u].z, s, hi.x, hi.y);
+        dequant4(codes[k][u].w, s, hi.z, hi.w);
+        *reinterpret_cast<uint4*>(dst + u * kSlabBytes + c0) = lo;
+        *reinterpret_cast<uint4*>(dst + u * kSlabBytes + c1) = hi;
+      }
+    }
+    fence_proxy_async();  // generic stores, read by wgmma (async proxy) once the full barrier completes
+#pragma unroll
+    for (int u = 0; u < kStep; ++u) mbar_arrive(bars.full(stage, s0 + u));
+    if (s0 + kStep == kRopeSlab / 2) mid_a();
+    if (s0 == kRopeSlab / 2) mid_b();
+  }
+}
+
+// S += Q K^T over slabs [s_begin, s_end) of the page in s_kv (each slab on its full barrier; one wgmma group per
+// slab, no wait): compute_scores_page's loop, split so S of the first half page runs on the tensor cores while the
+// owner converts the second (kVariant 2, 4).
+__device__ __forceinline__ void scores_issue(float (&d)[32], uint32_t s_q_tile, uint32_t s_kv, const WsBarriers& bars,
+                                             int stage, uint32_t parity, int s_begin, int s_end) {
+  uint64_t da = make_smem_desc(s_q_tile, 16, 1024) + s_begin * (kSlabBytes >> 4);
+  uint64_t db = make_smem_desc(s_kv, 16, 1024) + s_begin * (kSlabBytes >> 4);
+#pragma unroll 1
+  for (int slab = s_begin; slab < s_end; ++slab) {
+    mbar_wait(bars.full(stage, slab), parity);
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) Fp8DsTraits::wgmma_qk64(d, da + 2 * k, db + 2 * k);
+    wgmma_commit();
+    da += kSlabBytes >> 4;
+    db += kSlabBytes >> 4;
+  }
+  fence_operands(d);
+}
+
+// kernel_ws.cuh's ws_consumer (read there for the schedule and its reasons) with the owner's conversion.
+template <int kVariant>
+__device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor cur, const WsBarriers& bars,
+                                         uint8_t* smem, int wg, int tid) {
+  using Traits = Fp8DsTraits;
+  constexpr bool kHyb = Variant<kVariant>::kHyb, kSInter = Variant<kVariant>::kSInter;
+  constexpr WsSmemLayout L = ws_smem_layout(true);
+  const uint32_t s_q_tile = smem_u32(smem + L.q_offset);
+  const uint32_t s_kv0 = smem_u32(smem + L.kv_offset);
+  float* s_m = reinterpret_cast<float*>(smem + L.m_offset);  // [stage][64]: running max after the page
+  float* s_l = reinterpret_cast<float*>(smem + L.l_offset);
+  const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+  const int tile_row0 = blockIdx.y * kRowsPerCta;
+  const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
+  int row_local[2], row_i[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_local[h] = warp * kRowGroup + g + 8 * h;
+    row_i[h] = (tile_row0 + row_local[h]) / p.h_q;
+  }
+
+  WsState st;
+  st.reset();
+  int epi = 0;
+  auto epilogue = [&](int b) {
+    const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
+    const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
+    write_segment_ws<Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows, wg, warp, lane);
+    ++epi;
+    st.reset();
+  };
+  auto wait_other = [&](int jj, float (&mp)[2]) {
+    named_sync(kBarPReady + (jj & 1), kWsConsumerThreads);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj & 1) * kRowsPerCta + row_local[h]];
+  };
+  auto pv_other_issue = [&](int jj, const float (&mp)[2]) {
+    const float zero2[2] = {0.f, 0.f};
+    rescale_o(st, mp, zero2, p.scale_log2);
+    pv_issue<Traits>(st, s_kv0 + (jj & 1) * kPageBytes, wg);
+  };
+
+  int j = 0, seg = -1, q_seg = -1;
+  bool q_held = false;
+  bool prev_end = true;
+  int prev_b = 0;
+  while (cur.valid()) {
+    const bool first = prev_end;
+    if (first) ++seg;
+    const bool end = cur.last_of_sequence();
+    if ((j & 1) == wg) {
+      const int stage = j & 1;
+      const uint32_t s_kv = s_kv0 + stage * kPageBytes;
+      uint8_t* stage_ptr = smem + L.kv_offset + stage * kPageBytes;
+      const uint8_t* scale_ptr = smem + L.scale_offset + stage * kWsScaleBoxBytes;
+      const uint32_t parity = (j >> 1) & 1;
+      const int valid_tokens = cur.seqlen - cur.blk * kBlockN;
+      float mp[2] = {-INFINITY, -INFINITY};
+      int release = -1;
+      // Q of this segment first (acquire in order, releasing the segments this warpgroup had no page in): the
+      // producer issues a segment's first page only after every consumer released the previous segment's Q,
+      // and a warpgroup without a page there releases it only here, so this must precede the conversion's
+      // wait for the raw page.
+      while (q_seg < seg) {
+        if (q_held) mbar_arrive(bars.q_empty());
+        ++q_seg;
+        mbar_wait(bars.q_full(), q_seg & 1);
+        q_held = true;
+      }
+      float sc[8][4];
+      if constexpr (!kHyb) {
+        convert_own_page<4>(bars, stage_ptr, scale_ptr, stage, parity, valid_tokens, wg, tid, [] {}, [] {});
+        if (j > 0) {
+          wait_other(j - 1, mp);
+          pv_other_issue(j - 1, mp);
+          if (prev_end) {
+            pv_wait(st);
+            release_stage(bars, (j - 1) & 1);
+            epilogue(prev_b);
+          } else {
+            release = (j - 1) & 1;
+          }
+        }
+        compute_scores_page<Traits>(sc, s_q_tile, s_kv, bars.full(stage, 0), parity, bars, release);
+      } else {
+        // Slabs 0-3 convert while the other warpgroup's S_{j-1} and softmax may still run; then P_{j-1} V_{j-1} is
+        // issued (kSInter: and S of slabs 0-3 behind it) and runs under the conversion of slabs 4-5; its stage is
+        // released after them, slabs 6-7 convert, S finishes.
+        float(&d)[32] = reinterpret_cast<float(&)[32]>(sc);
+        bool pv_open = false;
+        const bool pe = prev_end;
+        const int pb = prev_b;
+        auto mid_a = [&] {
+          if (j > 0) {
+            wait_other(j - 1, mp);
+            pv_other_issue(j - 1, mp);
+            pv_open = true;
+          }
+          if constexpr (kSInter) {
+#pragma unroll
+            for (int i = 0; i < 32; ++i) d[i] = 0.f;
+            fence_operands(d);
+            scores_issue(d, s_q_tile, s_kv, bars, stage, parity, 0, kRopeSlab / 2);
+          }
+        };
+        // The wait is unconditional (nothing pending when j == 0): on a path ptxas cannot rule out, O would
+        // otherwise be written (rescale, epilogue) under an open P.V group, and it serializes every wgmma (C7515).
+        auto mid_b = [&] {
+          if constexpr (kSInter) {
+            wgmma_wait_group<kRopeSlab / 2>();  // the P.V group; S's 4 slab groups may stay in flight
+          } else {
+            wgmma_wait_all();
+          }
+          fence_operands(reinterpret_cast<float(&)[128]>(st.o));
+          if (!pv_open) return;
+          release_stage(bars, (j - 1) & 1);
+          if (pe) epilogue(pb);
+        };
+        convert_own_page<2>(bars, stage_ptr, scale_ptr, stage, parity, valid_tokens, wg, tid, mid_a, mid_b);
+        if constexpr (!kSInter) {
+#pragma unroll
+          for (int i = 0; i < 32; ++i) d[i] = 0.f;
+          fence_operands(d);
+        }
+        scores_issue(d, s_q_tile, s_kv, bars, stage, parity, kSInter ? kRopeSlab / 2 : 0, kSlabsPerPage);
+        wgmma_wait_all();
+        fence_operands(d);
+      }
+      fence_operands(reinterpret_cast<float(&)[128]>(st.o));
+      if (cur.hi - cur.blk - 1 < 2 && q_held) {
+        mbar_arrive(bars.q_empty());
+        q_held = false;
+      }
+      int limit[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int visible = p.causal ? min(cur.seqlen, cur.seqlen - p.s_q + 1 + row_i[h]) : cur.seqlen;
+        limit[h] = visible - cur.blk * kBlockN;
+      }
+      const bool whole = __all_sync(0xffffffffu, limit[0] >= kBlockN && limit[1] >= kBlockN);
+      float mx[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        mx[h] = -INFINITY;
+#pragma unroll
+        for (int t = 0; t < 8; ++t)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& v = sc[t][2 * h + e];
+            if (!whole && t * 8 + 2 * t4 + e >= limit[h]) v = -INFINITY;
+            mx[h] = fmaxf(mx[h], v);
+          }
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      }
+      float m_new[2], rowsum[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
+        const float ms = m_new[h] == -INFINITY ? 0.f : m_new[h] * p.scale_log2;
+        float p0[8], p1[8];
+        float sum = 0.f;
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+          p0[t] = ex2_ftz(fmaf(sc[t][2 * h], p.scale_log2, -ms));
+          p1[t] = ex2_ftz(fmaf(sc[t][2 * h + 1], p.scale_log2, -ms));
+          sum += p0[t] + p1[t];
+        }
+        rowsum[h] = sum;
+        store_p<Traits>(stage_ptr + kRopeSlab * kSlabBytes, row_local[h], t4, p0, p1);
+        if (t4 == 0) s_m[stage * kRowsPerCta + row_local[h]] = m_new[h];
+      }
+      // Also covers this warpgroup's converted slabs, which the other warpgroup's P V reads after its
+      // bar.sync on P-ready.
+      fence_proxy_async();
+      named_arrive(kBarPReady + stage, kWsConsumerThreads);
+      named_sync(kBarWg + wg, 128);
+      pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
+      release_stage(bars, stage);
+      if (end) epilogue(cur.b);
+    }
+    prev_end = end;
+    prev_b = cur.b;
+    cur.advance(p);
+    ++j;
+  }
+  if (j > 0 && ((j - 1) & 1) != wg) {
+    float mp[2];
+    wait_other(j - 1, mp);
+    pv_other_issue(j - 1, mp);
+    pv_wait(st);
+    release_stage(bars, (j - 1) & 1);
+    epilogue(prev_b);
+  }
+}
+
+template <int kVariant>
+__global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8ds_ws64_kernel(const __grid_constant__ DecodeKernelParams p) {
+  constexpr WsSmemLayout L = ws_smem_layout(true);
+  extern __shared__ __align__(1024) uint8_t smem[];
+  // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const WsBarriers bars{smem_u32(smem + L.bar_offset)};
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kWsStages; ++s) {
+      // Latent slabs: the owner warpgroup's 128 threads arrive after converting; RoPE: the TMA.
+      for (int slab = 0; slab < kSlabsPerPage; ++slab) mbar_init(bars.full(s, slab), slab < kRopeSlab ? 128 : 1);
+      mbar_init(bars.empty(s), kWsReleaseWarps);
+      for (int slab = 0; slab < kRopeSlab; ++slab) mbar_init(bars.raw(s, slab), 1);
+    }
+    mbar_init(bars.q_full(), 1);
+    mbar_init(bars.q_empty(), kWsConsumerThreads);
+    mbar_init_fence();
+  }
+  __syncthreads();
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  PartCursor cur;
+  cur.init(p, rec);
+  if (!cur.valid()) return;
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
+  if (wg == 2) {
+    setmaxnreg_dec<kProducerRegs>();
+    if (tid == 0)
+      issue_pages<Variant<kVariant>::kPrefetch>(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset),
+                                                smem_u32(smem + L.scale_offset), blockIdx.y * kRowsPerCta);
+    return;
+  }
+  setmaxnreg_inc<kConsumerRegs>();
+  consumer<kVariant>(p, cur, bars, smem, wg, tid);
+}
+
+}  // namespace ws64
+}  // namespace mla::sm90::decode_fp8ds

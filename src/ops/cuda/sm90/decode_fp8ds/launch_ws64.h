@@ -1,0 +1,14 @@
+#pragma once
+// Host entry of the owner-converts fp8_ds kernel for 64-row tiles (kernel_ws64.cuh). Called by
+// src/ops/cuda/mla_decode.cu after validation and encode_tensor_maps_fp8ds; the combine kernel is decode/'s.
+#include <cuda_runtime_api.h>
+
+#include "mla/core/status.h"
+#include "ops/cuda/sm90/decode/params.h"
+
+namespace mla::sm90::decode_fp8ds {
+
+// grid = (num_parts, num_head_tiles). variant: the schedule (kernel_ws64.cuh Variant, 0..4).
+Status launch_decode_fp8ds_ws64(const decode::DecodeKernelParams& p, dim3 grid, int variant, cudaStream_t stream);
+
+}  // namespace mla::sm90::decode_fp8ds
