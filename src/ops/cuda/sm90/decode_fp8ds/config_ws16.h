@@ -38,23 +38,6 @@ constexpr int kQBytes = 9 * kSlabBytes;     // 18432
 // P'_c (the accumulator's B operand): per tile c one slab of 16 rows x 64 keys f16; two buffers (pages j, j + 1).
 constexpr int kPBufBytes = kTiles * kSlabBytes;  // 8192
 
-// Run F9 schedule variants, MLA_DECODE_FP8DS_WS16 (instantiations/decode_fp8ds_ws16.cu; ncu of F8: the scorer is the
-// page's critical chain, the accumulator waits for P_full 17 % of its time):
-//   kFmap: the scorer's token map f = 8w + 4(g / 4) + 2(g % 2) + (g / 2) % 2 instead of 8(g / 2) + 2(g % 2) + w % 2
-//          + 4(w / 2): the 16 f16x2 P' stores per thread and page hit 32 different banks (4-way conflicts before:
-//          3.1 M of the kernel's 22 M shared wavefronts, and the scorer's largest MIO stall behind them); its code
-//          loads stay conflict-free (the two tokens of a quarter warp are still 4 apart).
-//   kLate: the page stream thread issues page j + kStages after its warpgroup's tile-3 wgmmas, not before them (the
-//          other 3 accumulator warps waited at that wgmma for warp 0's empty-barrier wait and copy).
-//   kRope: the scorer's RoPE codes as two 16-byte loads 64 bytes apart (dims 8t.., 32 + 8t..) instead of 32 contiguous
-//          bytes (2-way bank conflicts), with Q's RoPE slab stored in the matching k order.
-template <int V>
-struct Opts {
-  static constexpr bool kFmap = V == 1 || V == 2 || V == 3;
-  static constexpr bool kLate = V == 2 || V == 3 || V == 4;
-  static constexpr bool kRope = V == 3;
-};
-
 // Named barriers (0 is __syncthreads): the scorer's row-max exchange (128 threads), and P_full[b] / P_empty[b],
 // the scorer <-> accumulator hand-off of P' buffer b (arrive by one side, sync by the other, 256 threads).
 constexpr int kBarScorer = 1;

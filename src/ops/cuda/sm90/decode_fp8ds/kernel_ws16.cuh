@@ -15,13 +15,18 @@
 //     P buffer j % 2 -> P_full;
 //   warpgroup 1 (accumulator): V codes of tile 0 -> A fragments (ldmatrix.trans, before P' exists), P_full, O^T
 //     rescale, then per tile c: wgmma on tile c while tile c + 1 converts; release the slot after the last codes,
-//     P_empty, epilogue. Its thread 0 also runs the page stream: page j + kStages into the slot right after its
-//     own release of page j (the last of the 8 warps' releases, as the scorer is a page ahead).
+//     P_empty, epilogue. Its thread 0 also runs the page stream: page j + kStages into the slot once its warpgroup
+//     released page j (the last of the 8 warps' releases, as the scorer is a page ahead) and issued tile 3's wgmmas.
 // Layouts (warp w of a warpgroup, lane = 4g + t):
-//  - S^T M row 16w + g + 8h is token 2f + h, f = 8(g/2) + 2(g%2) + w%2 + 4(w/2): a thread's two keys are adjacent
-//    (one f16x2 store of P' per row and tile) and the two tokens of a quarter warp's 16-byte code loads are 4 apart
-//    (16 words mod 32: conflict-free). k order inside each 64-dim block: the thread's 16 contiguous code bytes
-//    dims 16t + 4i + {0,1,2,3} are k16 step i, slots 2t, 2t+1, 2t+8, 2t+9; Q' is stored in that order.
+//  - S^T M row 16w + g + 8h is token 2f + h, f = 8w + 4(g/4) + 2(g%2) + (g/2)%2: a thread's two keys are adjacent
+//    (one f16x2 store of P' per row and tile); the two tokens of a quarter warp's 16-byte code loads are 4 apart
+//    (16 words mod 32: conflict-free); and a warp's P' stores of one row slot hit 32 banks: the 128B swizzle XORs
+//    chunk bits 1-2 with the row's 2t, g spans the low 3 bits of f (chunk bit 0 and the word). (Run F9: the map
+//    8(g/2) + 2(g%2) + w%2 + 4(w/2) made those 16 stores per thread and page 4-way conflicts, the scorer's largest MIO
+//    stall; this one is 4.8 % faster at h16 b128 s8192.) k order inside each 64-dim block: the thread's 16 contiguous
+//    code bytes dims 16t + 4i + {0,1,2,3} are k16 step i, slots 2t, 2t+1, 2t+8, 2t+9; Q' is stored in that order.
+//  - RoPE: thread t holds dims 8t + 2i, +1 (k slots 2t, 2t + 1 of k16 step i) and 32 + 8t + 2i, +1 (slots 2t + 8,
+//    2t + 9): two 16-byte loads 64 bytes apart per token, conflict-free (32 contiguous bytes were 2-way; run F9).
 //  - O^T M row 16w + g + 8h of m-block 2c + bb is dim 128c + 64bb + 16w + 2g + h (v_frags); keys in natural order.
 #include <cstdint>
 
@@ -50,8 +55,8 @@ __device__ __forceinline__ uint32_t phase_of(int n) { return decode::n16::phase_
 __device__ __forceinline__ int slab_byte(int row, int byte) { return row * 128 + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15); }
 
 // The page stream: page j into raw slot j % kStages (one bulk copy on full[slot]) once all 8 warps released the
-// slot's previous page. Run by accumulator thread 0, which steps it right after its own release of page j (page
-// j + kStages). No L2 promotion question here: a page is one contiguous 41 KB 1D bulk copy (no tensor map, no box
+// slot's previous page. Run by accumulator thread 0, which steps it (page j + kStages) after its own release of
+// page j and the issue of page j's last wgmmas. No L2 promotion question here: a page is one contiguous 41 KB 1D bulk copy (no tensor map, no box
 // rows fetched twice), unlike the fp8 kernel's 2D boxes.
 struct PageStream {
   PartCursor c;
@@ -74,24 +79,18 @@ struct PageStream {
   }
 };
 
-// RoPE chunk kb of a query row (bf16, 8 dims) into slab 8 in the permuted k order of the bf16 RoPE wgmmas: dims
-// 8kb + 2w, +1: t = kb / 2, 4i + 2h' = 8(kb % 2) + 2w -> byte 32i + 4t + 16h'.
-// kRope (Opts): the scorer's thread t holds dims 8t + 2i, +1 (k slots 2t, 2t + 1 of step i) and 32 + 8t + 2i, +1
-// (slots 2t + 8, 2t + 9): dims 8kb + 2w, +1 -> step w, byte 32w + 4(kb % 4) + 16(kb / 4).
-template <bool kRope>
+// RoPE chunk kb of a query row (bf16, 8 dims) into slab 8 in the k order of the bf16 RoPE wgmmas (layouts above):
+// dims 8kb + 2w, +1 are k16 step w, slots 2(kb % 4), +1 (+ 8 for kb >= 4) -> byte 32w + 4(kb % 4) + 16(kb / 4).
 __device__ __forceinline__ void store_rope_q(uint8_t* s_q, int row, int kb, const uint4& r) {
   uint8_t* rs = s_q + 8 * kSlabBytes;
 #pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    const int byte = kRope ? 32 * w + 4 * (kb & 3) + 16 * (kb >> 2) : 32 * (2 * (kb & 1) + (w >> 1)) + 4 * (kb >> 1) + 16 * (w & 1);
-    *reinterpret_cast<uint32_t*>(rs + slab_byte(row, byte)) = word_of(r, w);
-  }
+  for (int w = 0; w < 4; ++w)
+    *reinterpret_cast<uint32_t*>(rs + slab_byte(row, 32 * w + 4 * (kb & 3) + 16 * (kb >> 2))) = word_of(r, w);
 }
 
 // Q of sequence b -> Q' (scorer thread tid < 128: row tid / 8, 64-dim block kb = tid % 8 and RoPE chunk kb).
 // Latent: f16 of q * 2^k_row (row_exponent: exact), step i of block kb = 16-byte chunks 2i (slots 0-7) and
 // 2i + 1 (slots 8-15) of slab kb; slot 2t + e + 8h' holds dim 64kb + 16t + 4i + 2h' + e. RoPE: bf16, same order.
-template <bool kRope>
 __device__ __forceinline__ void convert_q(const DecodeKernelParams& p, int b, uint8_t* s_q, float* s_qdiv, int tid) {
   const int row = tid >> 3, kb = tid & 7;
   const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + (static_cast<int64_t>(b) * kRows + row) * kDimQK);
@@ -126,7 +125,7 @@ __device__ __forceinline__ void convert_q(const DecodeKernelParams& p, int b, ui
     *reinterpret_cast<uint4*>(slab + slab_byte(row, 32 * i)) = lo;
     *reinterpret_cast<uint4*>(slab + slab_byte(row, 32 * i + 16)) = hi;
   }
-  store_rope_q<kRope>(s_q, row, kb, src[kDimLatent / 8 + kb]);
+  store_rope_q(s_q, row, kb, src[kDimLatent / 8 + kb]);
   if (kb == 0) s_qdiv[row] = pow2(-k);
 }
 
@@ -165,7 +164,6 @@ __device__ __forceinline__ void issue_tile_s(float (&acc)[8], uint32_t (&f)[8][4
   decode::wgmma_commit();
 }
 
-template <class O>
 __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem, int w,
                                        int lane) {
   constexpr Layout L = layout();
@@ -179,7 +177,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
   float* s_mfin = reinterpret_cast<float*>(smem + L.mfin);     // [2][16]
   float* s_qdiv = reinterpret_cast<float*>(smem + L.qdiv);     // [16]
   const int g = lane >> 2, t = lane & 3;
-  const int f = O::kFmap ? 8 * w + 4 * (g >> 2) + 2 * (g & 1) + ((g >> 1) & 1) : 8 * (g >> 1) + 2 * (g & 1) + (w & 1) + 4 * (w >> 1);
+  const int f = 8 * w + 4 * (g >> 2) + 2 * (g & 1) + ((g >> 1) & 1);
   const int tok[2] = {2 * f, 2 * f + 1};  // M rows 16w + g, 16w + g + 8
   float m[4], l[4], qdiv[4];
   auto reset = [&] {
@@ -194,7 +192,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     const bool seg_end = c.last_of_sequence();
     if (new_seq) {
       // Every scorer warp finished its S of the previous page (waited wgmma) before that page's exchange barrier.
-      convert_q<O::kRope>(p, c.b, smem + L.q, s_qdiv, 32 * w + lane);
+      convert_q(p, c.b, smem + L.q, s_qdiv, 32 * w + lane);
       decode::fence_proxy_async();  // Q' (generic stores) is read by wgmma (async proxy)
       decode::named_sync(kBarScorer, 32 * kScorerWarps);
 #pragma unroll
@@ -227,31 +225,19 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
         issue_tile_s(acc[cc], (cc & 1) ? fb : fa, kw[cc & 1], s_q, cc);
         if (cc > 0) wgmma_wait_group<1>();
       }
-      // RoPE: bf16 as stored; k0 / k1 already include 16t, so the thread reads bytes 528 + 32t .. + 31 of its tokens,
-      // dims 16t + 2w', +1 in word w'.
-      // kRope: bytes 528 + 16t and 592 + 16t (dims 8t + 2i, +1 and 32 + 8t + 2i, +1 in word i): conflict-free, the
-      // quarter warp's two tokens 16 words apart.
+      // RoPE: bf16 as stored; k0 / k1 already include 16t, so the thread reads bytes 528 + 16t and 592 + 16t of its
+      // tokens: dims 8t + 2i, +1 and 32 + 8t + 2i, +1 in word i.
       uint32_t fr[4][4];
-      const int r0 = O::kRope ? 0 : 16 * t, r1 = O::kRope ? 64 : 16 * t + 16;
-      const uint4 a0 = *reinterpret_cast<const uint4*>(k0 + kRopeOffset + r0);
-      const uint4 a1 = *reinterpret_cast<const uint4*>(k0 + kRopeOffset + r1);
-      const uint4 b0 = *reinterpret_cast<const uint4*>(k1 + kRopeOffset + r0);
-      const uint4 b1 = *reinterpret_cast<const uint4*>(k1 + kRopeOffset + r1);
+      const uint4 a0 = *reinterpret_cast<const uint4*>(k0 + kRopeOffset);
+      const uint4 a1 = *reinterpret_cast<const uint4*>(k0 + kRopeOffset + 64);
+      const uint4 b0 = *reinterpret_cast<const uint4*>(k1 + kRopeOffset);
+      const uint4 b1 = *reinterpret_cast<const uint4*>(k1 + kRopeOffset + 64);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        if (O::kRope) {
-          fr[i][0] = word_of(a0, i);
-          fr[i][1] = word_of(b0, i);
-          fr[i][2] = word_of(a1, i);
-          fr[i][3] = word_of(b1, i);
-        } else {
-          const uint4& a = i < 2 ? a0 : a1;
-          const uint4& b = i < 2 ? b0 : b1;
-          fr[i][0] = word_of(a, 2 * (i & 1));
-          fr[i][1] = word_of(b, 2 * (i & 1));
-          fr[i][2] = word_of(a, 2 * (i & 1) + 1);
-          fr[i][3] = word_of(b, 2 * (i & 1) + 1);
-        }
+        fr[i][0] = word_of(a0, i);
+        fr[i][1] = word_of(b0, i);
+        fr[i][2] = word_of(a1, i);
+        fr[i][3] = word_of(b1, i);
         pin(fr[i]);
       }
       decode::wgmma_fence();
@@ -387,7 +373,7 @@ __device__ __forceinline__ void issue_tile_pv(float (&o)[8][8], const uint32_t (
 // One page of the accumulator after its full barrier: tile 0's fragments (before P' exists), P_full, O rescale, then
 // per tile c the wgmmas of c while c + 1 converts. After the last codes are in registers the warp releases the slot
 // and the page stream thread (ps, accumulator thread 0) issues page j + kStages into it.
-template <bool kTail, bool kLate>
+template <bool kTail>
 __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)[kTiles], uint32_t v_lane, int valid,
                                                 uint32_t s_pb, const float* s_alpha, const float* s_unit, int buf,
                                                 uint32_t empty_bar, int lane, PageStream& ps, bool is_stream,
@@ -430,17 +416,17 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
   v_frags<kTail>(fb, v_lane + 384, mask);
   __syncwarp();
   if (lane == 0) mbar_arrive(empty_bar);  // this warp's codes are all in registers
-  if (!kLate && is_stream) ps.step(p, bars, s_raw0);
   __syncwarp();
   issue_tile_pv(o, fb, s_pb + 3 * kSlabBytes, 3);
-  if (kLate && is_stream) ps.step(p, bars, s_raw0);  // while tile 3's wgmmas run
+  // The page stream runs while tile 3's wgmmas do (before them, the other 3 warps waited at that wgmma for warp 0's
+  // empty-barrier wait and copy; run F9: -0.4 %).
+  if (is_stream) ps.step(p, bars, s_raw0);
   __syncwarp();
   wgmma_wait_group<0>();
 #pragma unroll
   for (int i = 0; i < 8; ++i) decode::fence_operands(o[i]);
 }
 
-template <class O>
 __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int w, int lane) {
   constexpr Layout L = layout();
@@ -482,10 +468,10 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     const int valid = c.seqlen - c.blk * kBlockN;
     const uint32_t s_pb = s_p0 + buf * kPBufBytes;
     if (valid < kBlockN)
-      accumulate_page<true, O::kLate>(o, u_run, v_lane, valid, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane, ps, is_stream, p,
+      accumulate_page<true>(o, u_run, v_lane, valid, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane, ps, is_stream, p,
                             bars, s_raw0);
     else
-      accumulate_page<false, O::kLate>(o, u_run, v_lane, valid, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane, ps, is_stream, p,
+      accumulate_page<false>(o, u_run, v_lane, valid, s_pb, s_alpha, s_unit, buf, bars.empty(slot), lane, ps, is_stream, p,
                              bars, s_raw0);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
@@ -530,7 +516,6 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   }
 }
 
-template <int V>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr Layout L = layout();
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -544,9 +529,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(cons
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp < kScorerWarps)
-    scorer<Opts<V>>(p, c, bars, smem, warp, lane);
+    scorer(p, c, bars, smem, warp, lane);
   else
-    accumulator<Opts<V>>(p, c, bars, smem, warp - kScorerWarps, lane);
+    accumulator(p, c, bars, smem, warp - kScorerWarps, lane);
 }
 
 }  // namespace mla::sm90::decode_fp8ds::ws16
