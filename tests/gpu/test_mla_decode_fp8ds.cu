@@ -71,7 +71,9 @@ constexpr Tolerance kFp8DsTol{5e-2, 1.25e-1,
 constexpr double kBf16KRelL2 = 2e-3, kBf16KMaxAbs = 1.5625e-2, kBf16KLseAbs = 1e-4;
 
 // 16-row tiles (h_q 16, s_q 1) run the exact-code kernel (sm90/decode_fp8ds/kernel_ws16.cuh) unless
-// MLA_DECODE_FP8DS_RG1=dequant; every other shape runs the dequantizing bf16 kernels.
+// MLA_DECODE_FP8DS_RG1=dequant; every other shape runs a dequantizing kernel with the same bf16(e4m3 x scale) values:
+// the bf16 kernels with a dequantizing page loader or producer warpgroup, or, for h_q 64/128, the owner-converts
+// kernel (sm90/decode_fp8ds/kernel_ws64.cuh; MLA_DECODE_FP8DS_WS64=producer runs the producer kernel instead).
 bool exact_code_kernel(const DecodeShape& s) {
   const char* e = std::getenv("MLA_DECODE_FP8DS_RG1");
   return s.h_q * s.s_q == 16 && !(e != nullptr && std::string(e) == "dequant");

@@ -127,16 +127,20 @@ const EnvKnob& fp8ds_rg1_knob() {
   return k;
 }
 bool fp8ds_rg1_dequant() { return fp8ds_rg1_knob().index == 0; }
-// 48/64-row fp8_ds tiles: MLA_DECODE_FP8DS_WS64=<schedule> runs the owner-converts kernel
-// (sm90/decode_fp8ds/kernel_ws64.cuh), unset the producer-converts one (fp8_ds run G4 compares them).
+// 64-row fp8_ds tiles of h_q >= 64 run the owner-converts kernel (sm90/decode_fp8ds/kernel_ws64.cuh; fp8_ds run G5:
+// 3-6 % under the producer-converts one on the h128 rows with s >= 4096); MLA_DECODE_FP8DS_WS64=producer runs the
+// producer-converts kernel (kernel_ws.cuh + producer_ws_fp8ds.cuh) instead, which 48/64-row tiles of h_q 16/32
+// (s_q > 1) keep: the owner-converts kernel was measured and tested on h_q 64/128 only.
 const EnvKnob& fp8ds_ws64_knob() {
-  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8DS_WS64", {"cfirst", "hyb", "hybs", "cfirst_pf", "hybs_pf"});
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8DS_WS64", {"producer"});
   return k;
 }
+bool fp8ds_owner_converts(int h_q) { return h_q >= 64 && fp8ds_ws64_knob().index != 0; }
 
-// fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh).
-// 48/64-row tiles run the ws_pvfirst_slabs schedule, the one whose per-slab full barriers the slab-by-slab
-// dequantization needs; MLA_DECODE_VARIANT* and the L2 prefetch (sized for 16-bit pages) do not apply.
+// fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh) or
+// consumers (decode_fp8ds/kernel_ws64.cuh). 48/64-row tiles run the ws_pvfirst_slabs schedule, the one whose
+// per-slab full barriers the slab-by-slab dequantization needs; MLA_DECODE_VARIANT* and the L2 prefetch (sized
+// for 16-bit pages) do not apply.
 Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, cudaStream_t stream) {
   using namespace sm90::decode;
   MLA_TRY(fp8ds_rg1_knob().status);
@@ -152,8 +156,8 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
     MLA_TRY((launch_decode<Fp8DsTraits, 2, false>(kp, grid, stream)));
   } else {
     MLA_TRY(encode_tensor_maps_fp8ds(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
-    if (fp8ds_ws64_knob().index >= 0) {
-      MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws64(kp, grid, fp8ds_ws64_knob().index, stream));
+    if (fp8ds_owner_converts(kp.h_q)) {
+      MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws64(kp, grid, stream));
     } else {
       MLA_TRY((launch_decode_ws<Fp8DsTraits, true, true>(kp, grid, stream)));
     }

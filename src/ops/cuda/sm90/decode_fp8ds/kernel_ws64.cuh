@@ -1,21 +1,26 @@
 #pragma once
-// fp8_ds, 64-row tiles (h_q 64/128): the warp-specialized kernel of decode/kernel_ws.cuh, where each consumer
+// fp8_ds, 64-row tiles of h_q >= 64: the warp-specialized kernel of decode/kernel_ws.cuh, where each consumer
 // warpgroup dequantizes its own pages ("owner converts") instead of three producer warps.
 //
-// Why: in kernel_ws.cuh's fp8_ds path (producer_ws_fp8ds.cuh) three converter warps dequantize every page
-// between the stage release and S: release -> raw TMA -> convert -> S is the loop of each stage, the
-// converters are busy through the whole page period at ~0.2 IPC (NOTES_fp8_ds.md G1-G3), and fp8_ds runs
-// 1.06-1.28x our bf16 on the h128 rows. Yet each consumer warpgroup idles about half of every period:
-// pages alternate owners, and the owner of page j waits for the other's P_{j-1} (its S and softmax) before it
-// issues anything. Page j always lands in stage j % 2, the stage of its owner, so the owner can convert it
-// in that wait: 128 threads with 232 registers instead of 96 with 72, on the 4 schedulers, and no converter
-// hand-off on the page's full barriers (the owner arrives on them itself: compute_scores_page is unchanged).
-//   - wg 0, 1: consumers, kernel_ws.cuh's ws_consumer with the conversion of the own page inserted (where:
-//     Variant below);
+// Why: in kernel_ws.cuh's fp8_ds path (producer_ws_fp8ds.cuh) three converter warps at 72 registers dequantize every
+// page between the stage release and S (release -> raw TMA -> convert -> S is the loop of each stage, the converters
+// run at ~0.2 IPC: NOTES_fp8_ds.md G1-G3). Page j always lands in stage j % 2, the stage of its owner warpgroup, which
+// otherwise waits there for the other's P_{j-1}; so the owner converts it itself: 128 threads with 232 registers,
+// one warp per scheduler, no converter -> consumer hand-off (the owner arrives on the page's full barriers, and
+// compute_scores_page, softmax, P.V and epilogue are the bf16 kernel's, unchanged).
+// Schedule of an own page j ("hyb", run G5; kernel_ws.cuh's ws_consumer otherwise):
+//   Q acquire | convert slabs 0-3 (the other's S_{j-1} / softmax may still run) | wait P_{j-1}, issue
+//   P_{j-1} V_{j-1} | convert slabs 4-5 under it | wait it, release its stage (epilogue if its segment ended) |
+//   convert slabs 6-7 | S_j | softmax_j, P_j | signal | P_j V_j | release.
+// Measured and removed (NOTES_fp8_ds.md G4-G5, b128 s8192 vs the producer-converts kernel in the same call): the
+// whole page before waiting for P_{j-1} ("cfirst", +1 %: the other's stage is released only after the conversion);
+// wait P_{j-1} first ("pvconv", +11 %: the conversion joins the S -> softmax chain); hyb + S of slabs 0-3 queued
+// behind P_{j-1} V_{j-1} (+1 %); an L2 prefetch of raw pages two ahead (cfirst -3 %, hyb + S +4 %). hyb: -6 %.
+//   - wg 0, 1: consumers (below);
 //   - wg 2: lane 0 of warp 8 issues TMA (producer_ws_fp8ds.cuh ws_issue_fp8ds: raw latent slabs into the upper
 //     half of the stage, the scale box, the RoPE slab straight into slab 8); warps 9-11 leave.
 // Arithmetic and rounding of each value as producer_ws_fp8ds.cuh's dequant4: bf16(f32(e4m3) * scale), the
-// reference's; the consumers then run the bf16 kernel's S, softmax and P V unchanged.
+// reference's (ref::mla_decode's load_token; the tests' "bf16 K" comparison holds it to the bf16 kernel's level).
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/kernel_ws.cuh"
@@ -29,88 +34,19 @@ using namespace decode;
 // Register split of kernel_ws.cuh's 16-bit path (one producer thread): 40 / 232.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
-// Schedule variants of run G4/G5 (MLA_DECODE_FP8DS_WS64; kVariant): 0 "cfirst": the whole own page converts before
-// waiting for the other's P_{j-1}; 1 "hyb": slabs 0-3 convert, then wait P_{j-1} and issue P_{j-1} V_{j-1}, slabs 4-5
-// convert under it, its stage is released, slabs 6-7 convert, then S; 2 "hybs": 1 with S of slabs 0-3 issued behind
-// P_{j-1} V_{j-1} (the tensor cores run it under the conversion of slabs 4-7); 3 / 4: 0 / 2 with the producer
-// prefetching raw pages into L2 kPrefetch pages ahead of the stage refills.
-template <int V>
-struct Variant {
-  static constexpr bool kHyb = V == 1 || V == 2 || V == 4;
-  static constexpr bool kSInter = V == 2 || V == 4;
-  static constexpr int kPrefetch = V >= 3 ? 2 : 0;
-};
-
-// producer_ws_fp8ds.cuh's ws_issue_fp8ds (one thread; read there) plus, for kPrefetch > 0, an L2 prefetch of each
-// raw page (one contiguous 41 KB bulk prefetch) kPrefetch pages beyond the two stages: ncu of cfirst (run G4) has
-// the owners waiting for their raw page 17 % of all samples, i.e. the refill's DRAM latency is exposed.
-template <int kPrefetch>
-__device__ __forceinline__ void issue_pages(const DecodeKernelParams& p, PartCursor c, const WsBarriers& bars,
-                                            uint32_t s_q_tile, uint32_t s_kv0, uint32_t s_scale0, int tile_row0) {
-  if constexpr (kPrefetch == 0) {
-    ws_issue_fp8ds(p, c, bars, s_q_tile, s_kv0, s_scale0, tile_row0);
-  } else {
-    const uint8_t* cache = static_cast<const uint8_t*>(p.kv_cache);
-    auto prefetch = [&](const PartCursor& q) {
-      if (q.valid()) prefetch_l2_bulk(cache + static_cast<int64_t>(q.page) * kFp8DsPageBytes, kFp8DsPageBytes);
-    };
-    PartCursor pf = c;
-    for (int i = 0; i < kWsStages; ++i) pf.advance(p);
-    for (int i = 0; i < kPrefetch; ++i) {
-      pf.fetch_page(p);
-      prefetch(pf);
-      pf.advance(p);
-    }
-    pf.fetch_page(p);
-    int j = 0, seg = -1;
-    bool new_seg = true;
-    c.fetch_page(p);
-    while (c.valid()) {
-      if (new_seg) {
-        ++seg;
-        if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
-        issue_q_tma(p, c.b, tile_row0, s_q_tile, bars.q_full());
-      }
-      const int stage = j & 1;
-      if (j >= kWsStages) mbar_wait(bars.empty(stage), ((j >> 1) - 1) & 1);
-      const uint32_t dst = s_kv0 + stage * kPageBytes;
-      const int row = c.page * kBlockN;
-#pragma unroll 1
-      for (int s = 0; s < kRopeSlab; ++s) {
-        const uint32_t bar = bars.raw(stage, s);
-        mbar_expect_tx(bar, kRawSlabBytes + (s == 0 ? kWsScaleBoxBytes : 0));
-        if (s == 0) tma_load_2d(s_scale0 + stage * kWsScaleBoxBytes, &p.tmap_kv, bar, Fp8DsLayout::kScalesOffset, row);
-        tma_load_2d(dst + kRawOffset + s * kRawSlabBytes, &p.tmap_kv, bar, 64 * s, row);
-      }
-      mbar_expect_tx(bars.full(stage, kRopeSlab), kSlabBytes);
-      tma_load_2d(dst + kRopeSlab * kSlabBytes, &p.tmap_kv_rope, bars.full(stage, kRopeSlab),
-                  Fp8DsLayout::kRopeOffset / 2, row);
-      new_seg = c.last_of_sequence();
-      c.advance(p);
-      c.fetch_page(p);
-      prefetch(pf);
-      pf.advance(p);
-      pf.fetch_page(p);
-      ++j;
-    }
-  }
-}
-
 // The owner warpgroup (tid 0..127) dequantizes page `stage`'s raw latent slabs into bf16 slabs 0-7 and arrives
 // on their full barriers. Item i < 256 of a slab = (token i / 4, codes 16 (i % 4) ..): thread tid takes items tid
-// and tid + 128 of every slab, kStep slabs per step (a step's scale tiles share the token's scale loads and
-// addresses). Raw slabs live in bf16 slabs 4-7's space (slab 4 + r / 2 covers raw r): steps writing slabs 0-3 touch
-// no raw bytes; a step writing slab k >= 4 first waits on the warpgroup barrier, placed after the step's own raw
+// and tid + 128 of every slab, two slabs (one scale tile) per step: they share the token's scale load and address.
+// Raw slabs live in bf16 slabs 4-7's space (slab 4 + r / 2 covers raw r): steps writing slabs 0-3 touch no raw bytes; a step writing slab k >= 4 first waits on the warpgroup barrier, placed after the step's own raw
 // loads, so every thread has loaded the raw slabs it overwrites (those of this and earlier steps). Tokens at or
 // past the sequence end become zeros (their slots are garbage: 0 * NaN would poison P V); their RoPE slab rows keep
-// garbage, masked to -inf by the softmax. `mid_a` runs once slabs 0-3 are converted, `mid_b` after the step that
-// starts at slab 4.
-template <int kStep, class MidA, class MidB>
+// garbage, masked to -inf by the softmax. `mid_a` runs once slabs 0-3 are converted, `mid_b` once slabs 4-5 are.
+template <class MidA, class MidB>
 __device__ __forceinline__ void convert_own_page(const WsBarriers& bars, uint8_t* st, const uint8_t* sc, int stage,
                                                  uint32_t parity, int valid, int wg, int tid, MidA&& mid_a,
                                                  MidB&& mid_b) {
-  constexpr int kPer = 2, kTiles = kStep / 2;
-  static_assert(kStep % 2 == 0 && (kRopeSlab / 2) % kStep == 0, "steps are whole scale tiles inside a half page");
+  constexpr int kPer = 2, kStep = 2;
+  static_assert(kRopeSlab == 8, "steps are whole scale tiles, two per half page");
   // Unrolled: the hooks then sit at compile-time steps, and ptxas sees that a P.V group issued in mid_a is
   // waited for in mid_b (with a runtime step it assumed otherwise and serialized the wgmma, C7515).
 #pragma unroll
@@ -118,7 +54,7 @@ __device__ __forceinline__ void convert_own_page(const WsBarriers& bars, uint8_t
 #pragma unroll
     for (int u = 0; u < kStep; ++u) mbar_wait(bars.raw(stage, s0 + u), parity);
     uint4 codes[kPer][kStep];
-    float scale[kPer][kTiles];
+    float scale[kPer];
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
       const int i = tid + 128 * k;
@@ -127,9 +63,7 @@ __device__ __forceinline__ void convert_own_page(const WsBarriers& bars, uint8_t
 #pragma unroll
       for (int u = 0; u < kStep; ++u)
         codes[k][u] = live ? *reinterpret_cast<const uint4*>(src + u * kRawSlabBytes) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-      for (int t = 0; t < kTiles; ++t)
-        scale[k][t] = live ? *reinterpret_cast<const float*>(sc + (i >> 2) * 64 + 4 * (s0 / 2 + t)) : 0.f;
+      scale[k] = live ? *reinterpret_cast<const float*>(sc + (i >> 2) * 64 + 4 * (s0 / 2)) : 0.f;
     }
     if (s0 + kStep > kRopeSlab / 2) named_sync(kBarWg + wg, 128);
 #pragma unroll
@@ -140,7 +74,7 @@ __device__ __forceinline__ void convert_own_page(const WsBarriers& bars, uint8_t
       const int c0 = ((2 * q) ^ (row & 7)) << 4, c1 = ((2 * q + 1) ^ (row & 7)) << 4;
 #pragma unroll
       for (int u = 0; u < kStep; ++u) {
-        const float s = scale[k][u / 2];
+        const float s = scale[k];
         uint4 lo, hi;
         dequant4(codes[k][u].x, s, lo.x, lo.y);
         dequant4(codes[k][u].y, s, lo.z, lo.w);
@@ -158,15 +92,19 @@ __device__ __forceinline__ void convert_own_page(const WsBarriers& bars, uint8_t
   }
 }
 
-// S += Q K^T over slabs [s_begin, s_end) of the page in s_kv (each slab on its full barrier; one wgmma group per
-// slab, no wait): compute_scores_page's loop, split so S of the first half page runs on the tensor cores while the
-// owner converts the second (kVariant 2, 4).
-__device__ __forceinline__ void scores_issue(float (&d)[32], uint32_t s_q_tile, uint32_t s_kv, const WsBarriers& bars,
-                                             int stage, uint32_t parity, int s_begin, int s_end) {
-  uint64_t da = make_smem_desc(s_q_tile, 16, 1024) + s_begin * (kSlabBytes >> 4);
-  uint64_t db = make_smem_desc(s_kv, 16, 1024) + s_begin * (kSlabBytes >> 4);
+// S = Q K^T over the page in s_kv (slab by slab on the full barriers, all landed or converted by now): the loop of
+// compute_scores_page without its early-release path (this schedule releases the other's stage in mid_b). Kept
+// as run G5 measured it (compute_scores_page in its place costs an 8-byte spill).
+__device__ __forceinline__ void scores_page(float (&s)[8][4], uint32_t s_q_tile, uint32_t s_kv, const WsBarriers& bars,
+                                            int stage, uint32_t parity) {
+  float(&d)[32] = reinterpret_cast<float(&)[32]>(s);
+#pragma unroll
+  for (int i = 0; i < 32; ++i) d[i] = 0.f;
+  fence_operands(d);
+  uint64_t da = make_smem_desc(s_q_tile, 16, 1024);
+  uint64_t db = make_smem_desc(s_kv, 16, 1024);
 #pragma unroll 1
-  for (int slab = s_begin; slab < s_end; ++slab) {
+  for (int slab = 0; slab < kSlabsPerPage; ++slab) {
     mbar_wait(bars.full(stage, slab), parity);
     wgmma_fence();
 #pragma unroll
@@ -176,14 +114,14 @@ __device__ __forceinline__ void scores_issue(float (&d)[32], uint32_t s_q_tile, 
     db += kSlabBytes >> 4;
   }
   fence_operands(d);
+  wgmma_wait_all();
+  fence_operands(d);
 }
 
 // kernel_ws.cuh's ws_consumer (read there for the schedule and its reasons) with the owner's conversion.
-template <int kVariant>
 __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor cur, const WsBarriers& bars,
                                          uint8_t* smem, int wg, int tid) {
   using Traits = Fp8DsTraits;
-  constexpr bool kHyb = Variant<kVariant>::kHyb, kSInter = Variant<kVariant>::kSInter;
   constexpr WsSmemLayout L = ws_smem_layout(true);
   const uint32_t s_q_tile = smem_u32(smem + L.q_offset);
   const uint32_t s_kv0 = smem_u32(smem + L.kv_offset);
@@ -238,7 +176,6 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
       const uint32_t parity = (j >> 1) & 1;
       const int valid_tokens = cur.seqlen - cur.blk * kBlockN;
       float mp[2] = {-INFINITY, -INFINITY};
-      int release = -1;
       // Q of this segment first (acquire in order, releasing the segments this warpgroup had no page in): the
       // producer issues a segment's first page only after every consumer released the previous segment's Q,
       // and a warpgroup without a page there releases it only here, so this must precede the conversion's
@@ -249,65 +186,28 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
         mbar_wait(bars.q_full(), q_seg & 1);
         q_held = true;
       }
-      float sc[8][4];
-      if constexpr (!kHyb) {
-        convert_own_page<4>(bars, stage_ptr, scale_ptr, stage, parity, valid_tokens, wg, tid, [] {}, [] {});
+      bool pv_open = false;
+      const bool pe = prev_end;
+      const int pb = prev_b;
+      auto mid_a = [&] {
         if (j > 0) {
           wait_other(j - 1, mp);
           pv_other_issue(j - 1, mp);
-          if (prev_end) {
-            pv_wait(st);
-            release_stage(bars, (j - 1) & 1);
-            epilogue(prev_b);
-          } else {
-            release = (j - 1) & 1;
-          }
+          pv_open = true;
         }
-        compute_scores_page<Traits>(sc, s_q_tile, s_kv, bars.full(stage, 0), parity, bars, release);
-      } else {
-        // Slabs 0-3 convert while the other warpgroup's S_{j-1} and softmax may still run; then P_{j-1} V_{j-1} is
-        // issued (kSInter: and S of slabs 0-3 behind it) and runs under the conversion of slabs 4-5; its stage is
-        // released after them, slabs 6-7 convert, S finishes.
-        float(&d)[32] = reinterpret_cast<float(&)[32]>(sc);
-        bool pv_open = false;
-        const bool pe = prev_end;
-        const int pb = prev_b;
-        auto mid_a = [&] {
-          if (j > 0) {
-            wait_other(j - 1, mp);
-            pv_other_issue(j - 1, mp);
-            pv_open = true;
-          }
-          if constexpr (kSInter) {
-#pragma unroll
-            for (int i = 0; i < 32; ++i) d[i] = 0.f;
-            fence_operands(d);
-            scores_issue(d, s_q_tile, s_kv, bars, stage, parity, 0, kRopeSlab / 2);
-          }
-        };
-        // The wait is unconditional (nothing pending when j == 0): on a path ptxas cannot rule out, O would
-        // otherwise be written (rescale, epilogue) under an open P.V group, and it serializes every wgmma (C7515).
-        auto mid_b = [&] {
-          if constexpr (kSInter) {
-            wgmma_wait_group<kRopeSlab / 2>();  // the P.V group; S's 4 slab groups may stay in flight
-          } else {
-            wgmma_wait_all();
-          }
-          fence_operands(reinterpret_cast<float(&)[128]>(st.o));
-          if (!pv_open) return;
-          release_stage(bars, (j - 1) & 1);
-          if (pe) epilogue(pb);
-        };
-        convert_own_page<2>(bars, stage_ptr, scale_ptr, stage, parity, valid_tokens, wg, tid, mid_a, mid_b);
-        if constexpr (!kSInter) {
-#pragma unroll
-          for (int i = 0; i < 32; ++i) d[i] = 0.f;
-          fence_operands(d);
-        }
-        scores_issue(d, s_q_tile, s_kv, bars, stage, parity, kSInter ? kRopeSlab / 2 : 0, kSlabsPerPage);
+      };
+      // The wait is unconditional (nothing is pending when j == 0): on a path ptxas cannot rule out, O would
+      // otherwise be written (rescale, epilogue) under an open P.V group, and it serializes every wgmma (C7515).
+      auto mid_b = [&] {
         wgmma_wait_all();
-        fence_operands(d);
-      }
+        fence_operands(reinterpret_cast<float(&)[128]>(st.o));
+        if (!pv_open) return;
+        release_stage(bars, (j - 1) & 1);
+        if (pe) epilogue(pb);
+      };
+      convert_own_page(bars, stage_ptr, scale_ptr, stage, parity, valid_tokens, wg, tid, mid_a, mid_b);
+      float sc[8][4];
+      scores_page(sc, s_q_tile, s_kv, bars, stage, parity);
       fence_operands(reinterpret_cast<float(&)[128]>(st.o));
       if (cur.hi - cur.blk - 1 < 2 && q_held) {
         mbar_arrive(bars.q_empty());
@@ -376,7 +276,6 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
   }
 }
 
-template <int kVariant>
 __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8ds_ws64_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr WsSmemLayout L = ws_smem_layout(true);
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -403,12 +302,12 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8ds_ws64_kernel(co
   if (wg == 2) {
     setmaxnreg_dec<kProducerRegs>();
     if (tid == 0)
-      issue_pages<Variant<kVariant>::kPrefetch>(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset),
-                                                smem_u32(smem + L.scale_offset), blockIdx.y * kRowsPerCta);
+      ws_issue_fp8ds(p, cur, bars, smem_u32(smem + L.q_offset), smem_u32(smem + L.kv_offset),
+                     smem_u32(smem + L.scale_offset), blockIdx.y * kRowsPerCta);
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
-  consumer<kVariant>(p, cur, bars, smem, wg, tid);
+  consumer(p, cur, bars, smem, wg, tid);
 }
 
 }  // namespace ws64

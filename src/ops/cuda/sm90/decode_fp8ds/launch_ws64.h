@@ -1,5 +1,5 @@
 #pragma once
-// Host entry of the owner-converts fp8_ds kernel for 64-row tiles (kernel_ws64.cuh). Called by
+// Host entry of the owner-converts fp8_ds kernel for 64-row tiles of h_q >= 64 (kernel_ws64.cuh). Called by
 // src/ops/cuda/mla_decode.cu after validation and encode_tensor_maps_fp8ds; the combine kernel is decode/'s.
 #include <cuda_runtime_api.h>
 
@@ -8,7 +8,7 @@
 
 namespace mla::sm90::decode_fp8ds {
 
-// grid = (num_parts, num_head_tiles). variant: the schedule (kernel_ws64.cuh Variant, 0..4).
-Status launch_decode_fp8ds_ws64(const decode::DecodeKernelParams& p, dim3 grid, int variant, cudaStream_t stream);
+// grid = (num_parts, num_head_tiles).
+Status launch_decode_fp8ds_ws64(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
 
 }  // namespace mla::sm90::decode_fp8ds

@@ -1,37 +1,20 @@
 // The owner-converts fp8_ds kernel for 64-row tiles (kernel_ws64.cuh) and its launcher.
-#include <string>
-
 #include "mla/core/cuda_check.h"
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8ds/kernel_ws64.cuh"
 #include "ops/cuda/sm90/decode_fp8ds/launch_ws64.h"
 
 namespace mla::sm90::decode_fp8ds {
-namespace {
 
-template <int kVariant>
-Status launch_variant(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
+Status launch_decode_fp8ds_ws64(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = decode::ws_smem_layout(true).total;
-  auto* kernel = &ws64::mla_decode_fp8ds_ws64_kernel<kVariant>;
+  auto* kernel = &ws64::mla_decode_fp8ds_ws64_kernel;
   // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY("mla_decode", attr);
   kernel<<<grid, decode::kWsThreads, smem, stream>>>(p);
   MLA_CUDA_TRY_LAUNCH("mla_decode");
   return Status::ok();
-}
-
-}  // namespace
-
-Status launch_decode_fp8ds_ws64(const decode::DecodeKernelParams& p, dim3 grid, int variant, cudaStream_t stream) {
-  switch (variant) {
-    case 0: return launch_variant<0>(p, grid, stream);
-    case 1: return launch_variant<1>(p, grid, stream);
-    case 2: return launch_variant<2>(p, grid, stream);
-    case 3: return launch_variant<3>(p, grid, stream);
-    case 4: return launch_variant<4>(p, grid, stream);
-    default: return Status::internal("mla_decode", "fp8_ds ws64: variant " + std::to_string(variant) + " (0..4)");
-  }
 }
 
 }  // namespace mla::sm90::decode_fp8ds
