@@ -37,33 +37,31 @@ constexpr int kWsBarrierBytes = 256;
 // a fourth transpose warp (W8-W10); L2 prefetch from the TMA thread (W7).
 // The softmax (kernel_ws.cuh) takes exp2 as one ex2.approx.ftz and masks only pages some row of the warp does not
 // see whole (run W14).
-//  kMaxFirst (run W16 candidate): the owner of page j publishes the running max m_j (its own barrier pair) right after
-//    S_j's row max, before its exp2 / P stores, so the two warpgroups' softmaxes of pages j and j + 1 run at the same
-//    time; only the max (one fmax per row) is handed from warpgroup to warpgroup. P_{j-1} V_{j-1} is then issued after
-//    the softmax of page j. P rounds against the same m_j as before (the split reference's), so results are unchanged.
-//  kSNext (run W17 candidate): S of the owner's next page (j + 2, same sequence) is issued right behind P_j V_j and
-//    waited for with it at the end of page j's step, so the tensor pipe sees S_{j+2} without the issue gap and the
-//    next step starts with its scores in registers (its K stage is released there, too).
-//  kDiagSmem (run W17 probe, results unchanged): the transposers read each K page a second time (32 KB more
-//    ldmatrix traffic per page, discarded) before releasing it, to see whether the shared-memory port sets the period.
-//  kQRegSteps (run W17 candidate): the last kQRegSteps k32 steps of S take Q from registers (wgmma A operand, 4
-//    registers per step, loaded once per Q tile): 2 KB less shared-memory traffic per step and page (of ~220 KB).
-template <int kKStages_, int kVStages_, bool kMaxFirst_ = false, bool kSNext_ = false, bool kDiagSmem_ = false,
-          int kQRegSteps_ = 0>
+// Measured and removed in session 6 (NOTES_fp8.md W16-W17): the max-first hand-off (only m_j passed between the
+// warpgroups before the exp2, so both softmaxes overlap: same time as the default), S of the next own page queued
+// behind P_j V_j (6 % slower), and a probe with 32 KB more shared reads per page (+2 %).
+//  kQRegSteps (run W17): the last kQRegSteps k32 steps of S take Q (the A operand) from registers, 4 per step, loaded
+//    once per Q tile: 2 KB less shared-memory traffic per step and page; S, on the consumers' chain, needs the whole
+//    shared port at N = 64 when both operands come from shared memory (W17: 6 steps -2.5 % at b128 s8192).
+//  kPOwnRegs (run W18 candidate): the owner's P_j V_j takes P from registers (the words it stores for the other
+//    warpgroup, already in the A-fragment order): 4 KB less shared-memory traffic per page.
+//  kConsumerRegs: setmaxnreg of the two consumer warpgroups; the producer warpgroup gets the rest of the 64 K
+//    registers (224 -> 56 as before; 232 -> 48: 8 Q steps fit without spills, 10 spill; 240 -> 32 spills the
+//    transposers).
+template <int kKStages_, int kVStages_, int kQRegSteps_ = 0, bool kPOwnRegs_ = false, int kConsumerRegs_ = 224>
 struct WsSchedule {
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
   static constexpr int kPHalves = 4;
-  static constexpr bool kMaxFirst = kMaxFirst_;
-  static constexpr bool kSNext = kSNext_;
-  static constexpr bool kDiagSmem = kDiagSmem_;
   static constexpr int kQRegSteps = kQRegSteps_;
+  static constexpr bool kPOwnRegs = kPOwnRegs_;
+  static constexpr int kConsumerRegs = kConsumerRegs_;
+  static constexpr int kProducerRegs = kConsumerRegs_ == 224 ? 56 : 512 - 2 * kConsumerRegs_;
 };
 using WsAhead = WsSchedule<2, 2>;  // the default
-using WsMaxFirst = WsSchedule<2, 2, true>;
-using WsMaxFirstSNext = WsSchedule<2, 2, true, true>;
-using WsDiagSmem = WsSchedule<2, 2, false, false, true>;
-using WsQReg = WsSchedule<2, 2, false, false, false, 6>;
+using WsQReg = WsSchedule<2, 2, 6>;
+using WsQReg8 = WsSchedule<2, 2, 8, false, 232>;
+using WsQReg8POwn = WsSchedule<2, 2, 8, true, 232>;
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;
@@ -94,7 +92,7 @@ constexpr bool ws_layout_ok() {
   return L.total <= 227 * 1024 && L.k_offset % 1024 == 0 && L.vt_offset % 1024 == 0 && L.p_offset % 1024 == 0 &&
          8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
 }
-static_assert(ws_layout_ok<WsAhead>() && ws_layout_ok<WsMaxFirst>(),
+static_assert(ws_layout_ok<WsAhead>(),
               "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");
 static_assert(kSlabTileBytes % 1024 == 0 && kVtBytes % 1024 == 0 && kPBufBytes % 1024 == 0, "1024-byte atoms");
 static_assert(kDimV == 4 * 128 && kBlockN == 64, "V^T rows hold two dims of 64 keys each");

@@ -22,13 +22,14 @@ const EnvKnob& l2_prefetch_knob() {
 int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_knob().index; }
 
 // MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh,
-// `ws_ahead`, the default: H200 h128 b128 s8192 352-354 µs in runs W14-W15) or the 256-thread mma.sync kernel
-// (`mma_sync`, kept for comparison), or the max-first schedule (`ws_maxfirst`, run W16 candidate; `ws_mf_snext` with the next S behind P.V, W17; `ws_diag_smem`: a probe, the default plus 32 KB more shared reads
-// per page, results unchanged; `ws_qreg`: the default with S's last 6 k32 steps taking Q from registers, W17). The variants that
-// lost are in NOTES_fp8.md (runs W2-W15).
-enum class Variant64 { kWsAhead, kMmaSync, kWsMaxFirst, kWsMfSNext, kWsDiagSmem, kWsQReg };
+// `ws_ahead`, the default: H200 h128 b128 s8192 352-354 µs in runs W14-W15, W17), the same with S's last k32 steps
+// taking Q from registers (`ws_qreg` 6 steps, `ws_qreg8` 8 steps, `ws_qreg8_pown` + the own P.V's P from registers;
+// runs W17-W18), or the 256-thread mma.sync kernel (`mma_sync`, kept for comparison). The variants that lost are in
+// NOTES_fp8.md (runs W2-W17).
+enum class Variant64 { kWsAhead, kMmaSync, kWsQReg, kWsQReg8, kWsQReg8POwn };
 const EnvKnob& variant64_knob() {
-  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "mma_sync", "ws_maxfirst", "ws_mf_snext", "ws_diag_smem", "ws_qreg"});
+  static const EnvKnob k =
+      read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "mma_sync", "ws_qreg", "ws_qreg8", "ws_qreg8_pown"});
   return k;
 }
 Variant64 variant64() { return static_cast<Variant64>(variant64_knob().index < 0 ? 0 : variant64_knob().index); }
@@ -59,16 +60,11 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   } else {
     // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
-    if (variant64() == Variant64::kWsMaxFirst) {
-      MLA_TRY(launch_decode_fp8_ws<WsMaxFirst>(p, grid, stream));
-    } else if (variant64() == Variant64::kWsMfSNext) {
-      MLA_TRY(launch_decode_fp8_ws<WsMaxFirstSNext>(p, grid, stream));
-    } else if (variant64() == Variant64::kWsDiagSmem) {
-      MLA_TRY(launch_decode_fp8_ws<WsDiagSmem>(p, grid, stream));
-    } else if (variant64() == Variant64::kWsQReg) {
-      MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream));
-    } else {
-      MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
+    switch (variant64()) {
+      case Variant64::kWsQReg: MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream)); break;
+      case Variant64::kWsQReg8: MLA_TRY(launch_decode_fp8_ws<WsQReg8>(p, grid, stream)); break;
+      case Variant64::kWsQReg8POwn: MLA_TRY(launch_decode_fp8_ws<WsQReg8POwn>(p, grid, stream)); break;
+      default: MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream)); break;
     }
   }
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream);

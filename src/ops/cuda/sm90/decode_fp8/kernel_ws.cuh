@@ -38,9 +38,6 @@ using decode::kBarWg;
 using decode::mbar_arrive;
 using decode::mbar_wait;
 using decode::PartCursor;
-// Max-first schedule (WsSchedule::kMaxFirst): "running max of page j is in s_m" is its own barrier pair, arrive by
-// page j's owner, sync by the other warpgroup (ids 7, 8; decode/mainloop_ws.cuh uses 1-5, transpose_ws.cuh 6).
-constexpr int kBarMaxReady = 7;
 
 template <int kKStages, int kVStages>
 struct WsBarriers {
@@ -97,7 +94,6 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
-    if constexpr (S::kDiagSmem) reread_page_diag(s_k0 + ks * kSlabTileBytes, tw);
     mbar_arrive(bars.k_empty(ks));
     c.advance(p);
     ++j;
@@ -152,12 +148,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
 #pragma unroll
     for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj % S::kPHalves) * kRowsPerCta + row_local[h]];
   };
-  // Max-first: the running max after the other warpgroup's page jj (P_jj is not yet known to be stored).
-  auto wait_max = [&](int jj, float (&mp)[2]) {
-    decode::named_sync(kBarMaxReady + (jj & 1), kWsConsumerThreads);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj % S::kPHalves) * kRowsPerCta + row_local[h]];
-  };
   // Adds page jj (its P and V^T) to this warpgroup's columns, then releases the V^T stage.
   auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2]) {
     const int vs = jj % kVStages;
@@ -186,6 +176,18 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     decode::wgmma_fence();
     pv_issue_ws(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
   };
+  // The own page jj's P.V with P from registers (kPOwnRegs).
+  auto issue_pv_own = [&](int jj, bool chained, const uint32_t (&pw)[2][4]) {
+    if constexpr (!S::kPOwnRegs) {
+      issue_pv(jj, chained);
+    } else {
+      const int vs = jj % kVStages;
+      mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
+      if (!chained) decode::fence_operands(o_regs);
+      decode::wgmma_fence();
+      pv_issue_ws_rs(o_regs, pw, s_vt0 + vs * kVtBytes, wg);
+    }
+  };
 
   // S of a page into sc (issued and committed, not waited for), Q's last kQRegSteps steps from registers.
   constexpr int kQR = S::kQRegSteps;
@@ -197,8 +199,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       scores_over_slabs<32, false>(d, s_q_tile, s_k);
     }
   };
-  float sc[8][4];
-  bool s_pre = false;               // kSNext: sc already holds S of this own page (issued and waited in the last one)
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
   bool q_held = false;              // ... and has not released yet
   bool prev_end = true;
@@ -222,16 +222,15 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       if constexpr (kQR > 0) {
         if (q_new) load_q_frags<kQR>(qf, s_q_tile, warp, lane);
       }
+      mbar_wait(bars.k_full(ks), phase(j, kKStages));
+      float sc[8][4];
       // Once S_j is done, O is rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j, which
       // then overlaps it; P_j V_j queues behind it when no row's max moved.
-      if (!s_pre) {
-        mbar_wait(bars.k_full(ks), phase(j, kKStages));
-        issue_s(reinterpret_cast<float(&)[32]>(sc), s_k0 + ks * kSlabTileBytes);
-      }
-      if (!S::kMaxFirst && j > 0) wait_other(j - 1, mp);
+      issue_s(reinterpret_cast<float(&)[32]>(sc), s_k0 + ks * kSlabTileBytes);
+      if (j > 0) wait_other(j - 1, mp);
       wgmma_wait_group<0>();  // S_j (rescaling O while it runs makes ptxas insert a wait anyway, C7517)
       decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
-      if (!S::kMaxFirst && j > 0) {
+      if (j > 0) {
         rescale_o_ws<true>(st, mp, zero2, p.scale_log2);
         issue_pv(j - 1, false);
         pend = j - 1;
@@ -242,7 +241,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
           epilogue(prev_b);
         }
       }
-      if (!s_pre) mbar_arrive(bars.k_empty(ks));
+      mbar_arrive(bars.k_empty(ks));
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
       if (cur.hi - cur.blk - 1 < 2 && q_held) {
         mbar_arrive(bars.q_empty());
@@ -264,20 +263,10 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
 #pragma unroll
       for (int h = 0; h < 2; ++h) mx[h] = whole ? row_max<8>(sc, h) : mask_row_max<8>(sc, h, limit[h], t4);
       float m_new[2], rowsum[2];
-      if constexpr (S::kMaxFirst) {
-        // Only m_j waits for the other warpgroup's page j - 1; the exp2 and P stores below then run while the other
-        // warpgroup does the same for its page.
-        if (j > 0) wait_max(j - 1, mp);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
-          if (t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
-        }
-        decode::named_arrive(kBarMaxReady + (j & 1), kWsConsumerThreads);
-      }
+      uint32_t pw[2][4];  // P_j as e4m3 words (store_p_e4m3): the A operand of its own P_j V_j (kPOwnRegs)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        if constexpr (!S::kMaxFirst) m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
+        m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
         const float ms = m_new[h] == -INFINITY ? 0.f : m_new[h] * p.scale_log2;
         float p0[8], p1[8];
         float sum = 0.f;
@@ -289,66 +278,35 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
           sum += p0[t] + p1[t];  // the row sum uses unrounded P (as the reference does)
         }
         rowsum[h] = sum;
-        store_p_e4m3(p_buf, j % S::kPHalves, row_local[h], t4, p0, p1);
-        if (!S::kMaxFirst && t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
+        store_p_e4m3(p_buf, j % S::kPHalves, row_local[h], t4, p0, p1, pw[h]);
+        if (t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
-      if constexpr (S::kMaxFirst) {
-        // P_{j-1} is waited for before P_j is signalled: the P-ready barrier of page j + 2 (same id as j's) then
-        // cannot be arrived at before the other warpgroup synced on page j's.
-        if (j > 0) decode::named_sync(kBarPReady + ((j - 1) & 1), kWsConsumerThreads);
-        decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
-        if (j > 0) {
-          rescale_o_ws<true>(st, mp, zero2, p.scale_log2);
-          issue_pv(j - 1, false);
-          pend = j - 1;
-          if (first) {  // page j - 1 ended the previous segment: write it before page j starts a new O
-            wgmma_wait_group<0>();
-            decode::fence_operands(o_regs);
-            release_pending();
-            epilogue(prev_b);
-          }
-        }
-      }
       // O is at st.m (= m_{j-1}, or -inf after an epilogue): if no row of the warpgroup moved, P_j V_j queues behind
       // P_{j-1} V_{j-1} on the same accumulator without a rescale.
       bool moved = false;
 #pragma unroll
       for (int h = 0; h < 2; ++h) moved = moved || m_new[h] != st.m[h];
       const bool keep = !decode_fp8::named_sync_any(kBarWg + wg, 128, moved);
-      if constexpr (!S::kMaxFirst) decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
+      decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
       if (keep) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
-        issue_pv(j, true);
+        issue_pv_own(j, true, pw);
         wgmma_wait_group<1>();  // P.V of page j - 1 (O stays in flight: no fence_operands here, C7514)
       } else {
         wgmma_wait_group<0>();
         decode::fence_operands(o_regs);
         release_pending();
         rescale_o_ws<true>(st, m_new, rowsum, p.scale_log2);
-        issue_pv(j, false);
+        issue_pv_own(j, false, pw);
       }
       release_pending();
       pend = j;
-      // kSNext: S of page j + 2 (this warpgroup's next page when it is in the same sequence: same Q tile) queues
-      // behind P_j V_j and is waited for with it.
-      const int ks_next = (j + 2) % kKStages;
-      if constexpr (S::kSNext) {
-        s_pre = cur.blk + 2 < cur.hi;
-        if (s_pre) {
-          mbar_wait(bars.k_full(ks_next), phase(j + 2, kKStages));
-          issue_s(reinterpret_cast<float(&)[32]>(sc), s_k0 + ks_next * kSlabTileBytes);
-        }
-      }
       // P_j V_j is waited for here, not in the next own page: accumulators in flight across the loop's branches
       // and back edge make ptxas serialize every wgmma of the kernel (C7514, measured in the compile).
       wgmma_wait_group<0>();
       decode::fence_operands(o_regs);
-      if (s_pre) {
-        decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
-        mbar_arrive(bars.k_empty(ks_next));
-      }
       release_pending();
       if (end) epilogue(cur.b);
     }
@@ -360,12 +318,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   // The part's last page belongs to the other warpgroup: add it and write the last segment.
   if (j > 0 && ((j - 1) & 1) != wg) {
     float mp[2];
-    if constexpr (S::kMaxFirst) {
-      wait_max(j - 1, mp);
-      decode::named_sync(kBarPReady + ((j - 1) & 1), kWsConsumerThreads);
-    } else {
-      wait_other(j - 1, mp);
-    }
+    wait_other(j - 1, mp);
     pv(j - 1, mp, zero2);
     epilogue(prev_b);
   }
@@ -401,7 +354,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   // Warp-uniform by construction (shuffled from lane 0), so ptxas sees each role's wgmma on a convergent path.
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
   if (wg == 2) {
-    decode::setmaxnreg_dec<56>();
+    decode::setmaxnreg_dec<S::kProducerRegs>();
     if (tid == 0) {
       ws_producer<S>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
                      blockIdx.y * kRowsPerCta);
@@ -411,7 +364,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
     }
     return;
   }
-  decode::setmaxnreg_inc<224>();
+  decode::setmaxnreg_inc<S::kConsumerRegs>();
   ws_consumer<S>(fp, cur, bars, smem, wg, tid);
 }
 

@@ -112,20 +112,6 @@ __device__ __forceinline__ void zero_vt_tail(uint32_t s_vt, int valid_keys, int 
 // tw: this thread's index among the 96 transpose threads; valid_keys: keys of the page below seqlen. One unmasked
 // loop for every page; a tail page is then fixed up by zero_vt_tail after a barrier of the transpose threads (named
 // barrier kBarTranspose): a second, masked copy of the loop next to the unmasked one spills.
-// Diagnostic (config_ws.h kDiagSmem): this thread's ldmatrix reads of the page once more, results discarded (the
-// asm is volatile, so they are not removed).
-__device__ __forceinline__ void reread_page_diag(uint32_t s_page, int tw) {
-  const int warp = tw >> 5, lane = tw & 31;
-  const int key_in = (lane & 7) + 8 * ((lane >> 3) & 1), chunk_in = lane >> 4;
-#pragma unroll 1
-  for (int cp = warp; cp < 16; cp += 3) {
-    const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
-    uint32_t v[4][4];
-#pragma unroll
-    for (int group = 0; group < 4; ++group) decode::ldmatrix_x4_trans(v[group], src + group * 16 * 128);
-  }
-}
-
 constexpr int kBarTranspose = 6;  // kernel_ws.cuh's consumers use named barriers 1-5
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
   transpose_page_stsm(s_page, s_vt, tw);
