@@ -6,8 +6,8 @@
 // page between the stage release and S (release -> raw TMA -> convert -> S is the loop of each stage, the converters
 // run at ~0.2 IPC: NOTES_fp8_ds.md G1-G3). Page j always lands in stage j % 2, the stage of its owner warpgroup, which
 // otherwise waits there for the other's P_{j-1}; so the owner converts it itself: 128 threads with 232 registers,
-// one warp per scheduler, no converter -> consumer hand-off (the owner arrives on the page's full barriers, and
-// compute_scores_page, softmax, P.V and epilogue are the bf16 kernel's, unchanged).
+// one warp per scheduler, no converter -> consumer hand-off (the owner arrives on the page's full barriers; S is
+// compute_scores_page's loop, softmax, P.V and epilogue are the bf16 kernel's, unchanged).
 // Schedule of an own page j ("hyb", run G5; kernel_ws.cuh's ws_consumer otherwise):
 //   Q acquire | convert slabs 0-3 (the other's S_{j-1} / softmax may still run) | wait P_{j-1}, issue
 //   P_{j-1} V_{j-1} | convert slabs 4-5 under it | wait it, release its stage (epilogue if its segment ended) |
@@ -37,10 +37,11 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // The owner warpgroup (tid 0..127) dequantizes page `stage`'s raw latent slabs into bf16 slabs 0-7 and arrives
 // on their full barriers. Item i < 256 of a slab = (token i / 4, codes 16 (i % 4) ..): thread tid takes items tid
 // and tid + 128 of every slab, two slabs (one scale tile) per step: they share the token's scale load and address.
-// Raw slabs live in bf16 slabs 4-7's space (slab 4 + r / 2 covers raw r): steps writing slabs 0-3 touch no raw bytes; a step writing slab k >= 4 first waits on the warpgroup barrier, placed after the step's own raw
-// loads, so every thread has loaded the raw slabs it overwrites (those of this and earlier steps). Tokens at or
-// past the sequence end become zeros (their slots are garbage: 0 * NaN would poison P V); their RoPE slab rows keep
-// garbage, masked to -inf by the softmax. `mid_a` runs once slabs 0-3 are converted, `mid_b` once slabs 4-5 are.
+// Raw slabs live in bf16 slabs 4-7's space (slab 4 + r / 2 covers raw r): steps writing slabs 0-3 touch no raw
+// bytes; a step writing slab k >= 4 first waits on the warpgroup barrier, placed after the step's own raw loads, so
+// every thread has loaded the raw slabs it overwrites (those of this and earlier steps). Tokens at or past the
+// sequence end become zeros (their slots are garbage: 0 * NaN would poison P V); their RoPE slab rows keep garbage,
+// masked to -inf by the softmax. `mid_a` runs once slabs 0-3 are converted, `mid_b` once slabs 4-5 are.
 template <class MidA, class MidB>
 __device__ __forceinline__ void convert_own_page(const WsBarriers& bars, uint8_t* st, const uint8_t* sc, int stage,
                                                  uint32_t parity, int valid, int wg, int tid, MidA&& mid_a,
@@ -276,7 +277,8 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
   }
 }
 
-__global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8ds_ws64_kernel(const __grid_constant__ DecodeKernelParams p) {
+__global__ void __launch_bounds__(kWsThreads, 1)
+    mla_decode_fp8ds_ws64_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr WsSmemLayout L = ws_smem_layout(true);
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
