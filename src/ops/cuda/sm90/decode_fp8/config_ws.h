@@ -37,31 +37,25 @@ constexpr int kWsBarrierBytes = 256;
 // a fourth transpose warp (W8-W10); L2 prefetch from the TMA thread (W7).
 // The softmax (kernel_ws.cuh) takes exp2 as one ex2.approx.ftz and masks only pages some row of the warp does not
 // see whole (run W14).
-// Measured and removed in session 6 (NOTES_fp8.md W16-W17): the max-first hand-off (only m_j passed between the
+// Measured and removed in session 6 (NOTES_fp8.md W16-W18): the max-first hand-off (only m_j passed between the
 // warpgroups before the exp2, so both softmaxes overlap: same time as the default), S of the next own page queued
 // behind P_j V_j (6 % slower), and a probe with 32 KB more shared reads per page (+2 %).
-//  kQRegSteps (run W17): the last kQRegSteps k32 steps of S take Q (the A operand) from registers, 4 per step, loaded
-//    once per Q tile: 2 KB less shared-memory traffic per step and page; S, on the consumers' chain, needs the whole
-//    shared port at N = 64 when both operands come from shared memory (W17: 6 steps -2.5 % at b128 s8192).
-//  kPOwnRegs (run W18 candidate): the owner's P_j V_j takes P from registers (the words it stores for the other
-//    warpgroup, already in the A-fragment order): 4 KB less shared-memory traffic per page.
-//  kConsumerRegs: setmaxnreg of the two consumer warpgroups; the producer warpgroup gets the rest of the 64 K
-//    registers (224 -> 56 as before; 232 -> 48: 8 Q steps fit without spills, 10 spill; 240 -> 32 spills the
-//    transposers).
-template <int kKStages_, int kVStages_, int kQRegSteps_ = 0, bool kPOwnRegs_ = false, int kConsumerRegs_ = 224>
+//  kQRegSteps (run W17, the default since): the last kQRegSteps k32 steps of S take Q (the A operand) from
+//    registers, 4 per step, loaded once per Q tile: 2 KB less shared-memory traffic per step and page; S, on the
+//    consumers' chain, needs the whole shared port at N = 64 when both operands come from shared memory (W17-W18:
+//    6 steps -2.5 % at h128 b128 s8192). 6 is the most the consumers' 224 registers hold without spills (8 spill).
+//    More registers for the consumers do not fit: the launch gives each of the 384 threads 168, so the setmaxnreg
+//    split must keep 2 C + P <= 504 (232 + 232 + 48 hung in setmaxnreg.inc in run W18; 232 needs P = 40, which
+//    spills the transposers).
+template <int kKStages_, int kVStages_, int kQRegSteps_ = 0>
 struct WsSchedule {
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
   static constexpr int kPHalves = 4;
   static constexpr int kQRegSteps = kQRegSteps_;
-  static constexpr bool kPOwnRegs = kPOwnRegs_;
-  static constexpr int kConsumerRegs = kConsumerRegs_;
-  static constexpr int kProducerRegs = kConsumerRegs_ == 224 ? 56 : 512 - 2 * kConsumerRegs_;
 };
-using WsAhead = WsSchedule<2, 2>;  // the default
-using WsQReg = WsSchedule<2, 2, 6>;
-using WsQReg8 = WsSchedule<2, 2, 8, false, 232>;
-using WsQReg8POwn = WsSchedule<2, 2, 8, true, 232>;
+using WsQReg = WsSchedule<2, 2, 6>;  // the default
+using WsAhead = WsSchedule<2, 2>;    // the default until run W17 (Q from shared memory in every step)
 
 struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;
@@ -92,7 +86,7 @@ constexpr bool ws_layout_ok() {
   return L.total <= 227 * 1024 && L.k_offset % 1024 == 0 && L.vt_offset % 1024 == 0 && L.p_offset % 1024 == 0 &&
          8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
 }
-static_assert(ws_layout_ok<WsAhead>(),
+static_assert(ws_layout_ok<WsQReg>() && ws_layout_ok<WsAhead>(),
               "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");
 static_assert(kSlabTileBytes % 1024 == 0 && kVtBytes % 1024 == 0 && kPBufBytes % 1024 == 0, "1024-byte atoms");
 static_assert(kDimV == 4 * 128 && kBlockN == 64, "V^T rows hold two dims of 64 keys each");

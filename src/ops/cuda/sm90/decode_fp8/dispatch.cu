@@ -21,15 +21,14 @@ const EnvKnob& l2_prefetch_knob() {
 }
 int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_knob().index; }
 
-// MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh,
-// `ws_ahead`, the default: H200 h128 b128 s8192 352-354 µs in runs W14-W15, W17), the same with S's last k32 steps
-// taking Q from registers (`ws_qreg` 6 steps, `ws_qreg8` 8 steps, `ws_qreg8_pown` + the own P.V's P from registers;
-// runs W17-W18), or the 256-thread mma.sync kernel (`mma_sync`, kept for comparison). The variants that lost are in
-// NOTES_fp8.md (runs W2-W17).
-enum class Variant64 { kWsAhead, kMmaSync, kWsQReg, kWsQReg8, kWsQReg8POwn };
+// MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh) with
+// S's last 6 k32 steps taking Q from registers (`ws_qreg`, the default since run W17: H200 h128 b128 s8192 343-345 µs
+// in runs W17-W18), the same kernel with Q from shared memory in every step (`ws_ahead`, the default until then:
+// 352-353 µs in the same runs), or the 256-thread mma.sync kernel (`mma_sync`, kept for comparison). The variants
+// that lost are in NOTES_fp8.md (runs W2-W18).
+enum class Variant64 { kWsQReg, kMmaSync, kWsAhead };
 const EnvKnob& variant64_knob() {
-  static const EnvKnob k =
-      read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_ahead", "mma_sync", "ws_qreg", "ws_qreg8", "ws_qreg8_pown"});
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead"});
   return k;
 }
 Variant64 variant64() { return static_cast<Variant64>(variant64_knob().index < 0 ? 0 : variant64_knob().index); }
@@ -60,11 +59,10 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   } else {
     // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
-    switch (variant64()) {
-      case Variant64::kWsQReg: MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream)); break;
-      case Variant64::kWsQReg8: MLA_TRY(launch_decode_fp8_ws<WsQReg8>(p, grid, stream)); break;
-      case Variant64::kWsQReg8POwn: MLA_TRY(launch_decode_fp8_ws<WsQReg8POwn>(p, grid, stream)); break;
-      default: MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream)); break;
+    if (variant64() == Variant64::kWsAhead) {
+      MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
+    } else {
+      MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream));
     }
   }
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream);

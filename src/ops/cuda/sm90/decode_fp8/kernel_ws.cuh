@@ -176,18 +176,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     decode::wgmma_fence();
     pv_issue_ws(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
   };
-  // The own page jj's P.V with P from registers (kPOwnRegs).
-  auto issue_pv_own = [&](int jj, bool chained, const uint32_t (&pw)[2][4]) {
-    if constexpr (!S::kPOwnRegs) {
-      issue_pv(jj, chained);
-    } else {
-      const int vs = jj % kVStages;
-      mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
-      if (!chained) decode::fence_operands(o_regs);
-      decode::wgmma_fence();
-      pv_issue_ws_rs(o_regs, pw, s_vt0 + vs * kVtBytes, wg);
-    }
-  };
 
   // S of a page into sc (issued and committed, not waited for), Q's last kQRegSteps steps from registers.
   constexpr int kQR = S::kQRegSteps;
@@ -263,7 +251,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
 #pragma unroll
       for (int h = 0; h < 2; ++h) mx[h] = whole ? row_max<8>(sc, h) : mask_row_max<8>(sc, h, limit[h], t4);
       float m_new[2], rowsum[2];
-      uint32_t pw[2][4];  // P_j as e4m3 words (store_p_e4m3): the A operand of its own P_j V_j (kPOwnRegs)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
@@ -278,7 +265,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
           sum += p0[t] + p1[t];  // the row sum uses unrounded P (as the reference does)
         }
         rowsum[h] = sum;
-        store_p_e4m3(p_buf, j % S::kPHalves, row_local[h], t4, p0, p1, pw[h]);
+        store_p_e4m3(p_buf, j % S::kPHalves, row_local[h], t4, p0, p1);
         if (t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
@@ -292,14 +279,14 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       if (keep) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
-        issue_pv_own(j, true, pw);
+        issue_pv(j, true);
         wgmma_wait_group<1>();  // P.V of page j - 1 (O stays in flight: no fence_operands here, C7514)
       } else {
         wgmma_wait_group<0>();
         decode::fence_operands(o_regs);
         release_pending();
         rescale_o_ws<true>(st, m_new, rowsum, p.scale_log2);
-        issue_pv_own(j, false, pw);
+        issue_pv(j, false);
       }
       release_pending();
       pend = j;
@@ -354,7 +341,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   // Warp-uniform by construction (shuffled from lane 0), so ptxas sees each role's wgmma on a convergent path.
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
   if (wg == 2) {
-    decode::setmaxnreg_dec<S::kProducerRegs>();
+    decode::setmaxnreg_dec<56>();
     if (tid == 0) {
       ws_producer<S>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
                      blockIdx.y * kRowsPerCta);
@@ -364,7 +351,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
     }
     return;
   }
-  decode::setmaxnreg_inc<S::kConsumerRegs>();
+  decode::setmaxnreg_inc<224>();  // 2 x 224 + 56 = 3 x 168, the launch allocation
   ws_consumer<S>(fp, cur, bars, smem, wg, tid);
 }
 

@@ -57,17 +57,14 @@ __host__ __device__ constexpr int p_byte(int row, int half, int group, int t4) {
   return half / 2 * kPBufBytes + row * 128 + (((4 * (half % 2) + group) ^ (row & 7)) << 4) + 4 * t4;
 }
 
-// P (this thread's row x 16 keys: p0[t] = key 8t + 2 t4, p1[t] = key 8t + 2 t4 + 1) rounded to e4m3. words[G]: the
-// stored word of group G, which is also this thread's A-fragment word of P (row, k bytes 4 t4 .. 4 t4 + 3 of the
-// group's 16-byte chunk, in the permuted key order of V^T).
+// P (this thread's row x 16 keys: p0[t] = key 8t + 2 t4, p1[t] = key 8t + 2 t4 + 1) rounded to e4m3.
 __device__ __forceinline__ void store_p_e4m3(uint8_t* s_p, int half, int row, int t4, const float (&p0)[8],
-                                             const float (&p1)[8], uint32_t (&words)[4]) {
+                                             const float (&p1)[8]) {
 #pragma unroll
   for (int group = 0; group < 4; ++group) {
     const uint32_t lo = pack_e4m3x2(p0[2 * group], p1[2 * group]);          // keys 16G + 2 t4, +1
     const uint32_t hi = pack_e4m3x2(p0[2 * group + 1], p1[2 * group + 1]);  // keys 16G + 8 + 2 t4, +1
-    words[group] = lo | (hi << 16);
-    *reinterpret_cast<uint32_t*>(s_p + p_byte(row, half, group, t4)) = words[group];
+    *reinterpret_cast<uint32_t*>(s_p + p_byte(row, half, group, t4)) = lo | (hi << 16);
   }
 }
 
@@ -78,17 +75,6 @@ __device__ __forceinline__ void pv_issue_ws(float (&d)[128], uint32_t s_p_page, 
   for (int ks = 0; ks < kBlockN / 32; ++ks)
     wgmma_m64n256k32_e4m3(d, decode::make_smem_desc(s_p_page + 32 * ks, 16, 1024),
                           decode::make_smem_desc(s_vt + 64 * wg + 32 * ks, 16, 1024));
-  decode::wgmma_commit();
-}
-
-// pv_issue_ws for the owner's own page with P from registers (pw[h][G]: store_p_e4m3's words of rows g + 8h): only
-// V^T is read from shared memory.
-__device__ __forceinline__ void pv_issue_ws_rs(float (&d)[128], const uint32_t (&pw)[2][4], uint32_t s_vt, int wg) {
-#pragma unroll
-  for (int ks = 0; ks < kBlockN / 32; ++ks) {
-    const uint32_t a[4] = {pw[0][2 * ks], pw[1][2 * ks], pw[0][2 * ks + 1], pw[1][2 * ks + 1]};
-    wgmma_m64n256k32_e4m3_rs(d, a, decode::make_smem_desc(s_vt + 64 * wg + 32 * ks, 16, 1024));
-  }
   decode::wgmma_commit();
 }
 
