@@ -4,7 +4,14 @@
 // decode kernel + combine, captured in a CUDA graph; a 256 MB memset between calls evicts L2; median
 // over --reps calls. Rows print in DESIGN.md §6 column order.
 //
-//   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N]      (mlaserve bench decode ...)
+//   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
+//                                                                                      (mlaserve bench decode ...)
+// --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
+// to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
+// data and graph, interleaved on / off / on / off, printed as two extra columns per variant.
+// --timeline: after a row's timings, one more graph of the call with the per-CTA globaltimer stamps of
+// mla/ops/decode_timeline.h, replayed like a timed call; a summary line per row (stdout) and every CTA's
+// stamps (stderr).
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 // fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
@@ -25,6 +32,7 @@
 
 #include "common/args.h"
 #include "mla/core/cuda_check.h"
+#include "mla/ops/decode_timeline.h"
 #include "mla/ops/mla_decode.h"
 
 namespace {
@@ -113,6 +121,8 @@ struct Options {
   mla::KvFormat format = mla::KvFormat::kBf16;
   std::vector<int> rows;  // 1-based indices into kRows; empty = all
   int reps = 50;
+  enum Hints { kOn, kOff, kAb } hints = kOn;
+  bool timeline = false;
 };
 
 Status parse(int argc, char** argv, Options* o) {
@@ -130,9 +140,18 @@ Status parse(int argc, char** argv, Options* o) {
       if (v.empty() || *end != '\0' || n < 1 || n > 100000)
         return Status::invalid("bench decode", "--reps wants an integer in 1..100000; got '" + v + "'");
       o->reps = static_cast<int>(n);
+    } else if (a == "--timeline") {
+      o->timeline = true;
+    } else if (a == "--hints" && has_val) {
+      const std::string v = argv[++i];
+      if (v == "on") o->hints = Options::kOn;
+      else if (v == "off") o->hints = Options::kOff;
+      else if (v == "ab") o->hints = Options::kAb;
+      else return Status::invalid("bench decode", "--hints wants on, off or ab; got '" + v + "'");
     } else {
       return Status::invalid("bench decode",
-                             "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N]; got '" + a + "'");
+                             "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
+                             "[--hints on|off|ab] [--timeline]; got '" + a + "'");
     }
   }
   return Status::ok();
@@ -147,6 +166,7 @@ struct DevMem {
 
 struct Timing {
   double decode_us, plan_us;
+  double ab_us[4];  // --hints ab: on, off, on, off
 };
 
 // Median µs of `reps` launches of `exec` after 3 warm-up calls, each preceded by an L2 flush (a 256 MB memset) and
@@ -172,6 +192,80 @@ Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int 
   MLA_CUDA_TRY("bench decode (timing)", err);
   std::sort(ms.begin(), ms.end());
   *median_us = 1e3 * ms[ms.size() / 2];
+  return Status::ok();
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// --timeline: captures `call` with the stamp buffer set, replays it three times like a timed call (L2 flush
+// first) and summarizes the last replay's stamps, in µs after the first decode CTA's start.
+template <class Call, class Capture>
+Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, cudaStream_t s, void* flush, Call call,
+                    Capture capture) {
+  if (!mla::cuda::kDecodeTimelineCompiled) {
+    std::printf("# timeline: not compiled in (build with -DMLA_DECODE_TIMELINE)\n");
+    return Status::ok();
+  }
+  DevMem<unsigned long long> buf;
+  MLA_TRY(buf.alloc(mla::cuda::kTimelineSlots));
+  cudaGraphExec_t exec;
+  mla::cuda::set_decode_timeline(buf.p);
+  const Status cap = capture(call, &exec);
+  mla::cuda::set_decode_timeline(nullptr);
+  MLA_TRY(cap);
+  std::vector<unsigned long long> h(mla::cuda::kTimelineSlots);
+  cudaError_t err = cudaSuccess;
+  for (int i = 0; i < 3 && err == cudaSuccess; ++i) {
+    err = cudaMemsetAsync(buf.p, 0, h.size() * 8, s);
+    if (err == cudaSuccess) err = cudaMemsetAsync(flush, i, kFlushBytes, s);
+    if (err == cudaSuccess) err = cudaGraphLaunch(exec, s);
+    if (err == cudaSuccess) err = cudaMemcpyAsync(h.data(), buf.p, h.size() * 8, cudaMemcpyDeviceToHost, s);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+  }
+  cudaGraphExecDestroy(exec);
+  MLA_CUDA_TRY("bench decode (timeline)", err);
+  const int n = std::min(g.num_parts * g.num_head_tiles, mla::cuda::kTimelineDecodeCtas);
+  unsigned long long t0 = ~0ull, t_first_cmb = ~0ull;
+  for (int i = 0; i < n; ++i)
+    if (h[4 * i] != 0) t0 = std::min(t0, h[4 * i]);
+  auto us = [&](unsigned long long t) { return t == 0 || t == ~0ull ? -1.0 : (double(t) - double(t0)) * 1e-3; };
+  std::vector<double> start, chain, walked;
+  unsigned long long min_step = ~0ull;
+  for (int i = 0; i < n; ++i) {
+    const unsigned long long* c = &h[4 * i];
+    if (c[0] == 0) continue;
+    start.push_back(us(c[0]));
+    chain.push_back((double(c[1]) - double(c[0])) * 1e-3);
+    walked.push_back(us(c[2] != 0 ? c[2] : c[1]));  // an empty part walks nothing
+    if (c[1] > c[0]) min_step = std::min(min_step, c[1] - c[0]);
+    std::fprintf(stderr, "tl h%d b%d s%d decode %d sm %llu start %.2f chain %.2f walked %.2f\n", r.h_q, r.batch,
+                 r.seqlen, i, c[3], us(c[0]), (double(c[1]) - double(c[0])) * 1e-3, walked.back());
+  }
+  std::vector<double> cin, cwait, cdone;
+  for (int j = 0; j < mla::cuda::kTimelineCombineCtas; ++j) {
+    const unsigned long long* c = &h[4 * (mla::cuda::kTimelineDecodeCtas + j)];
+    if (c[0] == 0) continue;
+    t_first_cmb = std::min(t_first_cmb, c[0]);
+    cin.push_back(us(c[0]));
+    cwait.push_back(us(c[1]));
+    cdone.push_back(us(c[2]));
+    if (j < 4 || j % 64 == 0)
+      std::fprintf(stderr, "tl h%d b%d s%d combine %d sm %llu in %.2f waited %.2f done %.2f\n", r.h_q, r.batch, r.seqlen,
+                   j, c[3], cin.back(), cwait.back(), cdone.back());
+  }
+  if (start.empty()) return Status::internal("bench decode", "timeline: no decode CTA stamped");
+  auto mx = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
+  auto mn = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end()); };
+  std::printf("# timeline h%d b%d s%d (us from the first decode CTA): %zu decode CTAs start <= %.2f, chain med %.2f "
+              "max %.2f, walked min %.2f med %.2f max %.2f | %zu combine CTAs in %.2f-%.2f, waited %.2f-%.2f, done %.2f "
+              "| clock step >= %.3f\n",
+              r.h_q, r.batch, r.seqlen, start.size(), mx(start), median_of(chain), mx(chain), mn(walked), median_of(walked),
+              mx(walked), cin.size(), mn(cin), mx(cin), mn(cwait), mx(cwait), mx(cdone),
+              min_step == ~0ull ? -1.0 : min_step * 1e-3);
   return Status::ok();
 }
 
@@ -243,14 +337,35 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   };
   const mla::TensorView seqlens = p.seqlens;
   // The plan first (eagerly: the decode graph reads it), then both graphs.
-  MLA_TRY(mla::cuda::plan_decode(seqlens, g, plan, s));
+  const mla::TensorView table = p.block_table;
+  // Clears the start hints of every record (fields 5-7 -> -1): the kernels then load them as before.
+  auto clear_hints = [&] {
+    return mla::cuda_status(cudaMemset2DAsync(parts.p + mla::kPartFirstSeqlen, mla::kPlanPartInts * 4, 0xFF,
+                                              (mla::kPlanPartInts - mla::kPartFirstSeqlen) * 4, g.num_parts, s),
+                            "bench decode", "cudaMemset2DAsync");
+  };
+  MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s));
+  if (o.hints == Options::kOff) MLA_TRY(clear_hints());
   MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));  // warm-up, attributes
   MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
   cudaGraphExec_t decode_exec, plan_exec;
   MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, &decode_exec));
-  MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, g, plan, s); }, &plan_exec));
+  MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, table, g, plan, s); }, &plan_exec));
   MLA_TRY(time_graph(decode_exec, &t->decode_us));
+  if (o.hints == Options::kAb) {
+    // The decode graph reads the plan buffers when it runs: the same graph, with the hints cleared or rewritten.
+    for (int v = 0; v < 4; ++v) {
+      MLA_TRY(v % 2 ? clear_hints() : mla::cuda::plan_decode(seqlens, table, g, plan, s));
+      MLA_TRY(time_graph(decode_exec, &t->ab_us[v]));
+    }
+  }
   MLA_TRY(time_graph(plan_exec, &t->plan_us));
+  if (o.timeline) {
+    MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s));
+    if (o.hints == Options::kOff) MLA_TRY(clear_hints());
+    MLA_TRY(run_timeline(r, g, s, flush, [&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); },
+                         capture));
+  }
   cudaGraphExecDestroy(decode_exec);
   cudaGraphExecDestroy(plan_exec);
   MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
@@ -270,8 +385,11 @@ Status bench(const Options& o) {
   std::printf(fp8     ? "# anchor = the FlashMLA PR54 fp8 column of ANCHORS.md\n"
               : fp8ds ? "# anchor = the FlashMLA sparse fp8 (656 B/token) column of ANCHORS.md\n"
                       : "# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
-  std::printf("| format | h_q | batch | seqlen | µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  const bool ab = o.hints == Options::kAb;
+  std::printf("# start hints: %s\n", o.hints == Options::kOn ? "on" : o.hints == Options::kOff ? "off" : "ab (µs = on)");
+  std::printf("| format | h_q | batch | seqlen | µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |%s\n",
+              ab ? " on 2 | on 3 | off 1 | off 2 | off-on |" : "");
+  std::printf("|---|---|---|---|---|---|---|---|---|%s\n", ab ? "---|---|---|---|---|" : "");
   {
     // The floor under the plan column: one empty kernel timed the same way (flush, events, graph launch).
     cudaGraph_t graph;
@@ -299,9 +417,14 @@ Status bench(const Options& o) {
                          double(r.batch) * r.h_q * (mla::kDimQK * (fp8 ? 1 : 2) + mla::kDimV * 2);
     const double anchor_us = fp8 ? kAnchorFp8Us[i - 1] : fp8ds ? kAnchorFp8DsUs[i - 1] : r.anchor_us;
     const double flops = double(r.batch) * r.h_q * r.seqlen * (mla::kDimQK + mla::kDimV) * 2;
-    std::printf("| %s | %d | %d | %d | %.1f | %.2f | %.0f | %.1f | %.2f |\n",
+    std::printf("| %s | %d | %d | %d | %.1f | %.2f | %.0f | %.1f | %.2f |",
                 std::string(mla::kv_format_name(o.format)).c_str(), r.h_q, r.batch, r.seqlen, t.decode_us,
                 bytes / t.decode_us * 1e-6, flops / t.decode_us * 1e-6, anchor_us, anchor_us / t.decode_us);
+    if (ab) {
+      const double on = (t.ab_us[0] + t.ab_us[2]) / 2, off = (t.ab_us[1] + t.ab_us[3]) / 2;
+      std::printf(" %.1f | %.1f | %.1f | %.1f | %+.2f |", t.ab_us[0], t.ab_us[2], t.ab_us[1], t.ab_us[3], off - on);
+    }
+    std::printf("\n");
     std::fflush(stdout);
     plan_us.push_back(t.plan_us);
   }

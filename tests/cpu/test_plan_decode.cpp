@@ -4,7 +4,9 @@
 // about as many sequences as parts (or more) are not cut at all, long sequences among short ones are.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "mla/ops/plan_decode.h"
@@ -242,6 +244,76 @@ TEST(PlanDecode, RejectsNegativeSeqlenAndMissingBuffers) {
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.to_string().find("seqlens[1] = -1"), std::string::npos);
   EXPECT_FALSE(ref::plan_decode(t, g, {nullptr, off.data(), g.num_parts}).is_ok());
+}
+
+// The start hints (fields 5-7), stated from the cursor's side: a part's items are its (sequence, block)
+// pairs in walk order; field 5 is seqlens of its first sequence, field 6 / 7 the block-table entry of its
+// first / second item when that item is (b0, k0) / (b0, k0 + 1), else -1. Without a block table the page
+// fields are -1 and everything else is the same plan.
+TEST(PlanDecode, StartHintsNameTheFirstItemsPages) {
+  std::mt19937 rng(7);
+  for (int iter = 0; iter < 200; ++iter) {
+    const int batch = 1 + rng() % (iter % 10 == 0 ? 600 : 150);
+    std::vector<int32_t> sl(batch);
+    for (auto& x : sl) x = rng() % 4 == 0 ? int32_t(rng() % 130) : int32_t(rng() % 9000);
+    int max_blocks = 1;
+    for (int32_t x : sl) max_blocks = std::max(max_blocks, decode_num_blocks(x) + int(rng() % 3));
+    std::vector<int32_t> bt(size_t(batch) * max_blocks);
+    for (auto& x : bt) x = int32_t(rng() % 1000000);  // distinct enough that a wrong entry shows
+    const int h_q = 16 << (rng() % 4), s_q = 1 + rng() % 4, sms = 1 + rng() % 140;
+    DecodePlanTuning tune;
+    tune.seq_cost = rng() % 6;
+    tune.min_part_cost = 1 + rng() % 4;
+    tune.split_cost = rng() % 9;
+    Plan bare = make_plan(sl, s_q, h_q, sms, tune);
+    Plan p = bare;
+    auto slv = TensorView::contiguous(sl.data(), DType::kInt32, {batch});
+    auto btv = TensorView::contiguous(bt.data(), DType::kInt32, {batch, max_blocks});
+    ASSERT_TRUE(ref::plan_decode(slv, btv, p.g, {p.parts.data(), p.offsets.data(), p.g.num_parts}, tune).is_ok());
+    EXPECT_EQ(p.offsets, bare.offsets);
+    for (int part = 0; part < p.g.num_parts; ++part) {
+      const int32_t* r = &p.parts[size_t(part) * kPlanPartInts];
+      const int32_t* r0 = &bare.parts[size_t(part) * kPlanPartInts];
+      for (int f = 0; f <= kPartFirstSeqlen; ++f) EXPECT_EQ(r[f], r0[f]) << "field " << f;
+      EXPECT_EQ(r0[kPartFirstPage], -1);
+      EXPECT_EQ(r0[kPartSecondPage], -1);
+      std::vector<std::pair<int, int>> items;  // the part's first two items, in walk order
+      for (int b = r[kPartBeginBatch]; b <= r[kPartEndBatch] && b < batch && items.size() < 2; ++b) {
+        const int lo = b == r[kPartBeginBatch] ? r[kPartBeginBlock] : 0;
+        const int hi = b == r[kPartEndBatch] ? r[kPartEndBlock] : decode_num_blocks(sl[b]);
+        for (int k = lo; k < hi && items.size() < 2; ++k) items.emplace_back(b, k);
+      }
+      const int b0 = r[kPartBeginBatch], k0 = r[kPartBeginBlock];
+      EXPECT_EQ(r[kPartFirstSeqlen], b0 < batch ? sl[b0] : -1);
+      for (int i = 0; i < 2; ++i) {
+        const bool hinted = int(items.size()) > i && items[i] == std::make_pair(b0, k0 + i);
+        EXPECT_EQ(r[kPartFirstPage + i], hinted ? bt[size_t(b0) * max_blocks + k0 + i] : -1)
+            << "item " << i << " of part " << part;
+      }
+    }
+    if (HasFailure()) {
+      ADD_FAILURE() << "iteration " << iter << " batch " << batch << " sms " << sms;
+      return;
+    }
+  }
+}
+
+TEST(PlanDecode, RejectsABlockTableThatCannotHoldTheSequences) {
+  const std::vector<int32_t> sl = {130, 64};  // 3 and 1 blocks
+  DecodePlanGeometry g;
+  ASSERT_TRUE(decode_plan_geometry(2, 1, 16, 132, &g).is_ok());
+  std::vector<int32_t> parts(size_t(g.num_parts) * kPlanPartInts), off(3), bt(2 * 3, 0);
+  const DecodePlanView plan{parts.data(), off.data(), g.num_parts};
+  auto slv = TensorView::contiguous(sl.data(), DType::kInt32, {2});
+  EXPECT_TRUE(ref::plan_decode(slv, TensorView::contiguous(bt.data(), DType::kInt32, {2, 3}), g, plan).is_ok());
+  Status s = ref::plan_decode(slv, TensorView::contiguous(bt.data(), DType::kInt32, {2, 2}), g, plan);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.to_string().find("seqlens[0] = 130"), std::string::npos) << s.to_string();
+  EXPECT_FALSE(ref::plan_decode(slv, TensorView::contiguous(bt.data(), DType::kInt32, {3, 2}), g, plan).is_ok());
+  EXPECT_FALSE(ref::plan_decode(slv, TensorView::contiguous(bt.data(), DType::kInt32, {6}), g, plan).is_ok());
+  TensorView strided = TensorView::contiguous(bt.data(), DType::kInt32, {2, 3});
+  strided.stride[1] = 2;
+  EXPECT_FALSE(ref::plan_decode(slv, strided, g, plan).is_ok());
 }
 
 }  // namespace

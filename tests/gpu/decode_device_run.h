@@ -58,7 +58,8 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
 
   r->parts_ref.assign(parts_ints, -7);
   r->off_ref.assign(s.batch + 1, -7);
-  MLA_TRY(ref::plan_decode(TensorView::contiguous(const_cast<int32_t*>(h.seqlens.data()), DType::kInt32, {s.batch}), g,
+  MLA_TRY(ref::plan_decode(TensorView::contiguous(const_cast<int32_t*>(h.seqlens.data()), DType::kInt32, {s.batch}),
+                           TensorView::contiguous(h.block_table.data(), DType::kInt32, {s.batch, h.max_pages}), g,
                            r->plan_ref()));
   cudaStream_t stream;
   MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
@@ -66,15 +67,18 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   const DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts};
   const MlaDecodeParams p =
       h.params(d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data(), softmax_scale);
-  auto call = [&]() -> Status {
-    MLA_TRY(cuda::plan_decode(d_seqlens, g, plan, stream));
+  // The eager call's plan carries the start hints (block table given: the engine's path, whose records the
+  // host plan must equal); the graph below is captured without the page hints, so its bit-for-bit match with
+  // the eager result also checks the cursor's block-table loads against the hinted first pages.
+  auto call = [&](bool hints) -> Status {
+    MLA_TRY(hints ? cuda::plan_decode(d_seqlens, p.block_table, g, plan, stream) : cuda::plan_decode(d_seqlens, g, plan, stream));
     return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
   };
   auto finish = [&](Status st) {
     cudaStreamDestroy(stream);
     return st;
   };
-  if (Status st = call(); !st.is_ok()) return finish(st);
+  if (Status st = call(true); !st.is_ok()) return finish(st);
   if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
     return finish(Status::cuda("mla_decode", std::string(cudaGetErrorString(e)) + " (" + name + ")"));
   std::vector<int32_t> parts_dev(parts_ints), off_dev(s.batch + 1);
@@ -93,7 +97,7 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   MLA_CUDA_TRY("test", cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status cap = call();
+  const Status cap = call(false);
   MLA_CUDA_TRY("test", cudaStreamEndCapture(stream, &graph));
   if (!cap.is_ok()) return finish(cap);
   MLA_CUDA_TRY("test", cudaGraphInstantiate(&exec, graph, 0));

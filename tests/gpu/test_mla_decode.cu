@@ -146,17 +146,21 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   // Plans: host (reference) and device (kernel), compared exactly.
   std::vector<int32_t> parts_ref(parts_ints, -7), off_ref(c.batch + 1, -7);
   DecodePlanView plan_ref{parts_ref.data(), off_ref.data(), g.num_parts};
-  MLA_TRY(ref::plan_decode(TensorView::contiguous(h.seqlens.data(), DType::kInt32, {c.batch}), g, plan_ref));
+  MLA_TRY(ref::plan_decode(TensorView::contiguous(h.seqlens.data(), DType::kInt32, {c.batch}),
+                           TensorView::contiguous(h.block_table.data(), DType::kInt32, {c.batch, h.max_pages}), g, plan_ref));
   cudaStream_t stream;
   MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
   const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {c.batch});
   DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts};
   const MlaDecodeParams p = make_params(c, h, d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data());
-  auto call = [&]() -> Status {
-    MLA_TRY(cuda::plan_decode(d_seqlens, g, plan, stream));
+  // The eager call's plan carries the start hints (block table given: the engine's path, whose records the
+  // host plan must equal); the graph below is captured without the page hints, so its bit-for-bit match with
+  // the eager result also checks the cursor's block-table loads against the hinted first pages.
+  auto call = [&](bool hints) -> Status {
+    MLA_TRY(hints ? cuda::plan_decode(d_seqlens, p.block_table, g, plan, stream) : cuda::plan_decode(d_seqlens, g, plan, stream));
     return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
   };
-  MLA_TRY(call());
+  MLA_TRY(call(true));
   MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
   std::vector<int32_t> parts_dev(parts_ints), off_dev(c.batch + 1);
   MLA_TRY(d_parts.download(&parts_dev));
@@ -177,7 +181,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   MLA_CUDA_TRY("test", cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status cap = call();
+  const Status cap = call(false);
   MLA_CUDA_TRY("test", cudaStreamEndCapture(stream, &graph));
   MLA_TRY(cap);
   MLA_CUDA_TRY("test", cudaGraphInstantiate(&exec, graph, 0));

@@ -33,6 +33,17 @@ enum PlanPartField : int {
   kPartEndBatch = 2,
   kPartEndBlock = 3,
   kPartFirstSplit = 4,  // split index of this part within begin_batch (0 if the part starts it)
+  // Start hints: what a decode CTA would otherwise fetch in two dependent global loads (seqlens, then the
+  // block table) before its first KV page can be requested. -1: not given, the kernel loads it itself.
+  kPartFirstSeqlen = 5,  // seqlens[begin_batch] (-1 when begin_batch == batch)
+  kPartFirstPage = 6,    // physical page of the part's first item (begin_batch, begin_block)
+  kPartSecondPage = 7,   // ... of its second item, when that is (begin_batch, begin_block + 1)
+};
+
+// The block table [batch, stride] the page hints come from; data == nullptr: no page hints (fields 6-7 = -1).
+struct DecodePlanPages {
+  const int32_t* data = nullptr;
+  int64_t stride = 0;
 };
 
 struct DecodePlanTuning {
@@ -127,9 +138,21 @@ struct DecodePlanCursor {
 // true: the same boundaries through decode_plan_snap). Returns the largest part cost (sum of
 // decode_piece_cost over its pieces). With parts != nullptr it also writes the records and counts splits
 // into split_offsets (zeroed by the caller).
+// The start hints of one record (fields 5-7) from its range: the page of item i of the part is given only
+// when that item is (b0, k0 + i) -- inside the part and in its first sequence.
+MLA_HD inline void decode_plan_hints(const int32_t* seqlens, int batch, DecodePlanPages pages, int b0, int k0, int b1,
+                                     int k1, int32_t* rec) {
+  rec[kPartFirstSeqlen] = b0 < batch ? seqlens[b0] : -1;
+  rec[kPartFirstPage] = rec[kPartSecondPage] = -1;
+  const int hi = b0 >= batch || pages.data == nullptr ? 0 : b0 == b1 ? k1 : decode_num_blocks(seqlens[b0]);
+  const int32_t* row = pages.data + static_cast<int64_t>(b0) * pages.stride;
+  if (k0 < hi) rec[kPartFirstPage] = row[k0];
+  if (k0 + 1 < hi) rec[kPartSecondPage] = row[k0 + 1];
+}
+
 MLA_HD inline int64_t decode_plan_walk(const int32_t* seqlens, int batch, int num_parts, DecodePlanTuning tune,
                                        int64_t total, int64_t per_part, bool snap, int32_t* parts,
-                                       int32_t* split_offsets) {
+                                       int32_t* split_offsets, DecodePlanPages pages = {}) {
   DecodePlanCursor c{seqlens, batch, tune.seq_cost};
   c.seek(0);
   int end_b = c.b, end_blk = c.block(0);
@@ -163,14 +186,15 @@ MLA_HD inline int64_t decode_plan_walk(const int32_t* seqlens, int batch, int nu
       rec[kPartEndBatch] = end_b;
       rec[kPartEndBlock] = end_blk;
       rec[kPartFirstSplit] = first_split;
-      for (int f = kPartFirstSplit + 1; f < kPlanPartInts; ++f) rec[f] = 0;
+      decode_plan_hints(seqlens, batch, pages, begin_b, begin_blk, end_b, end_blk, rec);
     }
   }
   return worst;
 }
 
 // The one definition of the schedule, run by the CPU reference and (in one thread) by the CUDA plan
-// kernel. seqlens: [batch]; writes parts [num_parts, 8] and split_offsets [batch + 1].
+// kernel. seqlens: [batch]; writes parts [num_parts, 8] and split_offsets [batch + 1]; the page hints come
+// from `pages` (its rows must hold every block of their sequence, as the decode kernels' block table does).
 //
 // The batch's total cost is cut into num_parts intervals of per_part = max(ceil(total / num_parts),
 // min_part_cost). Two candidate plans use these boundaries: as they are, and snapped to sequence ends
@@ -180,7 +204,7 @@ MLA_HD inline int64_t decode_plan_walk(const int32_t* seqlens, int batch, int nu
 // h_q 128 and a combine pass over them), while whole-sequence parts cost ~3 % more makespan; with few
 // long sequences, or a long sequence among short ones, the long ones stay cut and the plan stays balanced.
 MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int num_parts, DecodePlanTuning tune,
-                                       int32_t* parts, int32_t* split_offsets) {
+                                       int32_t* parts, int32_t* split_offsets, DecodePlanPages pages = {}) {
   int64_t total = 0;
   for (int b = 0; b < batch; ++b) {
     const int n = decode_num_blocks(seqlens[b]);
@@ -191,7 +215,7 @@ MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int nu
   if (per_part < tune.min_part_cost) per_part = tune.min_part_cost;
   const int64_t plain = decode_plan_walk(seqlens, batch, num_parts, tune, total, per_part, false, nullptr, nullptr);
   const int64_t snapped = decode_plan_walk(seqlens, batch, num_parts, tune, total, per_part, true, nullptr, nullptr);
-  decode_plan_walk(seqlens, batch, num_parts, tune, total, per_part, snapped <= plain, parts, split_offsets);
+  decode_plan_walk(seqlens, batch, num_parts, tune, total, per_part, snapped <= plain, parts, split_offsets, pages);
   // Counts -> exclusive prefix sums.
   int32_t acc = 0;
   for (int b = 0; b < batch; ++b) {
@@ -202,17 +226,27 @@ MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int nu
   split_offsets[batch] = acc;
 }
 
+// Checks the optional block table of plan_decode: int32 [batch, max_blocks], contiguous (empty: no page hints).
+Status check_plan_block_table(const TensorView& block_table, int batch, DecodePlanPages* out);
+
 namespace ref {
-// Host plan: seqlens host [batch] int32 -> plan (host buffers sized from the geometry).
+// Host plan: seqlens host [batch] int32 -> plan (host buffers sized from the geometry). With the step's
+// block table (host int32 [batch, max_blocks]) the records also carry the page hints.
 Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, DecodePlanView plan,
                    DecodePlanTuning tune = {});
+Status plan_decode(const TensorView& seqlens, const TensorView& block_table, const DecodePlanGeometry& g,
+                   DecodePlanView plan, DecodePlanTuning tune = {});
 }  // namespace ref
 
 namespace cuda {
 // Device plan: seqlens device int32 [batch] -> plan in device buffers, on `stream`, no host sync, no
-// allocation (CUDA-graph safe). Produces exactly what compute_decode_plan produces on the host.
+// allocation (CUDA-graph safe). Produces exactly what compute_decode_plan produces on the host. With the
+// step's block table (device int32 [batch, max_blocks], written before the plan on the same stream) the
+// records carry the page hints; the decode of every layer then starts one dependent load earlier.
 Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, DecodePlanView plan, Stream stream,
                    DecodePlanTuning tune = {});
+Status plan_decode(const TensorView& seqlens, const TensorView& block_table, const DecodePlanGeometry& g,
+                   DecodePlanView plan, Stream stream, DecodePlanTuning tune = {});
 }  // namespace cuda
 
 }  // namespace mla

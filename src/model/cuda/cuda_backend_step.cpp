@@ -215,8 +215,10 @@ Status CudaBackend::plan_step() {
     st.dec_workspace = s.act.alloc(st.dec_workspace_bytes);
     if (!st.plan.parts || !st.plan.split_offsets || !st.dec_workspace)
       return Status::oom(kOp, "activation arena exhausted by the decode plan (" + std::to_string(st.num_abs) + " rows)");
-    MLA_TRY(cuda::plan_decode(TensorView::contiguous(st.dec_seqlens, DType::kInt32, {st.num_abs}), st.geom, st.plan,
-                              stream()));
+    // With the block table (uploaded above on this stream) the plan's records carry each CTA's first pages.
+    MLA_TRY(cuda::plan_decode(TensorView::contiguous(st.dec_seqlens, DType::kInt32, {st.num_abs}),
+                              TensorView::contiguous(st.dec_block_table, DType::kInt32, {st.num_abs, st.table_width}),
+                              st.geom, st.plan, stream()));
   }
   st.valid = true;
   return Status::ok();

@@ -1,5 +1,6 @@
 #include <string>
 
+#include "mla/core/check.h"
 #include "mla/ops/plan_decode.h"
 
 namespace mla {
@@ -22,6 +23,18 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
   g.num_parts = num_sms / g.num_head_tiles > 0 ? num_sms / g.num_head_tiles : 1;
   g.max_splits = batch + g.num_parts - 1;
   *out = g;
+  return Status::ok();
+}
+
+Status check_plan_block_table(const TensorView& block_table, int batch, DecodePlanPages* out) {
+  *out = {};
+  if (!block_table.defined()) return Status::ok();
+  // Rows may be strided (a view into a wider table), the blocks of a row must be adjacent.
+  MLA_TRY(check_tensor("plan_decode", "block_table", block_table, DType::kInt32, {batch, kAnyDim}, false));
+  if (block_table.stride[1] != 1)
+    return Status::invalid("plan_decode", "block_table rows must be contiguous, got " + block_table.str());
+  out->data = block_table.ptr<const int32_t>();
+  out->stride = block_table.stride[0];
   return Status::ok();
 }
 

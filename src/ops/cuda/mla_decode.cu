@@ -11,6 +11,7 @@
 
 #include "mla/core/cuda_check.h"
 #include "mla/core/env_knob.h"
+#include "mla/ops/decode_timeline.h"
 #include "mla/ops/mla_decode.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
@@ -196,6 +197,9 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   kp.softmax_scale = p.softmax_scale;
   kp.scale_log2 = p.softmax_scale * 1.4426950408889634f;
   kp.l2_prefetch = l2_prefetch_pages();
+#ifdef MLA_DECODE_TIMELINE
+  kp.timeline = decode_timeline();  // diagnostics (bench_decode --timeline), normally nullptr
+#endif
 
   auto* s = reinterpret_cast<cudaStream_t>(stream);
   if (p.format == KvFormat::kFp8) {

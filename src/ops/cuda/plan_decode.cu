@@ -5,8 +5,10 @@
 // through decode_plan_snap for the snapped candidate; locate(pos) is the first sequence whose inclusive
 // cost prefix exceeds pos, which is what the serial cursor finds; a part's cost is decode_plan_walk's sum
 // in closed form (its two end pieces plus the prefix difference between them); split counts and
-// first_split count the parts that touch a sequence with a non-empty block range. Batches too large for
-// shared memory run the serial definition in one thread (correct, slower).
+// first_split count the parts that touch a sequence with a non-empty block range; the start hints (fields
+// 5-7: seqlens[b0] and, given the block table, the pages of the part's first two items) are
+// decode_plan_hints of the range, as in the walk, loaded for both candidates before the choice. Batches too large for shared memory run the serial
+// definition in one thread (correct, slower).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "mla/core/check.h"
 #include "mla/core/cuda_check.h"
+#include "mla/ops/decode_timeline.h"
 #include "mla/ops/plan_decode.h"
 
 namespace mla::cuda {
@@ -116,6 +119,7 @@ struct PlanView {
 
 __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32_t* __restrict__ seqlens, int batch,
                                                                      int num_parts, DecodePlanTuning tune,
+                                                                     DecodePlanPages pages,
                                                                      int32_t* __restrict__ parts,
                                                                      int32_t* __restrict__ split_offsets) {
   __shared__ int64_t incl[kMaxParallelBatch];  // inclusive cost prefix
@@ -153,6 +157,9 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   // snapped one wins ties (compute_decode_plan).
   constexpr int kPartsPerThread = kMaxParallelParts / kPlanThreads;
   PartRange r_plain[kPartsPerThread], r_snap[kPartsPerThread];
+  // Both candidates' start hints, loaded here so the seqlens and block-table loads (an L2 miss each) overlap
+  // the reduction and barrier below instead of following them. Fields 5-7 of a record.
+  int32_t h_plain[kPartsPerThread][kPlanPartInts], h_snap[kPartsPerThread][kPlanPartInts];
   unsigned long long w_plain = 0, w_snap = 0;
 #pragma unroll
   for (int i = 0; i < kPartsPerThread; ++i) {
@@ -160,6 +167,8 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
     if (p < num_parts) {
       r_plain[i] = v.range(p, false);
       r_snap[i] = v.range(p, true);
+      decode_plan_hints(seqlens, batch, pages, r_plain[i].b0, r_plain[i].k0, r_plain[i].b1, r_plain[i].k1, h_plain[i]);
+      decode_plan_hints(seqlens, batch, pages, r_snap[i].b0, r_snap[i].k0, r_snap[i].b1, r_snap[i].k1, h_snap[i]);
       w_plain = max(w_plain, static_cast<unsigned long long>(v.cost(r_plain[i])));
       w_snap = max(w_snap, static_cast<unsigned long long>(v.cost(r_snap[i])));
     }
@@ -189,7 +198,8 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
       rec[kPartBeginBlock] = r.k0;
       rec[kPartEndBatch] = r.b1;
       rec[kPartEndBlock] = r.k1;
-      for (int f = kPartFirstSplit + 1; f < kPlanPartInts; ++f) rec[f] = 0;
+#pragma unroll
+      for (int f = kPartFirstSeqlen; f < kPlanPartInts; ++f) rec[f] = snap ? h_snap[i][f] : h_plain[i][f];
     }
   }
   __syncthreads();
@@ -249,15 +259,28 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
 
 // The serial definition itself, for batches beyond the shared-memory arrays.
 __global__ void plan_serial_kernel(const int32_t* seqlens, int batch, int num_parts, DecodePlanTuning tune,
-                                   int32_t* parts, int32_t* split_offsets) {
-  compute_decode_plan(seqlens, batch, num_parts, tune, parts, split_offsets);
+                                   DecodePlanPages pages, int32_t* parts, int32_t* split_offsets) {
+  compute_decode_plan(seqlens, batch, num_parts, tune, parts, split_offsets, pages);
 }
 
 }  // namespace
 
+namespace {
+unsigned long long* g_decode_timeline = nullptr;  // set only by diagnostics, before the calls it should see
+}  // namespace
+void set_decode_timeline(unsigned long long* device_buffer) { g_decode_timeline = device_buffer; }
+unsigned long long* decode_timeline() { return g_decode_timeline; }
+
 Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, DecodePlanView plan, Stream stream,
                    DecodePlanTuning tune) {
+  return plan_decode(seqlens, TensorView{}, g, plan, stream, tune);
+}
+
+Status plan_decode(const TensorView& seqlens, const TensorView& block_table, const DecodePlanGeometry& g,
+                   DecodePlanView plan, Stream stream, DecodePlanTuning tune) {
   MLA_TRY(check_tensor("plan_decode", "seqlens", seqlens, DType::kInt32, {g.batch}));
+  DecodePlanPages pages;
+  MLA_TRY(check_plan_block_table(block_table, g.batch, &pages));
   if (plan.parts == nullptr || plan.split_offsets == nullptr)
     return Status::invalid("plan_decode", "plan buffers must be non-null (parts [" + std::to_string(g.num_parts) +
                                               ", 8], split_offsets [" + std::to_string(g.batch + 1) + "])");
@@ -269,9 +292,10 @@ Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, Decod
   auto* s = reinterpret_cast<cudaStream_t>(stream);
   const auto* sl = seqlens.ptr<const int32_t>();
   if (g.batch <= kMaxParallelBatch && g.num_parts <= kMaxParallelParts) {
-    plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
+    plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, pages, plan.parts,
+                                                     plan.split_offsets);
   } else {
-    plan_serial_kernel<<<1, 1, 0, s>>>(sl, g.batch, g.num_parts, tune, plan.parts, plan.split_offsets);
+    plan_serial_kernel<<<1, 1, 0, s>>>(sl, g.batch, g.num_parts, tune, pages, plan.parts, plan.split_offsets);
   }
   MLA_CUDA_TRY_LAUNCH("plan_decode");
   return Status::ok();

@@ -11,6 +11,9 @@
 #include "mla/core/cuda_check.h"
 #include "mla/core/mla_shapes.h"
 #include "ops/cuda/sm90/decode/launch.h"
+#ifdef MLA_DECODE_TIMELINE
+#include "ops/cuda/sm90/decode/timeline.cuh"
+#endif
 #include "ops/cuda/sm90/decode/traits.h"
 
 namespace mla::sm90::decode {
@@ -225,6 +228,25 @@ __device__ __noinline__ void combine_few_list(const DecodeKernelParams& p, const
 // this one checks up to 256 items per CTA and round with one round of parallel loads.
 constexpr int kCombineCtas = 132 * 4;
 
+#ifdef MLA_DECODE_TIMELINE
+// Diagnostics (decode_timeline.h; only with -DMLA_DECODE_TIMELINE): stamp k of this combine CTA, by thread 0
+// (k 2: the latest thread's finish).
+#define MLA_TIMELINE_COMBINE(p, k) \
+  if ((p).timeline != nullptr) timeline_combine(p, k)
+__device__ __noinline__ void timeline_combine(const DecodeKernelParams& p, int k) {
+  unsigned long long* t = timeline_combine_cta(p.timeline);
+  if (t == nullptr) return;
+  if (k == 2) {
+    atomicMax(t + 2, timeline_now());
+  } else if (threadIdx.x == 0) {
+    t[k] = timeline_now();
+    t[3] = timeline_smid();
+  }
+}
+#else
+#define MLA_TIMELINE_COMBINE(p, k)
+#endif
+
 // Items (sequence b, row, column chunk), numbered ((b * rows) + row) * chunks + chunk; CTA x takes items
 // x, x + G, x + 2G, ... (G = gridDim.x), 256 per round: every thread checks one, the items that need
 // merging (a sequence with 0 or >= 2 splits; only chunk 0 when few splits) go to two shared lists; the
@@ -246,7 +268,9 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
   __shared__ CombineSmem sm;
   const int items = p.rows * p.batch * chunks;  // < 2^31: rows <= 512, batch <= 65535 (launcher checks)
   const int stride = gridDim.x;
+  MLA_TIMELINE_COMBINE(p, 0);
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  MLA_TIMELINE_COMBINE(p, 1);
   for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
     if (threadIdx.x == 0) {
       s_nfew = 0;
@@ -281,6 +305,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
     }
     __syncthreads();  // everyone has read the counts and lists before the next round resets them
   }
+  MLA_TIMELINE_COMBINE(p, 2);
 }
 
 // One CTA per item (session 4's P2 grid), for grids of at most one wave: no list round. On the same grids
@@ -292,15 +317,21 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
 template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4)
     combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
+  MLA_TIMELINE_COMBINE(p, 0);
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  MLA_TIMELINE_COMBINE(p, 1);
   __shared__ CombineSmem sm;
   const CombineItem c = combine_item(p, blockIdx.x, chunks);
-  if (c.n == 1 || (c.n <= kFewSplits && c.chunk != 0)) return;
+  if (c.n == 1 || (c.n <= kFewSplits && c.chunk != 0)) {
+    MLA_TIMELINE_COMBINE(p, 2);
+    return;
+  }
   if (c.n <= kFewSplits) {
     combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
   } else {
     combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
   }
+  MLA_TIMELINE_COMBINE(p, 2);
 }
 
 }  // namespace

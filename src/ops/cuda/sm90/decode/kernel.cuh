@@ -49,7 +49,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
 
   PartCursor comp, load;
-  comp.init(p, rec);
+  // Without the plan's start hints: with them, bf16 h16 b32 / b128 rows ran 1.3-2.4 us slower on this kernel
+  // (NOTES_plan.md S1 / S2, same graph, hints cleared vs given; not understood), b1 rows 0.5 us faster.
+  comp.init(p, rec, /*hints=*/false);
   if (!comp.valid()) return;  // an empty part (more CTAs than work)
   Pages pages;
   pages.init(smem, L);

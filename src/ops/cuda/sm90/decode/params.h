@@ -32,6 +32,9 @@ struct DecodeKernelParams {
   CUtensorMap tmap_kv;
   CUtensorMap tmap_q;
   CUtensorMap tmap_kv_rope;       // fp8_ds only: the RoPE bytes of the cache (see encode_tensor_maps_fp8ds)
+#ifdef MLA_DECODE_TIMELINE
+  unsigned long long* timeline;   // diagnostics, nullptr = off: per-CTA stamps (mla/ops/decode_timeline.h)
+#endif
 };
 
 }  // namespace mla::sm90::decode
