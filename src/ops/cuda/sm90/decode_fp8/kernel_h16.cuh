@@ -82,9 +82,6 @@ struct QLoader {
 
 // S^T is waited for right away: issuing page j + 1's S^T before the softmax of page j (to overlap them) made the
 // scorer wait for page j + 1's data before it could publish P_j, and every large row slower (run H2).
-// Temporary A/B knob of run H7 (MLA_DECODE_FP8_H16: launch_impl_h16.cuh): bit 0 = P as two 32-bit stores per
-// thread (store_p_packed), bit 1 = the accumulator skips the O rescale when its warp's alphas are all 1.
-template <int kVar>
 __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
                                        uint8_t* smem, int w, int lane) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
@@ -134,19 +131,15 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
     decode::named_sync(kBarPEmpty + buf, kBarPair);
     const uint32_t s_pb = s_p0 + buf * kPBufBytes;
-    if constexpr ((kVar & 1) != 0) {
-      store_p_packed(s_pb, pr, w, g, t);
-    } else {
 #pragma unroll
-      for (int j2 = 0; j2 < 2; ++j2)
+    for (int j2 = 0; j2 < 2; ++j2)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int row = 8 * j2 + 2 * t + e;
-          const uint32_t two = pack_e4m3x2(pr[4 * j2 + e], pr[4 * j2 + 2 + e]);  // keys 16w + g, 16w + g + 8
-          st_shared_u8(p_byte(s_pb, row, 16 * w + g), two & 0xffu);
-          st_shared_u8(p_byte(s_pb, row, 16 * w + g + 8), two >> 8);
-        }
-    }
+      for (int e = 0; e < 2; ++e) {
+        const int row = 8 * j2 + 2 * t + e;
+        const uint32_t two = pack_e4m3x2(pr[4 * j2 + e], pr[4 * j2 + 2 + e]);  // keys 16w + g, 16w + g + 8
+        st_shared_u8(p_byte(s_pb, row, 16 * w + g), two & 0xffu);
+        st_shared_u8(p_byte(s_pb, row, 16 * w + g + 8), two >> 8);
+      }
     if (w == 0 && g == 0) {
 #pragma unroll
       for (int r = 0; r < 4; ++r) s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[r];
@@ -191,7 +184,6 @@ __device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, con
   }
 }
 
-template <int kVar>
 __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int w, int lane) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
@@ -231,20 +223,15 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     float alpha[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
-    // exp2(0) is exactly 1: a page that kept every row max of the warp's 16 rows leaves O as it is.
-    const bool rescale = (kVar & 2) == 0 ||
-                         !__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f && alpha[2] == 1.f && alpha[3] == 1.f);
-    if (rescale) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < 8; ++i)
 #pragma unroll
-        for (int jj = 0; jj < 2; ++jj)
+      for (int jj = 0; jj < 2; ++jj)
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            o[i][4 * jj + e] *= alpha[2 * jj + e];
-            o[i][4 * jj + 2 + e] *= alpha[2 * jj + e];
-          }
-    }
+        for (int e = 0; e < 2; ++e) {
+          o[i][4 * jj + e] *= alpha[2 * jj + e];
+          o[i][4 * jj + 2 + e] *= alpha[2 * jj + e];
+        }
     accumulate_pv_t(o, vf, s_p0 + buf * kPBufBytes);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
@@ -263,7 +250,6 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   }
 }
 
-template <int kVar>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
   const decode::DecodeKernelParams& p = fp.d;
@@ -279,9 +265,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp < kScorerWarps) {
-    scorer<kVar>(p, c, bars, smem, warp, lane);
+    scorer(p, c, bars, smem, warp, lane);
   } else {
-    accumulator<kVar>(fp, c, bars, smem, warp - kScorerWarps, lane);
+    accumulator(fp, c, bars, smem, warp - kScorerWarps, lane);
   }
 }
 

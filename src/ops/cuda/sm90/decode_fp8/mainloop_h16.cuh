@@ -84,30 +84,6 @@ __device__ __forceinline__ void st_shared_u8(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.u8 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
 
-// P^T of one page into a P buffer as two 32-bit stores per thread (instead of 8 byte stores): a row's word at
-// kappa 4m .. 4m + 3 holds keys 16w + 2m, 16w + 2m + 1, 16w + 2m + 8, 16w + 2m + 9, i.e. the low / high bytes of
-// the pairs of the lanes g = 2m and 2m + 1 (lane ^ 4). One shuffle swaps halves: the even lane writes the rows
-// 8j + 2t, the odd lane the rows 8j + 2t + 1. Per store the warp covers 8 rows (8 distinct chunks after the
-// swizzle) x 4 words: 32 distinct banks.
-__device__ __forceinline__ void store_p_packed(uint32_t s_pb, const float (&pr)[8], int w, int g, int t) {
-  uint32_t two[4];  // [2 j + e]: keys 16w + g (low byte), 16w + g + 8 (high byte) of row 8j + 2t + e
-#pragma unroll
-  for (int j = 0; j < 2; ++j)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) two[2 * j + e] = pack_e4m3x2(pr[4 * j + e], pr[4 * j + 2 + e]);
-  const bool odd = g & 1;
-  // Keep the rows of this lane's parity, send the partner the others (j = 0 in the low half, j = 1 in the high).
-  const uint32_t mine0 = odd ? two[1] : two[0], mine1 = odd ? two[3] : two[2];
-  const uint32_t send = odd ? (two[0] | (two[2] << 16)) : (two[1] | (two[3] << 16));
-  const uint32_t got = __shfl_xor_sync(0xffffffffu, send, 4);
-  // Word bytes [even lo, odd lo, even hi, odd hi]; __byte_perm selectors: x = mine (0-3), y = got (4-7).
-  const uint32_t w0 = __byte_perm(mine0, got, odd ? 0x1504u : 0x5140u);
-  const uint32_t w1 = __byte_perm(mine1, got, odd ? 0x1706u : 0x7160u);
-  const int row0 = 2 * t + (g & 1), key = 16 * w + (g & ~1);
-  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(p_byte(s_pb, row0, key)), "r"(w0) : "memory");
-  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(p_byte(s_pb, row0 + 8, key)), "r"(w1) : "memory");
-}
-
 // O^T (this thread's 8 M tiles) += V^T . P^T for one page. vf: A fragments [k32 step][M tile], built by
 // load_v_frags; s_pb: the P buffer.
 __device__ __forceinline__ void accumulate_pv_t(float (&o)[8][8], const uint32_t (&vf)[2][8][4], uint32_t s_pb) {
