@@ -159,12 +159,10 @@ __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s
   fence_operands(d);
 }
 
-// Stores P (this thread's 2 rows x 16 keys) into the page's RoPE slab, K-major 128B swizzle.
-template <class Traits>
-__device__ __forceinline__ void store_p(uint8_t* p_slab, int row, int t4, const float (&p0)[8], const float (&p1)[8]) {
+// Stores P (this thread's row `row`, keys 8 t + 2 t4 (+1), packed) into the page's RoPE slab, K-major 128B swizzle.
+__device__ __forceinline__ void store_p(uint8_t* p_slab, int row, int t4, const uint32_t (&pw)[8]) {
 #pragma unroll
-  for (int t = 0; t < 8; ++t)
-    *reinterpret_cast<uint32_t*>(p_slab + row * 128 + ((t ^ (row & 7)) << 4) + 4 * t4) = Traits::pack(p0[t], p1[t]);
+  for (int t = 0; t < 8; ++t) *reinterpret_cast<uint32_t*>(p_slab + row * 128 + ((t ^ (row & 7)) << 4) + 4 * t4) = pw[t];
 }
 
 // 2^x as one MUFU.EX2, subnormal results flushed to 0 (exp2f adds a range check and two multiplies per value
@@ -237,6 +235,26 @@ __device__ __forceinline__ void pv_issue(WsState& st, uint32_t s_kv, int wg) {
 __device__ __forceinline__ void pv_wait(WsState& st) {
   wgmma_wait_all();
   fence_operands(reinterpret_cast<float(&)[128]>(st.o));
+}
+
+// The owner's O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half] with P from registers (pw: the
+// thread's two rows, 8-key tiles, packed as stored), waiting for the product. Key step ks takes tiles 2 ks and
+// 2 ks + 1: the wgmma A fragment (wgmma.h).
+template <class Traits>
+__device__ __forceinline__ void pv_page_rs(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
+                                           const uint32_t (&pw)[2][8], uint32_t s_kv, int wg, float scale_log2) {
+  rescale_o(st, m_page, rowsum, scale_log2);
+  float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
+  fence_operands(d);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kBlockN / 16; ++ks) {
+    const uint32_t a[4] = {pw[0][2 * ks], pw[1][2 * ks], pw[0][2 * ks + 1], pw[1][2 * ks + 1]};
+    const uint64_t db = make_smem_desc(s_kv + (4 * wg) * kSlabBytes + ks * 16 * 128, kSlabBytes, 1024);
+    Traits::wgmma_pv_rs(d, a, db);
+  }
+  wgmma_commit();
+  pv_wait(st);
 }
 
 // O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half], waiting for the product.

@@ -34,6 +34,10 @@ struct Bf16Traits {
   }
   // Warp-specialized variant: S of a whole page (64 x 64 keys) per warpgroup.
   __device__ __forceinline__ static void wgmma_qk64(float (&d)[32], uint64_t a, uint64_t b) { wgmma_m64n64k16_bf16(d, a, b); }
+  // ... and the owner's own P.V with P from registers (wgmma.h: A fragment layout).
+  __device__ __forceinline__ static void wgmma_pv_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t b) {
+    wgmma_m64n256k16_bf16_rs_tb(d, a, b);
+  }
 };
 
 // fp8_ds KV: pages arrive raw (e4m3 latent, fp32 tile scales, bf16 RoPE) and are dequantized to bf16 in
@@ -62,6 +66,9 @@ struct Fp16Traits {
     wgmma_m64n256k16_fp16_tb(d, a, b);
   }
   __device__ __forceinline__ static void wgmma_qk64(float (&d)[32], uint64_t a, uint64_t b) { wgmma_m64n64k16_f16(d, a, b); }
+  __device__ __forceinline__ static void wgmma_pv_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t b) {
+    wgmma_m64n256k16_fp16_rs_tb(d, a, b);
+  }
 };
 
 }  // namespace mla::sm90::decode
