@@ -139,9 +139,10 @@ const EnvKnob& fp8ds_ws64_knob() {
 bool fp8ds_owner_converts(int h_q) { return h_q >= 64 && fp8ds_ws64_knob().index != 0; }
 
 // fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh) or
-// consumers (decode_fp8ds/kernel_ws64.cuh). 48/64-row tiles run the ws_pvfirst_slabs schedule, the one whose
-// per-slab full barriers the slab-by-slab dequantization needs; MLA_DECODE_VARIANT* and the L2 prefetch (sized
-// for 16-bit pages) do not apply.
+// consumers (decode_fp8ds/kernel_ws64.cuh). 48/64-row tiles on the producer-converts kernel run the
+// ws_pvfirst_slabs schedule, the one whose per-slab full barriers the slab-by-slab dequantization needs (the
+// owner-converts kernel has its own, on the same barriers); MLA_DECODE_VARIANT* and the L2 prefetch (sized for
+// 16-bit pages) do not apply.
 Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, cudaStream_t stream) {
   using namespace sm90::decode;
   MLA_TRY(fp8ds_rg1_knob().status);
