@@ -164,6 +164,14 @@ __device__ __forceinline__ void store_p(uint8_t* p_slab, int row, int t4, const 
 #pragma unroll
   for (int t = 0; t < 8; ++t) *reinterpret_cast<uint32_t*>(p_slab + row * 128 + ((t ^ (row & 7)) << 4) + 4 * t4) = pw[t];
 }
+// The same from unpacked values (decode_fp8ds/kernel_ws64.cuh).
+template <class Traits>
+__device__ __forceinline__ void store_p(uint8_t* p_slab, int row, int t4, const float (&p0)[8], const float (&p1)[8]) {
+  uint32_t pw[8];
+#pragma unroll
+  for (int t = 0; t < 8; ++t) pw[t] = Traits::pack(p0[t], p1[t]);
+  store_p(p_slab, row, t4, pw);
+}
 
 // 2^x as one MUFU.EX2, subnormal results flushed to 0 (exp2f adds a range check and two multiplies per value
 // to produce them). The softmax's x = (s - m) * scale_log2 <= 0: a flushed P is below 2^-126, far under the
