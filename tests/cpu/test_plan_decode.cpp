@@ -19,9 +19,12 @@ struct Plan {
   std::vector<int32_t> parts, offsets;
 };
 
-Plan make_plan(const std::vector<int32_t>& seqlens, int s_q, int h_q, int sms, DecodePlanTuning tune = {}) {
+// split_price < 0: the geometry's own (0 from the overload without a format); else that price.
+Plan make_plan(const std::vector<int32_t>& seqlens, int s_q, int h_q, int sms, DecodePlanTuning tune = {},
+               int split_price = -1) {
   Plan p;
   EXPECT_TRUE(decode_plan_geometry(static_cast<int>(seqlens.size()), s_q, h_q, sms, &p.g).is_ok());
+  if (split_price >= 0) p.g.split_price = split_price;
   p.parts.assign(size_t(p.g.num_parts) * kPlanPartInts, -7);
   p.offsets.assign(seqlens.size() + 1, -7);
   auto sl = TensorView::contiguous(seqlens.data(), DType::kInt32, {int64_t(seqlens.size())});
@@ -29,7 +32,14 @@ Plan make_plan(const std::vector<int32_t>& seqlens, int s_q, int h_q, int sms, D
   return p;
 }
 
-void check_plan_properties(const std::vector<int32_t>& seqlens, const Plan& p, DecodePlanTuning tune = {}) {
+// The charge the plan puts on a split: the tuning's plus the geometry's price.
+DecodePlanTuning charged(DecodePlanTuning tune, const Plan& p) {
+  tune.split_cost += p.g.split_price;
+  return tune;
+}
+
+void check_plan_properties(const std::vector<int32_t>& seqlens, const Plan& p, DecodePlanTuning tune_in = {}) {
+  const DecodePlanTuning tune = charged(tune_in, p);
   const int batch = static_cast<int>(seqlens.size());
   std::vector<std::vector<int>> owner(batch);
   std::vector<std::vector<int>> split_of(batch);
@@ -81,7 +91,8 @@ std::vector<int> splits_of(const Plan& p) {
 }
 
 // Largest part in decode_piece_cost units.
-int64_t max_part_cost(const std::vector<int32_t>& seqlens, const Plan& p, DecodePlanTuning tune = {}) {
+int64_t max_part_cost(const std::vector<int32_t>& seqlens, const Plan& p, DecodePlanTuning tune_in = {}) {
+  const DecodePlanTuning tune = charged(tune_in, p);
   int64_t worst = 0;
   for (int part = 0; part < p.g.num_parts; ++part) {
     const int32_t* r = &p.parts[size_t(part) * kPlanPartInts];
@@ -107,6 +118,28 @@ TEST(PlanDecode, GeometryFillsTheMachine) {
   EXPECT_EQ(g.max_splits, 8 + 132 - 1);
   ASSERT_TRUE(decode_plan_geometry(2, 4, 128, 132, &g).is_ok());
   EXPECT_EQ(g.num_head_tiles, 8);
+}
+
+// The split price: a piece's fp32 partial (rows of a head tile x 512 x 4 B) over one page of KV, rounded
+// down; the overload without a format leaves it 0 (the shape-blind plan).
+TEST(PlanDecode, GeometrySplitPriceFollowsRowsAndFormat) {
+  EXPECT_EQ(decode_split_price(16, KvFormat::kFp8), 0);    // 32 KB vs 36.9 KB
+  EXPECT_EQ(decode_split_price(16, KvFormat::kBf16), 0);   // vs 73.7 KB
+  EXPECT_EQ(decode_split_price(32, KvFormat::kFp8), 1);    // 64 KB
+  EXPECT_EQ(decode_split_price(64, KvFormat::kFp8), 3);    // 128 KB vs 36.9 KB
+  EXPECT_EQ(decode_split_price(64, KvFormat::kFp8Ds), 3);  // vs 42 KB
+  EXPECT_EQ(decode_split_price(64, KvFormat::kBf16), 1);   // vs 73.7 KB
+  DecodePlanGeometry g;
+  ASSERT_TRUE(decode_plan_geometry(8, 1, 128, 132, KvFormat::kFp8, &g).is_ok());
+  EXPECT_EQ(g.split_price, 3);
+  EXPECT_EQ(g.num_parts, 66);
+  ASSERT_TRUE(decode_plan_geometry(8, 1, 16, 132, KvFormat::kFp8, &g).is_ok());
+  EXPECT_EQ(g.split_price, 0);
+  ASSERT_TRUE(decode_plan_geometry(8, 4, 16, 132, KvFormat::kFp8, &g).is_ok());  // 64 rows per tile
+  EXPECT_EQ(g.split_price, 3);
+  ASSERT_TRUE(decode_plan_geometry(8, 1, 128, 132, &g).is_ok());
+  EXPECT_EQ(g.split_price, 0);
+  EXPECT_FALSE(decode_plan_geometry(8, 1, 24, 132, KvFormat::kFp8, &g).is_ok());
 }
 
 TEST(PlanDecode, GeometryRejectsBadShapes) {
@@ -160,7 +193,7 @@ TEST(PlanDecode, RandomBatchesProperties) {
     tune.seq_cost = rng() % 6;
     tune.min_part_cost = 1 + rng() % 4;
     tune.split_cost = rng() % 9;
-    Plan p = make_plan(sl, s_q, h_q, sms, tune);
+    Plan p = make_plan(sl, s_q, h_q, sms, tune, int(rng() % 3 ? rng() % 7 : 0));
     check_plan_properties(sl, p, tune);
     if (HasFailure()) {
       ADD_FAILURE() << "iteration " << iter << " batch " << batch << " sms " << sms;
@@ -234,6 +267,44 @@ TEST(PlanDecode, LongSequenceAmongShortOnesIsCut) {
   EXPECT_EQ(n[60], 1);
 }
 
+// h_q 128 b32 s512 (8 pages, cost 12, per_part 6 at 66 parts): shape-blind, every sequence is cut in two
+// (2 x 128 KB of partials per head tile for 8 pages of KV); at the fp8 price (3) per_part + price = 9
+// leaves each whole, on 32 of the 66 parts. At the bf16 price (1) it stays cut (7: round(12 / 7) = 2).
+// Longer rows keep their cuts (s4096: 68 / 36 -> 2), and batch 1 keeps the plain cut it has at price 0.
+TEST(PlanDecode, SplitPriceKeepsShortSequencesWhole) {
+  const std::vector<int32_t> s512(32, 512);
+  for (int price : {0, 1, 3, 6}) {
+    Plan p = make_plan(s512, 1, 128, 132, {}, price);
+    check_plan_properties(s512, p);
+    for (int n : splits_of(p)) ASSERT_EQ(n, price >= 3 ? 1 : 2) << "price " << price;
+  }
+  for (int len : {4096, 8192}) {
+    const std::vector<int32_t> sl(32, len);
+    Plan p = make_plan(sl, 1, 128, 132, {}, 3);
+    check_plan_properties(sl, p);
+    for (int n : splits_of(p)) ASSERT_EQ(n, 2) << "len " << len;
+  }
+  for (int len : {512, 4096, 8192}) {
+    const std::vector<int32_t> one = {len};
+    Plan p0 = make_plan(one, 1, 128, 132, {}, 0), p3 = make_plan(one, 1, 128, 132, {}, 3);
+    EXPECT_EQ(p3.parts, p0.parts) << "len " << len;
+    EXPECT_EQ(p3.offsets, p0.offsets) << "len " << len;
+  }
+  // ... but a 2-page sequence is no longer cut into two one-page pieces (1 + 4 + 7 each vs 2 + 4 whole).
+  const std::vector<int32_t> tiny = {100};
+  EXPECT_EQ(splits_of(make_plan(tiny, 1, 128, 132, {}, 0))[0], 2);
+  EXPECT_EQ(splits_of(make_plan(tiny, 1, 128, 132, {}, 3))[0], 1);
+  // The threshold moves with the price: 32 x s1024 at h_q 128 (cost 20, per_part 10) is cut in two up to
+  // price 3 (round(20 / 13) = 2) and kept whole from price 6 (round(20 / 16) = 1; the plain cut's largest
+  // part, 10 + 4 + 4 + 6 = 24, is then larger than a whole sequence's 20).
+  const std::vector<int32_t> s1024(32, 1024);
+  for (int price : {0, 3, 6}) {
+    Plan p = make_plan(s1024, 1, 128, 132, {}, price);
+    check_plan_properties(s1024, p);
+    for (int n : splits_of(p)) ASSERT_EQ(n, price >= 6 ? 1 : 2) << "price " << price;
+  }
+}
+
 TEST(PlanDecode, RejectsNegativeSeqlenAndMissingBuffers) {
   const std::vector<int32_t> sl = {5, -1};
   DecodePlanGeometry g;
@@ -265,7 +336,7 @@ TEST(PlanDecode, StartHintsNameTheFirstItemsPages) {
     tune.seq_cost = rng() % 6;
     tune.min_part_cost = 1 + rng() % 4;
     tune.split_cost = rng() % 9;
-    Plan bare = make_plan(sl, s_q, h_q, sms, tune);
+    Plan bare = make_plan(sl, s_q, h_q, sms, tune, int(rng() % 5));
     Plan p = bare;
     auto slv = TensorView::contiguous(sl.data(), DType::kInt32, {batch});
     auto btv = TensorView::contiguous(bt.data(), DType::kInt32, {batch, max_blocks});

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mla/core/kv_format.h"
 #include "mla/core/macros.h"
 #include "mla/core/mla_shapes.h"
 #include "mla/core/status.h"
@@ -60,10 +61,22 @@ struct DecodePlanGeometry {
   int num_head_tiles = 0;  // ceil(s_q * h_q / 64): grid.y
   int num_parts = 0;       // grid.x
   int max_splits = 0;      // batch + num_parts - 1: partial-result slots the workspace must hold
+  // What a split costs beyond DecodePlanTuning::split_cost, in blocks: the fp32 partial one piece writes and
+  // the combine reads back (rows of a head tile x d_v x 4 B) over one KV page of the format, rounded down.
+  // 16 rows (h_q 16): 32 KB, under one page of any format: 0. 64 rows (h_q >= 64): 128 KB = 3 pages of
+  // fp8 (36.9 KB) or fp8_ds (42 KB), 1 of bf16 (73.7 KB). Charged per true split and added to per_part
+  // when decode_plan_snap picks a sequence's piece count, so at h_q 128 a sequence of under ~1.5 parts of
+  // (per_part + 3) is not cut (b32 s512: 8 pages stay whole instead of 2 x 128 KB of partials per tile).
+  int split_price = 0;
 };
 
-// Shape validation + geometry. num_sms: the device's multiprocessor count (132 on H200).
+// Shape validation + geometry. num_sms: the device's multiprocessor count (132 on H200). The KV format sets
+// split_price; the overload without it prices splits at 0 (the shape-blind plan of sessions 4-6).
+Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, KvFormat kv, DecodePlanGeometry* out);
 Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out);
+
+// split_price for a head tile of `rows` query rows (<= 64) over pages of format kv (see DecodePlanGeometry).
+int decode_split_price(int rows, KvFormat kv);
 
 // The plan's contents, in caller-owned buffers (host for the reference, device for the kernels).
 struct DecodePlanView {
@@ -93,13 +106,15 @@ MLA_HD_INLINE int64_t decode_piece_cost(int lo, int hi, int n, const DecodePlanT
 
 // The snapped form of a part boundary `pos` that falls inside a sequence occupying cost positions
 // [seq_begin, seq_end): the nearest (ties: the lower) of the sequence's k + 1 piece edges
-// seq_begin + floor(i * cost / k), i = 0..k, where k = max(1, round(cost / per_part)). A sequence of up
-// to 1.5 parts is thus never cut, and a longer one only into k about equal pieces, so the stride of the
-// boundaries drifting against the sequence lengths leaves no slivers. Rounding to a fixed sorted set of
-// points is monotone in pos, so snapped parts stay ordered.
-MLA_HD_INLINE int64_t decode_plan_snap(int64_t pos, int64_t seq_begin, int64_t seq_end, int64_t per_part) {
-  const int64_t cost = seq_end - seq_begin, d = pos - seq_begin;
-  int64_t k = (cost + per_part / 2) / per_part;
+// seq_begin + floor(i * cost / k), i = 0..k, where k = max(1, round(cost / (per_part + split_price))).
+// A sequence of up to 1.5 parts (each part made dearer by what a cut writes and merges) is thus never
+// cut, and a longer one only into k about equal pieces, so the stride of the boundaries drifting against
+// the sequence lengths leaves no slivers. Rounding to a fixed sorted set of points is monotone in pos,
+// so snapped parts stay ordered. split_price 0: k = round(cost / per_part), the shape-blind rule.
+MLA_HD_INLINE int64_t decode_plan_snap(int64_t pos, int64_t seq_begin, int64_t seq_end, int64_t per_part,
+                                       int64_t split_price) {
+  const int64_t cost = seq_end - seq_begin, d = pos - seq_begin, unit = per_part + split_price;
+  int64_t k = (cost + unit / 2) / unit;
   if (k < 1) k = 1;
   int64_t i = d * k / cost;  // edge(i) <= d < edge(i + 1), after the two corrections
   while (i > 0 && i * cost / k > d) --i;
@@ -135,8 +150,9 @@ struct DecodePlanCursor {
 };
 
 // One pass over the parts of one candidate plan (snap = false: boundaries at multiples of per_part;
-// true: the same boundaries through decode_plan_snap). Returns the largest part cost (sum of
-// decode_piece_cost over its pieces). With parts != nullptr it also writes the records and counts splits
+// true: the same boundaries through decode_plan_snap, which takes split_price; tune.split_cost already
+// includes it). Returns the largest part cost (sum of decode_piece_cost over its pieces). With
+// parts != nullptr it also writes the records and counts splits
 // into split_offsets (zeroed by the caller).
 // The start hints of one record (fields 5-7) from its range: the page of item i of the part is given only
 // when that item is (b0, k0 + i) -- inside the part and in its first sequence.
@@ -151,7 +167,7 @@ MLA_HD inline void decode_plan_hints(const int32_t* seqlens, int batch, DecodePl
 }
 
 MLA_HD inline int64_t decode_plan_walk(const int32_t* seqlens, int batch, int num_parts, DecodePlanTuning tune,
-                                       int64_t total, int64_t per_part, bool snap, int32_t* parts,
+                                       int split_price, int64_t total, int64_t per_part, bool snap, int32_t* parts,
                                        int32_t* split_offsets, DecodePlanPages pages = {}) {
   DecodePlanCursor c{seqlens, batch, tune.seq_cost};
   c.seek(0);
@@ -163,7 +179,7 @@ MLA_HD inline int64_t decode_plan_walk(const int32_t* seqlens, int batch, int nu
     if (end_pos > total || p == num_parts - 1) end_pos = total;
     c.seek(end_pos);
     if (snap && c.b < batch) {
-      end_pos = decode_plan_snap(end_pos, c.start, c.start + c.cost(c.b), per_part);
+      end_pos = decode_plan_snap(end_pos, c.start, c.start + c.cost(c.b), per_part, split_price);
       c.seek(end_pos);
     }
     end_b = c.b;
@@ -203,8 +219,13 @@ MLA_HD inline int64_t decode_plan_walk(const int32_t* seqlens, int batch, int nu
 // the plain boundaries cut almost every sequence (b128 at 132 or 66 parts: ~64 MB of fp32 partials for
 // h_q 128 and a combine pass over them), while whole-sequence parts cost ~3 % more makespan; with few
 // long sequences, or a long sequence among short ones, the long ones stay cut and the plan stays balanced.
-MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int num_parts, DecodePlanTuning tune,
-                                       int32_t* parts, int32_t* split_offsets, DecodePlanPages pages = {}) {
+// split_price (DecodePlanGeometry) is added to every true split's charge and to the snapped piece size.
+// The plain candidate does not depend on it, so batch 1 (plain pieces of per_part, the smallest) keeps
+// its many splits: there one sequence must be spread over all 132 SMs whatever the partials cost.
+MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int num_parts, int split_price,
+                                       DecodePlanTuning tune, int32_t* parts, int32_t* split_offsets,
+                                       DecodePlanPages pages = {}) {
+  tune.split_cost += split_price;
   int64_t total = 0;
   for (int b = 0; b < batch; ++b) {
     const int n = decode_num_blocks(seqlens[b]);
@@ -213,9 +234,12 @@ MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int nu
   }
   int64_t per_part = (total + num_parts - 1) / num_parts;
   if (per_part < tune.min_part_cost) per_part = tune.min_part_cost;
-  const int64_t plain = decode_plan_walk(seqlens, batch, num_parts, tune, total, per_part, false, nullptr, nullptr);
-  const int64_t snapped = decode_plan_walk(seqlens, batch, num_parts, tune, total, per_part, true, nullptr, nullptr);
-  decode_plan_walk(seqlens, batch, num_parts, tune, total, per_part, snapped <= plain, parts, split_offsets, pages);
+  const int sp = split_price;
+  const int64_t plain = decode_plan_walk(seqlens, batch, num_parts, tune, sp, total, per_part, false, nullptr,
+                                         nullptr);
+  const int64_t snapped = decode_plan_walk(seqlens, batch, num_parts, tune, sp, total, per_part, true, nullptr,
+                                           nullptr);
+  decode_plan_walk(seqlens, batch, num_parts, tune, sp, total, per_part, snapped <= plain, parts, split_offsets, pages);
   // Counts -> exclusive prefix sums.
   int32_t acc = 0;
   for (int b = 0; b < batch; ++b) {

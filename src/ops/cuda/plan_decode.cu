@@ -73,7 +73,8 @@ struct PlanView {
   const int32_t* nblk;  // blocks per sequence [batch]
   int batch, num_parts;
   int64_t total, per_part;
-  DecodePlanTuning tune;
+  DecodePlanTuning tune;  // split_cost includes the geometry's split_price
+  int split_price;
 
   // First sequence whose inclusive cost prefix exceeds pos (batch if none): the sequence holding pos.
   __device__ int holder(int64_t pos) const {
@@ -90,7 +91,7 @@ struct PlanView {
     if (pos > total || q == num_parts) pos = total;
     if (snap) {
       const int a = holder(pos);
-      if (a < batch) pos = decode_plan_snap(pos, a > 0 ? incl[a - 1] : 0, incl[a], per_part);
+      if (a < batch) pos = decode_plan_snap(pos, a > 0 ? incl[a - 1] : 0, incl[a], per_part, split_price);
     }
     return pos;
   }
@@ -118,8 +119,8 @@ struct PlanView {
 };
 
 __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32_t* __restrict__ seqlens, int batch,
-                                                                     int num_parts, DecodePlanTuning tune,
-                                                                     DecodePlanPages pages,
+                                                                     int num_parts, int split_price,
+                                                                     DecodePlanTuning tune, DecodePlanPages pages,
                                                                      int32_t* __restrict__ parts,
                                                                      int32_t* __restrict__ split_offsets) {
   __shared__ int64_t incl[kMaxParallelBatch];  // inclusive cost prefix
@@ -130,6 +131,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   __shared__ int32_t touch_prefix[kMaxParallelParts];  // exclusive prefix over parts of "touches its begin sequence"
   __shared__ unsigned long long worst[2];  // largest part cost of the plain and the snapped candidate
   const int t = threadIdx.x;
+  tune.split_cost += split_price;  // as compute_decode_plan charges it
   const int per_thread = (batch + kPlanThreads - 1) / kPlanThreads;
   const int lo = min(batch, t * per_thread), hi = min(batch, lo + per_thread);
   if (t < 2) worst[t] = 0;
@@ -151,7 +153,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   __syncthreads();
   int64_t per_part = (total + num_parts - 1) / num_parts;
   if (per_part < tune.min_part_cost) per_part = tune.min_part_cost;
-  const PlanView v{incl, nblk, batch, num_parts, total, per_part, tune};
+  const PlanView v{incl, nblk, batch, num_parts, total, per_part, tune, split_price};
 
   // 2. Both candidates' ranges of this thread's parts (kept for step 3) and their largest part; the
   // snapped one wins ties (compute_decode_plan).
@@ -258,9 +260,10 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
 }
 
 // The serial definition itself, for batches beyond the shared-memory arrays.
-__global__ void plan_serial_kernel(const int32_t* seqlens, int batch, int num_parts, DecodePlanTuning tune,
-                                   DecodePlanPages pages, int32_t* parts, int32_t* split_offsets) {
-  compute_decode_plan(seqlens, batch, num_parts, tune, parts, split_offsets, pages);
+__global__ void plan_serial_kernel(const int32_t* seqlens, int batch, int num_parts, int split_price,
+                                   DecodePlanTuning tune, DecodePlanPages pages, int32_t* parts,
+                                   int32_t* split_offsets) {
+  compute_decode_plan(seqlens, batch, num_parts, split_price, tune, parts, split_offsets, pages);
 }
 
 }  // namespace
@@ -287,15 +290,17 @@ Status plan_decode(const TensorView& seqlens, const TensorView& block_table, con
   if (plan.num_parts != g.num_parts || g.num_parts < 1 || g.batch < 1)
     return Status::invalid("plan_decode", "plan.num_parts " + std::to_string(plan.num_parts) +
                                               " != geometry num_parts " + std::to_string(g.num_parts));
-  if (tune.seq_cost < 0 || tune.min_part_cost < 1 || tune.split_cost < 0)
-    return Status::invalid("plan_decode", "tuning: seq_cost and split_cost must be >= 0, min_part_cost >= 1");
+  if (tune.seq_cost < 0 || tune.min_part_cost < 1 || tune.split_cost < 0 || g.split_price < 0)
+    return Status::invalid("plan_decode", "tuning: seq_cost, split_cost and geometry split_price (" +
+                                              std::to_string(g.split_price) + ") must be >= 0, min_part_cost >= 1");
   auto* s = reinterpret_cast<cudaStream_t>(stream);
   const auto* sl = seqlens.ptr<const int32_t>();
   if (g.batch <= kMaxParallelBatch && g.num_parts <= kMaxParallelParts) {
-    plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, tune, pages, plan.parts,
-                                                     plan.split_offsets);
+    plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, g.split_price, tune, pages,
+                                                     plan.parts, plan.split_offsets);
   } else {
-    plan_serial_kernel<<<1, 1, 0, s>>>(sl, g.batch, g.num_parts, tune, pages, plan.parts, plan.split_offsets);
+    plan_serial_kernel<<<1, 1, 0, s>>>(sl, g.batch, g.num_parts, g.split_price, tune, pages, plan.parts,
+                                       plan.split_offsets);
   }
   MLA_CUDA_TRY_LAUNCH("plan_decode");
   return Status::ok();
