@@ -8,6 +8,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 ( scripts/gpu_check.sh --bin $B --tests-only --filter 'mla_decode$' --out $o/t/a > $o/t/a.txt 2>&1 ) &
 ( scripts/gpu_check.sh --bin $B --tests-only --filter 'decode_fp8$' --out $o/t/b > $o/t/b.txt 2>&1 ) &
 ( scripts/gpu_check.sh --bin $B --tests-only --filter 'fp8ds' --out $o/t/c > $o/t/c.txt 2>&1 ) &
+# The opt-in 64-row kernels that are not the default (each the previous default, kept for comparison): their tests too.
+( MLA_DECODE_FP8DS_WS64=producer timeout 150 $B/gpu_test_mla_decode_fp8ds --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8ds_producer.log 2>&1; echo "opt-in MLA_DECODE_FP8DS_WS64=producer h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8ds_producer.log | tr '\n' ' ')" ) &
+( MLA_DECODE_FP8_VARIANT64=ws_ahead timeout 150 $B/gpu_test_mla_decode_fp8 --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8_ws_ahead.log 2>&1; echo "opt-in MLA_DECODE_FP8_VARIANT64=ws_ahead h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8_ws_ahead.log | tr '\n' ' ')" ) &
 scripts/gpu_check.sh --bin $B --tests-only --filter 'cache|codecs|engine|convert|model' --out $o/t/d > $o/t/d.txt 2>&1
 MLA_PREFILL_WARPS=5 $B/gpu_test_model_ops --gtest_filter='*prefill*' > $o/t/badknob.log 2>&1; echo "bad MLA_PREFILL_WARPS rc=$? (expect 1): $(grep -c MLA_PREFILL_WARPS $o/t/badknob.log) lines name it"
 for kf in MLA_DECODE_L2_PREFETCH:bf16 MLA_DECODE_FP8_L2_PREFETCH:fp8; do
