@@ -281,7 +281,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_CUDA_TRY("bench decode", cudaGetDevice(&dev));
   MLA_CUDA_TRY("bench decode", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   mla::DecodePlanGeometry g;
-  MLA_TRY(mla::decode_plan_geometry(r.batch, 1, r.h_q, sms, o.format, &g));
+  MLA_TRY(mla::decode_plan_geometry(r.batch, 1, r.h_q, sms, &g));
 
   DevMem<uint16_t> q, cache, out;
   DevMem<int32_t> bt, sl, parts, off;

@@ -145,7 +145,8 @@ TEST_P(MlaDecodeRef, SplitEqualsUnsplit) {
   std::vector<int32_t> parts(size_t(g.num_parts) * kPlanPartInts), off(c.shape.batch + 1);
   DecodePlanView plan{parts.data(), off.data(), g.num_parts};
   auto sl = TensorView::contiguous(h.seqlens.data(), DType::kInt32, {c.shape.batch});
-  // seq_cost 0 and a tiny share force many splits per sequence.
+  // seq_cost 0, no split price and a tiny share force many splits per sequence.
+  g.split_price = 0;
   ASSERT_TRUE(ref::plan_decode(sl, g, plan, {0, 1}).is_ok());
   Outputs a, b;
   ASSERT_TRUE(run_ref(h, &a, PRounding::kNone).is_ok());

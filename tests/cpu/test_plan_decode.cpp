@@ -19,7 +19,7 @@ struct Plan {
   std::vector<int32_t> parts, offsets;
 };
 
-// split_price < 0: the geometry's own (0 from the overload without a format); else that price.
+// split_price < 0: the geometry's own; else that price (the cut rules at a given price).
 Plan make_plan(const std::vector<int32_t>& seqlens, int s_q, int h_q, int sms, DecodePlanTuning tune = {},
                int split_price = -1) {
   Plan p;
@@ -120,26 +120,26 @@ TEST(PlanDecode, GeometryFillsTheMachine) {
   EXPECT_EQ(g.num_head_tiles, 8);
 }
 
-// The split price: a piece's fp32 partial (rows of a head tile x 512 x 4 B) over one page of KV, rounded
-// down; the overload without a format leaves it 0 (the shape-blind plan).
-TEST(PlanDecode, GeometrySplitPriceFollowsRowsAndFormat) {
-  EXPECT_EQ(decode_split_price(16, KvFormat::kFp8), 0);    // 32 KB vs 36.9 KB
-  EXPECT_EQ(decode_split_price(16, KvFormat::kBf16), 0);   // vs 73.7 KB
-  EXPECT_EQ(decode_split_price(32, KvFormat::kFp8), 1);    // 64 KB
-  EXPECT_EQ(decode_split_price(64, KvFormat::kFp8), 3);    // 128 KB vs 36.9 KB
-  EXPECT_EQ(decode_split_price(64, KvFormat::kFp8Ds), 3);  // vs 42 KB
-  EXPECT_EQ(decode_split_price(64, KvFormat::kBf16), 1);   // vs 73.7 KB
+// The split price: a piece's fp32 partial (rows of a head tile x 512 x 4 B) over one page of 64 x 576
+// one-byte values (36 KB), rounded down.
+TEST(PlanDecode, GeometrySplitPriceFollowsTheTileRows) {
+  EXPECT_EQ(decode_split_price(16), 0);  // 32 KB
+  EXPECT_EQ(decode_split_price(32), 1);  // 64 KB
+  EXPECT_EQ(decode_split_price(48), 2);  // 96 KB
+  EXPECT_EQ(decode_split_price(64), 3);  // 128 KB
   DecodePlanGeometry g;
-  ASSERT_TRUE(decode_plan_geometry(8, 1, 128, 132, KvFormat::kFp8, &g).is_ok());
-  EXPECT_EQ(g.split_price, 3);
-  EXPECT_EQ(g.num_parts, 66);
-  ASSERT_TRUE(decode_plan_geometry(8, 1, 16, 132, KvFormat::kFp8, &g).is_ok());
-  EXPECT_EQ(g.split_price, 0);
-  ASSERT_TRUE(decode_plan_geometry(8, 4, 16, 132, KvFormat::kFp8, &g).is_ok());  // 64 rows per tile
-  EXPECT_EQ(g.split_price, 3);
   ASSERT_TRUE(decode_plan_geometry(8, 1, 128, 132, &g).is_ok());
+  EXPECT_EQ(g.split_price, 3);
+  ASSERT_TRUE(decode_plan_geometry(8, 1, 64, 132, &g).is_ok());
+  EXPECT_EQ(g.split_price, 3);
+  ASSERT_TRUE(decode_plan_geometry(8, 1, 16, 132, &g).is_ok());
   EXPECT_EQ(g.split_price, 0);
-  EXPECT_FALSE(decode_plan_geometry(8, 1, 24, 132, KvFormat::kFp8, &g).is_ok());
+  ASSERT_TRUE(decode_plan_geometry(8, 1, 32, 132, &g).is_ok());
+  EXPECT_EQ(g.split_price, 1);
+  ASSERT_TRUE(decode_plan_geometry(8, 3, 16, 132, &g).is_ok());  // 48 rows in one tile
+  EXPECT_EQ(g.split_price, 2);
+  ASSERT_TRUE(decode_plan_geometry(8, 4, 16, 132, &g).is_ok());  // 64 rows per tile
+  EXPECT_EQ(g.split_price, 3);
 }
 
 TEST(PlanDecode, GeometryRejectsBadShapes) {
@@ -269,7 +269,7 @@ TEST(PlanDecode, LongSequenceAmongShortOnesIsCut) {
 
 // h_q 128 b32 s512 (8 pages, cost 12, per_part 6 at 66 parts): shape-blind, every sequence is cut in two
 // (2 x 128 KB of partials per head tile for 8 pages of KV); at the fp8 price (3) per_part + price = 9
-// leaves each whole, on 32 of the 66 parts. At the bf16 price (1) it stays cut (7: round(12 / 7) = 2).
+// leaves each whole, on 32 of the 66 parts; at price 1 it stays cut (round(12 / 7) = 2).
 // Longer rows keep their cuts (s4096: 68 / 36 -> 2), and batch 1 keeps the plain cut it has at price 0.
 TEST(PlanDecode, SplitPriceKeepsShortSequencesWhole) {
   const std::vector<int32_t> s512(32, 512);

@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "mla/core/kv_format.h"
 #include "mla/core/macros.h"
 #include "mla/core/mla_shapes.h"
 #include "mla/core/status.h"
@@ -61,22 +60,25 @@ struct DecodePlanGeometry {
   int num_head_tiles = 0;  // ceil(s_q * h_q / 64): grid.y
   int num_parts = 0;       // grid.x
   int max_splits = 0;      // batch + num_parts - 1: partial-result slots the workspace must hold
-  // What a split costs beyond DecodePlanTuning::split_cost, in blocks: the fp32 partial one piece writes and
-  // the combine reads back (rows of a head tile x d_v x 4 B) over one KV page of the format, rounded down.
-  // 16 rows (h_q 16): 32 KB, under one page of any format: 0. 64 rows (h_q >= 64): 128 KB = 3 pages of
-  // fp8 (36.9 KB) or fp8_ds (42 KB), 1 of bf16 (73.7 KB). Charged per true split and added to per_part
-  // when decode_plan_snap picks a sequence's piece count, so at h_q 128 a sequence of under ~1.5 parts of
-  // (per_part + 3) is not cut (b32 s512: 8 pages stay whole instead of 2 x 128 KB of partials per tile).
+  // What a split costs beyond DecodePlanTuning::split_cost, in blocks (decode_split_price): charged per true
+  // split, and added to per_part when decode_plan_snap picks a sequence's piece count, so at h_q 128 a
+  // sequence of under ~1.5 x (per_part + 3) is not cut (b32 s512: 8 pages stay whole instead of 2 x 128 KB
+  // of fp32 partials per head tile).
   int split_price = 0;
 };
 
-// Shape validation + geometry. num_sms: the device's multiprocessor count (132 on H200). The KV format sets
-// split_price; the overload without it prices splits at 0 (the shape-blind plan of sessions 4-6).
-Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, KvFormat kv, DecodePlanGeometry* out);
+// Shape validation + geometry. num_sms: the device's multiprocessor count (132 on H200).
 Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out);
 
-// split_price for a head tile of `rows` query rows (<= 64) over pages of format kv (see DecodePlanGeometry).
-int decode_split_price(int rows, KvFormat kv);
+// split_price of a head tile of `rows` query rows (<= 64): the fp32 partial one piece writes and the combine
+// reads back (rows x 512 x 4 B) over the 64 x 576 values of one KV page, counted one byte each (an fp8 page),
+// rounded down: 16 rows (h_q 16) 0, 32 rows 1, 48 rows 2, 64 rows (h_q >= 64, or s_q x h_q >= 64) 3.
+// The same in every format: a split's cost is the combine's pass and the partials' round trip, not the KV
+// bytes, and on the H200 (NOTES_plan.md T1) h128 b32 s512 gains from price 3 in bf16 (-0.9 us) as in fp8
+// (-2.2) and fp8_ds (-0.3), where a bf16-page ratio (1) would leave bf16 cut.
+MLA_HD_INLINE constexpr int decode_split_price(int rows) {
+  return static_cast<int>(static_cast<int64_t>(rows) * kDimV * 4 / (static_cast<int64_t>(kDecodePageSize) * kDimQK));
+}
 
 // The plan's contents, in caller-owned buffers (host for the reference, device for the kernels).
 struct DecodePlanView {

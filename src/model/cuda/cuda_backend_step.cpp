@@ -207,7 +207,7 @@ Status CudaBackend::plan_step() {
   State& s = *s_;
   State::Step& st = s.step;
   if (st.num_abs > 0) {
-    MLA_TRY(decode_plan_geometry(static_cast<int>(st.num_abs), 1, s.padded_heads, s.num_sms, s.opts.kv_format, &st.geom));
+    MLA_TRY(decode_plan_geometry(static_cast<int>(st.num_abs), 1, s.padded_heads, s.num_sms, &st.geom));
     st.plan.num_parts = st.geom.num_parts;
     st.plan.parts = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * st.geom.num_parts * kPlanPartInts));
     st.plan.split_offsets = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * (st.num_abs + 1)));

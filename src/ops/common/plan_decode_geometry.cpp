@@ -1,33 +1,9 @@
-#include <cstdlib>
 #include <string>
 
 #include "mla/core/check.h"
 #include "mla/ops/plan_decode.h"
 
 namespace mla {
-
-int decode_split_price(int rows, KvFormat kv) {
-  const int64_t partial = static_cast<int64_t>(rows) * kDimV * sizeof(float);
-  const int64_t page = static_cast<int64_t>(kDecodePageSize) * kv_bytes_per_token(kv);
-  return static_cast<int>(partial / page);
-}
-
-namespace {
-// TEMPORARY (session 6 run T1, removed after it): MLA_PLAN_SPLIT_PRICE=N prices every plan's splits at N
-// blocks whatever the format (0: the shape-blind plan), so old and new plans run from one binary.
-int split_price_override() {
-  const char* e = std::getenv("MLA_PLAN_SPLIT_PRICE");
-  return e != nullptr && *e != '\0' ? std::atoi(e) : -1;
-}
-}  // namespace
-
-Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, KvFormat kv, DecodePlanGeometry* out) {
-  MLA_TRY(decode_plan_geometry(batch, s_q, h_q, num_sms, out));
-  const int rows = s_q * h_q < kDecodeRowsPerCta ? s_q * h_q : kDecodeRowsPerCta;
-  out->split_price = decode_split_price(rows, kv);
-  if (split_price_override() >= 0) out->split_price = split_price_override();
-  return Status::ok();
-}
 
 Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out) {
   const std::string shape = "batch " + std::to_string(batch) + ", s_q " + std::to_string(s_q) + ", h_q " +
@@ -46,7 +22,7 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
   // Fill the machine once: each head tile gets num_sms / num_head_tiles CTA columns.
   g.num_parts = num_sms / g.num_head_tiles > 0 ? num_sms / g.num_head_tiles : 1;
   g.max_splits = batch + g.num_parts - 1;
-  g.split_price = split_price_override() >= 0 ? split_price_override() : 0;
+  g.split_price = decode_split_price(s_q * h_q < kDecodeRowsPerCta ? s_q * h_q : kDecodeRowsPerCta);
   *out = g;
   return Status::ok();
 }
