@@ -8,7 +8,7 @@
 //   warpgroup 1 (accumulator): V^T_j fragments (ldmatrix.trans, before P_j exists), release the stage, wait
 //     P_full, O^T = O^T alpha + V^T P^T (16 x m64n16k32, A from registers) -> P_empty[j % 2], epilogue; its
 //     thread 0 also issues the pages: page j + kStages into stage j % kStages (five 64 x 128 B boxes on
-//     full[stage]) right after its own release of page j, once the other 7 warps released it too.
+//     full[stage]) once its P.V wgmmas of page j are issued and all 8 warps released page j's stage.
 // So the scorer's page j + 1 overlaps the accumulator's page j, and neither waits for the other's barrier more
 // than once per page. Stage j is released by 8 warp arrivals (4 scorer warps after S, 4 accumulator warps after
 // their ldmatrix), so the TMA of page j + kStages overlaps the P.V of page j.
@@ -82,13 +82,6 @@ struct QLoader {
 
 // S^T is waited for right away: issuing page j + 1's S^T before the softmax of page j (to overlap them) made the
 // scorer wait for page j + 1's data before it could publish P_j, and every large row slower (run H2).
-// Temporary A/B knob of run H7 (MLA_DECODE_FP8_H16: launch_impl_h16.cuh): bit 0 = P as two 32-bit stores per
-// thread (store_p_packed), bit 1 = the accumulator skips the O rescale when its warp's alphas are all 1, bit 2 = the
-// scorer's lazy row max (update_row_max_lazy: alpha is 1 on most pages), bit 3 = the accumulator's page-stream
-// step after its P.V wgmmas are issued instead of before the P_full wait, bit 4 = S^T in two interleaved
-// accumulator chains (issue_scores_t2), bit 32 = S^T's descriptors built in one asm block (issue_scores_t_fast),
-// bit 64 = P (and the lazy alpha) through exp2_ftz.
-template <int kVar>
 __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
                                        uint8_t* smem, int w, int lane) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
@@ -117,23 +110,9 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     seq_start = seg_end;
     mbar_wait(bars.full(stage), phase_of(j, kStages));
     float s[8];
-    if constexpr ((kVar & 16) != 0) {
-      float s2[8];
-      issue_scores_t2(s, s2, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
-      decode::wgmma_wait_all();
-      decode::fence_operands(s);
-      decode::fence_operands(s2);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) s[i] += s2[i];
-    } else {
-      if constexpr ((kVar & 32) != 0) {
-        issue_scores_t_fast(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
-      } else {
-        issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
-      }
-      decode::wgmma_wait_all();
-      decode::fence_operands(s);
-    }
+    issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+    decode::wgmma_wait_all();
+    decode::fence_operands(s);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));
     // s_q 1 (this kernel's tiles): every row sees keys < seqlen.
@@ -147,32 +126,11 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     // Every warp's S of this sequence has completed (wgmma waited, then this barrier): its Q slot is free.
     if (q_loader && seg_end) ql.issue(p, bars, s_q0);
     float alpha[4], m_scaled[4], pr[8];
-    if constexpr ((kVar & 4) != 0) {
-      update_row_max_lazy<(kVar & 64) != 0>(red, st.m, alpha, m_scaled, p.scale_log2, t);
-    } else {
-      decode::n16::update_row_max(red, st.m, alpha, m_scaled, p.scale_log2, t);
-    }
-    if constexpr ((kVar & 64) != 0) {
-      exp_and_row_sums_ftz(s, pr, st.l, alpha, m_scaled, p.scale_log2);
-    } else {
-      decode::n16::exp_and_row_sums(s, pr, st.l, alpha, m_scaled, p.scale_log2);
-    }
+    decode::n16::update_row_max(red, st.m, alpha, m_scaled, p.scale_log2, t);
+    decode::n16::exp_and_row_sums(s, pr, st.l, alpha, m_scaled, p.scale_log2);
     // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
     decode::named_sync(kBarPEmpty + buf, kBarPair);
-    const uint32_t s_pb = s_p0 + buf * kPBufBytes;
-    if constexpr ((kVar & 1) != 0) {
-      store_p_packed(s_pb, pr, w, g, t);
-    } else {
-#pragma unroll
-      for (int j2 = 0; j2 < 2; ++j2)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int row = 8 * j2 + 2 * t + e;
-          const uint32_t two = pack_e4m3x2(pr[4 * j2 + e], pr[4 * j2 + 2 + e]);  // keys 16w + g, 16w + g + 8
-          st_shared_u8(p_byte(s_pb, row, 16 * w + g), two & 0xffu);
-          st_shared_u8(p_byte(s_pb, row, 16 * w + g + 8), two >> 8);
-        }
-    }
+    store_p_packed(s_p0 + buf * kPBufBytes, pr, w, g, t);
     if (w == 0 && g == 0) {
 #pragma unroll
       for (int r = 0; r < 4; ++r) s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[r];
@@ -217,7 +175,6 @@ __device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, con
   }
 }
 
-template <int kVar>
 __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int w, int lane) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
@@ -251,37 +208,26 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     load_v_frags(vf, s_k0 + stage * kSlabTileBytes, c.seqlen - c.blk * kBlockN, w, lane);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));  // release orders the ldmatrix reads before the refill
-    // page j + kStages into this stage once all 8 warps released it (bit 3: after the P.V wgmmas are issued)
-    if constexpr ((kVar & 8) == 0) {
-      if (is_producer) prod.step(p, bars, s_k0);
-      __syncwarp();
-    }
     decode::named_sync(kBarPFull + buf, kBarPair);
     float alpha[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
-    // exp2(0) is exactly 1: a page that kept every row max of the warp's 16 rows leaves O as it is.
-    const bool rescale = (kVar & 2) == 0 ||
-                         !__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f && alpha[2] == 1.f && alpha[3] == 1.f);
-    if (rescale) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < 8; ++i)
 #pragma unroll
-        for (int jj = 0; jj < 2; ++jj)
+      for (int jj = 0; jj < 2; ++jj)
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            o[i][4 * jj + e] *= alpha[2 * jj + e];
-            o[i][4 * jj + 2 + e] *= alpha[2 * jj + e];
-          }
-    }
-    if constexpr ((kVar & 8) != 0) {
-      issue_pv_t(o, vf, s_p0 + buf * kPBufBytes);
-      if (is_producer) prod.step(p, bars, s_k0);
-      __syncwarp();
-      wait_pv_t(o);
-    } else {
-      accumulate_pv_t(o, vf, s_p0 + buf * kPBufBytes);
-    }
+        for (int e = 0; e < 2; ++e) {
+          o[i][4 * jj + e] *= alpha[2 * jj + e];
+          o[i][4 * jj + 2 + e] *= alpha[2 * jj + e];
+        }
+    issue_pv_t(o, vf, s_p0 + buf * kPBufBytes);
+    // Page j + kStages into this stage (once all 8 warps released it) while the P.V wgmmas run. Before the
+    // P_full barrier, warp 0's step held up the barrier and with it the other three warps (the scorer waited 28 %
+    // of its time for P_empty, the accumulator 23 % for P_full): -4 % at b128 s8192 (NOTES_fp8.md runs H7-H8).
+    if (is_producer) prod.step(p, bars, s_k0);
+    __syncwarp();
+    wait_pv_t(o);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
     if (seg_end) decode::n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
@@ -299,7 +245,6 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   }
 }
 
-template <int kVar>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
   const decode::DecodeKernelParams& p = fp.d;
@@ -315,9 +260,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp < kScorerWarps) {
-    scorer<kVar>(p, c, bars, smem, warp, lane);
+    scorer(p, c, bars, smem, warp, lane);
   } else {
-    accumulator<kVar>(fp, c, bars, smem, warp - kScorerWarps, lane);
+    accumulator(fp, c, bars, smem, warp - kScorerWarps, lane);
   }
 }
 

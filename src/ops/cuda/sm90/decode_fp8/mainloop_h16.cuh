@@ -11,7 +11,6 @@
 // (mainloop.cuh p_position), so P^T is stored with its keys at p_position in each row.
 #include <cstdint>
 
-#include "ops/cuda/sm90/decode/handoff_n16.cuh"
 #include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
 #include "ops/cuda/sm90/decode_fp8/config_h16.h"
@@ -44,86 +43,6 @@ __device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint
   decode::wgmma_commit();
 }
 
-// issue_scores_t with the 18 k32 steps alternating between two accumulators (even steps into s, odd into s2), so
-// consecutive wgmmas do not depend on each other's result; the caller waits, then adds s2 into s.
-__device__ __forceinline__ void issue_scores_t2(float (&s)[8], float (&s2)[8], uint32_t s_k, uint32_t s_q) {
-#pragma unroll
-  for (int i = 0; i < 8; ++i) s[i] = 0.f, s2[i] = 0.f;
-  decode::fence_operands(s);
-  decode::fence_operands(s2);
-  decode::wgmma_fence();
-  uint64_t da = decode::make_smem_desc(s_k, 16, 1024);
-  uint64_t db = decode::make_smem_desc(s_q, 16, 1024);
-#pragma unroll
-  for (int slab = 0; slab < kDimQK / 128; ++slab) {
-    wgmma_m64n16k32_ss(s, da, db);
-    wgmma_m64n16k32_ss(s2, da + 2, db + 2);
-    wgmma_m64n16k32_ss(s, da + 4, db + 4);
-    wgmma_m64n16k32_ss(s2, da + 6, db + 6);
-    da += kSlabBytes >> 4;
-    db += kQSlabBytes >> 4;
-  }
-  wgmma_m64n16k32_ss(s, da, db);
-  wgmma_m64n16k32_ss(s2, da + 2, db + 2);
-  decode::wgmma_commit();
-}
-
-// issue_scores_t with the descriptors built inside one asm block from two 32-bit bases: the 18 descriptors of a
-// page differ from the stage's / Q slot's first ones only in the address field (low 14 bits of the low word, no
-// carry: shared addresses < 228 KB), and their high word (sbo 1024, 128B swizzle) is one constant. Written in C++
-// (64-bit desc + offset), ptxas re-built both 64-bit descriptors per wgmma in vector registers (LOP3, MOV of the
-// high word, four R2UR: ~10 instructions per wgmma, ~45 % of the scorer's instructions; run H7's ncu).
-__device__ __forceinline__ void issue_scores_t_fast(float (&s)[8], uint32_t s_k, uint32_t s_q) {
-#pragma unroll
-  for (int i = 0; i < 8; ++i) s[i] = 0.f;
-  decode::fence_operands(s);
-  decode::wgmma_fence();
-  const uint32_t lo_k = ((s_k & 0x3FFFFu) >> 4) | (1u << 16), lo_q = ((s_q & 0x3FFFFu) >> 4) | (1u << 16);
-  static_assert(kSlabBytes == 8192 && kQSlabBytes == 2048 && kDimQK == 576, "offsets below: 512 / 128 per slab");
-  asm volatile(
-      "{\n.reg .b32 la, lb, hi;\n.reg .b64 da, db;\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\nmov.b32 hi, 0x40000040;\n"
-      "add.u32 la, %8, 0; add.u32 lb, %9, 0; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 2; add.u32 lb, %9, 2; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 4; add.u32 lb, %9, 4; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 6; add.u32 lb, %9, 6; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 512; add.u32 lb, %9, 128; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 514; add.u32 lb, %9, 130; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 516; add.u32 lb, %9, 132; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 518; add.u32 lb, %9, 134; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 1024; add.u32 lb, %9, 256; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 1026; add.u32 lb, %9, 258; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 1028; add.u32 lb, %9, 260; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 1030; add.u32 lb, %9, 262; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 1536; add.u32 lb, %9, 384; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 1538; add.u32 lb, %9, 386; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 1540; add.u32 lb, %9, 388; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 1542; add.u32 lb, %9, 390; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 2048; add.u32 lb, %9, 512; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "add.u32 la, %8, 2050; add.u32 lb, %9, 514; mov.b64 da, {la, hi}; mov.b64 db, {lb, hi};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, da, db, p, 1, 1;\n"
-      "}\n"
-      : "+f"(s[0]), "+f"(s[1]), "+f"(s[2]), "+f"(s[3]), "+f"(s[4]), "+f"(s[5]), "+f"(s[6]), "+f"(s[7])
-      : "r"(lo_k), "r"(lo_q), "r"(1));
-  decode::wgmma_commit();
-}
-
 // Scorer state of one thread: running max (raw scores) and its share of the running sum, for rows r = 2j + e.
 struct ScorerState {
   float m[4];
@@ -133,50 +52,6 @@ struct ScorerState {
     for (int r = 0; r < 4; ++r) m[r] = -INFINITY, l[r] = 0.f;
   }
 };
-
-// 2^x with subnormal results flushed to zero: exp2f compiles to ex2.approx.f32 plus a range fix for results below
-// 2^-126 (three more instructions per call, 12 calls per page and thread). A P below 2^-126 is 0 in e4m3 anyway
-// (smallest subnormal 2^-9), and an alpha that small is 0 against the page's new terms (>= 2^-8 with the lazy max).
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// decode::n16::exp_and_row_sums with exp2_ftz.
-__device__ __forceinline__ void exp_and_row_sums_ftz(const float (&s)[8], float (&pr)[8], float (&l)[4],
-                                                     const float (&alpha)[4], const float (&m_scaled)[4],
-                                                     float scale_log2) {
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int i = decode::n16::elem_of(r);
-    pr[i] = exp2_ftz(fmaf(s[i], scale_log2, -m_scaled[r]));
-    pr[i + 2] = exp2_ftz(fmaf(s[i + 2], scale_log2, -m_scaled[r]));
-    l[r] = l[r] * alpha[r] + (pr[i] + pr[i + 2]);
-  }
-}
-
-// update_row_max (handoff_n16.cuh) with a lazy max: a row keeps its max until a page raises it by more than
-// kLazyMaxLog2 in the exp2 domain, so its P values are at most 2^kLazyMaxLog2 = 256 (< 448, e4m3's largest finite:
-// no saturation; a larger P only moves values away from e4m3's subnormals) and alpha stays exactly 1 on most
-// pages, which lets the accumulator skip its O rescale. l and the segment's mfin use the kept max consistently.
-constexpr float kLazyMaxLog2 = 8.f;
-template <bool kFtz>
-__device__ __forceinline__ void update_row_max_lazy(const float* red, float (&m)[4], float (&alpha)[4],
-                                                    float (&m_scaled)[4], float scale_log2, int t) {
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const float4 v = *reinterpret_cast<const float4*>(red + decode::n16::row_of(r, t) * 4);
-    const float m_new = fmaxf(fmaxf(m[r], fmaxf(v.x, v.y)), fmaxf(v.z, v.w));
-    // -inf (no key seen yet) never keeps: the first finite max is taken as in update_row_max.
-    const bool keep = m[r] != -INFINITY && !(m_new * scale_log2 > fmaf(m[r], scale_log2, kLazyMaxLog2));
-    const float m_use = keep ? m[r] : m_new;
-    m_scaled[r] = m_use == -INFINITY ? 0.f : m_use * scale_log2;
-    const float x = m[r] * scale_log2 - m_scaled[r];
-    alpha[r] = keep ? 1.f : (kFtz ? exp2_ftz(x) : exp2f(x));
-    m[r] = m_use;
-  }
-}
 
 // Masks keys at or past `limit` (page-local) to -inf and returns this thread's row maxima over the warp's 16 keys.
 __device__ __forceinline__ void mask_and_warp_max(float (&s)[8], float (&mx)[4], int limit, int w, int g) {
@@ -205,17 +80,14 @@ __device__ __forceinline__ uint32_t p_byte(uint32_t s_p, int row, int key) {
   return s_p + row * 128 + ((((pos >> 4) ^ row) & 7) << 4) + (pos & 15);
 }
 
-__device__ __forceinline__ void st_shared_u8(uint32_t addr, uint32_t v) {
-  asm volatile("st.shared.u8 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
-}
-
-// P^T of one page into a P buffer as two 32-bit stores per thread (instead of 8 byte stores): a row's word at
-// kappa 4m .. 4m + 3 holds keys 16w + 2m, 16w + 2m + 1, 16w + 2m + 8, 16w + 2m + 9, i.e. the low / high bytes of
-// the pairs of the lanes g = 2m and 2m + 1 (lane ^ 4). One shuffle swaps halves: the even lane writes the rows
-// 8j + 2t, the odd lane the rows 8j + 2t + 1. Per store the warp covers 8 rows (8 distinct chunks after the
-// swizzle) x 4 words: 32 distinct banks.
+// P^T of one page (the scorer thread's pr, keys 16w + g and 16w + g + 8 of its rows 8j + 2t + e) into a P buffer
+// as two 32-bit stores per thread instead of eight byte stores (-1.6 % at b128 s8192, NOTES_fp8.md run H7): the
+// word at kappa 4m .. 4m + 3 of a row holds keys 16w + 2m, 16w + 2m + 1, 16w + 2m + 8, 16w + 2m + 9, i.e. the two
+// bytes of lane g = 2m and the two of lane 2m + 1 (lane ^ 4). One shuffle swaps halves: the even lane writes rows
+// 8j + 2t, the odd lane rows 8j + 2t + 1. Each store covers 8 rows (8 distinct 16-byte chunks after the swizzle)
+// x 4 words of the warp: 32 distinct banks.
 __device__ __forceinline__ void store_p_packed(uint32_t s_pb, const float (&pr)[8], int w, int g, int t) {
-  uint32_t two[4];  // [2 j + e]: keys 16w + g (low byte), 16w + g + 8 (high byte) of row 8j + 2t + e
+  uint32_t two[4];  // [2j + e]: key 16w + g (low byte), key 16w + g + 8 (high byte) of row 8j + 2t + e
 #pragma unroll
   for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -233,9 +105,9 @@ __device__ __forceinline__ void store_p_packed(uint32_t s_pb, const float (&pr)[
   asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(p_byte(s_pb, row0 + 8, key)), "r"(w1) : "memory");
 }
 
-// O^T (this thread's 8 M tiles) += V^T . P^T for one page. vf: A fragments [k32 step][M tile], built by
-// load_v_frags; s_pb: the P buffer.
-// Split in issue / wait so that the caller can run other work (the page stream) while the tensor cores work.
+// O^T (this thread's 8 M tiles) += V^T . P^T for one page, in issue / wait halves so that the caller can run the
+// page stream while the tensor cores work. vf: A fragments [k32 step][M tile], built by load_v_frags; s_pb: the P
+// buffer.
 __device__ __forceinline__ void issue_pv_t(float (&o)[8][8], const uint32_t (&vf)[2][8][4], uint32_t s_pb) {
   decode::wgmma_fence();
 #pragma unroll
@@ -250,10 +122,6 @@ __device__ __forceinline__ void wait_pv_t(float (&o)[8][8]) {
   decode::wgmma_wait_all();
 #pragma unroll
   for (int i = 0; i < 8; ++i) decode::fence_operands(o[i]);
-}
-__device__ __forceinline__ void accumulate_pv_t(float (&o)[8][8], const uint32_t (&vf)[2][8][4], uint32_t s_pb) {
-  issue_pv_t(o, vf, s_pb);
-  wait_pv_t(o);
 }
 
 // Pins the fragments' computation before this point: a prmt the compiler sinks past wgmma_fence would make ptxas
