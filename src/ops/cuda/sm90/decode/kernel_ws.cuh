@@ -182,48 +182,12 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         mbar_arrive(bars.q_empty());
         q_held = false;
       }
-      // Mask keys past each row's visible length (sequence end, causal diagonal); row maxima. Most pages are
-      // seen whole by every row of the warp: the mask (a compare and a select per score) only where not.
-      int limit[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        // Clamped: rows past the tile's valid rows (causal position >= s_q) must not see past seqlen.
-        const int visible = p.causal ? min(cur.seqlen, cur.seqlen - p.s_q + 1 + row_i[h]) : cur.seqlen;
-        limit[h] = visible - cur.blk * kBlockN;
-      }
-      const bool whole = __all_sync(0xffffffffu, limit[0] >= kBlockN && limit[1] >= kBlockN);
-      float mx[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        mx[h] = -INFINITY;
-#pragma unroll
-        for (int t = 0; t < 8; ++t)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& v = sc[t][2 * h + e];
-            if (!whole && t * 8 + 2 * t4 + e >= limit[h]) v = -INFINITY;
-            mx[h] = fmaxf(mx[h], v);
-          }
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-      }
-      float m_new[2], rowsum[2];
+      float mx[2], m_new[2], rowsum[2];
       uint32_t pw[2][8];  // P packed to 16 bits: [row g / g + 8][8-key tile]
+      mask_row_max(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
+      softmax_page<Traits>(sc, mx, first, mp, p.scale_log2, m_new, rowsum, pw);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
-        const float ms = m_new[h] == -INFINITY ? 0.f : m_new[h] * p.scale_log2;
-        float p0[8], p1[8];
-        float sum = 0.f;
-#pragma unroll
-        for (int t = 0; t < 8; ++t) {
-          p0[t] = ex2_ftz(fmaf(sc[t][2 * h], p.scale_log2, -ms));
-          p1[t] = ex2_ftz(fmaf(sc[t][2 * h + 1], p.scale_log2, -ms));
-          sum += p0[t] + p1[t];
-        }
-        rowsum[h] = sum;
-#pragma unroll
-        for (int t = 0; t < 8; ++t) pw[h][t] = Traits::pack(p0[t], p1[t]);
         store_p(stage_ptr + kRopeSlab * kSlabBytes, row_local[h], t4, pw[h]);
         if (t4 == 0) s_m[stage * kRowsPerCta + row_local[h]] = m_new[h];
       }

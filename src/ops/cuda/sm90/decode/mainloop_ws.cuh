@@ -167,14 +167,6 @@ __device__ __forceinline__ void store_p(uint8_t* p_slab, int row, int t4, const 
 #pragma unroll
   for (int t = 0; t < 8; ++t) *reinterpret_cast<uint32_t*>(p_slab + row * 128 + ((t ^ (row & 7)) << 4) + 4 * t4) = pw[t];
 }
-// The same from unpacked values (decode_fp8ds/kernel_ws64.cuh).
-template <class Traits>
-__device__ __forceinline__ void store_p(uint8_t* p_slab, int row, int t4, const float (&p0)[8], const float (&p1)[8]) {
-  uint32_t pw[8];
-#pragma unroll
-  for (int t = 0; t < 8; ++t) pw[t] = Traits::pack(p0[t], p1[t]);
-  store_p(p_slab, row, t4, pw);
-}
 
 // 2^x as one MUFU.EX2, subnormal results flushed to 0 (exp2f adds a range check and two multiplies per value
 // to produce them). The softmax's x = (s - m) * scale_log2 <= 0: a flushed P is below 2^-126, far under the
@@ -183,6 +175,62 @@ __device__ __forceinline__ float ex2_ftz(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+}
+
+// The page softmax of the two 64-row consumers (kernel_ws.cuh, decode_fp8ds/kernel_ws64.cuh), in two steps.
+// Scores sc[t][2h + e] of this thread: row g + 8h of its warp's 16, key 8t + 2 t4 + e of the page.
+//
+// Masks keys past each row's visible length (sequence end, causal diagonal; rows past the tile's valid rows are
+// clamped to seqlen) to -inf and returns the page's row maxima, reduced over the quad. Most pages are seen whole by
+// every row of the warp: the mask (a compare and a select per score) only where not.
+__device__ __forceinline__ void mask_row_max(float (&sc)[8][4], const DecodeKernelParams& p, int seqlen, int blk,
+                                             const int (&row_i)[2], int t4, float (&mx)[2]) {
+  int limit[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int visible = p.causal ? min(seqlen, seqlen - p.s_q + 1 + row_i[h]) : seqlen;
+    limit[h] = visible - blk * kBlockN;
+  }
+  const bool whole = __all_sync(0xffffffffu, limit[0] >= kBlockN && limit[1] >= kBlockN);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    mx[h] = -INFINITY;
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& v = sc[t][2 * h + e];
+        if (!whole && t * 8 + 2 * t4 + e >= limit[h]) v = -INFINITY;
+        mx[h] = fmaxf(mx[h], v);
+      }
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+  }
+}
+
+// The online-softmax step: m_new = max(running max mp, page max mx) (mp ignored on a segment's first page),
+// P = 2^(s * scale_log2 - m_new * scale_log2) packed to the format's 16 bits per key pair (pw[h][t]: row g + 8h,
+// keys 8t + 2 t4, +1), and this thread's row sums of P in fp32 (before the packing rounds P, as the reference sums).
+template <class Traits>
+__device__ __forceinline__ void softmax_page(const float (&sc)[8][4], const float (&mx)[2], bool first,
+                                             const float (&mp)[2], float scale_log2, float (&m_new)[2],
+                                             float (&rowsum)[2], uint32_t (&pw)[2][8]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
+    const float ms = m_new[h] == -INFINITY ? 0.f : m_new[h] * scale_log2;
+    float p0[8], p1[8];
+    float sum = 0.f;
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      p0[t] = ex2_ftz(fmaf(sc[t][2 * h], scale_log2, -ms));
+      p1[t] = ex2_ftz(fmaf(sc[t][2 * h + 1], scale_log2, -ms));
+      sum += p0[t] + p1[t];
+    }
+    rowsum[h] = sum;
+#pragma unroll
+    for (int t = 0; t < 8; ++t) pw[h][t] = Traits::pack(p0[t], p1[t]);
+  }
 }
 
 // Per-thread state of a consumer warpgroup: its 256 output columns of rows g, g + 8 of its warp's 16,
