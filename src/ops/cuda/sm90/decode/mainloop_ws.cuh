@@ -41,24 +41,6 @@ __device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
   return done != 0;
 }
 
-// Consumer-side wait: spins until every lane of the warp saw phase `parity` complete, so the loop exits
-// warp-uniformly. With the per-thread spin (tma.h's mbar_wait) the exit may diverge as far as ptxas can
-// tell: it then put a YIELD at the top of compute_scores_page's slab loop and WARPSYNC.ALLs before the
-// uniform-datapath release (one between the slab's HGMMAs), 9 times per page. The same pvfirst source compiled
-// next to the pair schedule (e85e488 reverted) happened to escape both and ran the h128 long rows 5-6 % faster;
-// with this wait the kernel has no YIELD / WARPSYNC at all and matches it (NOTES.md runs 18-19: b128 s8192
-// 582 -> 551 us, b128 s4096 309 -> 292, b32 s8192 166 -> 157; fp8_ds -1 %). The vote costs a VOTE.ALL per try.
-__device__ __forceinline__ void mbar_wait_warp(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!__all_sync(0xffffffffu, done != 0));
-}
-
 struct WsBarriers {
   uint32_t base;
   // full(stage, slab): the slab's bytes landed (TMA; fp8_ds latent slabs: dequantized by the producer

@@ -18,15 +18,31 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
 
+// One bounded wait (the hardware may return early): has phase `parity` of the mbarrier completed?
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+// Per-thread spin until phase `parity` completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
+  while (!mbar_try_wait(bar, parity)) {
+  }
+}
+
+// Spins until every lane of the warp saw phase `parity` complete, so the loop exits warp-uniformly. With the
+// per-thread spin the exit may diverge as far as ptxas can tell: in the bf16 64-row kernel it then put a YIELD at
+// the top of compute_scores_page's slab loop and WARPSYNC.ALLs before the uniform-datapath release (one between the
+// slab's HGMMAs), 9 times per page; with this wait that kernel has neither (bench/decode/NOTES.md runs 18-19: h128
+// b128 s8192 582 -> 551 us). The vote costs a VOTE.ALL per try (in the fp8_ds owner-converts kernel, +1.5-2 %).
+__device__ __forceinline__ void mbar_wait_warp(uint32_t bar, uint32_t parity) {
+  while (!__all_sync(0xffffffffu, mbar_try_wait(bar, parity))) {
+  }
 }
 
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
