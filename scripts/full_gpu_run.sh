@@ -13,7 +13,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 ( MLA_DECODE_FP8_VARIANT64=ws_ahead timeout 150 $B/gpu_test_mla_decode_fp8 --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8_ws_ahead.log 2>&1; echo "opt-in MLA_DECODE_FP8_VARIANT64=ws_ahead h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8_ws_ahead.log | tr '\n' ' ')" ) &
 scripts/gpu_check.sh --bin $B --tests-only --filter 'cache|codecs|engine|convert|model' --out $o/t/d > $o/t/d.txt 2>&1
 MLA_PREFILL_WARPS=5 $B/gpu_test_model_ops --gtest_filter='*prefill*' > $o/t/badknob.log 2>&1; echo "bad MLA_PREFILL_WARPS rc=$? (expect 1): $(grep -c MLA_PREFILL_WARPS $o/t/badknob.log) lines name it"
-for kf in MLA_DECODE_L2_PREFETCH:bf16 MLA_DECODE_FP8_L2_PREFETCH:fp8; do
+for kf in MLA_DECODE_L2_PREFETCH:bf16 MLA_DECODE_FP8_L2_PREFETCH:fp8 MLA_DECODE_FORCE_MMA_SYNC:bf16; do
   k=${kf%:*}; env $k=9 $B/bench_decode --format ${kf#*:} --rows 1 --reps 2 > $o/t/badknob_$k.log 2>&1; echo "bad $k=9 rc=$? (expect 1): $(grep -c $k $o/t/badknob_$k.log) lines name it"
 done
 wait

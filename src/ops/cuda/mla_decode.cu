@@ -62,10 +62,14 @@ const EnvKnob& variant64_knob() {
   static const EnvKnob k = read_env_knob("MLA_DECODE_VARIANT64", {"ws_pvfirst_slabs", "wgmma", "mma_sync"});
   return k;
 }
+// MLA_DECODE_FORCE_MMA_SYNC=1 (or 0 / unset: no effect), strict like the other knobs.
+const EnvKnob& force_mma_sync_knob() {
+  static const EnvKnob k = read_env_knob("MLA_DECODE_FORCE_MMA_SYNC", {"0", "1"});
+  return k;
+}
 Variant64 variant64() {
   static const Variant64 v = [] {
-    const char* force = std::getenv("MLA_DECODE_FORCE_MMA_SYNC");
-    if (force != nullptr && force[0] == '1') return Variant64::kMmaSync;
+    if (force_mma_sync_knob().index == 1) return Variant64::kMmaSync;
     const int i = variant64_knob().index;
     return i == 1 ? Variant64::kWgmma : i == 2 ? Variant64::kMmaSync : Variant64::kWsPvFirstSlabs;
   }();
@@ -98,6 +102,7 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   using namespace sm90::decode;
   MLA_TRY(variant64_knob().status);
   MLA_TRY(variant16_knob().status);
+  MLA_TRY(force_mma_sync_knob().status);
   MLA_TRY(l2_prefetch_knob().status);
   const dim3 grid(g.num_parts, g.num_head_tiles);
   // Active 16-row groups: a single short tile (h_q 16/32 with few query rows) skips the empty groups.

@@ -31,7 +31,10 @@ const EnvKnob& variant64_knob() {
   static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead"});
   return k;
 }
-Variant64 variant64() { return static_cast<Variant64>(variant64_knob().index < 0 ? 0 : variant64_knob().index); }
+Variant64 variant64() {
+  const int i = variant64_knob().index;  // -1 (unset) = the default
+  return i == 1 ? Variant64::kMmaSync : i == 2 ? Variant64::kWsAhead : Variant64::kWsQReg;
+}
 
 }  // namespace
 

@@ -152,7 +152,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2]) {
     const int vs = jj % kVStages;
     mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
-    pv_page_ws<true>(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
+    pv_page_ws(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
     mbar_arrive(bars.vt_empty(vs));
   };
   const float zero2[2] = {0.f, 0.f};
@@ -219,7 +219,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       wgmma_wait_group<0>();  // S_j (rescaling O while it runs makes ptxas insert a wait anyway, C7517)
       decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
       if (j > 0) {
-        rescale_o_ws<true>(st, mp, zero2, p.scale_log2);
+        rescale_o_ws(st, mp, zero2, p.scale_log2);
         issue_pv(j - 1, false);
         pend = j - 1;
         if (first) {  // page j - 1 ended the previous segment: write it before page j starts a new O
@@ -285,7 +285,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         wgmma_wait_group<0>();
         decode::fence_operands(o_regs);
         release_pending();
-        rescale_o_ws<true>(st, m_new, rowsum, p.scale_log2);
+        rescale_o_ws(st, m_new, rowsum, p.scale_log2);
         issue_pv(j, false);
       }
       release_pending();

@@ -79,15 +79,14 @@ __device__ __forceinline__ void pv_issue_ws(float (&d)[128], uint32_t s_p_page, 
 }
 
 // O and l rescaled from st.m to m_page (l then plus rowsum): the first half of pv_page_ws.
-template <bool kLazy>
 __device__ __forceinline__ void rescale_o_ws(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
                                              float scale_log2) {
-  // kLazy: a warp none of whose rows changed its max skips the 128 multiplications by alpha = 1 (exact; the
-  // eager form can round alpha below 1 by an ulp when fma contraction meets m * scale_log2 twice).
+  // A warp none of whose rows changed its max skips the 128 multiplications by alpha = 1 (exact; the eager
+  // form can round alpha below 1 by an ulp when fma contraction meets m * scale_log2 twice).
   // (Broadcast from lane 0: ptxas then treats the branch as warp-uniform; a "divergent" path around the wgmma
   // below makes it serialize every wgmma of the kernel, C7520.)
   const bool rescale =
-      !kLazy || __shfl_sync(0xffffffffu, __any_sync(0xffffffffu, m_page[0] != st.m[0] || m_page[1] != st.m[1]), 0);
+      __shfl_sync(0xffffffffu, __any_sync(0xffffffffu, m_page[0] != st.m[0] || m_page[1] != st.m[1]), 0);
   if (rescale) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -111,10 +110,9 @@ __device__ __forceinline__ void rescale_o_ws(WsState& st, const float (&m_page)[
 // O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half]; l likewise plus this warpgroup's own row
 // sums (zero for the other warpgroup's page). m_page: the page's running max as its owner used it.
 // s_p_page: the page's P half (P area + p_half_offset); s_vt: the page's V^T stage.
-template <bool kLazy = false>
 __device__ __forceinline__ void pv_page_ws(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
                                            uint32_t s_p_page, uint32_t s_vt, int wg, float scale_log2) {
-  rescale_o_ws<kLazy>(st, m_page, rowsum, scale_log2);
+  rescale_o_ws(st, m_page, rowsum, scale_log2);
   float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
   decode::fence_operands(d);
   decode::wgmma_fence();
