@@ -86,6 +86,68 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
   }
 }
 
+// What a 64-row consumer does with the other warpgroup's pages and at a segment's end, shared by this file's
+// ws_consumer and decode_fp8ds/kernel_ws64.cuh's consumer: a view on the consumer's own state (references, as the
+// lambdas it replaces captured them), so it compiles to the same code.
+template <class Traits>
+struct WsPeerSteps {
+  const DecodeKernelParams& p;
+  const WsBarriers& bars;
+  WsState& st;
+  const float* s_m;  // [stage][64]: running max after each page
+  float* s_l;
+  const int (&row_local)[2];
+  uint32_t s_kv0;
+  int wg, warp, lane, tile_row0, valid_rows, first_batch, first_split;
+  int epi = 0;  // segments written so far (parity of the s_l buffer)
+
+  // Writes the segment of sequence b (out / lse, or its split slot) and starts the next one.
+  __device__ __forceinline__ void epilogue(int b) {
+    const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
+    const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
+    write_segment_ws<Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows, wg, warp, lane);
+    ++epi;
+    st.reset();
+  }
+  // Max of the other warpgroup's page jj, which also says its P is in shared memory.
+  __device__ __forceinline__ void wait_other(int jj, float (&mp)[2]) const {
+    named_sync(kBarPReady + (jj & 1), kWsConsumerThreads);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj & 1) * kRowsPerCta + row_local[h]];
+  }
+  // Issues the other warpgroup's page jj (after wait_other) into O; the caller releases its stage once
+  // the product is done. No wait on the page's full barriers: the owner waited on all of them before it
+  // wrote P and arrived on the P-ready barrier this warpgroup synced on, and bar.arrive / bar.sync order
+  // the owner's prior accesses (its observation of the completed TMA phases included) before ours, as
+  // for P itself. Nine already-complete try_waits used to sit on the hand-off path (~5 % of samples).
+  __device__ __forceinline__ void pv_other_issue(int jj, const float (&mp)[2]) const {
+    const float zero2[2] = {0.f, 0.f};
+    rescale_o(st, mp, zero2, p.scale_log2);
+    pv_issue<Traits>(st, s_kv0 + (jj & 1) * kPageBytes, wg);
+  }
+  // After the part's last page j - 1: if it belongs to the other warpgroup, add it and write the last segment.
+  __device__ __forceinline__ void finish_part(int j, int prev_b) {
+    if (j > 0 && ((j - 1) & 1) != wg) {
+      float mp[2];
+      wait_other(j - 1, mp);
+      pv_other_issue(j - 1, mp);
+      pv_wait(st);
+      release_stage(bars, (j - 1) & 1);
+      epilogue(prev_b);
+    }
+  }
+};
+
+// Q of segment `seg` for this warpgroup: acquired in order, releasing the segments it had no page in.
+__device__ __forceinline__ void acquire_q(const WsBarriers& bars, int seg, int& q_seg, bool& q_held) {
+  while (q_seg < seg) {
+    if (q_held) mbar_arrive(bars.q_empty());
+    ++q_seg;
+    mbar_wait(bars.q_full(), q_seg & 1);
+    q_held = true;
+  }
+}
+
 template <class Traits>
 __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCursor cur, const WsBarriers& bars,
                                             uint8_t* smem, int wg, int tid) {
@@ -108,30 +170,8 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
 
   WsState st;
   st.reset();
-  int epi = 0;  // segments written so far (parity of the s_l buffer)
-  auto epilogue = [&](int b) {
-    const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
-    const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
-    write_segment_ws<Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows, wg, warp, lane);
-    ++epi;
-    st.reset();
-  };
-  // Max of the other warpgroup's page jj, which also says its P is in shared memory.
-  auto wait_other = [&](int jj, float (&mp)[2]) {
-    named_sync(kBarPReady + (jj & 1), kWsConsumerThreads);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj & 1) * kRowsPerCta + row_local[h]];
-  };
-  // Issues the other warpgroup's page jj (after wait_other) into O; the caller releases its stage once
-  // the product is done. No wait on the page's full barriers: the owner waited on all of them before it
-  // wrote P and arrived on the P-ready barrier this warpgroup synced on, and bar.arrive / bar.sync order
-  // the owner's prior accesses (its observation of the completed TMA phases included) before ours, as
-  // for P itself. Nine already-complete try_waits used to sit on the hand-off path (~5 % of samples).
-  auto pv_other_issue = [&](int jj, const float (&mp)[2]) {
-    const float zero2[2] = {0.f, 0.f};
-    rescale_o(st, mp, zero2, p.scale_log2);
-    pv_issue<Traits>(st, s_kv0 + (jj & 1) * kPageBytes, wg);
-  };
+  WsPeerSteps<Traits> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
+                           first_batch, first_split};
 
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
   bool q_held = false;              // ... and has not released yet
@@ -148,23 +188,17 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       float mp[2] = {-INFINITY, -INFINITY};
       int release = -1;  // stage of page j - 1, released by compute_scores_page once its P.V is done
       if (j > 0) {
-        wait_other(j - 1, mp);
-        pv_other_issue(j - 1, mp);
+        peer.wait_other(j - 1, mp);
+        peer.pv_other_issue(j - 1, mp);
         if (prev_end) {
           pv_wait(st);
           release_stage(bars, (j - 1) & 1);
-          epilogue(prev_b);
+          peer.epilogue(prev_b);
         } else {
           release = (j - 1) & 1;
         }
       }
-      // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
-      while (q_seg < seg) {
-        if (q_held) mbar_arrive(bars.q_empty());
-        ++q_seg;
-        mbar_wait(bars.q_full(), q_seg & 1);
-        q_held = true;
-      }
+      acquire_q(bars, seg, q_seg, q_held);  // Q of this segment
       const uint32_t parity = (j >> 1) & 1;
       const int valid_tokens = cur.seqlen - cur.blk * kBlockN;
       // fp8_ds pages arrive with their tail already zeroed by the dequantizing producer.
@@ -204,22 +238,14 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
       }
       release_stage(bars, stage);
-      if (end) epilogue(cur.b);
+      if (end) peer.epilogue(cur.b);
     }
     prev_end = end;
     prev_b = cur.b;
     cur.advance(p);
     ++j;
   }
-  // The part's last page belongs to the other warpgroup: add it and write the last segment.
-  if (j > 0 && ((j - 1) & 1) != wg) {
-    float mp[2];
-    wait_other(j - 1, mp);
-    pv_other_issue(j - 1, mp);
-    pv_wait(st);
-    release_stage(bars, (j - 1) & 1);
-    epilogue(prev_b);
-  }
+  peer.finish_part(j, prev_b);
 }
 
 template <class Traits>

@@ -142,24 +142,8 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
 
   WsState st;
   st.reset();
-  int epi = 0;
-  auto epilogue = [&](int b) {
-    const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
-    const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
-    write_segment_ws<Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows, wg, warp, lane);
-    ++epi;
-    st.reset();
-  };
-  auto wait_other = [&](int jj, float (&mp)[2]) {
-    named_sync(kBarPReady + (jj & 1), kWsConsumerThreads);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj & 1) * kRowsPerCta + row_local[h]];
-  };
-  auto pv_other_issue = [&](int jj, const float (&mp)[2]) {
-    const float zero2[2] = {0.f, 0.f};
-    rescale_o(st, mp, zero2, p.scale_log2);
-    pv_issue<Traits>(st, s_kv0 + (jj & 1) * kPageBytes, wg);
-  };
+  WsPeerSteps<Traits> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
+                           first_batch, first_split};
 
   int j = 0, seg = -1, q_seg = -1;
   bool q_held = false;
@@ -181,19 +165,14 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
       // producer issues a segment's first page only after every consumer released the previous segment's Q,
       // and a warpgroup without a page there releases it only here, so this must precede the conversion's
       // wait for the raw page.
-      while (q_seg < seg) {
-        if (q_held) mbar_arrive(bars.q_empty());
-        ++q_seg;
-        mbar_wait(bars.q_full(), q_seg & 1);
-        q_held = true;
-      }
+      acquire_q(bars, seg, q_seg, q_held);
       bool pv_open = false;
       const bool pe = prev_end;
       const int pb = prev_b;
       auto mid_a = [&] {
         if (j > 0) {
-          wait_other(j - 1, mp);
-          pv_other_issue(j - 1, mp);
+          peer.wait_other(j - 1, mp);
+          peer.pv_other_issue(j - 1, mp);
           pv_open = true;
         }
       };
@@ -204,7 +183,7 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
         fence_operands(reinterpret_cast<float(&)[128]>(st.o));
         if (!pv_open) return;
         release_stage(bars, (j - 1) & 1);
-        if (pe) epilogue(pb);
+        if (pe) peer.epilogue(pb);
       };
       convert_own_page(bars, stage_ptr, scale_ptr, stage, parity, valid_tokens, wg, tid, mid_a, mid_b);
       float sc[8][4];
@@ -230,21 +209,14 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
       named_sync(kBarWg + wg, 128);
       pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
       release_stage(bars, stage);
-      if (end) epilogue(cur.b);
+      if (end) peer.epilogue(cur.b);
     }
     prev_end = end;
     prev_b = cur.b;
     cur.advance(p);
     ++j;
   }
-  if (j > 0 && ((j - 1) & 1) != wg) {
-    float mp[2];
-    wait_other(j - 1, mp);
-    pv_other_issue(j - 1, mp);
-    pv_wait(st);
-    release_stage(bars, (j - 1) & 1);
-    epilogue(prev_b);
-  }
+  peer.finish_part(j, prev_b);
 }
 
 __global__ void __launch_bounds__(kWsThreads, 1)
