@@ -229,25 +229,29 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, cudaStream_t
   cudaGraphExecDestroy(exec);
   MLA_CUDA_TRY("bench decode (timeline)", err);
   const int n = std::min(g.num_parts * g.num_head_tiles, mla::cuda::kTimelineDecodeCtas);
+  constexpr int kStride = mla::cuda::kTimelineDecodeStride;
   unsigned long long t0 = ~0ull, t_first_cmb = ~0ull;
   for (int i = 0; i < n; ++i)
-    if (h[4 * i] != 0) t0 = std::min(t0, h[4 * i]);
+    if (h[kStride * i] != 0) t0 = std::min(t0, h[kStride * i]);
   auto us = [&](unsigned long long t) { return t == 0 || t == ~0ull ? -1.0 : (double(t) - double(t0)) * 1e-3; };
   std::vector<double> start, chain, walked;
   unsigned long long min_step = ~0ull;
   for (int i = 0; i < n; ++i) {
-    const unsigned long long* c = &h[4 * i];
+    const unsigned long long* c = &h[kStride * i];
     if (c[0] == 0) continue;
     start.push_back(us(c[0]));
     chain.push_back((double(c[1]) - double(c[0])) * 1e-3);
     walked.push_back(us(c[2] != 0 ? c[2] : c[1]));  // an empty part walks nothing
     if (c[1] > c[0]) min_step = std::min(min_step, c[1] - c[0]);
-    std::fprintf(stderr, "tl h%d b%d s%d decode %d sm %llu start %.2f chain %.2f walked %.2f\n", r.h_q, r.batch,
+    std::fprintf(stderr, "tl h%d b%d s%d decode %d sm %llu start %.2f chain %.2f walked %.2f", r.h_q, r.batch,
                  r.seqlen, i, c[3], us(c[0]), (double(c[1]) - double(c[0])) * 1e-3, walked.back());
+    for (int k = mla::cuda::kTimelineFirstMark; k < kStride; ++k)
+      if (c[k] != 0) std::fprintf(stderr, " m%d %.2f", k, us(c[k]));
+    std::fprintf(stderr, "\n");
   }
   std::vector<double> cin, cwait, cdone;
   for (int j = 0; j < mla::cuda::kTimelineCombineCtas; ++j) {
-    const unsigned long long* c = &h[4 * (mla::cuda::kTimelineDecodeCtas + j)];
+    const unsigned long long* c = &h[kStride * mla::cuda::kTimelineDecodeCtas + 4 * j];
     if (c[0] == 0) continue;
     t_first_cmb = std::min(t_first_cmb, c[0]);
     cin.push_back(us(c[0]));
@@ -266,6 +270,16 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, cudaStream_t
               r.h_q, r.batch, r.seqlen, start.size(), mx(start), median_of(chain), mx(chain), mn(walked), median_of(walked),
               mx(walked), cin.size(), mn(cin), mx(cin), mn(cwait), mx(cwait), mx(cdone),
               min_step == ~0ull ? -1.0 : min_step * 1e-3);
+  // The kernel's free marks (timeline.cuh MLA_TL_MARK_*; their meaning is documented in the kernel): per mark, over
+  // the CTAs that set it, min / median / max µs after the first decode CTA's start.
+  for (int k = mla::cuda::kTimelineFirstMark; k < kStride; ++k) {
+    std::vector<double> m;
+    for (int i = 0; i < n; ++i)
+      if (h[kStride * i] != 0 && h[kStride * i + k] != 0) m.push_back(us(h[kStride * i + k]));
+    if (!m.empty())
+      std::printf("# timeline h%d b%d s%d mark %d: %zu CTAs, min %.2f med %.2f max %.2f\n", r.h_q, r.batch, r.seqlen, k,
+                  m.size(), mn(m), median_of(m), mx(m));
+  }
   return Status::ok();
 }
 
