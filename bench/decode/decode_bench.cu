@@ -5,13 +5,19 @@
 // over --reps calls. Rows print in DESIGN.md §6 column order.
 //
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
-//                                                                                      (mlaserve bench decode ...)
+//                [--parts N] [--tune SEQ,SPLIT,MIN] [--price N]                        (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
 // data and graph, interleaved on / off / on / off, printed as two extra columns per variant.
 // --timeline: after a row's timings, one more graph of the call with the per-CTA globaltimer stamps of
 // mla/ops/decode_timeline.h, replayed like a timed call; a summary line per row (stdout) and every CTA's
-// stamps (stderr).
+// stamps (stderr), with the pages of each CTA's part (read back from the plan) and a tail summary: the CTAs'
+// ends grouped by their page count (plan inequality: more pages end later; bandwidth unfairness: equal pages,
+// different ends) and how long the combine runs after the last decode CTA.
+// --parts N: N CTA columns per head tile instead of the geometry's num_sms / head tiles (fewer, fuller CTAs;
+// mla_decode accepts any num_parts >= 1 whose max_splits matches); --tune: the plan's DecodePlanTuning
+// (seq_cost, split_cost, min_part_cost; default 4,4,1); --price N: the geometry's split_price replaced by N.
+// All three are experiments: the engine uses the defaults.
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 // fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
@@ -123,6 +129,9 @@ struct Options {
   int reps = 50;
   enum Hints { kOn, kOff, kAb } hints = kOn;
   bool timeline = false;
+  int parts = 0;  // 0: the geometry's num_parts
+  int price = -1;  // -1: the geometry's split_price
+  mla::DecodePlanTuning tune{};
 };
 
 Status parse(int argc, char** argv, Options* o) {
@@ -142,6 +151,27 @@ Status parse(int argc, char** argv, Options* o) {
       o->reps = static_cast<int>(n);
     } else if (a == "--timeline") {
       o->timeline = true;
+    } else if (a == "--parts" && has_val) {
+      const std::string v = argv[++i];
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 1024)
+        return Status::invalid("bench decode", "--parts wants an integer in 1..1024; got '" + v + "'");
+      o->parts = static_cast<int>(n);
+    } else if (a == "--price" && has_val) {
+      const std::string v = argv[++i];
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 0 || n > 64)
+        return Status::invalid("bench decode", "--price wants an integer in 0..64; got '" + v + "'");
+      o->price = static_cast<int>(n);
+    } else if (a == "--tune" && has_val) {
+      const std::vector<int64_t> t = mla::bench::parse_int_list(argv[++i]);
+      if (t.size() != 3 || t[0] < 0 || t[1] < 0 || t[2] < 1 || t[0] > 64 || t[1] > 64 || t[2] > 4096)
+        return Status::invalid("bench decode", "--tune wants SEQ_COST,SPLIT_COST,MIN_PART_COST (0..64, 0..64, 1..4096)");
+      o->tune.seq_cost = static_cast<int>(t[0]);
+      o->tune.split_cost = static_cast<int>(t[1]);
+      o->tune.min_part_cost = static_cast<int>(t[2]);
     } else if (a == "--hints" && has_val) {
       const std::string v = argv[++i];
       if (v == "on") o->hints = Options::kOn;
@@ -151,7 +181,7 @@ Status parse(int argc, char** argv, Options* o) {
     } else {
       return Status::invalid("bench decode",
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
-                             "[--hints on|off|ab] [--timeline]; got '" + a + "'");
+                             "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN] [--price N]; got '" + a + "'");
     }
   }
   return Status::ok();
@@ -201,11 +231,34 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Pages (KV blocks) and pieces (sequences touched) of each part record of a plan whose sequences all hold
+// `seqlen` tokens (the bench rows).
+struct PartLoad {
+  int pages = 0, pieces = 0;
+};
+std::vector<PartLoad> part_loads(const std::vector<int32_t>& parts, int num_parts, int batch, int seqlen) {
+  const int nblk = mla::decode_num_blocks(seqlen);
+  std::vector<PartLoad> out(num_parts);
+  for (int i = 0; i < num_parts; ++i) {
+    const int32_t* rec = &parts[static_cast<size_t>(i) * mla::kPlanPartInts];
+    for (int b = rec[mla::kPartBeginBatch]; b <= rec[mla::kPartEndBatch] && b < batch; ++b) {
+      const int lo = b == rec[mla::kPartBeginBatch] ? rec[mla::kPartBeginBlock] : 0;
+      const int hi = b == rec[mla::kPartEndBatch] ? rec[mla::kPartEndBlock] : nblk;
+      if (lo < hi) {
+        out[i].pages += hi - lo;
+        ++out[i].pieces;
+      }
+    }
+  }
+  return out;
+}
+
 // --timeline: captures `call` with the stamp buffer set, replays it three times like a timed call (L2 flush
-// first) and summarizes the last replay's stamps, in µs after the first decode CTA's start.
+// first) and summarizes the last replay's stamps, in µs after the first decode CTA's start. `parts`: the
+// plan's records (host copy), for each CTA's page count.
 template <class Call, class Capture>
-Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, cudaStream_t s, void* flush, Call call,
-                    Capture capture) {
+Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, const std::vector<int32_t>& parts, cudaStream_t s,
+                    void* flush, Call call, Capture capture) {
   if (!mla::cuda::kDecodeTimelineCompiled) {
     std::printf("# timeline: not compiled in (build with -DMLA_DECODE_TIMELINE)\n");
     return Status::ok();
@@ -234,7 +287,13 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, cudaStream_t
   for (int i = 0; i < n; ++i)
     if (h[kStride * i] != 0) t0 = std::min(t0, h[kStride * i]);
   auto us = [&](unsigned long long t) { return t == 0 || t == ~0ull ? -1.0 : (double(t) - double(t0)) * 1e-3; };
+  const std::vector<PartLoad> load = part_loads(parts, g.num_parts, r.batch, r.seqlen);
   std::vector<double> start, chain, walked;
+  // The CTA's end: mark 8 (CTA done, after its last stores; set by the kernels that define it), else the
+  // cursor's last item walked (fixed slot 2: before the last item's compute and epilogue).
+  constexpr int kDoneMark = 8;
+  bool all_done_marked = true;
+  std::vector<std::pair<int, double>> ends;  // (pages, end µs) of every CTA with a non-empty part
   unsigned long long min_step = ~0ull;
   for (int i = 0; i < n; ++i) {
     const unsigned long long* c = &h[kStride * i];
@@ -243,8 +302,14 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, cudaStream_t
     chain.push_back((double(c[1]) - double(c[0])) * 1e-3);
     walked.push_back(us(c[2] != 0 ? c[2] : c[1]));  // an empty part walks nothing
     if (c[1] > c[0]) min_step = std::min(min_step, c[1] - c[0]);
-    std::fprintf(stderr, "tl h%d b%d s%d decode %d sm %llu start %.2f chain %.2f walked %.2f", r.h_q, r.batch,
-                 r.seqlen, i, c[3], us(c[0]), (double(c[1]) - double(c[0])) * 1e-3, walked.back());
+    const PartLoad& pl = load[i % g.num_parts];
+    if (pl.pages > 0) {
+      if (c[kDoneMark] == 0) all_done_marked = false;
+      ends.emplace_back(pl.pages, c[kDoneMark] != 0 ? us(c[kDoneMark]) : walked.back());
+    }
+    std::fprintf(stderr, "tl h%d b%d s%d decode %d sm %llu pages %d pieces %d start %.2f chain %.2f walked %.2f", r.h_q,
+                 r.batch, r.seqlen, i, c[3], pl.pages, pl.pieces, us(c[0]), (double(c[1]) - double(c[0])) * 1e-3,
+                 walked.back());
     for (int k = mla::cuda::kTimelineFirstMark; k < kStride; ++k)
       if (c[k] != 0) std::fprintf(stderr, " m%d %.2f", k, us(c[k]));
     std::fprintf(stderr, "\n");
@@ -280,6 +345,38 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, cudaStream_t
       std::printf("# timeline h%d b%d s%d mark %d: %zu CTAs, min %.2f med %.2f max %.2f\n", r.h_q, r.batch, r.seqlen, k,
                   m.size(), mn(m), median_of(m), mx(m));
   }
+  // Tail: the CTAs' ends by page count. Plan inequality shows as groups with more pages ending later; bandwidth
+  // unfairness as a wide spread inside the largest group. Then the least-squares line end = a + b * pages over
+  // the CTAs (a: a CTA's fixed cost, b: its µs per page while all stream) and the combine after the last end.
+  if (!ends.empty()) {
+    std::sort(ends.begin(), ends.end());
+    std::printf("# tail h%d b%d s%d (end = %s):", r.h_q, r.batch, r.seqlen,
+                all_done_marked ? "mark 8, CTA done" : "last item walked (no mark 8 on every CTA)");
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, last = 0;
+    for (size_t j0 = 0; j0 < ends.size();) {
+      size_t j1 = j0;
+      std::vector<double> e;
+      while (j1 < ends.size() && ends[j1].first == ends[j0].first) e.push_back(ends[j1++].second);
+      std::printf(" | %d pages: %zu CTAs, end min %.2f med %.2f max %.2f", ends[j0].first, e.size(), mn(e),
+                  median_of(e), mx(e));
+      j0 = j1;
+    }
+    for (const auto& [x, y] : ends) {
+      sx += x;
+      sy += y;
+      sxx += double(x) * x;
+      sxy += x * y;
+      last = std::max(last, y);
+    }
+    const double k = double(ends.size()), den = k * sxx - sx * sx;
+    const double slope = den > 0 ? (k * sxy - sx * sy) / den : 0, icpt = (sy - slope * sx) / k;
+    std::vector<double> all;
+    for (const auto& e : ends) all.push_back(e.second);
+    std::printf(" | fit end = %.2f + %.3f x pages | ends med %.2f max %.2f | idle parts %d | combine waited %.2f-%.2f, "
+                "done %.2f (+%.2f after the last end)\n",
+                icpt, slope, median_of(all), last, g.num_parts * g.num_head_tiles - static_cast<int>(ends.size()),
+                mn(cwait), mx(cwait), mx(cdone), cdone.empty() ? 0.0 : mx(cdone) - last);
+  }
   return Status::ok();
 }
 
@@ -296,6 +393,11 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_CUDA_TRY("bench decode", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   mla::DecodePlanGeometry g;
   MLA_TRY(mla::decode_plan_geometry(r.batch, 1, r.h_q, sms, &g));
+  if (o.parts > 0) {  // experiment: another CTA count (mla_decode checks only max_splits == batch + parts - 1)
+    g.num_parts = o.parts;
+    g.max_splits = g.batch + g.num_parts - 1;
+  }
+  if (o.price >= 0) g.split_price = o.price;  // experiment: another price of a cut (host and device plans read g)
 
   DevMem<uint16_t> q, cache, out;
   DevMem<int32_t> bt, sl, parts, off;
@@ -358,26 +460,43 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
                                               (mla::kPlanPartInts - mla::kPartFirstSeqlen) * 4, g.num_parts, s),
                             "bench decode", "cudaMemset2DAsync");
   };
-  MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s));
+  MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune));
+  {
+    // The device plan must be the host's (compute_decode_plan with the same geometry, tuning and block table),
+    // or a --tune / --price / --parts row would time a plan nobody checked.
+    std::vector<int32_t> dev(static_cast<size_t>(g.num_parts) * mla::kPlanPartInts), host(dev.size());
+    std::vector<int32_t> dev_off(r.batch + 1), host_off(r.batch + 1);
+    MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(dev.data(), parts.p, dev.size() * 4, cudaMemcpyDeviceToHost, s));
+    MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(dev_off.data(), off.p, dev_off.size() * 4, cudaMemcpyDeviceToHost, s));
+    MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
+    mla::compute_decode_plan(lens.data(), r.batch, g.num_parts, g.split_price, o.tune, host.data(), host_off.data(),
+                             mla::DecodePlanPages{perm.data(), pages_per_seq});
+    if (dev != host || dev_off != host_off)
+      return Status::internal("bench decode", "device plan differs from compute_decode_plan on the host");
+  }
   if (o.hints == Options::kOff) MLA_TRY(clear_hints());
   MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));  // warm-up, attributes
   MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
   cudaGraphExec_t decode_exec, plan_exec;
   MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, &decode_exec));
-  MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, table, g, plan, s); }, &plan_exec));
+  MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune); }, &plan_exec));
   MLA_TRY(time_graph(decode_exec, &t->decode_us));
   if (o.hints == Options::kAb) {
     // The decode graph reads the plan buffers when it runs: the same graph, with the hints cleared or rewritten.
     for (int v = 0; v < 4; ++v) {
-      MLA_TRY(v % 2 ? clear_hints() : mla::cuda::plan_decode(seqlens, table, g, plan, s));
+      MLA_TRY(v % 2 ? clear_hints() : mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune));
       MLA_TRY(time_graph(decode_exec, &t->ab_us[v]));
     }
   }
   MLA_TRY(time_graph(plan_exec, &t->plan_us));
   if (o.timeline) {
-    MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s));
+    MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune));
     if (o.hints == Options::kOff) MLA_TRY(clear_hints());
-    MLA_TRY(run_timeline(r, g, s, flush, [&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); },
+    std::vector<int32_t> rec(static_cast<size_t>(g.num_parts) * mla::kPlanPartInts);
+    MLA_CUDA_TRY("bench decode (timeline)",
+                 cudaMemcpyAsync(rec.data(), parts.p, rec.size() * 4, cudaMemcpyDeviceToHost, s));
+    MLA_CUDA_TRY("bench decode (timeline)", cudaStreamSynchronize(s));
+    MLA_TRY(run_timeline(r, g, rec, s, flush, [&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); },
                          capture));
   }
   cudaGraphExecDestroy(decode_exec);
@@ -401,6 +520,10 @@ Status bench(const Options& o) {
                       : "# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
   const bool ab = o.hints == Options::kAb;
   std::printf("# start hints: %s\n", o.hints == Options::kOn ? "on" : o.hints == Options::kOff ? "off" : "ab (µs = on)");
+  std::printf("# plan: %s CTA columns per head tile, split price %s, tuning seq_cost %d split_cost %d min_part_cost %d\n",
+              o.parts > 0 ? std::to_string(o.parts).c_str() : "the geometry's",
+              o.price >= 0 ? std::to_string(o.price).c_str() : "the geometry's", o.tune.seq_cost, o.tune.split_cost,
+              o.tune.min_part_cost);
   std::printf("| format | h_q | batch | seqlen | µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |%s\n",
               ab ? " on 2 | on 3 | off 1 | off 2 | off-on |" : "");
   std::printf("|---|---|---|---|---|---|---|---|---|%s\n", ab ? "---|---|---|---|---|" : "");
