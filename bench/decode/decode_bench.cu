@@ -40,6 +40,7 @@
 #include "mla/core/cuda_check.h"
 #include "mla/ops/decode_timeline.h"
 #include "mla/ops/mla_decode.h"
+#include "mla/ops/plan_decode_schedule.h"
 
 namespace {
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mla/ops/plan_decode.h"
+#include "mla/ops/plan_decode_schedule.h"
 
 namespace mla {
 namespace {
@@ -230,6 +231,31 @@ TEST(PlanDecode, FewLongSequencesAreCutWithoutSlivers) {
   const std::vector<int32_t> one = {8192};
   Plan p = make_plan(one, 1, 16, 132);
   EXPECT_EQ(splits_of(p)[0], 128);  // batch 1: per_part = min_part_cost, one block per part
+}
+
+// The pieces of a cut sequence hold equal page counts (each pays the same fixed price), so on the uniform
+// bench batches every busy part holds the same pages: b32 s4096 at h_q 16 is 4 x 16 pages per sequence (the
+// cost-equal cut of sessions 4-6 gave 13 / 17 / 17 / 17), at h_q 128 2 x 32 (was 30 / 34); s8192 32 / 64.
+TEST(PlanDecode, CutPiecesHoldEqualPages) {
+  for (int len : {4096, 8192})
+    for (int h_q : {16, 128}) {
+      const std::vector<int32_t> sl(32, len);
+      Plan p = make_plan(sl, 1, h_q, 132);
+      check_plan_properties(sl, p);
+      const int pieces = h_q == 16 ? 4 : 2, want = len / 64 / pieces;
+      for (int n : splits_of(p)) ASSERT_EQ(n, pieces) << "h_q " << h_q << " len " << len;
+      for (int part = 0; part < p.g.num_parts; ++part) {
+        const int32_t* r = &p.parts[size_t(part) * kPlanPartInts];
+        int pages = 0;
+        for (int b = r[kPartBeginBatch]; b <= r[kPartEndBatch] && b < 32; ++b) {
+          const int hi = b == r[kPartEndBatch] ? r[kPartEndBlock] : len / 64;
+          pages += hi - (b == r[kPartBeginBatch] ? r[kPartBeginBlock] : 0);
+        }
+        if (pages != 0) {
+          EXPECT_EQ(pages, want) << "h_q " << h_q << " len " << len << " part " << part;
+        }
+      }
+    }
 }
 
 // Sequences of 0.69 parts each: whole, they would pack 1 or 2 to a part (~1.4 x the plain makespan), so

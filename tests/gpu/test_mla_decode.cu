@@ -22,6 +22,7 @@
 #include "mla/core/cuda_check.h"
 #include "mla/core/half.h"
 #include "mla/ops/mla_decode.h"
+#include "mla/ops/plan_decode_schedule.h"
 
 namespace mla::test {
 namespace {

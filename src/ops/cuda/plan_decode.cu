@@ -1,4 +1,4 @@
-// plan_decode on the device: the schedule of compute_decode_plan (plan_decode.h), computed by one CTA in
+// plan_decode on the device: the schedule of compute_decode_plan (plan_decode_schedule.h), computed by one CTA in
 // parallel, once per decode step (H200, bench rows: 7.2-8.9 us of kernel time by ncu, 8.5-10.9 us as a
 // graph launch against 2.8 for an empty kernel; FlashMLA's: 7-37 us; NOTES_plan.md P6/P7). The parallel form
 // is exact: boundary q of a candidate is min(q * per_part, total) (total for q = num_parts), snapped
@@ -18,6 +18,7 @@
 #include "mla/core/cuda_check.h"
 #include "mla/ops/decode_timeline.h"
 #include "mla/ops/plan_decode.h"
+#include "mla/ops/plan_decode_schedule.h"
 
 namespace mla::cuda {
 namespace {
@@ -91,7 +92,8 @@ struct PlanView {
     if (pos > total || q == num_parts) pos = total;
     if (snap) {
       const int a = holder(pos);
-      if (a < batch) pos = decode_plan_snap(pos, a > 0 ? incl[a - 1] : 0, incl[a], per_part, split_price);
+      if (a < batch)
+        pos = decode_plan_snap(pos, a > 0 ? incl[a - 1] : 0, incl[a], tune.seq_cost, per_part, split_price);
     }
     return pos;
   }

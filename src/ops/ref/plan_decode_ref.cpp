@@ -3,6 +3,7 @@
 
 #include "mla/core/check.h"
 #include "mla/ops/plan_decode.h"
+#include "mla/ops/plan_decode_schedule.h"
 
 namespace mla::ref {
 
