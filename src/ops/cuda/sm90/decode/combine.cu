@@ -138,7 +138,13 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
 // the whole CTA on one row, the latency-bound batch-1 case; GROUPS == 8 (one warp per row) serves a CTA
 // with many items to merge (h_q 128 · b32: ~8 rows of two splits per CTA), whose rows then overlap
 // instead of running one after the other.
-template <class Traits, int GROUPS>
+// EARLY (the one-row-per-CTA grid, combine_direct_kernel): the first load batch of partials is issued with the
+// lse loads, before the weights are computed from them (it does not depend on them), so a row of up to KB splits
+// costs one memory round trip after the decode instead of two. Session 7 run 2 (NOTES_plan.md), with the item
+// read before the wait too: -0.6 to -1.1 us on every row this grid serves (h16 b1 / b32, h128 b1; fp8 and bf16).
+// Not in the list kernel: there the same changes (and its first round's lists built before the wait) measured
+// +0.75 to +4 us at h128 b32 (GROUPS 8 holds 16 more float2 live and spilled 148 bytes at the 64-register bound).
+template <class Traits, int GROUPS, bool EARLY>
 __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, int b, int row, int first, int n,
                                                   int t) {
   constexpr int G = kCombineThreads / GROUPS, J = GROUPS;
@@ -151,6 +157,16 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
     return;
   }
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
+  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + 2 * t;
+  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
+  float2 v0[KB][J];  // EARLY: batch 0 of the partials, loaded before the weights
+  if (EARLY) {
+#pragma unroll
+    for (int kk = 0; kk < KB; ++kk)
+#pragma unroll
+      for (int j = 0; j < J; ++j)
+        v0[kk][j] = *reinterpret_cast<const float2*>(src + min(kk, n - 1) * stride + 2 * G * j);
+  }
   float w[kFewSplits];
 #pragma unroll
   for (int k = 0; k < kFewSplits; ++k) w[k] = lse_k[static_cast<int64_t>(k < n ? k : n - 1) * p.rows];
@@ -165,8 +181,6 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
     sum += w[k];
   }
   const float inv = empty ? 0.f : 1.f / sum;
-  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + 2 * t;
-  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
   float2 acc[J];
 #pragma unroll
   for (int j = 0; j < J; ++j) acc[j] = make_float2(0.f, 0.f);
@@ -178,7 +192,8 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
     for (int kk = 0; kk < KB; ++kk)
 #pragma unroll
       for (int j = 0; j < J; ++j)
-        v[kk][j] = *reinterpret_cast<const float2*>(src + min(k0 + kk, n - 1) * stride + 2 * G * j);
+        v[kk][j] = EARLY && k0 == 0 ? v0[kk][j]
+                                    : *reinterpret_cast<const float2*>(src + min(k0 + kk, n - 1) * stride + 2 * G * j);
 #pragma unroll
     for (int kk = 0; kk < KB; ++kk) {
       const float wk = w[k0 + kk] * inv;
@@ -217,7 +232,7 @@ __device__ __noinline__ void combine_few_list(const DecodeKernelParams& p, const
     const int j = j0 + static_cast<int>(threadIdx.x) / G;
     if (j < count) {
       const CombineItem c = combine_item(p, list[j], chunks);
-      combine_few_group<Traits, GROUPS>(p, c.b, c.row, c.first, c.n, static_cast<int>(threadIdx.x) % G);
+      combine_few_group<Traits, GROUPS, false>(p, c.b, c.row, c.first, c.n, static_cast<int>(threadIdx.x) % G);
     }
   }
 }
@@ -314,20 +329,22 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
 // registers, so 3 CTAs per SM and 512-item grids (h_q 128 b1, h_q 16 b32) ran as 1.29 waves (ncu, C1); at 4
 // CTAs per SM (64 registers, no spills) every grid this kernel gets is one wave (C2 vs C1, fp8: h_q 128 b1
 // s4096 / s8192 19.6 / 23.2 -> 17.2 / 20.7 us, h_q 16 b32 s512 16.4 -> 15.5).
+// The item (split_offsets: the plan's, complete before the decode kernel started) is read before the wait; every
+// CTA still waits, so the grid stays ordered after the decode even where nothing merges.
 template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4)
     combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
   MLA_TIMELINE_COMBINE(p, 0);
+  const CombineItem c = combine_item(p, blockIdx.x, chunks);
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   MLA_TIMELINE_COMBINE(p, 1);
   __shared__ CombineSmem sm;
-  const CombineItem c = combine_item(p, blockIdx.x, chunks);
   if (c.n == 1 || (c.n <= kFewSplits && c.chunk != 0)) {
     MLA_TIMELINE_COMBINE(p, 2);
     return;
   }
   if (c.n <= kFewSplits) {
-    combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
+    combine_few_group<Traits, 1, true>(p, c.b, c.row, c.first, c.n, threadIdx.x);
   } else {
     combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
   }
