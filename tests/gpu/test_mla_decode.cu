@@ -294,6 +294,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // the current one's epilogue, in its own cp.async group ahead of page j + 2, kernel.cuh) is exercised often,
   // one-page sequences included.
   add_case(cases, dc(kB, 400, 16, 1, false, random_lens("b400h16", 400, 1, 80)), "rand1_80");
+  // The same for 32-row tiles (two row groups, Q read from shared memory at every step, so its reload at each
+  // sequence switch is read by every later step).
+  add_case(cases, dc(kB, 300, 32, 1, false, random_lens("b300h32", 300, 1, 80)), "rand1_80");
   add_case(cases, dc(kB, 128, 64, 2, false, random_lens("b128h64", 128, 1, 1024), false), "rand1_1024");
   add_case(cases, dc(kB, 128, 128, 1, false, random_lens("b128h128", 128, 1, 511)), "rand1_511");
   add_case(cases, dc(kB, 128, 16, 4, true, random_lens("b128h16", 128, 60, 70)), "rand60_70");

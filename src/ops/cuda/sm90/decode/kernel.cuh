@@ -14,11 +14,26 @@
 #include "ops/cuda/sm90/decode/mainloop.cuh"
 #include "ops/cuda/sm90/decode/pages.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/timeline.cuh"
 
 namespace mla::sm90::decode {
 
 // kWg: 64-row tiles (RG == 4) on wgmma, one warpgroup per slice; otherwise mma.sync, which has no 64-row
 // minimum and so skips empty row groups.
+//
+// Timeline marks (diagnostics build only; bench_decode --timeline: µs after the first CTA's start). Thread 0 sets them,
+// only at the part's first and last step and at sequence switches: each mark is a call + globaltimer read + atomic
+// (~0.3 µs; four per step stretched a step from ~2.3 to ~3.5 µs, bench/decode/NOTES.md session 7 run N1).
+//   4 FIRST  the first page (and the first Q tile) landed and visible: the first step passed its wait + barrier
+//   5 FIRST  the first S done (thread 0's warp)
+//   6 LAST   a sequence switch: the first step of a later sequence passed its wait + barrier (the last switch's)
+//   7 LAST   the epilogue of the part's last segment started
+//   8 LAST   CTA done (the last stores issued, the copies drained)
+//   9 LAST   a sequence switch: the epilogue of a segment that another segment follows started (the last switch's)
+//   10 LAST  a sequence switch: the new sequence's first step started its wait (after the Q / refill issue)
+//   11 LAST  the part's last step passed its wait + barrier (its last page visible)
+//   12 LAST  the part's last step started its wait
+//   13 LAST  an epilogue's stores issued (write_segment returned; the part's last)
 template <class Traits, int RG, bool kWg>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_constant__ DecodeKernelParams p) {
   using WS = WarpShape<RG>;
@@ -45,6 +60,12 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   // wgmma is warpgroup-wide: every warp computes (rows past valid_rows see a zero Q tile: finite,
   // never written); mma.sync warps of empty row groups skip the math.
   const bool active = kWg || writes;
+#ifdef MLA_DECODE_TIMELINE
+  const bool tl_on = threadIdx.x == 0 && p.timeline != nullptr;
+  bool tl_first = true;  // the part's first step
+#else
+  constexpr bool tl_on = false, tl_first = false;
+#endif
   const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
 
@@ -106,10 +127,29 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   };
   int slot = 0;
   uint32_t phase = 0;  // parity of the slot's use (mbarrier-tracked slots)
+  bool switched = false;  // (timeline) this step starts a later sequence of the part
   while (comp.valid()) {
+    bool tl_last = false;  // (timeline) the part's last step
+#ifdef MLA_DECODE_TIMELINE
+    if (tl_on && comp.last_of_sequence()) {
+      PartCursor next = comp;
+      next.advance(p);
+      tl_last = !next.valid();
+    }
+#endif
+    if (tl_on) {
+      if (tl_last) MLA_TL_MARK_LAST(p.timeline, 12);
+      if (switched) MLA_TL_MARK_LAST(p.timeline, 10);
+    }
     pages.wait(slot, phase);
     if constexpr (kWg) fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
     __syncthreads();
+    if (tl_on) {
+      if (tl_first) MLA_TL_MARK_FIRST(p.timeline, 4);
+      if (tl_last) MLA_TL_MARK_LAST(p.timeline, 11);
+      if (switched) MLA_TL_MARK_LAST(p.timeline, 6);
+    }
+    switched = false;
     const uint32_t s_kv = pages.stage(p, comp, slot);
     if constexpr (Pages::kEarlyRefill) refill(slot);
     const int b = comp.b, blk = comp.blk;
@@ -125,6 +165,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       } else {
         compute_scores<Traits, RG>(sc, s_q_tile, s_kv, rg, ws, lane);
       }
+      if (tl_on && tl_first) MLA_TL_MARK_FIRST(p.timeline, 5);
       // Mask keys past the row's visible length (sequence end, causal diagonal); partial row maxima.
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -187,14 +228,20 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
     }
     const bool seg_end = comp.last_of_sequence();
     if (seg_end) {
+      if (tl_on) MLA_TL_MARK_LAST(p.timeline, tl_last ? 7 : 9);
       const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
       const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
       write_segment<Traits, RG>(p, st, s_sum, b, slot, n_splits == 1, tile_row0, writes, rg, ws, lane);
+      if (tl_on) MLA_TL_MARK_LAST(p.timeline, 13);
       st.reset();
       q_fresh = true;
+      switched = true;
     }
     __syncthreads();  // stage, P, Q and the reduction buffers are free again
     comp.advance(p);
+#ifdef MLA_DECODE_TIMELINE
+    tl_first = false;
+#endif
     if (seg_end && comp.valid()) {
       // Its own commit group, ahead of page j + 2: the next step's wait<1> then covers Q and page j + 1.
       load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
@@ -208,6 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
     }
   }
   cp_async_wait<0>();
+  if (tl_on) MLA_TL_MARK_LAST(p.timeline, 8);
 }
 
 }  // namespace mla::sm90::decode
