@@ -27,8 +27,10 @@
 
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/timeline.cuh"  // MLA_TL_MARK_* (nothing outside a timeline build)
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
+#include "ops/cuda/sm90/decode_fp8/timeline_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/transpose_ws.cuh"
 
 namespace mla::sm90::decode_fp8 {
@@ -72,6 +74,7 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCurso
     const int stage = j % kKStages;
     if (j >= kKStages) mbar_wait(bars.k_empty(stage), phase(j - kKStages, kKStages));
     issue_tile_tma(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
+    if (c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 10);  // timeline_ws.cuh: last TMA
     new_seg = c.last_of_sequence();
     c.advance(p);
     c.fetch_page(p);  // the next page's block-table entry loads while this thread waits
@@ -91,10 +94,12 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     const int ks = j % kKStages, vs = j % kVStages;
     if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
+    if (tw == 0 && j == 0) MLA_TL_MARK_FIRST(p.timeline, 9);  // timeline_ws.cuh: first K page landed (transposer)
     transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     mbar_arrive(bars.k_empty(ks));
+    if (tw == 0 && c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 11);  // last V^T written
     c.advance(p);
     ++j;
   }
@@ -126,10 +131,15 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     row_i[h] = (tile_row0 + row_local[h]) / p.h_q;  // query position of the row (causal mask)
   }
 
+  WsTimeline tl;  // diagnostics only (timeline_ws.cuh), empty in a normal build
+  tl.init(p, tid == 0);
   WsState st;
   st.reset();
   int epi = 0;  // segments written so far (parity of the s_l buffer)
   auto epilogue = [&](int b) {
+    tl.last(7);  // timeline_ws.cuh: an epilogue started
+    const unsigned long long t_epi = tl.now();
+    tl.seg();
     const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
     const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
     // O accumulates P times raw e4m3 V: out (and every partial) = O / l * k_scale.
@@ -141,6 +151,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
                                                  wg, warp, lane);
     ++epi;
     st.reset();
+    tl.add(kTlEpilogue, t_epi);
   };
   // Max of the other warpgroup's page jj, which also says its P is in shared memory.
   auto wait_other = [&](int jj, float (&mp)[2]) {
@@ -198,6 +209,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     if ((j & 1) == wg) {
       const int ks = j % kKStages;
       float mp[2] = {-INFINITY, -INFINITY};
+      const unsigned long long t_top = tl.now();
       // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
       bool q_new = false;
       while (q_seg < seg) {
@@ -210,7 +222,10 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       if constexpr (kQR > 0) {
         if (q_new) load_q_frags<kQR>(qf, s_q_tile, warp, lane);
       }
+      const unsigned long long t_k = tl.now();
       mbar_wait(bars.k_full(ks), phase(j, kKStages));
+      tl.add(kTlKWait, t_k);
+      if (j < 2) tl.first(4);  // timeline_ws.cuh: first K page landed (consumer)
       float sc[8][4];
       // Once S_j is done, O is rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j, which
       // then overlaps it; P_j V_j queues behind it when no row's max moved.
@@ -218,14 +233,19 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       if (j > 0) wait_other(j - 1, mp);
       wgmma_wait_group<0>();  // S_j (rescaling O while it runs makes ptxas insert a wait anyway, C7517)
       decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
+      if (j < 2) tl.first(5);  // timeline_ws.cuh: first S done
+      if (first) tl.add(kTlSegStart, t_top);
       if (j > 0) {
         rescale_o_ws(st, mp, zero2, p.scale_log2);
         issue_pv(j - 1, false);
         pend = j - 1;
         if (first) {  // page j - 1 ended the previous segment: write it before page j starts a new O
+          tl.last(6);  // timeline_ws.cuh: a sequence switch
+          const unsigned long long t_w = tl.now();
           wgmma_wait_group<0>();
           decode::fence_operands(o_regs);
           release_pending();
+          tl.add(kTlEpilogue, t_w);
           epilogue(prev_b);
         }
       }
@@ -309,6 +329,8 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     pv(j - 1, mp, zero2);
     epilogue(prev_b);
   }
+  tl.last(8);  // timeline_ws.cuh: CTA done
+  tl.flush();
 }
 
 template <class S>
