@@ -16,6 +16,8 @@
 //   row's max moved, else after it and a rescale) | release V^T_{j-1}, V^T_j as their products complete.
 // Unlike the 16-bit kernel, the K stage is released right after S (P lives in its own buffer, V in V^T),
 // so the TMA of page j + kKStages starts while both P.V products of page j are still to come.
+// At a sequence switch the owner of the new segment's first page adds the previous segment's last page and writes
+// that segment's epilogue before it waits for the new Q tile and page (run W21: −1…−1.3 % at h128 b128 s4096/8192).
 //
 // Reuse of the P halves (page j: half j % kPHalves) and of s_m[j % kPHalves] without extra barriers: the next
 // write of P half j % kPHalves is the softmax of page j + kPHalves, after its owner waited for P of page
@@ -209,6 +211,24 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     if ((j & 1) == wg) {
       const int ks = j % kKStages;
       float mp[2] = {-INFINITY, -INFINITY};
+      // Page j - 1 ended the previous segment: add it and write that segment first, before this segment's Q tile
+      // and first page are waited for (the Q tile's TMA starts only once both warpgroups' last S of the previous
+      // segment is done): the epilogue then runs under that latency instead of after this page's S, and the other
+      // warpgroup, waiting for this one in the epilogue's row-sum barrier, leaves it that much sooner (run W21).
+      const bool switched = first && j > 0;
+      if (switched) {
+        tl.last(6);  // timeline_ws.cuh: a sequence switch
+        const unsigned long long t_w = tl.now();
+        wait_other(j - 1, mp);
+        rescale_o_ws(st, mp, zero2, p.scale_log2);
+        issue_pv(j - 1, false);
+        pend = j - 1;
+        wgmma_wait_group<0>();
+        decode::fence_operands(o_regs);
+        release_pending();
+        tl.add(kTlEpilogue, t_w);
+        epilogue(prev_b);
+      }
       const unsigned long long t_top = tl.now();
       // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
       bool q_new = false;
@@ -230,24 +250,15 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       // Once S_j is done, O is rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j, which
       // then overlaps it; P_j V_j queues behind it when no row's max moved.
       issue_s(reinterpret_cast<float(&)[32]>(sc), s_k0 + ks * kSlabTileBytes);
-      if (j > 0) wait_other(j - 1, mp);
+      if (j > 0 && !switched) wait_other(j - 1, mp);
       wgmma_wait_group<0>();  // S_j (rescaling O while it runs makes ptxas insert a wait anyway, C7517)
       decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
       if (j < 2) tl.first(5);  // timeline_ws.cuh: first S done
       if (first) tl.add(kTlSegStart, t_top);
-      if (j > 0) {
+      if (j > 0 && !switched) {
         rescale_o_ws(st, mp, zero2, p.scale_log2);
         issue_pv(j - 1, false);
         pend = j - 1;
-        if (first) {  // page j - 1 ended the previous segment: write it before page j starts a new O
-          tl.last(6);  // timeline_ws.cuh: a sequence switch
-          const unsigned long long t_w = tl.now();
-          wgmma_wait_group<0>();
-          decode::fence_operands(o_regs);
-          release_pending();
-          tl.add(kTlEpilogue, t_w);
-          epilogue(prev_b);
-        }
       }
       mbar_arrive(bars.k_empty(ks));
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
