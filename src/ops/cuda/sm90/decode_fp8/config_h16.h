@@ -39,7 +39,7 @@ constexpr int kBarPEmpty = 4;  // + buffer
 constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
 
 struct SmemLayoutH16 {
-  int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, bar_offset, total;
+  int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, flag_offset, bar_offset, total;
 };
 constexpr SmemLayoutH16 smem_layout_h16() {
   SmemLayoutH16 s{};
@@ -50,7 +50,8 @@ constexpr SmemLayoutH16 smem_layout_h16() {
   s.alpha_offset = s.red_offset + 2 * kRows * 4 * 4;       // float [2][16]: O rescale of page j
   s.lsum_offset = s.alpha_offset + 2 * kRows * 4;          // float [2][16][4]: row-sum partials at a segment end
   s.mfin_offset = s.lsum_offset + 2 * kRows * 4 * 4;       // float [2][16]: the row max at a segment end
-  s.bar_offset = s.mfin_offset + 2 * kRows * 4;            // mbarriers: full[kStages], empty[kStages], q_full[kQSlots]
+  s.flag_offset = s.mfin_offset + 2 * kRows * 4;           // int [2]: the scorer's "S of page j + 1 issued early"
+  s.bar_offset = s.flag_offset + 2 * 4;                    // mbarriers: full[kStages], empty[kStages], q_full[kQSlots]
   s.total = s.bar_offset + 8 * (2 * kStages + kQSlots);
   return s;
 }

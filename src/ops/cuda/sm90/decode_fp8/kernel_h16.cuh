@@ -12,10 +12,22 @@
 // So the scorer's page j + 1 overlaps the accumulator's page j, and neither waits for the other's barrier more
 // than once per page. Stage j is released by 8 warp arrivals (4 scorer warps after S, 4 accumulator warps after
 // their ldmatrix), so the TMA of page j + kStages overlaps the P.V of page j.
+// Timeline marks (bench_decode --timeline in a -DMLA_DECODE_TIMELINE build; nothing otherwise), per CTA:
+//   4  scorer: page 0 landed (its full wait returned)
+//   7  accumulator: a segment's epilogue started (LAST: the part's last epilogue)
+//   8  accumulator: a segment's stores issued (LAST over the 4 warps: the CTA's end)
+//   9  producer: the initial ring (up to kStages pages) issued     10  producer: the part's last page issued (LAST)
+//   11 scorer: page kStages - 1 landed (the initial ring complete)  15 scorer: page 8 landed (rate over 8 pages)
+//   13 scorer: a segment's last page landed (LAST: the part's last page)
+// and four wait sums of one thread each (TlSum below; the slot holds the CTA's start + the sum in ns, so
+// bench_decode prints the sum plus the CTA's start offset, which is < 1 us):
+//   5  scorer warp 0: page full waits        14 scorer warp 0: P_empty waits (accumulator still on P.V j - 2)
+//   12 accumulator warp 0: page full waits   6  accumulator warp 0: P_full waits (scorer not done with P_j)
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/timeline.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode_fp8/epilogue.cuh"
 #include "ops/cuda/sm90/decode_fp8/mainloop_h16.cuh"
@@ -28,6 +40,25 @@ using decode::mbar_wait;
 using decode::PartCursor;
 
 using decode::n16::phase_of;
+
+// Timeline wait sum of one thread (marks 5, 6, 12, 14 above): begin() / end() around a wait, publish() at the end.
+// Empty in a normal build.
+struct TlSum {
+#ifdef MLA_DECODE_TIMELINE
+  unsigned long long ns = 0, t = 0;
+  __device__ __forceinline__ void begin() { t = decode::timeline_now(); }
+  __device__ __forceinline__ void end() { ns += decode::timeline_now() - t; }
+  // slot k = the CTA's start stamp + ns (slot 0 was written by thread 0 before the CTA barrier).
+  __device__ __forceinline__ void publish(const decode::DecodeKernelParams& p, int k) const {
+    unsigned long long* c = p.timeline != nullptr ? decode::timeline_decode_cta(p.timeline) : nullptr;
+    if (c != nullptr) atomicMax(c + k, c[0] + ns);
+  }
+#else
+  __device__ __forceinline__ void begin() {}
+  __device__ __forceinline__ void end() {}
+  __device__ __forceinline__ void publish(const decode::DecodeKernelParams&, int) const {}
+#endif
+};
 
 // The page ring (full / empty per stage), then the Q slots' q_full barriers.
 struct Bars : decode::n16::RingBars<kStages> {
@@ -58,6 +89,7 @@ struct PageProducer {
     if (j >= kStages) mbar_wait(bars.empty(stage), phase_of(j - kStages, kStages));
     decode::mbar_expect_tx(bars.full(stage), kSlabTileBytes);
     tma_slabs(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, kSlabBytes, bars.full(stage));
+    if (c.last_of_sequence()) MLA_TL_MARK_LAST(p.timeline, 10);  // the last call: the part's last page
     c.advance(p);
     c.fetch_page(p);  // the next block-table entry loads while the warp computes page j
     ++j;
@@ -80,8 +112,24 @@ struct QLoader {
   }
 };
 
-// S^T is waited for right away: issuing page j + 1's S^T before the softmax of page j (to overlap them) made the
-// scorer wait for page j + 1's data before it could publish P_j, and every large row slower (run H2).
+// Non-blocking probe: has phase `parity` of the mbarrier completed? (try_wait may suspend the thread a while.)
+__device__ __forceinline__ bool mbar_test_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+// S^T of page j is waited for before its softmax. When page j + 1 (same sequence) has already landed at page j's
+// row-max exchange, its S^T is issued right after that barrier into s_next and runs on the tensor cores while page
+// j's exp, P store and hand-off proceed (NOTES_fp8.md runs H10-H11: b128 s4096 -2.2 %, s8192 -0.8 %, b32 s8192 -1 %;
+// +0.2-0.4 us on 1-8-page rows, where it never applies: the larger code is fetched cold after the bench's L2 flush).
+// The decision must be warpgroup-uniform (wgmma is collective): thread 0 probes the page's barrier before the
+// exchange and leaves the answer in s_flag[buf], read by all after it. Waiting for page j + 1 before the softmax
+// unconditionally made P_j late whenever that page had not landed (run H2).
 __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
                                        uint8_t* smem, int w, int lane) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
@@ -101,18 +149,36 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     ql.issue(p, bars, s_q0);
     ql.issue(p, bars, s_q0);
   }
-  bool seq_start = true;
+  int* s_flag = reinterpret_cast<int*>(smem + L.flag_offset);       // [2]
+  bool seq_start = true, pre = false;
   int j = 0, seq = 0;
+  TlSum sum_full, sum_pempty;
+  float s_next[8];
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
     const bool seg_end = c.last_of_sequence();
     if (seq_start) mbar_wait(bars.q_full(seq % kQSlots), phase_of(seq, kQSlots));
     seq_start = seg_end;
-    mbar_wait(bars.full(stage), phase_of(j, kStages));
     float s[8];
-    issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
-    decode::wgmma_wait_all();
-    decode::fence_operands(s);
+    if (!pre) {
+      if (q_loader) sum_full.begin();
+      mbar_wait(bars.full(stage), phase_of(j, kStages));
+      if (q_loader) sum_full.end();
+      issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+      decode::wgmma_wait_all();
+      decode::fence_operands(s);
+    } else {
+      decode::wgmma_wait_all();
+      decode::fence_operands(s_next);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) s[i] = s_next[i];
+    }
+    if (q_loader) {
+      if (j == 0) MLA_TL_MARK_FIRST(p.timeline, 4);
+      if (j == kStages - 1) MLA_TL_MARK_FIRST(p.timeline, 11);
+      if (j == 8) MLA_TL_MARK_FIRST(p.timeline, 15);
+      if (seg_end) MLA_TL_MARK_LAST(p.timeline, 13);
+    }
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));
     // s_q 1 (this kernel's tiles): every row sees keys < seqlen.
@@ -122,14 +188,24 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     // writing page j + 1's entries has passed page j's barrier, so nobody still reads page j - 1's.
     float* red = s_red + buf * kRows * 4;
     decode::n16::store_row_max(red, mx, w, g, t);
+    const int next_stage = (j + 1) % kStages;
+    if (q_loader) s_flag[buf] = !seg_end && mbar_test_wait(bars.full(next_stage), phase_of(j + 1, kStages));
     decode::named_sync(kBarScorer, 32 * kScorerWarps);
+    // s_flag[buf] is rewritten at page j + 2, after every scorer thread passed page j + 1's exchange: read by then.
+    pre = s_flag[buf] != 0;
+    if (pre) {
+      mbar_wait(bars.full(next_stage), phase_of(j + 1, kStages));  // completed: each thread observes it itself
+      issue_scores_t(s_next, s_k0 + next_stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+    }
     // Every warp's S of this sequence has completed (wgmma waited, then this barrier): its Q slot is free.
     if (q_loader && seg_end) ql.issue(p, bars, s_q0);
     float alpha[4], m_scaled[4], pr[8];
     decode::n16::update_row_max(red, st.m, alpha, m_scaled, p.scale_log2, t);
     decode::n16::exp_and_row_sums(s, pr, st.l, alpha, m_scaled, p.scale_log2);
     // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
+    if (q_loader) sum_pempty.begin();
     decode::named_sync(kBarPEmpty + buf, kBarPair);
+    if (q_loader) sum_pempty.end();
     store_p_packed(s_p0 + buf * kPBufBytes, pr, w, g, t);
     if (w == 0 && g == 0) {
 #pragma unroll
@@ -144,6 +220,10 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     decode::named_arrive(kBarPFull + buf, kBarPair);
     c.advance(p);
     ++j;
+  }
+  if (q_loader) {
+    sum_full.publish(p, 5);
+    sum_pempty.publish(p, 14);
   }
 }
 
@@ -198,17 +278,23 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   if (is_producer) {
     prod.init(p, c);
     for (int k = 0; k < kStages; ++k) prod.step(p, bars, s_k0);
+    MLA_TL_MARK_FIRST(p.timeline, 9);
   }
   __syncwarp();
   int j = 0;
+  TlSum sum_full, sum_pfull;
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
+    if (is_producer) sum_full.begin();
     mbar_wait(bars.full(stage), phase_of(j, kStages));
+    if (is_producer) sum_full.end();
     uint32_t vf[2][8][4];
     load_v_frags(vf, s_k0 + stage * kSlabTileBytes, c.seqlen - c.blk * kBlockN, w, lane);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));  // release orders the ldmatrix reads before the refill
+    if (is_producer) sum_pfull.begin();
     decode::named_sync(kBarPFull + buf, kBarPair);
+    if (is_producer) sum_pfull.end();
     float alpha[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
@@ -233,8 +319,10 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     if (seg_end) decode::n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
     decode::named_arrive(kBarPEmpty + buf, kBarPair);
     if (seg_end) {
+      if (is_producer) MLA_TL_MARK_LAST(p.timeline, 7);
       const decode::n16::SegmentDest d = decode::n16::segment_dest(p, c.b, first_batch, first_split);
       write_segment_h16(fp, o, lsum, mfin, c.b, d.slot, d.n_splits == 1, w, lane);
+      if (lane == 0) MLA_TL_MARK_LAST(p.timeline, 8);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -242,6 +330,10 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     }
     c.advance(p);
     ++j;
+  }
+  if (is_producer) {
+    sum_full.publish(p, 12);
+    sum_pfull.publish(p, 6);
   }
 }
 
