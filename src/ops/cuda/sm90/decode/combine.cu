@@ -63,6 +63,10 @@ struct CombineSmem {
 template <class Traits>
 __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b, int row, int first, int n,
                                              int chunk, int chunks, CombineSmem& sm) {
+  // Splits per load batch. 9 (the 66 splits of an h_q 128 batch-1 row over 8 split lanes in one round of loads
+  // instead of a second round for two lanes; 64 registers, no spills) measured +0.1 to +0.35 us on every
+  // batch-1 row (session 7 comb2 run 2).
+  constexpr int KB = 8;
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
   const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
   const int f = threadIdx.x % q4, sl = threadIdx.x / q4;
@@ -71,18 +75,18 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
   const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
   float m = -INFINITY, s = 0.f;  // running max of this thread's splits and sum of exp(lse - m)
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);  // sum of exp(lse - m) * partial
-  for (int k0 = sl; k0 < n; k0 += 8 * lanes) {
-    float4 v[8];
-    float l[8];
+  for (int k0 = sl; k0 < n; k0 += KB * lanes) {
+    float4 v[KB];
+    float l[KB];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < KB; ++j) {
       const int k = min(k0 + j * lanes, n - 1);  // past n: repeat the last split, masked below
       v[j] = *reinterpret_cast<const float4*>(src + k * stride);
       l[j] = lse_k[static_cast<int64_t>(k) * p.rows];
     }
     float mb = m;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < KB; ++j) {
       if (k0 + j * lanes >= n) l[j] = -INFINITY;
       mb = fmaxf(mb, l[j]);
     }
@@ -94,7 +98,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
     acc.z *= r;
     acc.w *= r;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < KB; ++j) {
       const float w = expf(l[j] - mb);  // l = -inf (masked or empty split): 0
       s += w;
       acc.x += w * v[j].x;
@@ -138,13 +142,13 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
 // the whole CTA on one row, the latency-bound batch-1 case; GROUPS == 8 (one warp per row) serves a CTA
 // with many items to merge (h_q 128 · b32: ~8 rows of two splits per CTA), whose rows then overlap
 // instead of running one after the other.
-// EARLY (the one-row-per-CTA grid, combine_direct_kernel): the first load batch of partials is issued with the
-// lse loads, before the weights are computed from them (it does not depend on them), so a row of up to KB splits
-// costs one memory round trip after the decode instead of two. Session 7 run 2 (NOTES_plan.md), with the item
-// read before the wait too: -0.6 to -1.1 us on every row this grid serves (h16 b1 / b32, h128 b1; fp8 and bf16).
-// Not in the list kernel: there the same changes (and its first round's lists built before the wait) measured
-// +0.75 to +4 us at h128 b32 (GROUPS 8 holds 16 more float2 live and spilled 148 bytes at the 64-register bound).
-template <class Traits, int GROUPS, bool EARLY>
+// The first load batch of partials is issued with the lse loads, before the weights are computed from them (it
+// does not depend on them), so a row of up to KB splits costs one memory round trip after the decode instead of
+// two. Session 7 run 2 (NOTES_plan.md), with the item read before the wait too: -0.6 to -1.1 us on every row the
+// one-row-per-CTA grid serves (h16 b1 / b32, h128 b1; fp8 and bf16). Only that grid calls this (GROUPS 1); the
+// list kernel merges its few-split rows with combine_few_online (the same early loads there, with w[] live
+// beside them, spilled 148 bytes at GROUPS 8).
+template <class Traits, int GROUPS>
 __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, int b, int row, int first, int n,
                                                   int t) {
   constexpr int G = kCombineThreads / GROUPS, J = GROUPS;
@@ -159,14 +163,11 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
   const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + 2 * t;
   const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
-  float2 v0[KB][J];  // EARLY: batch 0 of the partials, loaded before the weights
-  if (EARLY) {
+  float2 v0[KB][J];  // batch 0 of the partials, loaded before the weights
 #pragma unroll
-    for (int kk = 0; kk < KB; ++kk)
+  for (int kk = 0; kk < KB; ++kk)
 #pragma unroll
-      for (int j = 0; j < J; ++j)
-        v0[kk][j] = *reinterpret_cast<const float2*>(src + min(kk, n - 1) * stride + 2 * G * j);
-  }
+    for (int j = 0; j < J; ++j) v0[kk][j] = *reinterpret_cast<const float2*>(src + min(kk, n - 1) * stride + 2 * G * j);
   float w[kFewSplits];
 #pragma unroll
   for (int k = 0; k < kFewSplits; ++k) w[k] = lse_k[static_cast<int64_t>(k < n ? k : n - 1) * p.rows];
@@ -192,8 +193,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
     for (int kk = 0; kk < KB; ++kk)
 #pragma unroll
       for (int j = 0; j < J; ++j)
-        v[kk][j] = EARLY && k0 == 0 ? v0[kk][j]
-                                    : *reinterpret_cast<const float2*>(src + min(k0 + kk, n - 1) * stride + 2 * G * j);
+        v[kk][j] = k0 == 0 ? v0[kk][j] : *reinterpret_cast<const float2*>(src + min(k0 + kk, n - 1) * stride + 2 * G * j);
 #pragma unroll
     for (int kk = 0; kk < KB; ++kk) {
       const float wk = w[k0 + kk] * inv;
@@ -207,6 +207,73 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
 #pragma unroll
   for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, 2 * (t + G * j), acc[j]);
   if (t == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
+}
+
+// Few splits in the list kernel, GROUPS items at once (groups and column pairs as combine_few_group): each load
+// batch of KB splits brings its lse values and its partials together (the partials' addresses need only first /
+// n, which the list carries), and the group keeps a running (max, sum, weighted sum) rescaled per batch as
+// combine_many does, so a row of up to KB splits (h_q 128 · b32: 2) costs one memory round trip after the wait,
+// and no w[kFewSplits] array is live beside the partials (ptxas: GROUPS 8 / 4 no spills, 2 / 1 16 / 4 bytes).
+// Session 7 comb2 runs 1 / 2 (NOTES_plan.md), with the lists built before the wait: -0.8 to -1.8 us on h_q 128 b32.
+template <class Traits, int GROUPS>
+__device__ __forceinline__ void combine_few_online(const DecodeKernelParams& p, int b, int row, int first, int n,
+                                                   int t) {
+  constexpr int G = kCombineThreads / GROUPS, J = GROUPS;
+  constexpr int KB = 16 / J < kFewSplits ? 16 / J : kFewSplits;
+  if (n == 0) {  // seqlen 0: no keys
+#pragma unroll
+    for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, 2 * (t + G * j), make_float2(0.f, 0.f));
+    if (t == 0) store_lse(p, b, row, -INFINITY);
+    return;
+  }
+  const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
+  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + 2 * t;
+  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
+  float m = -INFINITY, s = 0.f;  // running max of the lse values so far and sum of exp(lse - m)
+  float2 acc[J];                 // sum of exp(lse - m) * partial
+#pragma unroll
+  for (int j = 0; j < J; ++j) acc[j] = make_float2(0.f, 0.f);
+  for (int k0 = 0; k0 < n; k0 += KB) {
+    float2 v[KB][J];
+    float l[KB];
+#pragma unroll
+    for (int kk = 0; kk < KB; ++kk) {
+      const int k = min(k0 + kk, n - 1);  // past n: repeat the last split, masked below
+      l[kk] = lse_k[static_cast<int64_t>(k) * p.rows];
+#pragma unroll
+      for (int j = 0; j < J; ++j) v[kk][j] = *reinterpret_cast<const float2*>(src + k * stride + 2 * G * j);
+    }
+    float mb = m;
+#pragma unroll
+    for (int kk = 0; kk < KB; ++kk) {
+      if (k0 + kk >= n) l[kk] = -INFINITY;
+      mb = fmaxf(mb, l[kk]);
+    }
+    if (mb == -INFINITY) continue;  // no visible key so far (s and acc still 0)
+    const float r = m == -INFINITY ? 0.f : expf(m - mb);
+    s *= r;
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      acc[j].x *= r;
+      acc[j].y *= r;
+    }
+#pragma unroll
+    for (int kk = 0; kk < KB; ++kk) {
+      const float w = expf(l[kk] - mb);  // l = -inf (masked or empty split): 0
+      s += w;
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        acc[j].x += w * v[kk][j].x;
+        acc[j].y += w * v[kk][j].y;
+      }
+    }
+    m = mb;
+  }
+  const bool empty = m == -INFINITY;  // no visible key in any split
+  const float inv = empty ? 0.f : 1.f / s;
+#pragma unroll
+  for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, 2 * (t + G * j), make_float2(acc[j].x * inv, acc[j].y * inv));
+  if (t == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
 }
 
 // Item number -> (sequence, row, chunk) and its split range.
@@ -223,16 +290,19 @@ __device__ __forceinline__ CombineItem combine_item(const DecodeKernelParams& p,
   return c;
 }
 
-// Not inlined: with the four GROUPS instantiations inlined into combine_list_kernel, ptxas spills 24
-// bytes at its 64-register bound. Called once per round (this form was not itself timed on the H200).
+// Not inlined: with the four GROUPS instantiations inlined into combine_list_kernel, ptxas spilled 24 bytes
+// at its 64-register bound (the HEAD form). The list entries carry each item's first split and count (read once,
+// when the list was built).
 template <class Traits, int GROUPS>
-__device__ __noinline__ void combine_few_list(const DecodeKernelParams& p, const int* list, int count, int chunks) {
+__device__ __noinline__ void combine_few_list(const DecodeKernelParams& p, const int* list, const int* lfirst,
+                                              const int* ln, int count, int chunks) {
   constexpr int G = kCombineThreads / GROUPS;
   for (int j0 = 0; j0 < count; j0 += GROUPS) {
     const int j = j0 + static_cast<int>(threadIdx.x) / G;
     if (j < count) {
-      const CombineItem c = combine_item(p, list[j], chunks);
-      combine_few_group<Traits, GROUPS, false>(p, c.b, c.row, c.first, c.n, static_cast<int>(threadIdx.x) % G);
+      const int it = list[j];
+      const int row = (it / chunks) % p.rows, b = it / chunks / p.rows;
+      combine_few_online<Traits, GROUPS>(p, b, row, lfirst[j], ln[j], static_cast<int>(threadIdx.x) % G);
     }
   }
 }
@@ -267,11 +337,14 @@ __device__ __noinline__ void timeline_combine(const DecodeKernelParams& p, int k
 // merging (a sequence with 0 or >= 2 splits; only chunk 0 when few splits) go to two shared lists; the
 // few-split rows are merged by 1, 2, 4 or 8 thread groups at once (h_q 128 · b32: ~8 rows of two splits
 // per CTA, -14 to -16 us against merging them one after the other, P6-P8).
-// Every CTA waits on griddepcontrol.wait first (programmatic dependent launch: the grid may be scheduled
-// while the decode kernel drains). Building the first round's lists before the wait (they need only
-// split_offsets, written by the plan before the decode kernel started) gained nothing on any row (P6-P8),
-// and a dependent grid in which no CTA waits may complete before the decode kernel, so the stream's next
-// work would no longer be ordered after it. Not understood: on h_q 128 · b128 rows, where nothing merges,
+// The first round's lists (with each item's first split and count) are built before griddepcontrol.wait: they
+// need only split_offsets, written by the plan before the decode kernel started (programmatic dependent launch:
+// the grid may be scheduled while the decode kernel drains), so after the wait the few-split rows issue their lse
+// and partial loads at once and a CTA with nothing to merge exits. Session 7 comb2 (NOTES_plan.md), with
+// combine_few_online: fp8 h_q 128 b32 s4096 / s8192 -0.95 / -0.8 us, fp8_ds -1.8 / -1.65, b128 -0.1 to -1.0 (in
+// P6-P8 the lists alone before the wait gained nothing). Every CTA still waits, also one without a round: a
+// dependent grid in which no CTA waits may complete before the decode kernel, so the stream's next work would
+// no longer be ordered after it. Not understood: on h_q 128 · b128 rows, where nothing merges,
 // this kernel is 1-4 us slower than session 4's (one list, rows merged one at a time by the whole CTA; C1/C2),
 // although alone (ncu, C1) the two differ by 0.23 us with the same grid, registers and occupancy; neither the
 // early (programmatic) launch nor the shared-memory carveout explains it (C2: nopdl, carve), nor 132 CTAs.
@@ -279,13 +352,13 @@ template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const __grid_constant__ DecodeKernelParams p,
                                                                         int chunks) {
   __shared__ int s_few[kCombineThreads], s_many[kCombineThreads];
+  __shared__ int s_ffirst[kCombineThreads], s_fn[kCombineThreads];  // the few-split items' first split and count
   __shared__ int s_nfew, s_nmany;
   __shared__ CombineSmem sm;
   const int items = p.rows * p.batch * chunks;  // < 2^31: rows <= 512, batch <= 65535 (launcher checks)
   const int stride = gridDim.x;
   MLA_TIMELINE_COMBINE(p, 0);
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  MLA_TIMELINE_COMBINE(p, 1);
+  bool waited = false;
   for (int base = blockIdx.x; base < items; base += stride * kCombineThreads) {
     if (threadIdx.x == 0) {
       s_nfew = 0;
@@ -295,23 +368,32 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
     const int64_t i = base + static_cast<int64_t>(threadIdx.x) * stride;
     if (i < items) {
       const int b = static_cast<int>(i) / (p.rows * chunks);
-      const int n = p.split_offsets[b + 1] - p.split_offsets[b];
+      const int first = p.split_offsets[b];
+      const int n = p.split_offsets[b + 1] - first;
       if (n > kFewSplits) {
         s_many[atomicAdd(&s_nmany, 1)] = static_cast<int>(i);
       } else if (n != 1 && i % chunks == 0) {
-        s_few[atomicAdd(&s_nfew, 1)] = static_cast<int>(i);
+        const int e = atomicAdd(&s_nfew, 1);
+        s_few[e] = static_cast<int>(i);
+        s_ffirst[e] = first;
+        s_fn[e] = n;
       }
     }
     __syncthreads();
+    if (!waited) {  // the first round's lists need only split_offsets (the plan's); the partials need the wait
+      asm volatile("griddepcontrol.wait;\n" ::: "memory");
+      MLA_TIMELINE_COMBINE(p, 1);
+      waited = true;
+    }
     const int nfew = s_nfew, nmany = s_nmany;
     if (nfew > 4) {
-      combine_few_list<Traits, 8>(p, s_few, nfew, chunks);
+      combine_few_list<Traits, 8>(p, s_few, s_ffirst, s_fn, nfew, chunks);
     } else if (nfew > 2) {
-      combine_few_list<Traits, 4>(p, s_few, nfew, chunks);
+      combine_few_list<Traits, 4>(p, s_few, s_ffirst, s_fn, nfew, chunks);
     } else if (nfew == 2) {
-      combine_few_list<Traits, 2>(p, s_few, nfew, chunks);
+      combine_few_list<Traits, 2>(p, s_few, s_ffirst, s_fn, nfew, chunks);
     } else if (nfew == 1) {
-      combine_few_list<Traits, 1>(p, s_few, nfew, chunks);
+      combine_few_list<Traits, 1>(p, s_few, s_ffirst, s_fn, nfew, chunks);
     }
     for (int j = 0; j < nmany; ++j) {
       const CombineItem c = combine_item(p, s_many[j], chunks);
@@ -320,6 +402,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
     }
     __syncthreads();  // everyone has read the counts and lists before the next round resets them
   }
+  if (!waited) asm volatile("griddepcontrol.wait;\n" ::: "memory");  // every CTA waits: the grid stays ordered
   MLA_TIMELINE_COMBINE(p, 2);
 }
 
@@ -344,7 +427,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4)
     return;
   }
   if (c.n <= kFewSplits) {
-    combine_few_group<Traits, 1, true>(p, c.b, c.row, c.first, c.n, threadIdx.x);
+    combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
   } else {
     combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
   }
