@@ -34,6 +34,8 @@
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode/producer_ws_fp8ds.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/timeline.cuh"
+#include "ops/cuda/sm90/decode/timeline_ws64.cuh"
 
 namespace mla::sm90::decode {
 
@@ -66,7 +68,10 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
   while (c.valid()) {
     if (new_seg) {
       ++seg;
-      if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
+      if (seg > 0) {
+        mbar_wait(bars.q_empty(), (seg - 1) & 1);
+        MLA_TL_MARK_LAST(p.timeline, 11);  // timeline_ws64.cuh: Q of a later segment issued
+      }
       issue_q_tma(p, c.b, tile_row0, s_q_tile, bars.q_full());
     }
     const int stage = j & 1;
@@ -84,6 +89,7 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
     }
     ++j;
   }
+  MLA_TL_MARK_LAST(p.timeline, 10);  // timeline_ws64.cuh: the part's last TMA issued
 }
 
 // What a 64-row consumer does with the other warpgroup's pages and at a segment's end, shared by this file's
@@ -173,6 +179,11 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   WsPeerSteps<Traits> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
                            first_batch, first_split};
 
+  Ws64Timeline tl;  // diagnostics only (timeline_ws64.cuh), empty in a normal build
+#ifdef MLA_DECODE_TIMELINE
+  tl.init(p.timeline, tid == 0);
+#endif
+
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
   bool q_held = false;              // ... and has not released yet
   bool prev_end = true;
@@ -187,19 +198,34 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       uint8_t* stage_ptr = smem + L.kv_offset + stage * kPageBytes;
       float mp[2] = {-INFINITY, -INFINITY};
       int release = -1;  // stage of page j - 1, released by compute_scores_page once its P.V is done
+      const unsigned long long t_top = first ? tl.now() : 0ull;
       if (j > 0) {
+        const unsigned long long t_w = tl.now();
         peer.wait_other(j - 1, mp);
+        tl.add(kTl64PReady, t_w);
         peer.pv_other_issue(j - 1, mp);
         if (prev_end) {
+          const unsigned long long t_e = tl.now();
+          tl.last(6);  // timeline_ws64.cuh: a sequence switch
+          tl.last(7);  // timeline_ws64.cuh: an epilogue started
           pv_wait(st);
           release_stage(bars, (j - 1) & 1);
           peer.epilogue(prev_b);
+          tl.add(kTl64Epilogue, t_e);
+          tl.seg();
         } else {
           release = (j - 1) & 1;
         }
       }
       acquire_q(bars, seg, q_seg, q_held);  // Q of this segment
+      if (j < 2 && seg == 0) tl.first(9);  // timeline_ws64.cuh: Q of segment 0 landed
       const uint32_t parity = (j >> 1) & 1;
+#ifdef MLA_DECODE_TIMELINE
+      if (j == wg && p.timeline != nullptr) {  // the first own page: wait for slab 0 as S would, to stamp it
+        mbar_wait_warp(bars.full(stage, 0), parity);
+        tl.first(4);  // timeline_ws64.cuh: first KV page landed (consumer)
+      }
+#endif
       const int valid_tokens = cur.seqlen - cur.blk * kBlockN;
       // fp8_ds pages arrive with their tail already zeroed by the dequantizing producer.
       if (Traits::kFormat != KvFormat::kFp8Ds && valid_tokens < kBlockN) {
@@ -211,6 +237,8 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       float sc[8][4];
       compute_scores_page<Traits>(sc, s_q_tile, s_kv, bars.full(stage, 0), parity, bars, release);
       fence_operands(reinterpret_cast<float(&)[128]>(st.o));  // the P.V issued above is done, too
+      if (j < 2) tl.first(5);  // timeline_ws64.cuh: the first S done
+      if (first) tl.add(kTl64SegStart, t_top);
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
       if (cur.hi - cur.blk - 1 < 2 && q_held) {
         mbar_arrive(bars.q_empty());
@@ -238,14 +266,28 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
       }
       release_stage(bars, stage);
-      if (end) peer.epilogue(cur.b);
+      if (end) {
+        const unsigned long long t_e = tl.now();
+        tl.last(7);  // timeline_ws64.cuh: an epilogue started
+        peer.epilogue(cur.b);
+        tl.add(kTl64Epilogue, t_e);
+        tl.seg();
+      }
     }
     prev_end = end;
     prev_b = cur.b;
     cur.advance(p);
     ++j;
   }
-  peer.finish_part(j, prev_b);
+  if (j > 0 && ((j - 1) & 1) != wg) {  // finish_part writes the last segment (its time: the P-ready wait too)
+    tl.last(7);  // timeline_ws64.cuh: an epilogue started
+    const unsigned long long t_e = tl.now();
+    peer.finish_part(j, prev_b);
+    tl.add(kTl64Epilogue, t_e);
+    tl.seg();
+  }
+  tl.last(8);  // timeline_ws64.cuh: CTA done (the last epilogue's stores issued)
+  tl.flush();
 }
 
 template <class Traits>
