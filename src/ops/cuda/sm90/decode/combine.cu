@@ -64,8 +64,8 @@ template <class Traits>
 __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b, int row, int first, int n,
                                              int chunk, int chunks, CombineSmem& sm) {
   // Splits per load batch. 9 (the 66 splits of an h_q 128 batch-1 row over 8 split lanes in one round of loads
-  // instead of a second round for two lanes; 64 registers, no spills) measured +0.1 to +0.35 us on every
-  // batch-1 row (session 7 comb2 run 2).
+  // instead of a second round for two lanes; 64 registers, no spills) measured +0.1 to +0.35 us on the
+  // batch-1 rows of more than 8 splits (session 7 comb2 run 2).
   constexpr int KB = 8;
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
   const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
