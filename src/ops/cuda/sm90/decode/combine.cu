@@ -1,9 +1,10 @@
 // Combine: merges the split partials of each (query row, sequence, column chunk) item. Sequences with one
 // split were written by the decode kernel and are skipped; sequences with no keys (seqlen 0, no splits)
 // get out = 0, lse = -inf; the rest merge their normalized partials weighted by exp(lse_k - lse_max). Up to
-// kFewSplits splits, chunk 0 merges the whole row (combine_few_group); more splits (small batches, long
-// sequences: up to one per part) are merged by every chunk for its columns, its threads spread over columns
-// and splits, so a batch-1 row reads its ~100 partials from several SMs with many loads in flight.
+// kFewSplits splits, chunk 0 merges the whole row (combine_few_group in the one-CTA-per-item grid,
+// combine_few_online in the list kernel); more splits (small batches, long sequences: up to one per part) are
+// merged by every chunk for its columns, its threads spread over columns and splits, so a batch-1 row reads its
+// ~100 partials from several SMs with many loads in flight.
 // Two grids (NOTES_plan.md P6-P8): one CTA per item while the items fit one wave (batch 1, small batches),
 // else one wave of CTAs that list the items needing a merge and merge several few-split rows at once.
 #include <cstdint>
@@ -42,8 +43,8 @@ __device__ __forceinline__ void store_lse(const DecodeKernelParams& p, int b, in
   p.lse[(static_cast<int64_t>(b) * p.h_q + h) * p.s_q + i] = lse;
 }
 
-// Up to this many splits a row is merged by one group of threads over all of them (combine_few_group);
-// more go through combine_many's column chunks.
+// Up to this many splits a row is merged by one group of threads over all of them (combine_few_group /
+// combine_few_online); more go through combine_many's column chunks.
 constexpr int kFewSplits = 8;
 static_assert(2 * kCombineThreads == kDimV, "combine_few_group: one float2 per thread and split for GROUPS 1");
 
