@@ -39,6 +39,50 @@ inline __device__ __noinline__ void timeline_mark_last(unsigned long long* tl, i
   if (t != nullptr) atomicMax(t + k, timeline_now());
 }
 
+// Per-CTA sums of a kernel's timeline (the 64-row warp-specialized kernels' marks 12..15: timeline_ws64.cuh,
+// ../decode_fp8/timeline_ws.cuh; each kernel names its three sums): a leader thread per consumer warpgroup adds the
+// ns of up to three kinds of wait / phase and counts its segments, and flush() writes them once at its end as
+// (the CTA's start stamp [0]) + value, atomicMax over the leaders, so `m_k - start` on a stderr line of
+// bench_decode --timeline is the value (m12 - start: segments, in µs units). Every member is empty in a normal
+// build, so a kernel keeps its calls without #ifdef and its code is the same as without them.
+#ifdef MLA_DECODE_TIMELINE
+struct TimelineSums {
+  unsigned long long* tl = nullptr;  // nullptr: this thread does not stamp
+  unsigned long long acc[3] = {0, 0, 0};
+  int segs = 0;
+  __device__ void init(unsigned long long* t, bool leader) { tl = leader ? t : nullptr; }
+  __device__ unsigned long long now() const { return tl != nullptr ? timeline_now() : 0ull; }
+  __device__ void add(int i, unsigned long long t0) {
+    if (tl != nullptr) acc[i] += timeline_now() - t0;
+  }
+  __device__ void seg() { ++segs; }
+  __device__ void first(int k) const {
+    if (tl != nullptr) timeline_mark_first(tl, k);
+  }
+  __device__ void last(int k) const {
+    if (tl != nullptr) timeline_mark_last(tl, k);
+  }
+  __device__ __noinline__ void flush() const {
+    if (tl == nullptr) return;
+    unsigned long long* t = timeline_decode_cta(tl);
+    if (t == nullptr) return;
+    const unsigned long long s = *reinterpret_cast<volatile unsigned long long*>(t);  // [0], by thread 0 long ago
+    atomicMax(t + 12, s + 1000ull * segs);
+    for (int i = 0; i < 3; ++i) atomicMax(t + 13 + i, s + acc[i]);
+  }
+};
+#else
+struct TimelineSums {
+  __device__ void init(unsigned long long*, bool) {}
+  __device__ unsigned long long now() const { return 0ull; }
+  __device__ void add(int, unsigned long long) {}
+  __device__ void seg() {}
+  __device__ void first(int) const {}
+  __device__ void last(int) const {}
+  __device__ void flush() const {}
+};
+#endif
+
 }  // namespace mla::sm90::decode
 
 // Kernel code marks without #ifdef: `MLA_TL_MARK_FIRST(p.timeline, 5);` is nothing in a normal build.

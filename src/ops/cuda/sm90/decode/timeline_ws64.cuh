@@ -19,52 +19,13 @@
 //  13 ns in epilogues (including the P.V wait right before a switch's epilogue)
 //  14 ns from the top of a segment's first own page to its S done (the other's P.V, epilogue, Q wait, page, S)
 //  15 ns in P-ready waits (wait_other: the other warpgroup's S -> softmax -> P chain)
-#include <cstdint>
-
-#ifdef MLA_DECODE_TIMELINE
-#include "ops/cuda/sm90/decode/timeline.cuh"
-#endif
+#include "ops/cuda/sm90/decode/timeline.cuh"  // TimelineSums (empty in a normal build)
 
 namespace mla::sm90::decode {
 
+// The three sums of marks 13..15 (TimelineSums::add).
 enum Ws64TlSum { kTl64Epilogue = 0, kTl64SegStart = 1, kTl64PReady = 2 };
 
-#ifdef MLA_DECODE_TIMELINE
-struct Ws64Timeline {
-  unsigned long long* tl = nullptr;  // nullptr: this thread does not stamp
-  unsigned long long acc[3] = {0, 0, 0};
-  int segs = 0;
-  __device__ void init(unsigned long long* t, bool leader) { tl = leader ? t : nullptr; }
-  __device__ unsigned long long now() const { return tl != nullptr ? timeline_now() : 0ull; }
-  __device__ void add(Ws64TlSum i, unsigned long long t0) {
-    if (tl != nullptr) acc[i] += timeline_now() - t0;
-  }
-  __device__ void seg() { ++segs; }
-  __device__ void first(int k) const {
-    if (tl != nullptr) timeline_mark_first(tl, k);
-  }
-  __device__ void last(int k) const {
-    if (tl != nullptr) timeline_mark_last(tl, k);
-  }
-  __device__ __noinline__ void flush() const {
-    if (tl == nullptr) return;
-    unsigned long long* t = timeline_decode_cta(tl);
-    if (t == nullptr) return;
-    const unsigned long long s = *reinterpret_cast<volatile unsigned long long*>(t);  // [0], by thread 0 long ago
-    atomicMax(t + 12, s + 1000ull * segs);
-    for (int i = 0; i < 3; ++i) atomicMax(t + 13 + i, s + acc[i]);
-  }
-};
-#else
-struct Ws64Timeline {
-  __device__ void init(unsigned long long*, bool) {}
-  __device__ unsigned long long now() const { return 0ull; }
-  __device__ void add(Ws64TlSum, unsigned long long) {}
-  __device__ void seg() {}
-  __device__ void first(int) const {}
-  __device__ void last(int) const {}
-  __device__ void flush() const {}
-};
-#endif
+using Ws64Timeline = TimelineSums;
 
 }  // namespace mla::sm90::decode

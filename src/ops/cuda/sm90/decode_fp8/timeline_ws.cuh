@@ -18,53 +18,21 @@
 //  13 ns in epilogues (including the P.V wait right before a switch's epilogue)
 //  14 ns from the top of a segment's first own page to its S done (Q wait, first-page wait, S)
 //  15 ns in k_full waits of own pages (every page)
-#include <cstdint>
-
 #include "ops/cuda/sm90/decode/params.h"
-#ifdef MLA_DECODE_TIMELINE
-#include "ops/cuda/sm90/decode/timeline.cuh"
-#endif
+#include "ops/cuda/sm90/decode/timeline.cuh"  // TimelineSums (empty in a normal build)
 
 namespace mla::sm90::decode_fp8 {
 
+// The three sums of marks 13..15 (TimelineSums::add).
 enum WsTlSum { kTlEpilogue = 0, kTlSegStart = 1, kTlKWait = 2 };
 
+// The shared recorder, armed from the kernel params (the kernel calls init in every build).
+struct WsTimeline : decode::TimelineSums {
+  __device__ void init(const decode::DecodeKernelParams& p, bool leader) {
 #ifdef MLA_DECODE_TIMELINE
-struct WsTimeline {
-  unsigned long long* tl = nullptr;  // nullptr: this thread does not stamp
-  unsigned long long acc[3] = {0, 0, 0};
-  int segs = 0;
-  __device__ void init(const decode::DecodeKernelParams& p, bool leader) { tl = leader ? p.timeline : nullptr; }
-  __device__ unsigned long long now() const { return tl != nullptr ? decode::timeline_now() : 0ull; }
-  __device__ void add(WsTlSum i, unsigned long long t0) {
-    if (tl != nullptr) acc[i] += decode::timeline_now() - t0;
-  }
-  __device__ void seg() { ++segs; }
-  __device__ void first(int k) const {
-    if (tl != nullptr) decode::timeline_mark_first(tl, k);
-  }
-  __device__ void last(int k) const {
-    if (tl != nullptr) decode::timeline_mark_last(tl, k);
-  }
-  __device__ __noinline__ void flush() const {
-    if (tl == nullptr) return;
-    unsigned long long* t = decode::timeline_decode_cta(tl);
-    if (t == nullptr) return;
-    const unsigned long long s = *reinterpret_cast<volatile unsigned long long*>(t);  // [0], by thread 0 long ago
-    atomicMax(t + 12, s + 1000ull * segs);
-    for (int i = 0; i < 3; ++i) atomicMax(t + 13 + i, s + acc[i]);
-  }
-};
-#else
-struct WsTimeline {
-  __device__ void init(const decode::DecodeKernelParams&, bool) {}
-  __device__ unsigned long long now() const { return 0ull; }
-  __device__ void add(WsTlSum, unsigned long long) {}
-  __device__ void seg() {}
-  __device__ void first(int) const {}
-  __device__ void last(int) const {}
-  __device__ void flush() const {}
-};
+    TimelineSums::init(p.timeline, leader);  // p.timeline exists only in a timeline build
 #endif
+  }
+};
 
 }  // namespace mla::sm90::decode_fp8
