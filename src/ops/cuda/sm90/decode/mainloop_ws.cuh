@@ -30,17 +30,6 @@ constexpr int kRopeSlab = kDimV / 64;       // slab 8: RoPE dims of K, then P
 static_assert(kRopeSlab * 64 + 64 == kDimQK, "one RoPE slab after the V slabs");
 constexpr int kSlabsPerPage = kChunksPerRow / 8;  // 9
 
-// Non-blocking: has phase `parity` of the mbarrier completed?
-__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
 struct WsBarriers {
   uint32_t base;
   // full(stage, slab): the slab's bytes landed (TMA; fp8_ds latent slabs: dequantized by the producer
