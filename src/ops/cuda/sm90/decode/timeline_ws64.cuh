@@ -1,8 +1,10 @@
 #pragma once
 // Diagnostics of the 16-bit 64-row kernel (kernel_ws.cuh) for bench_decode --timeline (mla/ops/decode_timeline.h):
 // what its free marks 4..15 mean. Compiled in only with -DMLA_DECODE_TIMELINE; in a normal build every member is
-// empty and the kernel is the same as without them. Marks 4..8 and 12..14 mean what they mean in the fp8 64-row
-// kernel (decode_fp8/timeline_ws.cuh), so the two logs compare.
+// empty and the kernel is the same as without them. Marks 4..8, 12 and 13 mean what they mean in the fp8 64-row
+// kernel (decode_fp8/timeline_ws.cuh), so the two logs compare; 14 does not quite: here a segment's start clock
+// runs from the top of its first own page, so it includes the switch's P.V and epilogue, which the fp8 kernel
+// (since a621b07) finishes before its clock starts.
 //
 // Stamps (µs after the first decode CTA's start in bench's summary; every CTA's on stderr):
 //   4 FIRST  consumer: slab 0 of its first own page landed (after its Q: first KV page landed, consumer side)
