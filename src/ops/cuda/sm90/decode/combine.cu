@@ -48,6 +48,16 @@ __device__ __forceinline__ void store_lse(const DecodeKernelParams& p, int b, in
 constexpr int kFewSplits = 8;
 static_assert(2 * kCombineThreads == kDimV, "combine_few_group: one float2 per thread and split for GROUPS 1");
 
+// The result of a row with no keys (seqlen 0, no splits): out 0, lse -inf. Thread t of a group of
+// kCombineThreads / J threads writes the column pairs t + G j, as the few-split merges do.
+template <class Traits, int J>
+__device__ __forceinline__ void store_empty_row(const DecodeKernelParams& p, int b, int row, int t) {
+  constexpr int G = kCombineThreads / J;
+#pragma unroll
+  for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, 2 * (t + G * j), make_float2(0.f, 0.f));
+  if (t == 0) store_lse(p, b, row, -INFINITY);
+}
+
 // Shared memory of combine_many (every thread's running max, sum and weighted sum), declared by the kernels.
 struct CombineSmem {
   float m[kCombineThreads], s[kCombineThreads];
@@ -156,9 +166,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
   constexpr int KB = 16 / J < kFewSplits ? 16 / J : kFewSplits;
   static_assert(kFewSplits % KB == 0, "whole load batches");
   if (n == 0) {  // seqlen 0: no keys
-#pragma unroll
-    for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, 2 * (t + G * j), make_float2(0.f, 0.f));
-    if (t == 0) store_lse(p, b, row, -INFINITY);
+    store_empty_row<Traits, J>(p, b, row, t);
     return;
   }
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
@@ -222,9 +230,7 @@ __device__ __forceinline__ void combine_few_online(const DecodeKernelParams& p, 
   constexpr int G = kCombineThreads / GROUPS, J = GROUPS;
   constexpr int KB = 16 / J < kFewSplits ? 16 / J : kFewSplits;
   if (n == 0) {  // seqlen 0: no keys
-#pragma unroll
-    for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, 2 * (t + G * j), make_float2(0.f, 0.f));
-    if (t == 0) store_lse(p, b, row, -INFINITY);
+    store_empty_row<Traits, J>(p, b, row, t);
     return;
   }
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
