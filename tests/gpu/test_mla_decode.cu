@@ -284,6 +284,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add_case(cases, dc(kB, 2, 128, 4, true, {16384, 8191}, false), "16384_8191");
   // Zero-length sequences mixed in (out = 0, lse = -inf).
   add_case(cases, dc(kB, 7, 32, 1, false, {0, 65, 0, 511, 1, 0, 4096}), "with_zeros");
+  // The same on the 64-row warp-specialized kernel; 896 combine items exceed the one-wave direct grid, so the
+  // combine's list kernel writes the zero rows (combine_few_online, n == 0) and merges the split ones.
+  add_case(cases, dc(kB, 7, 128, 1, false, {0, 65, 0, 511, 1, 0, 4096}), "with_zeros");
   add_case(cases, dc(kB, 2, 16, 2, true, {0, 0}), "all_zero");
   // Larger batches, mixed lengths.
   add_case(cases, dc(kB, 32, 16, 1, false, random_lens("b32h16", 32, 1, 4096)), "rand1_4096");

@@ -322,6 +322,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {2, 16, 2, false, {8191, 63}, "8191_63", 1.f, 1.f, kDs});
   // Zero-length sequences mixed in (out = 0, lse = -inf).
   add(cases, {7, 32, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", 1.f});
+  // The 64-row warp-specialized kernel; 896 combine items: the combine's list kernel writes the zero rows.
+  add(cases, {7, 128, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", 1.f});
   // The 16-row wgmma kernel (kernel_h16.cuh) counts Q slots per visited sequence: zero-length ones skipped.
   add(cases, {7, 16, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", 1.f});
   add(cases, {2, 16, 2, true, {0, 0}, "all_zero", 1.f, 1.f, DataKind::kNormal, true, true});
