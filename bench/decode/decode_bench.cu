@@ -135,6 +135,17 @@ struct Options {
   mla::DecodePlanTuning tune{};
 };
 
+// An option's integer value in [lo, hi], or an error naming the option and the range.
+Status parse_int_arg(const std::string& opt, const std::string& v, long lo, long hi, int* out) {
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < lo || n > hi)
+    return Status::invalid("bench decode", opt + " wants an integer in " + std::to_string(lo) + ".." +
+                                               std::to_string(hi) + "; got '" + v + "'");
+  *out = static_cast<int>(n);
+  return Status::ok();
+}
+
 Status parse(int argc, char** argv, Options* o) {
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
@@ -144,28 +155,13 @@ Status parse(int argc, char** argv, Options* o) {
     } else if (a == "--rows" && has_val) {
       for (int64_t r : mla::bench::parse_int_list(argv[++i])) o->rows.push_back(static_cast<int>(r));
     } else if (a == "--reps" && has_val) {
-      const std::string v = argv[++i];
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > 100000)
-        return Status::invalid("bench decode", "--reps wants an integer in 1..100000; got '" + v + "'");
-      o->reps = static_cast<int>(n);
+      MLA_TRY(parse_int_arg(a, argv[++i], 1, 100000, &o->reps));
     } else if (a == "--timeline") {
       o->timeline = true;
     } else if (a == "--parts" && has_val) {
-      const std::string v = argv[++i];
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > 1024)
-        return Status::invalid("bench decode", "--parts wants an integer in 1..1024; got '" + v + "'");
-      o->parts = static_cast<int>(n);
+      MLA_TRY(parse_int_arg(a, argv[++i], 1, 1024, &o->parts));
     } else if (a == "--price" && has_val) {
-      const std::string v = argv[++i];
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 0 || n > 64)
-        return Status::invalid("bench decode", "--price wants an integer in 0..64; got '" + v + "'");
-      o->price = static_cast<int>(n);
+      MLA_TRY(parse_int_arg(a, argv[++i], 0, 64, &o->price));
     } else if (a == "--tune" && has_val) {
       const std::vector<int64_t> t = mla::bench::parse_int_list(argv[++i]);
       if (t.size() != 3 || t[0] < 0 || t[1] < 0 || t[2] < 1 || t[0] > 64 || t[1] > 64 || t[2] > 4096)
