@@ -112,17 +112,6 @@ struct QLoader {
   }
 };
 
-// Non-blocking probe: has phase `parity` of the mbarrier completed? (try_wait may suspend the thread a while.)
-__device__ __forceinline__ bool mbar_test_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
 // S^T of page j is waited for before its softmax. When page j + 1 (same sequence) has already landed at page j's
 // row-max exchange, its S^T is issued right after that barrier into s_next and runs on the tensor cores while page
 // j's exp, P store and hand-off proceed (NOTES_fp8.md runs H10-H11: b128 s4096 -2.2 %, s8192 -0.8 %, b32 s8192 -1 %;
@@ -189,7 +178,7 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     float* red = s_red + buf * kRows * 4;
     decode::n16::store_row_max(red, mx, w, g, t);
     const int next_stage = (j + 1) % kStages;
-    if (q_loader) s_flag[buf] = !seg_end && mbar_test_wait(bars.full(next_stage), phase_of(j + 1, kStages));
+    if (q_loader) s_flag[buf] = !seg_end && decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages));
     decode::named_sync(kBarScorer, 32 * kScorerWarps);
     // s_flag[buf] is rewritten at page j + 2, after every scorer thread passed page j + 1's exchange: read by then.
     pre = s_flag[buf] != 0;
