@@ -12,17 +12,22 @@
 // So the scorer's page j + 1 overlaps the accumulator's page j, and neither waits for the other's barrier more
 // than once per page. Stage j is released by 8 warp arrivals (4 scorer warps after S, 4 accumulator warps after
 // their ldmatrix), so the TMA of page j + kStages overlaps the P.V of page j.
-// Timeline marks (bench_decode --timeline in a -DMLA_DECODE_TIMELINE build; nothing otherwise), per CTA:
-//   4  scorer: page 0 landed (its full wait returned)
-//   7  accumulator: a segment's epilogue started (LAST: the part's last epilogue)
-//   8  accumulator: a segment's stores issued (LAST over the 4 warps: the CTA's end)
-//   9  producer: the initial ring (up to kStages pages) issued     10  producer: the part's last page issued (LAST)
-//   11 scorer: page kStages - 1 landed (the initial ring complete)  15 scorer: page 8 landed (rate over 8 pages)
-//   13 scorer: a segment's last page landed (LAST: the part's last page)
-// and four wait sums of one thread each (TlSum below; the slot holds the CTA's start + the sum in ns, so
-// bench_decode prints the sum plus the CTA's start offset, which is < 1 us):
-//   5  scorer warp 0: page full waits        14 scorer warp 0: P_empty waits (accumulator still on P.V j - 2)
-//   12 accumulator warp 0: page full waits   6  accumulator warp 0: P_full waits (scorer not done with P_j)
+// Timeline marks (bench_decode --timeline in a -DMLA_DECODE_TIMELINE build; nothing otherwise), per CTA, in the
+// session's convention (4-8 as in decode_fp8/timeline_ws.cuh, sums in 12-15 through decode::TimelineSums):
+//   4  FIRST scorer: page 0 landed (its full wait returned)
+//   5  FIRST scorer: page 0's S done (its wgmma wait returned)
+//   6  LAST  scorer: a segment's last P handed off (a sequence switch, or the part's end)
+//   7  LAST  accumulator: an epilogue started (the latest: the part's last segment's)
+//   8  LAST  accumulator: a segment's stores issued (over the 4 warps; the latest is the CTA's end)
+//   9  FIRST scorer: S of page kStages - 1 done (the initial ring complete, as the scorer sees it)
+//   10 LAST  producer: the part's last page issued
+//   11 LAST  scorer: S of the part's last page done
+// Per-CTA sums (TimelineSums: written once at the end as the CTA's start stamp + value, max over the two leaders):
+//   12 segments written (accumulator thread 0), in µs units (m12 - start = count)
+//   13 ns scorer thread 0 spent in page full waits
+//   14 ns scorer thread 0 spent in P_empty waits (the accumulator still on P.V of page j - 2)
+//   15 ns accumulator thread 0 spent in P_full waits (the scorer not done with P_j)
+// (The accumulator's own page full waits, a fourth sum before, has no slot left in the convention.)
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
@@ -41,23 +46,16 @@ using decode::PartCursor;
 
 using decode::n16::phase_of;
 
-// Timeline wait sum of one thread (marks 5, 6, 12, 14 above): begin() / end() around a wait, publish() at the end.
-// Empty in a normal build.
-struct TlSum {
+// The three sums of marks 13..15 (decode::TimelineSums::add; empty in a normal build).
+enum H16TlSum { kTlScorerFull = 0, kTlScorerPEmpty = 1, kTlAccPFull = 2 };
+
+// The shared recorder, armed from the kernel params (called in every build; p.timeline exists only in a timeline one).
+struct H16Timeline : decode::TimelineSums {
+  __device__ void init(const decode::DecodeKernelParams& p, bool leader) {
 #ifdef MLA_DECODE_TIMELINE
-  unsigned long long ns = 0, t = 0;
-  __device__ __forceinline__ void begin() { t = decode::timeline_now(); }
-  __device__ __forceinline__ void end() { ns += decode::timeline_now() - t; }
-  // slot k = the CTA's start stamp + ns (slot 0 was written by thread 0 before the CTA barrier).
-  __device__ __forceinline__ void publish(const decode::DecodeKernelParams& p, int k) const {
-    unsigned long long* c = p.timeline != nullptr ? decode::timeline_decode_cta(p.timeline) : nullptr;
-    if (c != nullptr) atomicMax(c + k, c[0] + ns);
-  }
-#else
-  __device__ __forceinline__ void begin() {}
-  __device__ __forceinline__ void end() {}
-  __device__ __forceinline__ void publish(const decode::DecodeKernelParams&, int) const {}
+    TimelineSums::init(p.timeline, leader);
 #endif
+  }
 };
 
 // The page ring (full / empty per stage), then the Q slots' q_full barriers.
@@ -89,7 +87,7 @@ struct PageProducer {
     if (j >= kStages) mbar_wait(bars.empty(stage), phase_of(j - kStages, kStages));
     decode::mbar_expect_tx(bars.full(stage), kSlabTileBytes);
     tma_slabs(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, kSlabBytes, bars.full(stage));
-    if (c.last_of_sequence()) MLA_TL_MARK_LAST(p.timeline, 10);  // the last call: the part's last page
+    if (c.last_of_sequence()) MLA_TL_MARK_LAST(p.timeline, 10);  // mark 10; the last call: the part's last page
     c.advance(p);
     c.fetch_page(p);  // the next block-table entry loads while the warp computes page j
     ++j;
@@ -141,7 +139,8 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
   int* s_flag = reinterpret_cast<int*>(smem + L.flag_offset);       // [2]
   bool seq_start = true, pre = false;
   int j = 0, seq = 0;
-  TlSum sum_full, sum_pempty;
+  H16Timeline tl;
+  tl.init(p, q_loader);
   float s_next[8];
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
@@ -150,9 +149,10 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     seq_start = seg_end;
     float s[8];
     if (!pre) {
-      if (q_loader) sum_full.begin();
+      const unsigned long long t0 = tl.now();
       mbar_wait(bars.full(stage), phase_of(j, kStages));
-      if (q_loader) sum_full.end();
+      tl.add(kTlScorerFull, t0);
+      if (j == 0) tl.first(4);
       issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
       decode::wgmma_wait_all();
       decode::fence_operands(s);
@@ -162,12 +162,9 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
 #pragma unroll
       for (int i = 0; i < 8; ++i) s[i] = s_next[i];
     }
-    if (q_loader) {
-      if (j == 0) MLA_TL_MARK_FIRST(p.timeline, 4);
-      if (j == kStages - 1) MLA_TL_MARK_FIRST(p.timeline, 11);
-      if (j == 8) MLA_TL_MARK_FIRST(p.timeline, 15);
-      if (seg_end) MLA_TL_MARK_LAST(p.timeline, 13);
-    }
+    if (j == 0) tl.first(5);
+    if (j == kStages - 1) tl.first(9);
+    if (seg_end) tl.last(11);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));
     // s_q 1 (this kernel's tiles): every row sees keys < seqlen.
@@ -192,9 +189,9 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     decode::n16::update_row_max(red, st.m, alpha, m_scaled, p.scale_log2, t);
     decode::n16::exp_and_row_sums(s, pr, st.l, alpha, m_scaled, p.scale_log2);
     // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
-    if (q_loader) sum_pempty.begin();
+    const unsigned long long t1 = tl.now();
     decode::named_sync(kBarPEmpty + buf, kBarPair);
-    if (q_loader) sum_pempty.end();
+    tl.add(kTlScorerPEmpty, t1);
     store_p_packed(s_p0 + buf * kPBufBytes, pr, w, g, t);
     if (w == 0 && g == 0) {
 #pragma unroll
@@ -207,13 +204,11 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     }
     decode::fence_proxy_async();  // P (generic stores) is read by wgmma (async proxy) after P_full
     decode::named_arrive(kBarPFull + buf, kBarPair);
+    if (seg_end) tl.last(6);
     c.advance(p);
     ++j;
   }
-  if (q_loader) {
-    sum_full.publish(p, 5);
-    sum_pempty.publish(p, 14);
-  }
+  tl.flush();
 }
 
 // Epilogue of one segment (accumulator warpgroup): out = O / l * k_scale as bf16 (single split) or the fp32
@@ -267,23 +262,21 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   if (is_producer) {
     prod.init(p, c);
     for (int k = 0; k < kStages; ++k) prod.step(p, bars, s_k0);
-    MLA_TL_MARK_FIRST(p.timeline, 9);
   }
   __syncwarp();
   int j = 0;
-  TlSum sum_full, sum_pfull;
+  H16Timeline tl;
+  tl.init(p, is_producer);
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
-    if (is_producer) sum_full.begin();
     mbar_wait(bars.full(stage), phase_of(j, kStages));
-    if (is_producer) sum_full.end();
     uint32_t vf[2][8][4];
     load_v_frags(vf, s_k0 + stage * kSlabTileBytes, c.seqlen - c.blk * kBlockN, w, lane);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));  // release orders the ldmatrix reads before the refill
-    if (is_producer) sum_pfull.begin();
+    const unsigned long long t0 = tl.now();
     decode::named_sync(kBarPFull + buf, kBarPair);
-    if (is_producer) sum_pfull.end();
+    tl.add(kTlAccPFull, t0);
     float alpha[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
@@ -308,7 +301,8 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     if (seg_end) decode::n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
     decode::named_arrive(kBarPEmpty + buf, kBarPair);
     if (seg_end) {
-      if (is_producer) MLA_TL_MARK_LAST(p.timeline, 7);
+      tl.last(7);
+      tl.seg();
       const decode::n16::SegmentDest d = decode::n16::segment_dest(p, c.b, first_batch, first_split);
       write_segment_h16(fp, o, lsum, mfin, c.b, d.slot, d.n_splits == 1, w, lane);
       if (lane == 0) MLA_TL_MARK_LAST(p.timeline, 8);
@@ -320,10 +314,7 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     c.advance(p);
     ++j;
   }
-  if (is_producer) {
-    sum_full.publish(p, 12);
-    sum_pfull.publish(p, 6);
-  }
+  tl.flush();
 }
 
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const __grid_constant__ Fp8DecodeParams fp) {
