@@ -249,6 +249,31 @@ std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) 
   return v;
 }
 
+// Sets an environment variable for a scope (a knob read on every call), restoring the previous value after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
 struct CaseSpec {
   int batch, h_q, s_q;
   bool causal;
@@ -294,6 +319,20 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
     c.softmax_scale = 4.f / (24.f * v * v);
   }
   cases.push_back({"mla_decode", name, kFp8Tol, [c, name](CaseReport* rep) { return run_fp8_case(name, c, rep); }});
+  // The 16-row kernel's early S (kernel_h16.cuh) is taken per page when the next page has landed in time, so a
+  // default run may reach either path or both: each 16-row case runs again with it forced always and never
+  // (MLA_DECODE_FP8_H16_EARLY_S, read on every call). Not for the b128 x 4096 case: its CPU reference takes ~16 s.
+  int64_t tokens = 0;
+  for (int len : cs.lens) tokens += len;
+  if (cs.h_q * cs.s_q == 16 && tokens <= 200000) {
+    for (const char* mode : {"always", "never"}) {
+      const std::string n = name + "_early_" + mode;
+      cases.push_back({"mla_decode", n, kFp8Tol, [c, n, mode](CaseReport* rep) {
+                         ScopedEnv env("MLA_DECODE_FP8_H16_EARLY_S", mode);
+                         return run_fp8_case(n, c, rep);
+                       }});
+    }
+  }
 }
 
 constexpr DataKind kDs = DataKind::kDeepSeekLike;
@@ -382,6 +421,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      { auto p = good; p.out.dtype = DType::kFp32; try_call("fp32 out", p); }
                      { auto p = good; p.q = TensorView::contiguous(q.data(), DType::kE4m3, {2, 1, 24, 576});
                        try_call("h_q 24", p); }
+                     { ScopedEnv env("MLA_DECODE_FP8_H16_EARLY_S", "sometimes");  // not in auto / always / never
+                       try_call("bad MLA_DECODE_FP8_H16_EARLY_S", good); }
                      MLA_CUDA_TRY("test", cudaDeviceSynchronize());
                      std::vector<uint8_t> bytes(out.bytes());
                      MLA_TRY(out.download(&bytes));
@@ -390,6 +431,10 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        if (st.is_ok()) {
                          ++failures;
                          std::printf("  accepted bad input: %s\n", what.c_str());
+                       } else if (what.find("EARLY_S") != std::string::npos &&
+                                  st.to_string().find("MLA_DECODE_FP8_H16_EARLY_S") == std::string::npos) {
+                         ++failures;  // a bad knob value must be named in the error
+                         std::printf("  %-22s -> %s (does not name the knob)\n", what.c_str(), st.to_string().c_str());
                        } else {
                          std::printf("  %-22s -> %s\n", what.c_str(), st.to_string().c_str());
                        }

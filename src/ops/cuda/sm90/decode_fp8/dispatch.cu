@@ -36,6 +36,17 @@ Variant64 variant64() {
   return i == 1 ? Variant64::kMmaSync : i == 2 ? Variant64::kWsAhead : Variant64::kWsQReg;
 }
 
+// MLA_DECODE_FP8_H16_EARLY_S = auto (default) | always | never: forces the 16-row kernel's early S of page j + 1
+// (kernel_h16.cuh) on or off, for tests: by default a page takes it when page j + 1 has landed in time, so which
+// path runs depends on timing. Read on every 16-row call, unlike the knobs above, so a test can switch it between
+// cases (one getenv, ~0.1 us of host time against a call of 9+ us); strict like every knob.
+Status h16_early_s(int* mode) {
+  const EnvKnob k = read_env_knob("MLA_DECODE_FP8_H16_EARLY_S", {"auto", "always", "never"});
+  MLA_TRY(k.status);
+  *mode = k.index < 0 ? kEarlySAuto : k.index;  // the list's order is H16EarlyS's
+  return Status::ok();
+}
+
 }  // namespace
 
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
@@ -53,6 +64,7 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   const int groups = rows_first_tile / kRowGroup;
   if (groups == 1) {
     // 16 rows (h_q 16, s_q 1: a tile of exactly 16 rows): the wgmma kernel.
+    MLA_TRY(h16_early_s(&p.h16_early_s));
     MLA_TRY(encode_tensor_maps_fp8_h16(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
     MLA_TRY(launch_decode_fp8_h16(p, grid, stream));
   } else if (groups == 2) {
