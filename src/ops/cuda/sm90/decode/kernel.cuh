@@ -70,9 +70,20 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
 
   PartCursor comp, load;
-  // Without the plan's start hints: with them, bf16 h16 b32 / b128 rows ran 1.3-2.4 us slower on this kernel
-  // (NOTES_plan.md S1 / S2, same graph, hints cleared vs given; not understood), b1 rows 0.5 us faster.
-  comp.init(p, rec, /*hints=*/false);
+  // The plan's start hints only for a part of one item (one page): with hints, every CTA asks its first two pages
+  // at the same instant, all first pages complete together and late (run N4: first page visible min 2.8 -> 6.7 µs,
+  // median 5.9 -> 7.7 at h16 b32 s4096; b32 / b128 rows +1.35-1.85 µs), while without them the block-table loads
+  // stagger the CTAs' first copies. A one-page part has no second page competing: there the hints save the two
+  // dependent loads (b1 rows -0.3..-0.5 µs, runs N5-N6). Measured on the 16-bit mma.sync tiles only: fp8_ds and wgmma
+  // tiles keep loading their start themselves, as before.
+  constexpr bool kHintOneItem = !kWg && Traits::kFormat != KvFormat::kFp8Ds;
+  // One item: [begin_block, begin_block + 1) of begin_batch, recorded either as end (begin_batch, begin_block + 1) or,
+  // when that block is the sequence's last, as end (begin_batch + 1, 0) (known from the hinted seqlen).
+  const int bb = rec[kPartBeginBatch], bk = rec[kPartBeginBlock], eb = rec[kPartEndBatch], ek = rec[kPartEndBlock];
+  const bool one_item = (eb == bb && ek == bk + 1) ||
+                        (eb == bb + 1 && ek == 0 && rec[kPartFirstSeqlen] >= 0 &&
+                         bk + 1 == decode_num_blocks(rec[kPartFirstSeqlen]));
+  comp.init(p, rec, /*hints=*/kHintOneItem && one_item);
   if (!comp.valid()) return;  // an empty part (more CTAs than work)
   Pages pages;
   pages.init(smem, L);
