@@ -24,7 +24,8 @@ struct PartCursor {
   int end_b = 0, end_blk = 0, batch = 0;
   int hint = -1, next_hint = -1;  // pages of the current and the next item from the record (-1: none)
 
-  // hints = false: ignore fields 5-7 and load as before (the cp.async kernel, see kernel.cuh).
+  // hints = false: ignore fields 5-7 and load as before (the cp.async kernel of kernel.cuh for parts of more than one
+  // page: there the hints put every CTA's first copies in lock-step, see its comment).
   __device__ void init(const DecodeKernelParams& p, const int32_t* rec, bool hints = true) {
 #ifdef MLA_DECODE_TIMELINE
     if (p.timeline != nullptr) timeline_start(p, rec);
