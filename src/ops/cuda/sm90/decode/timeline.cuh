@@ -30,11 +30,18 @@ __device__ __forceinline__ unsigned long long* timeline_combine_cta(unsigned lon
 // Free marks k in [kTimelineFirstMark, kTimelineDecodeStride) of this decode CTA: the first (atomicCAS from 0) or
 // the latest (atomicMax) time a calling thread passed. Not inlined, so a diagnostics build keeps the kernel's
 // register allocation close to the normal one; the caller chooses which threads call.
+// A k outside the free marks would overwrite this CTA's fixed slots or the next CTA's start stamp: trap instead
+// (timeline builds only; some callers pick k at run time, so it cannot be a static_assert).
+__device__ __forceinline__ void timeline_check_mark(int k) {
+  if (k < cuda::kTimelineFirstMark || k >= cuda::kTimelineDecodeStride) asm volatile("trap;");
+}
 inline __device__ __noinline__ void timeline_mark_first(unsigned long long* tl, int k) {
+  timeline_check_mark(k);
   unsigned long long* t = timeline_decode_cta(tl);
   if (t != nullptr) atomicCAS(t + k, 0ull, timeline_now());
 }
 inline __device__ __noinline__ void timeline_mark_last(unsigned long long* tl, int k) {
+  timeline_check_mark(k);
   unsigned long long* t = timeline_decode_cta(tl);
   if (t != nullptr) atomicMax(t + k, timeline_now());
 }
