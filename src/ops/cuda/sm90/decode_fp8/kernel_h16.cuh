@@ -116,11 +116,13 @@ struct QLoader {
 // +0.2-0.4 us on 1-8-page rows, where it never applies: the larger code is fetched cold after the bench's L2 flush).
 // The decision must be warpgroup-uniform (wgmma is collective): thread 0 probes the page's barrier before the
 // exchange and leaves the answer in s_flag[buf], read by all after it. Waiting for page j + 1 before the softmax
-// unconditionally made P_j late whenever that page had not landed (run H2). `early_s` (H16EarlyS, params.h) forces
+// unconditionally made P_j late whenever that page had not landed (run H2). kEarlyS (H16EarlyS, params.h) forces
 // either path for tests (MLA_DECODE_FP8_H16_EARLY_S=always / never): which one a page takes by default depends on
-// timing, so a default run cannot be relied on to reach both.
+// timing, so a default run cannot be relied on to reach both. A template parameter, not a kernel argument: as a
+// uniform argument the default kernel read +0.1-0.5 µs on short rows and +0.6 % at b128 s8192 (h16fix run 1).
+template <int kEarlyS>
 __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
-                                       uint8_t* smem, int w, int lane, int early_s) {
+                                       uint8_t* smem, int w, int lane) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
   const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_q0 = decode::smem_u32(smem + L.q_offset);
   const uint32_t s_p0 = decode::smem_u32(smem + L.p_offset);
@@ -178,8 +180,8 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     decode::n16::store_row_max(red, mx, w, g, t);
     const int next_stage = (j + 1) % kStages;
     if (q_loader)
-      s_flag[buf] = !seg_end && early_s != kEarlySNever &&
-                    (early_s == kEarlySAlways || decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages)));
+      s_flag[buf] = !seg_end && kEarlyS != kEarlySNever &&
+                    (kEarlyS == kEarlySAlways || decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages)));
     decode::named_sync(kBarScorer, 32 * kScorerWarps);
     // s_flag[buf] is rewritten at page j + 2, after every scorer thread passed page j + 1's exchange: read by then.
     pre = s_flag[buf] != 0;
@@ -323,6 +325,7 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   tl.flush();
 }
 
+template <int kEarlyS>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
   const decode::DecodeKernelParams& p = fp.d;
@@ -338,7 +341,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp < kScorerWarps) {
-    scorer(p, c, bars, smem, warp, lane, fp.h16_early_s);
+    scorer<kEarlyS>(p, c, bars, smem, warp, lane);
   } else {
     accumulator(fp, c, bars, smem, warp - kScorerWarps, lane);
   }

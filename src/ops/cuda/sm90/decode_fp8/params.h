@@ -21,7 +21,7 @@ struct Fp8DecodeParams {
   decode::DecodeKernelParams d;
   float out_scale;  // k_scale: O accumulates P * raw e4m3 V, the output (and every partial) is O / l * k_scale
   int l2_prefetch;  // pages to prefetch into L2 ahead of the shared-memory stages (0: off; opt-in knob)
-  int h16_early_s;  // H16EarlyS; the 16-row kernel only (uniform: the decision must be warpgroup-uniform)
+  int h16_early_s;  // H16EarlyS: which 16-row kernel instantiation runs (launch_impl_h16.cuh); host side only
 };
 
 }  // namespace mla::sm90::decode_fp8
