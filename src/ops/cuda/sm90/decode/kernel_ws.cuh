@@ -180,9 +180,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
                            first_batch, first_split};
 
   Ws64Timeline tl;  // diagnostics only (timeline_ws64.cuh), empty in a normal build
-#ifdef MLA_DECODE_TIMELINE
-  tl.init(p.timeline, tid == 0);
-#endif
+  tl.init(p, tid == 0);
 
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
   bool q_held = false;              // ... and has not released yet

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "mla/ops/decode_timeline.h"
+#include "ops/cuda/sm90/decode/params.h"
 
 namespace mla::sm90::decode {
 
@@ -51,13 +52,14 @@ inline __device__ __noinline__ void timeline_mark_last(unsigned long long* tl, i
 // ns of up to three kinds of wait / phase and counts its segments, and flush() writes them once at its end as
 // (the CTA's start stamp [0]) + value, atomicMax over the leaders, so `m_k - start` on a stderr line of
 // bench_decode --timeline is the value (m12 - start: segments, in µs units). Every member is empty in a normal
-// build, so a kernel keeps its calls without #ifdef and its code is the same as without them.
+// build, so a kernel keeps its calls without #ifdef (init takes the params: their timeline member exists only in
+// a timeline build) and its code is the same as without them.
 #ifdef MLA_DECODE_TIMELINE
 struct TimelineSums {
   unsigned long long* tl = nullptr;  // nullptr: this thread does not stamp
   unsigned long long acc[3] = {0, 0, 0};
   int segs = 0;
-  __device__ void init(unsigned long long* t, bool leader) { tl = leader ? t : nullptr; }
+  __device__ void init(const DecodeKernelParams& p, bool leader) { tl = leader ? p.timeline : nullptr; }
   __device__ unsigned long long now() const { return tl != nullptr ? timeline_now() : 0ull; }
   __device__ void add(int i, unsigned long long t0) {
     if (tl != nullptr) acc[i] += timeline_now() - t0;
@@ -80,7 +82,7 @@ struct TimelineSums {
 };
 #else
 struct TimelineSums {
-  __device__ void init(unsigned long long*, bool) {}
+  __device__ void init(const DecodeKernelParams&, bool) {}  // p.timeline exists only in a timeline build
   __device__ unsigned long long now() const { return 0ull; }
   __device__ void add(int, unsigned long long) {}
   __device__ void seg() {}

@@ -49,14 +49,7 @@ using decode::n16::phase_of;
 // The three sums of marks 13..15 (decode::TimelineSums::add; empty in a normal build).
 enum H16TlSum { kTlScorerFull = 0, kTlScorerPEmpty = 1, kTlAccPFull = 2 };
 
-// The shared recorder, armed from the kernel params (called in every build; p.timeline exists only in a timeline one).
-struct H16Timeline : decode::TimelineSums {
-  __device__ void init(const decode::DecodeKernelParams& p, bool leader) {
-#ifdef MLA_DECODE_TIMELINE
-    TimelineSums::init(p.timeline, leader);
-#endif
-  }
-};
+using H16Timeline = decode::TimelineSums;
 
 // The page ring (full / empty per stage), then the Q slots' q_full barriers.
 struct Bars : decode::n16::RingBars<kStages> {

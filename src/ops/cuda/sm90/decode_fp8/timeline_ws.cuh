@@ -18,7 +18,6 @@
 //  13 ns in epilogues (including the P.V wait right before a switch's epilogue)
 //  14 ns from the top of a segment's first own page to its S done (Q wait, first-page wait, S)
 //  15 ns in k_full waits of own pages (every page)
-#include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/timeline.cuh"  // TimelineSums (empty in a normal build)
 
 namespace mla::sm90::decode_fp8 {
@@ -26,13 +25,6 @@ namespace mla::sm90::decode_fp8 {
 // The three sums of marks 13..15 (TimelineSums::add).
 enum WsTlSum { kTlEpilogue = 0, kTlSegStart = 1, kTlKWait = 2 };
 
-// The shared recorder, armed from the kernel params (the kernel calls init in every build).
-struct WsTimeline : decode::TimelineSums {
-  __device__ void init(const decode::DecodeKernelParams& p, bool leader) {
-#ifdef MLA_DECODE_TIMELINE
-    TimelineSums::init(p.timeline, leader);  // p.timeline exists only in a timeline build
-#endif
-  }
-};
+using WsTimeline = decode::TimelineSums;
 
 }  // namespace mla::sm90::decode_fp8
