@@ -283,15 +283,22 @@ __device__ __forceinline__ void combine_few_online(const DecodeKernelParams& p, 
   if (t == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
 }
 
-// Item number -> (sequence, row, chunk) and its split range.
+// Item number -> (sequence, row, chunk); combine_item adds its split range (the plan's split_offsets, complete
+// before the decode kernel started: readable before griddepcontrol.wait).
 struct CombineItem {
   int b, row, chunk, first, n;
 };
-__device__ __forceinline__ CombineItem combine_item(const DecodeKernelParams& p, int it, int chunks) {
+__device__ __forceinline__ CombineItem combine_item_pos(const DecodeKernelParams& p, int it, int chunks) {
   CombineItem c;
   c.chunk = it % chunks;
   c.row = (it / chunks) % p.rows;
   c.b = it / chunks / p.rows;
+  c.first = 0;
+  c.n = 0;
+  return c;
+}
+__device__ __forceinline__ CombineItem combine_item(const DecodeKernelParams& p, int it, int chunks) {
+  CombineItem c = combine_item_pos(p, it, chunks);
   c.first = p.split_offsets[c.b];
   c.n = p.split_offsets[c.b + 1] - c.first;
   return c;
@@ -307,9 +314,8 @@ __device__ __noinline__ void combine_few_list(const DecodeKernelParams& p, const
   for (int j0 = 0; j0 < count; j0 += GROUPS) {
     const int j = j0 + static_cast<int>(threadIdx.x) / G;
     if (j < count) {
-      const int it = list[j];
-      const int row = (it / chunks) % p.rows, b = it / chunks / p.rows;
-      combine_few_online<Traits, GROUPS>(p, b, row, lfirst[j], ln[j], static_cast<int>(threadIdx.x) % G);
+      const CombineItem c = combine_item_pos(p, list[j], chunks);  // its split range: lfirst / ln
+      combine_few_online<Traits, GROUPS>(p, c.b, c.row, lfirst[j], ln[j], static_cast<int>(threadIdx.x) % G);
     }
   }
 }
