@@ -79,9 +79,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   constexpr bool kHintOneItem = !kWg && Traits::kFormat != KvFormat::kFp8Ds;
   // One item: [begin_block, begin_block + 1) of begin_batch, recorded either as end (begin_batch, begin_block + 1) or,
   // when that block is the sequence's last, as end (begin_batch + 1, 0) (known from the hinted seqlen).
-  const int bb = rec[kPartBeginBatch], bk = rec[kPartBeginBlock], eb = rec[kPartEndBatch], ek = rec[kPartEndBlock];
-  const bool one_item = (eb == bb && ek == bk + 1) ||
-                        (eb == bb + 1 && ek == 0 && rec[kPartFirstSeqlen] >= 0 &&
+  const int bk = rec[kPartBeginBlock], eb = rec[kPartEndBatch], ek = rec[kPartEndBlock];
+  const bool one_item = (eb == first_batch && ek == bk + 1) ||
+                        (eb == first_batch + 1 && ek == 0 && rec[kPartFirstSeqlen] >= 0 &&
                          bk + 1 == decode_num_blocks(rec[kPartFirstSeqlen]));
   comp.init(p, rec, /*hints=*/kHintOneItem && one_item);
   if (!comp.valid()) return;  // an empty part (more CTAs than work)
