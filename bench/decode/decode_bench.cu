@@ -458,10 +458,12 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
                             "bench decode", "cudaMemset2DAsync");
   };
   MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune));
+  // The plan's records (host copy, checked equal to the device's): --timeline reads each CTA's pages from them.
+  std::vector<int32_t> host(static_cast<size_t>(g.num_parts) * mla::kPlanPartInts);
   {
     // The device plan must be the host's (compute_decode_plan with the same geometry, tuning and block table),
     // or a --tune / --price / --parts row would time a plan nobody checked.
-    std::vector<int32_t> dev(static_cast<size_t>(g.num_parts) * mla::kPlanPartInts), host(dev.size());
+    std::vector<int32_t> dev(host.size());
     std::vector<int32_t> dev_off(r.batch + 1), host_off(r.batch + 1);
     MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(dev.data(), parts.p, dev.size() * 4, cudaMemcpyDeviceToHost, s));
     MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(dev_off.data(), off.p, dev_off.size() * 4, cudaMemcpyDeviceToHost, s));
@@ -489,11 +491,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   if (o.timeline) {
     MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune));
     if (o.hints == Options::kOff) MLA_TRY(clear_hints());
-    std::vector<int32_t> rec(static_cast<size_t>(g.num_parts) * mla::kPlanPartInts);
-    MLA_CUDA_TRY("bench decode (timeline)",
-                 cudaMemcpyAsync(rec.data(), parts.p, rec.size() * 4, cudaMemcpyDeviceToHost, s));
-    MLA_CUDA_TRY("bench decode (timeline)", cudaStreamSynchronize(s));
-    MLA_TRY(run_timeline(r, g, rec, s, flush, [&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); },
+    MLA_TRY(run_timeline(r, g, host, s, flush, [&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); },
                          capture));
   }
   cudaGraphExecDestroy(decode_exec);
