@@ -19,14 +19,7 @@ constexpr int kWsConsumerThreads = 256;
 constexpr int kWsTransposeThreads = 96;   // warps 1..3 of the producer warpgroup
 constexpr int kVtBytes = kDimV * kBlockN;           // 32768
 constexpr int kPBufBytes = kRowsPerCta * 128;        // 8192: P of two pages (64-byte halves of each row)
-constexpr int kWsBarrierBytes = 1536;
-// The tail-steal block (steal_ws.cuh) inside the barrier area, after the pipeline's mbarriers (at most 128 bytes):
-// kWsStealEvents single-use mbarriers, 4 event ints and one merge entry per event.
-constexpr int kWsStealEvents = 48;
-constexpr int kWsStealBarOffset = 128;
-constexpr int kWsStealInfoOffset = kWsStealBarOffset + kWsStealEvents * 8;
-constexpr int kWsStealPendOffset = kWsStealInfoOffset + kWsStealEvents * 4 * 4;
-static_assert(kWsStealPendOffset + kWsStealEvents * 4 <= kWsBarrierBytes, "the steal block fits the barrier area");
+constexpr int kWsBarrierBytes = 256;
 
 // Schedule of the kernel (kernel_ws.cuh, the "ahead" schedule, the default since run W10): once S_j is done, O is
 // rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j (which then overlaps that product), and
@@ -91,7 +84,7 @@ template <class S>
 constexpr bool ws_layout_ok() {
   constexpr WsSmemLayout L = ws_smem_layout<S>();
   return L.total <= 227 * 1024 && L.k_offset % 1024 == 0 && L.vt_offset % 1024 == 0 && L.p_offset % 1024 == 0 &&
-         8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsStealBarOffset;
+         8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
 }
 static_assert(ws_layout_ok<WsQReg>() && ws_layout_ok<WsAhead>(),
               "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");

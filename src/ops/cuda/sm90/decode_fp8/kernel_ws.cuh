@@ -32,7 +32,6 @@
 #include "ops/cuda/sm90/decode/timeline.cuh"  // MLA_TL_MARK_* (nothing outside a timeline build)
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
-#include "ops/cuda/sm90/decode_fp8/steal_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/timeline_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/transpose_ws.cuh"
 
@@ -42,6 +41,7 @@ using decode::kBarPReady;
 using decode::kBarWg;
 using decode::mbar_arrive;
 using decode::mbar_wait;
+using decode::PartCursor;
 
 template <int kKStages, int kVStages>
 struct WsBarriers {
@@ -60,14 +60,14 @@ __device__ __forceinline__ uint32_t phase(int j, int n) { return static_cast<uin
 // One thread: Q tile of segment s once both consumers released segment s - 1's; page j into K stage
 // j % kKStages once page j - kKStages's S and transpose are done.
 template <class S, class Bars>
-__device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, StealCursor c, const Bars& bars,
-                                            const StealShared& sh, uint32_t s_q_tile, uint32_t s_k0, int tile_row0) {
+__device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCursor c, const Bars& bars,
+                                            uint32_t s_q_tile, uint32_t s_k0, int tile_row0) {
   constexpr int kKStages = S::kKStages;
   const decode::DecodeKernelParams& p = fp.d;
   int j = 0, seg = -1;
   bool new_seg = true;
   c.fetch_page(p);
-  while (c.valid() || c.more<true>(p, sh)) {
+  while (c.valid()) {
     if (new_seg) {
       ++seg;
       if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
@@ -77,9 +77,8 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, StealCurs
     if (j >= kKStages) mbar_wait(bars.k_empty(stage), phase(j - kKStages, kKStages));
     issue_tile_tma(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
     if (c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 10);  // timeline_ws.cuh: last TMA
-    if (j == 0) c.publish_zone();  // after the first TMA: off the start chain
     new_seg = c.last_of_sequence();
-    c.step<true>(p, sh);
+    c.advance(p);
     c.fetch_page(p);  // the next page's block-table entry loads while this thread waits
     ++j;
   }
@@ -88,12 +87,12 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, StealCurs
 // 96 threads: V^T of page j into stage j % kVStages once both consumers are done with page
 // j - kVStages's; tokens past the sequence end become zeros.
 template <class S>
-__device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& p, StealCursor c,
-                                              const WsBarriers<S::kKStages, S::kVStages>& bars, const StealShared& sh,
-                                              uint32_t s_k0, uint32_t s_vt0, int tw) {
+__device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& p, PartCursor c,
+                                              const WsBarriers<S::kKStages, S::kVStages>& bars, uint32_t s_k0,
+                                              uint32_t s_vt0, int tw) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   int j = 0;
-  while (c.valid() || c.more<false>(p, sh)) {
+  while (c.valid()) {
     const int ks = j % kKStages, vs = j % kVStages;
     if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
@@ -103,15 +102,15 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     mbar_arrive(bars.vt_full(vs));
     mbar_arrive(bars.k_empty(ks));
     if (tw == 0 && c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 11);  // last V^T written
-    c.step<false>(p, sh);
+    c.advance(p);
     ++j;
   }
 }
 
 template <class S>
-__device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, StealCursor cur,
-                                            const WsBarriers<S::kKStages, S::kVStages>& bars, const StealShared& sh,
-                                            uint8_t* smem, int wg, int tid) {
+__device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCursor cur,
+                                            const WsBarriers<S::kKStages, S::kVStages>& bars, uint8_t* smem, int wg,
+                                            int tid) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   constexpr WsSmemLayout L = ws_smem_layout<S>();
   const decode::DecodeKernelParams& p = fp.d;
@@ -139,13 +138,12 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, StealCurs
   WsState st;
   st.reset();
   int epi = 0;  // segments written so far (parity of the s_l buffer)
-  // kind >= 0: a piece of a sequence split by a stolen tail (steal_ws.cuh): a partial, merged by the second piece.
-  auto epilogue = [&](int b, int kind) {
+  auto epilogue = [&](int b) {
     tl.last(7);  // timeline_ws.cuh: an epilogue started
     const unsigned long long t_epi = tl.now();
     tl.seg();
-    const int n_splits = kind >= 0 ? 2 : p.split_offsets[b + 1] - p.split_offsets[b];
-    const int slot = kind >= 0 ? steal_slot(p, kind, b) : p.split_offsets[b] + (b == first_batch ? first_split : 0);
+    const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
+    const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
     // O accumulates P times raw e4m3 V: out (and every partial) = O / l * k_scale.
 #pragma unroll
     for (int t = 0; t < 32; ++t)
@@ -205,8 +203,8 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, StealCurs
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
   bool q_held = false;              // ... and has not released yet
   bool prev_end = true;
-  int prev_b = 0, prev_kind = -1;
-  while (cur.valid() || cur.more<false>(p, sh)) {
+  int prev_b = 0;
+  while (cur.valid()) {
     const bool first = prev_end;  // first page of a segment
     if (first) ++seg;
     const bool end = cur.last_of_sequence();
@@ -229,7 +227,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, StealCurs
         decode::fence_operands(o_regs);
         release_pending();
         tl.add(kTlEpilogue, t_w);
-        epilogue(prev_b, prev_kind);
+        epilogue(prev_b);
       }
       const unsigned long long t_top = tl.now();
       // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
@@ -328,12 +326,11 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, StealCurs
       wgmma_wait_group<0>();
       decode::fence_operands(o_regs);
       release_pending();
-      if (end) epilogue(cur.b, cur.kind);
+      if (end) epilogue(cur.b);
     }
     prev_end = end;
     prev_b = cur.b;
-    prev_kind = cur.kind;
-    cur.step<false>(p, sh);
+    cur.advance(p);
     ++j;
   }
   // The part's last page belongs to the other warpgroup: add it and write the last segment.
@@ -341,19 +338,14 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, StealCurs
     float mp[2];
     wait_other(j - 1, mp);
     pv(j - 1, mp, zero2);
-    epilogue(prev_b, prev_kind);
-  }
-  if (cur.cfg != 0) {
-    steal_finish(p, sh, cur.dec_b, cur.evt, tile_row0, valid_rows, wg * 128 + tid, decode::kBarEpilogue);
-    if (wg == 0 && tid == 0) steal_cta_done();
+    epilogue(prev_b);
   }
   tl.last(8);  // timeline_ws.cuh: CTA done
   tl.flush();
 }
 
 template <class S>
-__global__ void __launch_bounds__(kWsThreads, 1)
-    mla_decode_fp8_ws_kernel(const __grid_constant__ Fp8DecodeParams fp, int steal) {
+__global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   constexpr WsSmemLayout L = ws_smem_layout<S>();
   const decode::DecodeKernelParams& p = fp.d;
@@ -361,9 +353,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const WsBarriers<kKStages, kVStages> bars{decode::smem_u32(smem + L.bar_offset)};
-  const StealShared sh{decode::smem_u32(smem + L.bar_offset + kWsStealBarOffset),
-                       reinterpret_cast<int*>(smem + L.bar_offset + kWsStealInfoOffset),
-                       reinterpret_cast<int*>(smem + L.bar_offset + kWsStealPendOffset)};
   if (threadIdx.x == 0) {
     for (int s = 0; s < kKStages; ++s) {
       decode::mbar_init(bars.k_full(s), 1);
@@ -375,33 +364,28 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
     decode::mbar_init(bars.q_full(), 1);
     decode::mbar_init(bars.q_empty(), kWsConsumerThreads);
-    if (steal != 0)
-      for (int e = 0; e < kStealEvents; ++e) decode::mbar_init(sh.bar(e), 1);
     decode::mbar_init_fence();
   }
   __syncthreads();
   const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
-  StealCursor cur;
-  cur.init(p, rec, steal);
-  if (!cur.valid()) {  // an empty part (more CTAs than work): uniform across the CTA; it steals nothing
-    if (steal != 0 && threadIdx.x == 0) steal_cta_done();
-    return;
-  }
+  PartCursor cur;
+  cur.init(p, rec);
+  if (!cur.valid()) return;  // an empty part (more CTAs than work): uniform across the CTA
   // Warp-uniform by construction (shuffled from lane 0), so ptxas sees each role's wgmma on a convergent path.
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
   if (wg == 2) {
     decode::setmaxnreg_dec<56>();
     if (tid == 0) {
-      ws_producer<S>(fp, cur, bars, sh, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
+      ws_producer<S>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
                      blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
-      ws_transposer<S>(p, cur, bars, sh, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset),
+      ws_transposer<S>(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset),
                        tid - 32);
     }
     return;
   }
   decode::setmaxnreg_inc<224>();  // 2 x 224 + 56 = 3 x 168, the launch allocation
-  ws_consumer<S>(fp, cur, bars, sh, smem, wg, tid);
+  ws_consumer<S>(fp, cur, bars, smem, wg, tid);
 }
 
 }  // namespace mla::sm90::decode_fp8
