@@ -47,13 +47,13 @@ Status h16_early_s(int* mode) {
   return Status::ok();
 }
 
-// MLA_DECODE_FP8_H16_MODE = hand (default) | pair: the 16-row hand-off kernel (kernel_h16.cuh) or the paired one
+// MLA_DECODE_FP8_H16_MODE = hand (default) | pair | pair_merge: the 16-row hand-off kernel (kernel_h16.cuh) or the paired one
 // (kernel_h16pp.cuh, both warpgroups on whole pages). Temporary, for the A/B of NOTES_fp8.md session 8; read on every
 // 16-row call like the early-S knob, so tests switch it between cases.
 Status h16_pair(int* pair) {
-  const EnvKnob k = read_env_knob("MLA_DECODE_FP8_H16_MODE", {"hand", "pair"});
+  const EnvKnob k = read_env_knob("MLA_DECODE_FP8_H16_MODE", {"hand", "pair", "pair_merge"});
   MLA_TRY(k.status);
-  *pair = k.index == 1 ? 1 : 0;
+  *pair = k.index < 0 ? 0 : k.index;  // 1 pair, 2 pair_merge (one-item segments merged too: run P1's schedule)
   return Status::ok();
 }
 

@@ -226,6 +226,7 @@ __device__ __forceinline__ void finalize_alone(const Fp8DecodeParams& fp, const 
   if (lane == 0) MLA_TL_MARK_LAST(p.timeline, 8);
 }
 
+template <bool kSolo>
 __device__ __forceinline__ void pair_warpgroup(const Fp8DecodeParams& fp, PartCursor c, const Bars& bars, uint8_t* smem,
                                                int wg, int w, int lane) {
   constexpr SmemLayoutH16pp L = smem_layout_h16pp();
@@ -300,7 +301,7 @@ __device__ __forceinline__ void pair_warpgroup(const Fp8DecodeParams& fp, PartCu
       h16::issue_pv_t(o, vf, s_p);
       h16::wait_pv_t(o);
     }
-    if (seg_end && seg_items == 1) {
+    if (kSolo && seg_end && seg_items == 1) {
       // A one-item segment: its owner holds the whole state and writes it alone; the other warpgroup (no page in
       // it, nothing to merge) goes on to the next segment.
       const bool owner = (j & 1) == wg;
@@ -327,7 +328,9 @@ __device__ __forceinline__ void pair_warpgroup(const Fp8DecodeParams& fp, PartCu
   }
 }
 
-template <int kUnused = 0>
+// kSolo: one-item segments written by their owner alone (true), or merged like any other segment (false: run P1's
+// schedule; temporary, MLA_DECODE_FP8_H16_MODE=pair_merge, for the P3 A/B).
+template <bool kSolo>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16pp_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr SmemLayoutH16pp L = smem_layout_h16pp();
   const decode::DecodeKernelParams& p = fp.d;
@@ -341,7 +344,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16pp_kernel(const
     decode::mbar_init_fence();
   }
   __syncthreads();
-  pair_warpgroup(fp, c, bars, smem, threadIdx.x >> 7, (threadIdx.x >> 5) & 3, threadIdx.x & 31);
+  pair_warpgroup<kSolo>(fp, c, bars, smem, threadIdx.x >> 7, (threadIdx.x >> 5) & 3, threadIdx.x & 31);
 }
 
 }  // namespace mla::sm90::decode_fp8::h16pp
