@@ -5,7 +5,7 @@
 // over --reps calls. Rows print in DESIGN.md §6 column order.
 //
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
-//                [--parts N] [--tune SEQ,SPLIT,MIN] [--price N]                        (mlaserve bench decode ...)
+//                [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] [--shape H,B,S ...]   (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
 // data and graph, interleaved on / off / on / off, printed as two extra columns per variant.
@@ -17,7 +17,8 @@
 // --parts N: N CTA columns per head tile instead of the geometry's num_sms / head tiles (fewer, fuller CTAs;
 // mla_decode accepts any num_parts >= 1 whose max_splits matches); --tune: the plan's DecodePlanTuning
 // (seq_cost, split_cost, min_part_cost; default 4,4,1); --price N: the geometry's split_price replaced by N.
-// All three are experiments: the engine uses the defaults.
+// All three are experiments: the engine uses the defaults. --shape H_Q,BATCH,SEQLEN (repeatable): time these shapes
+// instead of the grid's rows (no anchor: plan experiments off the grid, e.g. h_q 64 or small batches).
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 // fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
@@ -133,6 +134,7 @@ struct Options {
   int parts = 0;  // 0: the geometry's num_parts
   int price = -1;  // -1: the geometry's split_price
   mla::DecodePlanTuning tune{};
+  std::vector<Row> shapes;  // --shape: off-grid rows (anchor 0), run instead of kRows
 };
 
 // An option's integer value in [lo, hi], or an error naming the option and the range.
@@ -169,6 +171,12 @@ Status parse(int argc, char** argv, Options* o) {
       o->tune.seq_cost = static_cast<int>(t[0]);
       o->tune.split_cost = static_cast<int>(t[1]);
       o->tune.min_part_cost = static_cast<int>(t[2]);
+    } else if (a == "--shape" && has_val) {
+      const std::vector<int64_t> t = mla::bench::parse_int_list(argv[++i]);
+      if (t.size() != 3 || (t[0] != 16 && t[0] != 32 && t[0] != 64 && t[0] != 128) || t[1] < 1 || t[1] > 4096 ||
+          t[2] < 64 || t[2] > 131072 || t[2] % 64 != 0)
+        return Status::invalid("bench decode", "--shape wants H_Q,BATCH,SEQLEN (16|32|64|128, 1..4096, a multiple of 64)");
+      o->shapes.push_back({static_cast<int>(t[0]), static_cast<int>(t[1]), static_cast<int>(t[2]), 0.0});
     } else if (a == "--hints" && has_val) {
       const std::string v = argv[++i];
       if (v == "on") o->hints = Options::kOn;
@@ -178,7 +186,8 @@ Status parse(int argc, char** argv, Options* o) {
     } else {
       return Status::invalid("bench decode",
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
-                             "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN] [--price N]; got '" + a + "'");
+                             "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] "
+                             "[--shape H,B,S]; got '" + a + "'");
     }
   }
   return Status::ok();
@@ -539,15 +548,16 @@ Status bench(const Options& o) {
   }
   std::vector<double> plan_us;
   const int n = static_cast<int>(sizeof(kRows) / sizeof(kRows[0]));
-  for (int i = 1; i <= n; ++i) {
-    if (!o.rows.empty() && std::find(o.rows.begin(), o.rows.end(), i) == o.rows.end()) continue;
-    const Row& r = kRows[i - 1];
+  const bool grid = o.shapes.empty();
+  for (int i = 1; i <= (grid ? n : static_cast<int>(o.shapes.size())); ++i) {
+    if (grid && !o.rows.empty() && std::find(o.rows.begin(), o.rows.end(), i) == o.rows.end()) continue;
+    const Row& r = grid ? kRows[i - 1] : o.shapes[i - 1];
     Timing t{};
     MLA_TRY(run_row(r, o, s, flush, &t));
     // ANCHORS.md: cache bytes + q bytes (1 per value for fp8) + 16-bit out bytes.
     const double bytes = double(r.batch) * r.seqlen * mla::kv_bytes_per_token(o.format) +
                          double(r.batch) * r.h_q * (mla::kDimQK * (fp8 ? 1 : 2) + mla::kDimV * 2);
-    const double anchor_us = fp8 ? kAnchorFp8Us[i - 1] : fp8ds ? kAnchorFp8DsUs[i - 1] : r.anchor_us;
+    const double anchor_us = !grid ? 0.0 : fp8 ? kAnchorFp8Us[i - 1] : fp8ds ? kAnchorFp8DsUs[i - 1] : r.anchor_us;
     const double flops = double(r.batch) * r.h_q * r.seqlen * (mla::kDimQK + mla::kDimV) * 2;
     std::printf("| %s | %d | %d | %d | %.1f | %.2f | %.0f | %.1f | %.2f |",
                 std::string(mla::kv_format_name(o.format)).c_str(), r.h_q, r.batch, r.seqlen, t.decode_us,
