@@ -310,12 +310,16 @@ TEST(PlanDecode, SplitPriceKeepsShortSequencesWhole) {
     check_plan_properties(sl, p);
     for (int n : splits_of(p)) ASSERT_EQ(n, 2) << "len " << len;
   }
-  for (int len : {512, 4096, 8192}) {
+  for (int len : {512, 4096}) {
     const std::vector<int32_t> one = {len};
     Plan p0 = make_plan(one, 1, 128, 132, {}, 0), p3 = make_plan(one, 1, 128, 132, {}, 3);
     EXPECT_EQ(p3.parts, p0.parts) << "len " << len;
     EXPECT_EQ(p3.offsets, p0.offsets) << "len " << len;
   }
+  // s8192 (cost 132 over 66 parts): 64 pieces of 2 pages at price 0, 43 of 3 at price 3 (decode_plan_per_part).
+  const std::vector<int32_t> s8192 = {8192};
+  EXPECT_EQ(splits_of(make_plan(s8192, 1, 128, 132, {}, 0))[0], 64);
+  EXPECT_EQ(splits_of(make_plan(s8192, 1, 128, 132, {}, 3))[0], 43);
   // ... but a 2-page sequence is no longer cut into two one-page pieces (1 + 4 + 7 each vs 2 + 4 whole).
   const std::vector<int32_t> tiny = {100};
   EXPECT_EQ(splits_of(make_plan(tiny, 1, 128, 132, {}, 0))[0], 2);
@@ -329,6 +333,71 @@ TEST(PlanDecode, SplitPriceKeepsShortSequencesWhole) {
     check_plan_properties(s1024, p);
     for (int n : splits_of(p)) ASSERT_EQ(n, price >= 6 ? 1 : 2) << "price " << price;
   }
+}
+
+// decode_plan_per_part: the plain spacing p0 = max(ceil(total / parts), min_part_cost), except for batch 1 with
+// >= 3/4 of the parts busy at p0: the least p >= p0 minimizing p + c total / p, c = 1.5 price / parts (ties: the
+// smaller p), found by brute force in exact integer arithmetic (T(p) <= T(q) <=> 2 P p^2 q + 3 price total q <=
+// 2 P q^2 p + 3 price total p).
+TEST(PlanDecode, PerPartWeighsPagesAgainstPartials) {
+  std::mt19937 rng(8);
+  int raised = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    const int parts = 1 + rng() % 300;
+    const int batch = rng() % 2 ? 1 : 2 + rng() % 100;
+    const int64_t total = rng() % 4 == 0 ? int64_t(rng() % 50) : int64_t(rng() % (rng() % 2 ? 1200 : 200000));
+    const int price = rng() % 8;
+    DecodePlanTuning tune;
+    tune.min_part_cost = 1 + rng() % 5;
+    const int64_t p0 = std::max<int64_t>((total + parts - 1) / parts, tune.min_part_cost);
+    int64_t best = p0;
+    if (batch == 1 && 4 * total >= 3 * p0 * parts) {
+      for (int64_t q = p0 + 1; q <= p0 + 40; ++q) {
+        const __int128 lhs = __int128(2) * parts * best * best * q + __int128(3) * price * total * q;
+        const __int128 rhs = __int128(2) * parts * q * q * best + __int128(3) * price * total * best;
+        if (rhs < lhs) best = q;
+      }
+    }
+    raised += best > p0;
+    ASSERT_EQ(decode_plan_per_part(total, batch, parts, tune, price), best)
+        << "total " << total << " batch " << batch << " parts " << parts << " price " << price << " min "
+        << tune.min_part_cost;
+  }
+  EXPECT_GT(raised, 100);  // the raise itself was exercised
+  // Price 0 (h_q 16): the plain spacing.
+  EXPECT_EQ(decode_plan_per_part(132, 1, 132, {}, 0), 1);
+  EXPECT_EQ(decode_plan_per_part(132, 1, 66, {}, 0), 2);
+}
+
+// The h_q 128 batch-1 rows (2 head tiles x 66 parts, price 3): 1-page pieces at s512 (8 splits), 2 at s4096 (32),
+// 3 at s8192 (43 instead of 64: 11 MB of fp32 partials instead of 16.8; H200, session 8 comb run 1: -1.4 us fp8,
+// -0.7 bf16), every piece within 3 pages; h_q 16 (price 0) keeps its 1-page pieces.
+TEST(PlanDecode, BatchOnePiecesFollowThePartialTraffic) {
+  const int expect_splits[3] = {8, 32, 43}, expect_pages[3] = {1, 2, 3};
+  const int lens[3] = {512, 4096, 8192};
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<int32_t> one = {lens[i]};
+    Plan p = make_plan(one, 1, 128, 132);
+    check_plan_properties(one, p);
+    EXPECT_EQ(splits_of(p)[0], expect_splits[i]) << "len " << lens[i];
+    for (int part = 0; part < p.g.num_parts; ++part) {
+      const int32_t* r = &p.parts[size_t(part) * kPlanPartInts];
+      if (r[kPartBeginBatch] != 0) continue;
+      const int hi = r[kPartEndBatch] == 0 ? r[kPartEndBlock] : decode_num_blocks(lens[i]);
+      EXPECT_LE(hi - r[kPartBeginBlock], expect_pages[i]) << "len " << lens[i] << " part " << part;
+    }
+  }
+  const std::vector<int32_t> one = {8192};
+  EXPECT_EQ(splits_of(make_plan(one, 1, 16, 132))[0], 128);
+  // h_q 64 (one tile, 132 parts): s8192 64 x 2 pages instead of 128 x 1; s4096 (half the parts idle at 1 page) and
+  // h_q 128 s2048 keep their 1-page pieces; a batch of two is never raised (h_q 64 b2 s8192: 128 x 2).
+  EXPECT_EQ(splits_of(make_plan(one, 1, 64, 132))[0], 64);
+  EXPECT_EQ(splits_of(make_plan({4096}, 1, 64, 132))[0], 64);
+  EXPECT_EQ(splits_of(make_plan({2048}, 1, 128, 132))[0], 32);
+  const std::vector<int32_t> two = {8192, 8192};
+  Plan p2 = make_plan(two, 1, 64, 132);
+  check_plan_properties(two, p2);
+  EXPECT_EQ(splits_of(p2)[0] + splits_of(p2)[1], 128);
 }
 
 TEST(PlanDecode, RejectsNegativeSeqlenAndMissingBuffers) {

@@ -80,6 +80,28 @@ struct DecodePlanCursor {
   }
 };
 
+// per_part of both candidates: the cut spacing ceil(total / num_parts) (at least min_part_cost), raised for a
+// single sequence whose pieces would fill nearly every part, where the fp32 partials they all write at once cost
+// more than the pages a coarser cut adds. Pieces of p blocks make ~total / p splits, each writing split_price
+// blocks' worth of partials that the combine reads back; c = 1.5 x split_price / num_parts blocks of call time per
+// piece, and T(p) = p + c x total / p is smallest at the least p with p (p + 1) >= c x total.
+// H200 (NOTES_plan.md, session 8 comb runs 1-3): h_q 128 batch 1 s8192 (66 parts): 43 pieces of 3 pages against
+// 64 of 2: -0.75..-1.4 us fp8, -0.7..-1.1 bf16 (+0.4..+0.65 fp8_ds, whose pages cost more); h_q 64 s8192 / s16384
+// (132 parts): 64 x 2 / 86 x 3 against 128 x 1 / 128 x 2: -0.8..-2 us. Where the cut at the plain spacing leaves
+// a quarter of the parts or more idle, the coarser cut lost (h_q 128 s2048 1 -> 2 pages +0.6 / +1.15 us, h_q 64
+// s4096 +0.85 / +1.2), and so it did in batches of several sequences (h_q 128 b4 / b16 s512, h_q 64 b32 s512:
+// +0.8..+2 us; the snapped candidate's pieces follow per_part too): the raise applies to batch 1 with >= 3/4 of the
+// parts busy.
+// The 1.5 is fitted to those rows. split_price 0 (h_q 16): never raised.
+MLA_HD_INLINE int64_t decode_plan_per_part(int64_t total, int batch, int num_parts, const DecodePlanTuning& tune,
+                                           int split_price) {
+  int64_t p = (total + num_parts - 1) / num_parts;
+  if (p < tune.min_part_cost) p = tune.min_part_cost;
+  if (batch != 1 || 4 * total < 3 * p * num_parts) return p;
+  while (2 * p * (p + 1) * num_parts < 3 * static_cast<int64_t>(split_price) * total) ++p;  // <= ~1.5 x price steps
+  return p;
+}
+
 // One pass over the parts of one candidate plan (snap = false: boundaries at multiples of per_part;
 // true: the same boundaries through decode_plan_snap, which takes split_price; tune.split_cost already
 // includes it). Returns the largest part cost (sum of decode_piece_cost over its pieces). With
@@ -143,16 +165,18 @@ MLA_HD inline int64_t decode_plan_walk(const int32_t* seqlens, int batch, int nu
 // kernel. seqlens: [batch]; writes parts [num_parts, 8] and split_offsets [batch + 1]; the page hints come
 // from `pages` (its rows must hold every block of their sequence, as the decode kernels' block table does).
 //
-// The batch's total cost is cut into num_parts intervals of per_part = max(ceil(total / num_parts),
-// min_part_cost). Two candidate plans use these boundaries: as they are, and snapped to sequence ends
-// (decode_plan_snap). The snapped plan is taken unless its largest part costs more than the plain one's,
-// both counted with decode_piece_cost: when the batch has about as many sequences as parts, or more,
+// The batch's total cost is cut into num_parts intervals of per_part = decode_plan_per_part (ceil(total /
+// num_parts), at least min_part_cost; raised for a lone sequence spread over nearly every part). Two candidate
+// plans use these boundaries: as they are, and snapped to sequence ends (decode_plan_snap). The snapped plan is
+// taken unless its largest part costs more than the plain one's, both counted with decode_piece_cost: when the
+// batch has about as many sequences as parts, or more,
 // the plain boundaries cut almost every sequence (b128 at 132 or 66 parts: ~64 MB of fp32 partials for
 // h_q 128 and a combine pass over them), while whole-sequence parts cost ~3 % more makespan; with few
 // long sequences, or a long sequence among short ones, the long ones stay cut and the plan stays balanced.
 // split_price (DecodePlanGeometry) is added to every true split's charge and to the snapped piece size.
-// The plain candidate does not depend on it, so batch 1 (plain pieces of per_part, the smallest) keeps
-// its many splits: there one sequence must be spread over all 132 SMs whatever the partials cost.
+// The plain candidate depends on it only through per_part, so batch 1 (plain pieces of per_part, the
+// smallest) keeps its many splits: there one sequence is spread over the SMs, in pieces no smaller than
+// decode_plan_per_part's (h_q 128 s8192: 43 pieces of 3 pages, not 64 of 2).
 MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int num_parts, int split_price,
                                        DecodePlanTuning tune, int32_t* parts, int32_t* split_offsets,
                                        DecodePlanPages pages = {}) {
@@ -163,8 +187,7 @@ MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int nu
     total += n > 0 ? n + tune.seq_cost : 0;
     split_offsets[b] = 0;  // used as a per-sequence split counter below
   }
-  int64_t per_part = (total + num_parts - 1) / num_parts;
-  if (per_part < tune.min_part_cost) per_part = tune.min_part_cost;
+  const int64_t per_part = decode_plan_per_part(total, batch, num_parts, tune, split_price);
   const int sp = split_price;
   const int64_t plain = decode_plan_walk(seqlens, batch, num_parts, tune, sp, total, per_part, false, nullptr,
                                          nullptr);

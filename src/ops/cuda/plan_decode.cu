@@ -153,8 +153,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
     incl[b] = run;
   }
   __syncthreads();
-  int64_t per_part = (total + num_parts - 1) / num_parts;
-  if (per_part < tune.min_part_cost) per_part = tune.min_part_cost;
+  const int64_t per_part = decode_plan_per_part(total, batch, num_parts, tune, split_price);
   const PlanView v{incl, nblk, batch, num_parts, total, per_part, tune, split_price};
 
   // 2. Both candidates' ranges of this thread's parts (kept for step 3) and their largest part; the
