@@ -47,16 +47,6 @@ Status h16_early_s(int* mode) {
   return Status::ok();
 }
 
-// MLA_DECODE_FP8_H16_MODE = hand (default) | pair | pair_merge: the 16-row hand-off kernel (kernel_h16.cuh) or the paired one
-// (kernel_h16pp.cuh, both warpgroups on whole pages). Temporary, for the A/B of NOTES_fp8.md session 8; read on every
-// 16-row call like the early-S knob, so tests switch it between cases.
-Status h16_pair(int* pair) {
-  const EnvKnob k = read_env_knob("MLA_DECODE_FP8_H16_MODE", {"hand", "pair", "pair_merge"});
-  MLA_TRY(k.status);
-  *pair = k.index < 0 ? 0 : k.index;  // 1 pair, 2 pair_merge (one-item segments merged too: run P1's schedule)
-  return Status::ok();
-}
-
 }  // namespace
 
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
@@ -75,7 +65,6 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   if (groups == 1) {
     // 16 rows (h_q 16, s_q 1: a tile of exactly 16 rows): the wgmma kernel.
     MLA_TRY(h16_early_s(&p.h16_early_s));
-    MLA_TRY(h16_pair(&p.h16_pair));
     MLA_TRY(encode_tensor_maps_fp8_h16(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
     MLA_TRY(launch_decode_fp8_h16(p, grid, stream));
   } else if (groups == 2) {

@@ -1,19 +1,12 @@
 #pragma once
 // Definition of launch_decode_fp8_h16, included only by its instantiation file.
 #include "ops/cuda/sm90/decode_fp8/kernel_h16.cuh"
-#include "ops/cuda/sm90/decode_fp8/kernel_h16pp.cuh"
 #include "ops/cuda/sm90/decode_fp8/launch.h"
 #include "ops/cuda/sm90/decode_fp8/launch_kernel.cuh"
 
 namespace mla::sm90::decode_fp8 {
 
 Status launch_decode_fp8_h16(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
-  if (p.h16_pair == 1)
-    return launch_fp8_kernel<&h16pp::mla_decode_fp8_h16pp_kernel<true>>(p, grid, h16pp::kThreads,
-                                                                        h16pp::smem_layout_h16pp().total, stream);
-  if (p.h16_pair == 2)
-    return launch_fp8_kernel<&h16pp::mla_decode_fp8_h16pp_kernel<false>>(p, grid, h16pp::kThreads,
-                                                                         h16pp::smem_layout_h16pp().total, stream);
   const int smem = h16::smem_layout_h16().total;
   // p.h16_early_s picks the instantiation (the forced ones exist for tests: kernel_h16.cuh, scorer).
   switch (p.h16_early_s) {

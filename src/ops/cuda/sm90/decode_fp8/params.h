@@ -22,7 +22,6 @@ struct Fp8DecodeParams {
   float out_scale;  // k_scale: O accumulates P * raw e4m3 V, the output (and every partial) is O / l * k_scale
   int l2_prefetch;  // pages to prefetch into L2 ahead of the shared-memory stages (0: off; opt-in knob)
   int h16_early_s;  // H16EarlyS: which 16-row kernel instantiation runs (launch_impl_h16.cuh); host side only
-  int h16_pair;     // 1 / 2: the paired 16-row kernel (kernel_h16pp.cuh, kSolo true / false) instead of the hand-off one
 };
 
 }  // namespace mla::sm90::decode_fp8
