@@ -176,6 +176,11 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
 
   WsState st;
   st.reset();
+  // 16-bit formats: the softmax path of bench/decode/NOTES.md run 31 (mask_row_max_tree, PStoreAddrs); fp8_ds keeps
+  // mask_row_max / store_p (not measured there).
+  constexpr bool k16 = Traits::kFormat != KvFormat::kFp8Ds;
+  PStoreAddrs p_addrs;
+  if constexpr (k16) p_addrs.init(s_kv0 + wg * kPageBytes, row_local[0], t4);
   WsPeerSteps<Traits> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
                            first_batch, first_split};
 
@@ -244,11 +249,16 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       }
       float mx[2], m_new[2], rowsum[2];
       uint32_t pw[2][8];  // P packed to 16 bits: [row g / g + 8][8-key tile]
-      mask_row_max(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
+      if constexpr (k16) {
+        mask_row_max_tree(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
+      } else {
+        mask_row_max(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
+      }
       softmax_page<Traits>(sc, mx, first, mp, p.scale_log2, m_new, rowsum, pw);
+      if constexpr (k16) p_addrs.store(pw);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        store_p(stage_ptr + kRopeSlab * kSlabBytes, row_local[h], t4, pw[h]);
+        if constexpr (!k16) store_p(stage_ptr + kRopeSlab * kSlabBytes, row_local[h], t4, pw[h]);
         if (t4 == 0) s_m[stage * kRowsPerCta + row_local[h]] = m_new[h];
       }
       fence_proxy_async();  // P is a wgmma operand (async proxy) for the other warpgroup (and here for fp8_ds)

@@ -179,6 +179,61 @@ __device__ __forceinline__ void mask_row_max(float (&sc)[8][4], const DecodeKern
   }
 }
 
+// mask_row_max with a shorter path from S to P (16-bit formats; bench/decode/NOTES.md runs 30-31): the mask as a
+// warp-uniform branch taken by partial pages only (mask_row_max's select per score folds the `whole` test into a
+// compare and a select on every score: 64 instructions per page between S and the P-ready arrive, while the tensor
+// pipe idles), and each row's 16 maxima as a tree (depth 4 instead of a 16-long FMNMX chain). fmaxf is exact in any
+// order, so the maxima (and P) equal mask_row_max's bit for bit. h128 rows -1.9 to -2.6 % (run 31).
+__device__ __forceinline__ void mask_row_max_tree(float (&sc)[8][4], const DecodeKernelParams& p, int seqlen, int blk,
+                                                  const int (&row_i)[2], int t4, float (&mx)[2]) {
+  int limit[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int visible = p.causal ? min(seqlen, seqlen - p.s_q + 1 + row_i[h]) : seqlen;
+    limit[h] = visible - blk * kBlockN;
+  }
+  if (!__all_sync(0xffffffffu, limit[0] >= kBlockN && limit[1] >= kBlockN)) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int t = 0; t < 8; ++t)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (t * 8 + 2 * t4 + e >= limit[h]) sc[t][2 * h + e] = -INFINITY;
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float m[8];
+#pragma unroll
+    for (int t = 0; t < 8; ++t) m[t] = fmaxf(sc[t][2 * h], sc[t][2 * h + 1]);
+#pragma unroll
+    for (int w = 4; w >= 1; w >>= 1)
+#pragma unroll
+      for (int t = 0; t < w; ++t) m[t] = fmaxf(m[t], m[t + w]);
+    mx[h] = fmaxf(m[0], __shfl_xor_sync(0xffffffffu, m[0], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+  }
+}
+
+// Shared-memory addresses of this thread's P words in the RoPE slab of its warpgroup's own stage (own pages are
+// j with j % 2 == wg, always in stage wg; store_p's layout, row g + 8 is +1024 bytes with the same swizzle since
+// row & 7 is equal): computed once per CTA instead of ~35 integer instructions per page between the softmax and
+// the P-ready arrive (run 31: a further -0.2 to -0.5 % on the b128 rows).
+struct PStoreAddrs {
+  uint32_t a[8];
+  __device__ __forceinline__ void init(uint32_t s_stage, int row, int t4) {
+#pragma unroll
+    for (int t = 0; t < 8; ++t) a[t] = s_stage + kRopeSlab * kSlabBytes + row * 128 + ((t ^ (row & 7)) << 4) + 4 * t4;
+  }
+  __device__ __forceinline__ void store(const uint32_t (&pw)[2][8]) const {
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a[t]), "r"(pw[0][t]) : "memory");
+      asm volatile("st.shared.b32 [%0+1024], %1;\n" ::"r"(a[t]), "r"(pw[1][t]) : "memory");
+    }
+  }
+};
+
 // The online-softmax step: m_new = max(running max mp, page max mx) (mp ignored on a segment's first page),
 // P = 2^(s * scale_log2 - m_new * scale_log2) packed to the format's 16 bits per key pair (pw[h][t]: row g + 8h,
 // keys 8t + 2 t4, +1), and this thread's row sums of P in fp32 (before the packing rounds P, as the reference sums).
