@@ -3,7 +3,9 @@
 
 Per row (h, b, s) of each file: CTA ends (min / median / max), each CTA's streaming rate (m8 - m4) / pages (us per
 page, plan pages), the SMs whose rate is >= 2.5 % above the median ("slow"), and what a perfect balance of the same
-pages over the same per-CTA rates would end at (median first page + sum(pages) / sum(1 / rate) + median overhead).
+pages over the same per-CTA rates would end at (median first page + sum(pages) / sum(1 / rate)). A CTA's rate
+includes its fixed costs (last epilogue, CTA end) spread over its pages, so the `over` term below is 0 by construction
+and the bound charges those costs per page: CTAs with few pages look slower than they stream.
 With several files (or rows), the overlap of the slow-SM sets says whether slowness follows the SM id.
 Usage: tl_tail.py FILE.err [...]"""
 import re
