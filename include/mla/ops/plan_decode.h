@@ -66,7 +66,8 @@ struct DecodePlanGeometry {
   // What a split costs beyond DecodePlanTuning::split_cost, in blocks (decode_split_price): charged per true
   // split, and added to per_part when decode_plan_snap picks a sequence's piece count, so at h_q 128 a
   // sequence of under ~1.5 x (per_part + 3) is not cut (b32 s512: 8 pages stay whole instead of 2 x 128 KB
-  // of fp32 partials per head tile).
+  // of fp32 partials per head tile). Also sets the piece size of a lone sequence spread over >= 3/4 of the parts
+  // (decode_plan_per_part: batch-1 plans, e.g. h_q 128 s8192 43 x 3 pages instead of 64 x 2).
   int split_price = 0;
 };
 

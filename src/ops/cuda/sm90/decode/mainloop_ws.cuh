@@ -152,8 +152,9 @@ __device__ __forceinline__ float ex2_ftz(float x) {
 // Scores sc[t][2h + e] of this thread: row g + 8h of its warp's 16, key 8t + 2 t4 + e of the page.
 //
 // Masks keys past each row's visible length (sequence end, causal diagonal; rows past the tile's valid rows are
-// clamped to seqlen) to -inf and returns the page's row maxima, reduced over the quad. Most pages are seen whole by
-// every row of the warp: the mask (a compare and a select per score) only where not.
+// clamped to seqlen) to -inf and returns the page's row maxima, reduced over the quad. The `whole` test does not
+// skip the mask: the compiler folds it into a compare and a select on every score of every page (bench/decode/NOTES.md
+// run 30); mask_row_max_tree below branches instead. Only fp8_ds still uses this form (not timed with the tree).
 __device__ __forceinline__ void mask_row_max(float (&sc)[8][4], const DecodeKernelParams& p, int seqlen, int blk,
                                              const int (&row_i)[2], int t4, float (&mx)[2]) {
   int limit[2];
@@ -219,6 +220,7 @@ __device__ __forceinline__ void mask_row_max_tree(float (&sc)[8][4], const Decod
 // j with j % 2 == wg, always in stage wg; store_p's layout, row g + 8 is +1024 bytes with the same swizzle since
 // row & 7 is equal): computed once per CTA instead of ~35 integer instructions per page between the softmax and
 // the P-ready arrive (run 31: a further -0.2 to -0.5 % on the b128 rows).
+static_assert(kWsStages == 2, "PStoreAddrs: a warpgroup's own pages (j % 2 == wg) sit in stage wg only with two stages");
 struct PStoreAddrs {
   uint32_t a[8];
   __device__ __forceinline__ void init(uint32_t s_stage, int row, int t4) {
