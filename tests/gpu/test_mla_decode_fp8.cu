@@ -347,6 +347,10 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {1, 16, 1, false, {8191}, "len8191", 0.02f, 1.f, kDs});
   add(cases, {1, 128, 1, false, {8191}, "len8191", 3.f, 1.f, kDs});
   add(cases, {1, 32, 1, false, {4096}, "len4096", 1.f});
+  // Batch-1 plans with the raised piece size of decode_plan_per_part (b00ebb9): h_q 64 (86 pieces of 3 pages) and
+  // h_q 16 x s_q 4 (64 rows, causal).
+  add(cases, {1, 64, 1, false, {16384}, "len16384", 1.f});
+  add(cases, {1, 16, 4, true, {8191}, "len8191", 1.f});
   // Saturation: |x / scale| far above 448 for most values (q and K codes at +-448; logits kept O(1), see add()).
   add(cases, {2, 16, 1, false, {4096, 1000}, "4096_1000", 1.f, 2000.f});
   add(cases, {2, 128, 1, false, {511, 64}, "511_64", 3.f, 1500.f, DataKind::kNormal, true, true});
