@@ -148,6 +148,19 @@ __device__ __forceinline__ float ex2_ftz(float x) {
   return y;
 }
 
+// Keys of page blk visible to this thread's two rows (row_i[h]: sequence end, causal diagonal; rows past the
+// tile's valid rows are clamped to seqlen), as limit[h] = visible keys - the page's first key; returns whether every
+// row of the warp sees the whole page (warp-uniform). Shared by the two masks below.
+__device__ __forceinline__ bool page_key_limits(const DecodeKernelParams& p, int seqlen, int blk, const int (&row_i)[2],
+                                                int (&limit)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int visible = p.causal ? min(seqlen, seqlen - p.s_q + 1 + row_i[h]) : seqlen;
+    limit[h] = visible - blk * kBlockN;
+  }
+  return __all_sync(0xffffffffu, limit[0] >= kBlockN && limit[1] >= kBlockN);
+}
+
 // The page softmax of the two 64-row consumers (kernel_ws.cuh, decode_fp8ds/kernel_ws64.cuh), in two steps.
 // Scores sc[t][2h + e] of this thread: row g + 8h of its warp's 16, key 8t + 2 t4 + e of the page.
 //
@@ -158,12 +171,7 @@ __device__ __forceinline__ float ex2_ftz(float x) {
 __device__ __forceinline__ void mask_row_max(float (&sc)[8][4], const DecodeKernelParams& p, int seqlen, int blk,
                                              const int (&row_i)[2], int t4, float (&mx)[2]) {
   int limit[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int visible = p.causal ? min(seqlen, seqlen - p.s_q + 1 + row_i[h]) : seqlen;
-    limit[h] = visible - blk * kBlockN;
-  }
-  const bool whole = __all_sync(0xffffffffu, limit[0] >= kBlockN && limit[1] >= kBlockN);
+  const bool whole = page_key_limits(p, seqlen, blk, row_i, limit);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     mx[h] = -INFINITY;
@@ -188,12 +196,7 @@ __device__ __forceinline__ void mask_row_max(float (&sc)[8][4], const DecodeKern
 __device__ __forceinline__ void mask_row_max_tree(float (&sc)[8][4], const DecodeKernelParams& p, int seqlen, int blk,
                                                   const int (&row_i)[2], int t4, float (&mx)[2]) {
   int limit[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int visible = p.causal ? min(seqlen, seqlen - p.s_q + 1 + row_i[h]) : seqlen;
-    limit[h] = visible - blk * kBlockN;
-  }
-  if (!__all_sync(0xffffffffu, limit[0] >= kBlockN && limit[1] >= kBlockN)) {
+  if (!page_key_limits(p, seqlen, blk, row_i, limit)) {
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
