@@ -18,7 +18,8 @@
 // mla_decode accepts any num_parts >= 1 whose max_splits matches); --tune: the plan's DecodePlanTuning
 // (seq_cost, split_cost, min_part_cost; default 4,4,1); --price N: the geometry's split_price replaced by N.
 // All three are experiments: the engine uses the defaults. --shape H_Q,BATCH,SEQLEN (repeatable): time these shapes
-// instead of the grid's rows (no anchor: plan experiments off the grid, e.g. h_q 64 or small batches).
+// instead of the grid's rows (no anchor: plan experiments off the grid, e.g. h_q 64 or small batches); with --rows
+// it is an error (the rows would be ignored). Every parse error repeats the value it rejects.
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 // fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
@@ -149,13 +150,24 @@ Status parse_int_arg(const std::string& opt, const std::string& v, long lo, long
 }
 
 Status parse(int argc, char** argv, Options* o) {
+  constexpr int kNumRows = static_cast<int>(sizeof(kRows) / sizeof(kRows[0]));
+  std::string rows_arg, shape_args;  // as given, for the --rows / --shape conflict's message
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_val = i + 1 < argc;
     if (a == "--format" && has_val) {
       MLA_TRY(mla::parse_kv_format(argv[++i], &o->format));
     } else if (a == "--rows" && has_val) {
-      for (int64_t r : mla::bench::parse_int_list(argv[++i])) o->rows.push_back(static_cast<int>(r));
+      const std::string v = argv[++i];
+      // parse_int_list reads a malformed item as 0: rejected here with the rest outside the grid.
+      const std::vector<int64_t> t = mla::bench::parse_int_list(v);
+      for (int64_t r : t)
+        if (r < 1 || r > kNumRows)
+          return Status::invalid("bench decode", "--rows wants row numbers 1.." + std::to_string(kNumRows) +
+                                                     " (lists 1,2,5 and ranges 10-18); got '" + v + "'");
+      if (t.empty()) return Status::invalid("bench decode", "--rows names no row; got '" + v + "'");
+      o->rows.insert(o->rows.end(), t.begin(), t.end());
+      rows_arg += (rows_arg.empty() ? "'" : " '") + v + "'";
     } else if (a == "--reps" && has_val) {
       MLA_TRY(parse_int_arg(a, argv[++i], 1, 100000, &o->reps));
     } else if (a == "--timeline") {
@@ -165,17 +177,22 @@ Status parse(int argc, char** argv, Options* o) {
     } else if (a == "--price" && has_val) {
       MLA_TRY(parse_int_arg(a, argv[++i], 0, 64, &o->price));
     } else if (a == "--tune" && has_val) {
-      const std::vector<int64_t> t = mla::bench::parse_int_list(argv[++i]);
+      const std::string v = argv[++i];
+      const std::vector<int64_t> t = mla::bench::parse_int_list(v);
       if (t.size() != 3 || t[0] < 0 || t[1] < 0 || t[2] < 1 || t[0] > 64 || t[1] > 64 || t[2] > 4096)
-        return Status::invalid("bench decode", "--tune wants SEQ_COST,SPLIT_COST,MIN_PART_COST (0..64, 0..64, 1..4096)");
+        return Status::invalid("bench decode", "--tune wants SEQ_COST,SPLIT_COST,MIN_PART_COST (0..64, 0..64, "
+                                               "1..4096); got '" + v + "'");
       o->tune.seq_cost = static_cast<int>(t[0]);
       o->tune.split_cost = static_cast<int>(t[1]);
       o->tune.min_part_cost = static_cast<int>(t[2]);
     } else if (a == "--shape" && has_val) {
-      const std::vector<int64_t> t = mla::bench::parse_int_list(argv[++i]);
+      const std::string v = argv[++i];
+      const std::vector<int64_t> t = mla::bench::parse_int_list(v);
       if (t.size() != 3 || (t[0] != 16 && t[0] != 32 && t[0] != 64 && t[0] != 128) || t[1] < 1 || t[1] > 4096 ||
           t[2] < 64 || t[2] > 131072 || t[2] % 64 != 0)
-        return Status::invalid("bench decode", "--shape wants H_Q,BATCH,SEQLEN (16|32|64|128, 1..4096, a multiple of 64)");
+        return Status::invalid("bench decode", "--shape wants H_Q,BATCH,SEQLEN (16|32|64|128, 1..4096, a multiple "
+                                               "of 64 in 64..131072); got '" + v + "'");
+      shape_args += (shape_args.empty() ? "'" : " '") + v + "'";
       o->shapes.push_back({static_cast<int>(t[0]), static_cast<int>(t[1]), static_cast<int>(t[2]), 0.0});
     } else if (a == "--hints" && has_val) {
       const std::string v = argv[++i];
@@ -190,6 +207,10 @@ Status parse(int argc, char** argv, Options* o) {
                              "[--shape H,B,S]; got '" + a + "'");
     }
   }
+  // --shape replaces the grid, so --rows would select nothing it runs: refuse rather than ignore it.
+  if (!o->shapes.empty() && !o->rows.empty())
+    return Status::invalid("bench decode", "--shape " + shape_args + " times its own shapes instead of the grid's "
+                                           "rows: drop --rows " + rows_arg + " (or --shape)");
   return Status::ok();
 }
 
