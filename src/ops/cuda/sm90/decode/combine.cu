@@ -7,11 +7,15 @@
 // ~100 partials from several SMs with many loads in flight.
 // Two grids (NOTES_plan.md P6-P8): one CTA per item while the items fit one wave (batch 1, small batches),
 // else one wave of CTAs that list the items needing a merge and merge several few-split rows at once.
+// The partials are in the accumulator-following column order of partials.h (each 16-column group holds its
+// pairs of logical columns permuted): every reader loads float2 / float4 of that order and writes each pair to
+// its logical column (partial_pair_col); the merge itself is per column and does not care.
 #include <cstdint>
 
 #include "mla/core/cuda_check.h"
 #include "mla/core/mla_shapes.h"
 #include "ops/cuda/sm90/decode/launch.h"
+#include "ops/cuda/sm90/decode/partials.h"
 #ifdef MLA_DECODE_TIMELINE
 #include "ops/cuda/sm90/decode/timeline.cuh"
 #endif
@@ -24,18 +28,16 @@ constexpr int kCombineThreads = 256;
 constexpr int kMaxChunks = 8;  // column chunks per row: 512 / 8 = 64 columns = 16 float4 lanes x 16 split lanes
 
 template <class Traits>
-__device__ __forceinline__ void store_cols(const DecodeKernelParams& p, int b, int row, int col, float4 v) {
-  uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + col;
-  uint2 u;
-  u.x = Traits::pack(v.x, v.y);
-  u.y = Traits::pack(v.z, v.w);
-  *reinterpret_cast<uint2*>(out) = u;
-}
-
-template <class Traits>
 __device__ __forceinline__ void store_pair(const DecodeKernelParams& p, int b, int row, int col, float2 v) {
   uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + col;
   *reinterpret_cast<uint32_t*>(out) = Traits::pack(v.x, v.y);
+}
+
+// The merged float4 read at partials offset off (a multiple of 4): two pairs, each to its logical columns.
+template <class Traits>
+__device__ __forceinline__ void store_partial_quad(const DecodeKernelParams& p, int b, int row, int off, float4 v) {
+  store_pair<Traits>(p, b, row, partial_pair_col(off), make_float2(v.x, v.y));
+  store_pair<Traits>(p, b, row, partial_pair_col(off + 2), make_float2(v.z, v.w));
 }
 
 __device__ __forceinline__ void store_lse(const DecodeKernelParams& p, int b, int row, float lse) {
@@ -46,6 +48,7 @@ __device__ __forceinline__ void store_lse(const DecodeKernelParams& p, int b, in
 // Up to this many splits a row is merged by one group of threads over all of them (combine_few_group /
 // combine_few_online); more go through combine_many's column chunks.
 constexpr int kFewSplits = 8;
+static_assert(kCombineThreads / 8 % 8 == 0, "few-split groups (<= 8 a CTA) step pairs by whole 16-column groups");
 static_assert(2 * kCombineThreads == kDimV, "combine_few_group: one float2 per thread and split for GROUPS 1");
 
 // The result of a row with no keys (seqlen 0, no splits): out 0, lse -inf. Thread t of a group of
@@ -64,13 +67,14 @@ struct CombineSmem {
   float4 acc[kCombineThreads];
 };
 
-// Many splits: this CTA merges columns [chunk * cw, (chunk + 1) * cw) of one row, cw = 512 / chunks.
-// Thread t owns float4 lane t % q4 (q4 = cw / 4) of splits t / q4, t / q4 + S, ... (S = 256 / q4 split
-// lanes), eight loads in flight, and loads each split's lse together with its partial, keeping its own
-// running (max, sum, weighted sum) rescaled as each batch of eight arrives; the S split lanes then meet in
-// shared memory with their maxima. One memory round trip per batch and one barrier: the batch-1 rows are
-// latency-bound (ncu P7: 4-9 us per combine for <= 17 MB of partials). Against a first pass over the lse
-// values, a barrier, then the partials (C1, same call): -0.9 to -1.5 us on every b1 s4096 / s8192 row.
+// Many splits: this CTA merges partials offsets [chunk * cw, (chunk + 1) * cw) of one row, cw = 512 / chunks
+// (whole 16-column groups: the same logical columns). Thread t owns float4 lane t % q4 (q4 = cw / 4) of
+// splits t / q4, t / q4 + S, ... (S = 256 / q4 split lanes), eight loads in flight, and loads each split's lse
+// together with its partial, keeping its own running (max, sum, weighted sum) rescaled as each batch of eight
+// arrives; the S split lanes then meet in shared memory with their maxima. One memory round trip per batch and
+// one barrier: the batch-1 rows are latency-bound (ncu P7: 4-9 us per combine for <= 17 MB of partials). Against
+// a first pass over the lse values, a barrier, then the partials (C1, same call): -0.9 to -1.5 us on every b1
+// s4096 / s8192 row.
 template <class Traits>
 __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b, int row, int first, int n,
                                              int chunk, int chunks, CombineSmem& sm) {
@@ -81,8 +85,8 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
   const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
   const int f = threadIdx.x % q4, sl = threadIdx.x / q4;
-  const int col = chunk * (kDimV / chunks) + 4 * f;
-  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + col;
+  const int off = chunk * (kDimV / chunks) + 4 * f;  // partials offset (partials.h), not a column
+  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + off;
   const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
   float m = -INFINITY, s = 0.f;  // running max of this thread's splits and sum of exp(lse - m)
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);  // sum of exp(lse - m) * partial
@@ -141,18 +145,19 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
       }
     }
     const float inv = empty ? 0.f : 1.f / sum;
-    store_cols<Traits>(p, b, row, col, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
+    store_partial_quad<Traits>(p, b, row, off, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
     if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
   }
 }
 
 // Few splits, GROUPS items at once: the CTA's threads form GROUPS groups of G = 256 / GROUPS, group g
-// merges item g of the batch, its thread t owning the float2 column pairs t, t + G, ... (GROUPS of them,
-// consecutive threads on consecutive 8 bytes). Loads go out in batches of KB splits x GROUPS pairs (16
-// loads in flight per thread) with indices past n repeating the last split at weight 0. GROUPS == 1 is
-// the whole CTA on one row, the latency-bound batch-1 case; GROUPS == 8 (one warp per row) serves a CTA
-// with many items to merge (h_q 128 · b32: ~8 rows of two splits per CTA), whose rows then overlap
-// instead of running one after the other.
+// merges item g of the batch, its thread t owning the float2 pairs t, t + G, ... of the partials (GROUPS of
+// them, consecutive threads on consecutive 8 bytes; each written to its logical columns, partial_pair_col: the
+// pairs 2 G j apart are whole 16-column groups apart, G >= 32).
+// Loads go out in batches of KB splits x GROUPS pairs (16 loads in flight per thread) with indices past n
+// repeating the last split at weight 0. GROUPS == 1 is the whole CTA on one row, the latency-bound batch-1
+// case; GROUPS == 8 (one warp per row) serves a CTA with many items to merge (h_q 128 · b32: ~8 rows of two
+// splits per CTA), whose rows then overlap instead of running one after the other.
 // The first load batch of partials is issued with the lse loads, before the weights are computed from them (it
 // does not depend on them), so a row of up to KB splits costs one memory round trip after the decode instead of
 // two. Session 7 run 2 (NOTES_plan.md), with the item read before the wait too: -0.6 to -1.1 us on every row the
@@ -214,7 +219,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
     }
   }
 #pragma unroll
-  for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, 2 * (t + G * j), acc[j]);
+  for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, partial_pair_col(2 * t) + 2 * G * j, acc[j]);
   if (t == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
 }
 
@@ -279,7 +284,8 @@ __device__ __forceinline__ void combine_few_online(const DecodeKernelParams& p, 
   const bool empty = m == -INFINITY;  // no visible key in any split
   const float inv = empty ? 0.f : 1.f / s;
 #pragma unroll
-  for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, 2 * (t + G * j), make_float2(acc[j].x * inv, acc[j].y * inv));
+  for (int j = 0; j < J; ++j)
+    store_pair<Traits>(p, b, row, partial_pair_col(2 * t) + 2 * G * j, make_float2(acc[j].x * inv, acc[j].y * inv));
   if (t == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
 }
 

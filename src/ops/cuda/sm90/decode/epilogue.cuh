@@ -1,11 +1,13 @@
 #pragma once
 // Epilogue of one (part, sequence) segment: finish the row sums across the slices of a row group, then
 // write either the final result (the sequence has a single split: out + lse directly) or a normalized
-// fp32 partial and its lse into the split slot, for the combine kernel.
+// fp32 partial (in the accumulator-following column order of partials.h) and its lse into the split slot,
+// for the combine kernel.
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/mainloop.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
+#include "ops/cuda/sm90/decode/partials.h"
 
 namespace mla::sm90::decode {
 
@@ -46,9 +48,13 @@ __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, RowSt
         p.lse[(static_cast<int64_t>(b) * p.h_q + hh) * p.s_q + i] = lse;
       }
     } else {
-      float2* o = reinterpret_cast<float2*>(p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + col0);
+      // Partials layout (partials.h): this thread's pairs of tiles 2c and 2c + 1 as one float4.
+      float* o = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + partial_pair_offset(col0);
 #pragma unroll
-      for (int t = 0; t < WS::kOTiles; ++t) o[t * 4] = make_float2(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv);
+      for (int c = 0; c < WS::kOTiles / 2; ++c)
+        *reinterpret_cast<float4*>(o + 16 * c) =
+            make_float4(st.o[2 * c][2 * h] * inv, st.o[2 * c][2 * h + 1] * inv, st.o[2 * c + 1][2 * h] * inv,
+                        st.o[2 * c + 1][2 * h + 1] * inv);
       if (ws == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
     }
   }
@@ -92,9 +98,13 @@ __device__ __forceinline__ void write_segment_ws(const DecodeKernelParams& p, co
         p.lse[(static_cast<int64_t>(b) * p.h_q + hh) * p.s_q + i] = lse;
       }
     } else {
-      float2* o = reinterpret_cast<float2*>(p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + col0);
+      // Partials layout (partials.h): this thread's pairs of tiles 2c and 2c + 1 as one float4 (16 stores, not 32).
+      float* o = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + partial_pair_offset(col0);
 #pragma unroll
-      for (int t = 0; t < 32; ++t) o[t * 4] = make_float2(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv);
+      for (int c = 0; c < 16; ++c)
+        *reinterpret_cast<float4*>(o + 16 * c) =
+            make_float4(st.o[2 * c][2 * h] * inv, st.o[2 * c][2 * h + 1] * inv, st.o[2 * c + 1][2 * h] * inv,
+                        st.o[2 * c + 1][2 * h + 1] * inv);
       if (wg == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
     }
   }

@@ -1,12 +1,13 @@
 #pragma once
 // Epilogue of one (part, sequence) segment of the fp8 kernel: finish the row sums across slices, then
 // write either the final bf16 result (the sequence has a single split) or a normalized fp32 partial and
-// its lse into the split slot, in the 16-bit kernel's partials layout, so its combine kernel merges them.
+// its lse into the split slot, in the partials layout of decode/partials.h, so its combine kernel merges them.
 // Both already carry the k_scale factor (O / l * k_scale): the combine is linear in O and needs no scale.
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/partials.h"
 #include "ops/cuda/sm90/decode_fp8/mainloop.cuh"
 
 namespace mla::sm90::decode_fp8 {
@@ -57,12 +58,24 @@ __device__ __forceinline__ void write_segment(const Fp8DecodeParams& fp, const R
         p.lse[(static_cast<int64_t>(b) * p.h_q + hh) * p.s_q + i] = lse;
       }
     } else {
-      float* o = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + col0;
+      // Partials layout (decode/partials.h): quad lane s stores the float4 of logical dims {2s, 2s + 1, 8 + 2s,
+      // 9 + 2s} of each 16-dim chunk. This thread holds dims 4 t4 .. 4 t4 + 3 in column order, so lanes t4 and
+      // t4 ^ 2 trade one pair (one shuffle per float): lane t4 < 2 keeps dims {4 t4, +1}, takes {8 + 4 t4, +1}
+      // and so stores float4 2 t4; lane t4 >= 2 keeps {4 t4 + 2, +3}, takes {4 t4 - 6, -5}: float4 2 (t4 - 2) + 1.
+      // Every warp store stays 8 rows x 64 B (full sectors), as in the column order.
+      float* o = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV;
+      const bool lo = t4 < 2;
+      const int dst = decode::partial_pair_offset(ws * WS::kCols + (lo ? 4 * t4 : 4 * t4 - 6));  // first pair's
 #pragma unroll
-      for (int c = 0; c < WS::kVChunks; ++c)
-        *reinterpret_cast<float4*>(o + 16 * c) =
-            make_float4(st.o[2 * c][2 * h] * inv, st.o[2 * c + 1][2 * h] * inv, st.o[2 * c][2 * h + 1] * inv,
-                        st.o[2 * c + 1][2 * h + 1] * inv);
+      for (int c = 0; c < WS::kVChunks; ++c) {
+        const float x0 = st.o[2 * c][2 * h] * inv, x1 = st.o[2 * c + 1][2 * h] * inv;  // dims 4 t4, 4 t4 + 1
+        const float x2 = st.o[2 * c][2 * h + 1] * inv, x3 = st.o[2 * c + 1][2 * h + 1] * inv;  // 4 t4 + 2, + 3
+        const float y0 = __shfl_xor_sync(0xffffffffu, lo ? x2 : x0, 2);
+        const float y1 = __shfl_xor_sync(0xffffffffu, lo ? x3 : x1, 2);
+        // selects, not a branch: one store instruction for the whole warp
+        *reinterpret_cast<float4*>(o + dst + 16 * c) =
+            make_float4(lo ? x0 : y0, lo ? x1 : y1, lo ? y0 : x2, lo ? y1 : x3);
+      }
       if (ws == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
     }
   }

@@ -231,7 +231,10 @@ __device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, con
         *reinterpret_cast<uint32_t*>(out + 64 * i) = pack_bf16x2(o[i][4 * jj + e] * inv, o[i][4 * jj + 2 + e] * inv);
       if (w == 0 && g == 0) p.lse[(static_cast<int64_t>(b) * p.h_q + row % p.h_q) * p.s_q + row / p.h_q] = lse;
     } else {
-      float* acc = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + 16 * w + 2 * g;
+      // Dims 64 i + 16 w + 2 g + {0, 1}: one pair, stored where decode/partials.h puts it (the 8 lanes g of a row
+      // still fill its 64 B).
+      float* acc = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV +
+                   decode::partial_pair_offset(16 * w + 2 * g);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
         *reinterpret_cast<float2*>(acc + 64 * i) = make_float2(o[i][4 * jj + e] * inv, o[i][4 * jj + 2 + e] * inv);

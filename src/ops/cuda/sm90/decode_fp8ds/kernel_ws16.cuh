@@ -32,6 +32,7 @@
 
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
 #include "ops/cuda/sm90/decode/params.h"
+#include "ops/cuda/sm90/decode/partials.h"
 #include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
@@ -487,7 +488,8 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
         const float inv = total > 0.f ? 1.f / total : 0.f;
         const float lse = total > 0.f ? mfin[r] * p.softmax_scale + logf(total) : -INFINITY;
         uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + dim0;
-        float* acc = p.o_accum + (static_cast<int64_t>(d.slot) * p.rows + row) * kDimV + dim0;
+        float* acc = p.o_accum + (static_cast<int64_t>(d.slot) * p.rows + row) * kDimV +
+                     decode::partial_pair_offset(dim0);  // partials.h: dim0's pair, + 128 c (+ 64) in every tile
 #pragma unroll
         for (int cc = 0; cc < kTiles; ++cc) {
           const float k = inv * u_run[cc];
