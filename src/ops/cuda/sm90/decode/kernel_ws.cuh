@@ -176,8 +176,8 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
 
   WsState st;
   st.reset();
-  // 16-bit formats: the softmax path of bench/decode/NOTES.md run 31 (mask_row_max_tree, PStoreAddrs); fp8_ds keeps
-  // mask_row_max / store_p (not measured there).
+  // The softmax path of bench/decode/NOTES.md run 31: mask_row_max_tree (every format; fp8_ds since session 9,
+  // NOTES_fp8_ds.md "Session 9, tidy") and, 16-bit formats only, PStoreAddrs (fp8_ds keeps store_p: not measured).
   constexpr bool k16 = Traits::kFormat != KvFormat::kFp8Ds;
   PStoreAddrs p_addrs;
   if constexpr (k16) p_addrs.init(s_kv0 + wg * kPageBytes, row_local[0], t4);
@@ -249,11 +249,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       }
       float mx[2], m_new[2], rowsum[2];
       uint32_t pw[2][8];  // P packed to 16 bits: [row g / g + 8][8-key tile]
-      if constexpr (k16) {
-        mask_row_max_tree(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
-      } else {
-        mask_row_max(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
-      }
+      mask_row_max_tree(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
       softmax_page<Traits>(sc, mx, first, mp, p.scale_log2, m_new, rowsum, pw);
       if constexpr (k16) p_addrs.store(pw);
 #pragma unroll

@@ -150,7 +150,7 @@ __device__ __forceinline__ float ex2_ftz(float x) {
 
 // Keys of page blk visible to this thread's two rows (row_i[h]: sequence end, causal diagonal; rows past the
 // tile's valid rows are clamped to seqlen), as limit[h] = visible keys - the page's first key; returns whether every
-// row of the warp sees the whole page (warp-uniform). Shared by the two masks below.
+// row of the warp sees the whole page (warp-uniform). mask_row_max_tree's first step.
 __device__ __forceinline__ bool page_key_limits(const DecodeKernelParams& p, int seqlen, int blk, const int (&row_i)[2],
                                                 int (&limit)[2]) {
 #pragma unroll
@@ -164,35 +164,13 @@ __device__ __forceinline__ bool page_key_limits(const DecodeKernelParams& p, int
 // The page softmax of the two 64-row consumers (kernel_ws.cuh, decode_fp8ds/kernel_ws64.cuh), in two steps.
 // Scores sc[t][2h + e] of this thread: row g + 8h of its warp's 16, key 8t + 2 t4 + e of the page.
 //
-// Masks keys past each row's visible length (sequence end, causal diagonal; rows past the tile's valid rows are
-// clamped to seqlen) to -inf and returns the page's row maxima, reduced over the quad. The `whole` test does not
-// skip the mask: the compiler folds it into a compare and a select on every score of every page (bench/decode/NOTES.md
-// run 30); mask_row_max_tree below branches instead. Only fp8_ds still uses this form (not timed with the tree).
-__device__ __forceinline__ void mask_row_max(float (&sc)[8][4], const DecodeKernelParams& p, int seqlen, int blk,
-                                             const int (&row_i)[2], int t4, float (&mx)[2]) {
-  int limit[2];
-  const bool whole = page_key_limits(p, seqlen, blk, row_i, limit);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    mx[h] = -INFINITY;
-#pragma unroll
-    for (int t = 0; t < 8; ++t)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float& v = sc[t][2 * h + e];
-        if (!whole && t * 8 + 2 * t4 + e >= limit[h]) v = -INFINITY;
-        mx[h] = fmaxf(mx[h], v);
-      }
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-  }
-}
-
-// mask_row_max with a shorter path from S to P (16-bit formats; bench/decode/NOTES.md runs 30-31): the mask as a
-// warp-uniform branch taken by partial pages only (mask_row_max's select per score folds the `whole` test into a
-// compare and a select on every score: 64 instructions per page between S and the P-ready arrive, while the tensor
-// pipe idles), and each row's 16 maxima as a tree (depth 4 instead of a 16-long FMNMX chain). fmaxf is exact in any
-// order, so the maxima (and P) equal mask_row_max's bit for bit. h128 rows -1.9 to -2.6 % (run 31).
+// Step 1: masks keys past each row's visible length (sequence end, causal diagonal; rows past the tile's valid rows are
+// clamped to seqlen) to -inf and returns the page's row maxima, reduced over the quad. The mask is a warp-uniform
+// branch that only partial pages take: written as a select per score with the `whole` test inside (the form before
+// 3f469b6), the compiler folds the test into a compare and a select on each of the 64 scores of every page, on the path
+// from S to the P-ready arrive while the tensor pipe idles (bench/decode/NOTES.md run 30). Each row's 16 maxima reduce
+// as a tree (depth 4, not a 16-long FMNMX chain); fmaxf is exact in any order, so the maxima (and P) are the serial
+// chain's bit for bit. bf16 h128 rows -1.9 to -2.6 % (NOTES.md run 31); fp8_ds: NOTES_fp8_ds.md "Session 9, tidy".
 __device__ __forceinline__ void mask_row_max_tree(float (&sc)[8][4], const DecodeKernelParams& p, int seqlen, int blk,
                                                   const int (&row_i)[2], int t4, float (&mx)[2]) {
   int limit[2];

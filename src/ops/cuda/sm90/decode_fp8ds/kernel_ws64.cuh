@@ -195,7 +195,7 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
       }
       float mx[2], m_new[2], rowsum[2];
       uint32_t pw[2][8];
-      mask_row_max(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
+      mask_row_max_tree(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
       softmax_page<Traits>(sc, mx, first, mp, p.scale_log2, m_new, rowsum, pw);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
