@@ -57,6 +57,10 @@ __device__ __forceinline__ void store_row_max(float* red, const float (&mx)[4], 
 
 // Scorer, after the exchange barrier: the running row max over the 4 warps' page maxima, the rescale alpha of
 // the previous partial sums and m * scale_log2 (subtracted inside exp2).
+// kExactOne (the fp8 16-row kernel): alpha = 1 exactly where the row's max did not move. Computed, it is
+// exp2(m s - m_new s), and ptxas may fuse that into an FFMA whose result is the rounding error of m_new s, not 0, so
+// alpha comes out 1 + a few ulp; the fp8 kernel's accumulator skips its O rescale when every alpha of a warp is 1.
+template <bool kExactOne = false>
 __device__ __forceinline__ void update_row_max(const float* red, float (&m)[4], float (&alpha)[4], float (&m_scaled)[4],
                                                float scale_log2, int t) {
 #pragma unroll
@@ -66,6 +70,7 @@ __device__ __forceinline__ void update_row_max(const float* red, float (&m)[4], 
     // A row that has seen no key yet keeps m = -inf; subtract 0 then so exp2 gives 0, not NaN.
     m_scaled[r] = m_new == -INFINITY ? 0.f : m_new * scale_log2;
     alpha[r] = exp2f(m[r] * scale_log2 - m_scaled[r]);
+    if (kExactOne && m_new == m[r]) alpha[r] = 1.f;
     m[r] = m_new;
   }
 }
