@@ -121,26 +121,26 @@ TEST(PlanDecode, GeometryFillsTheMachine) {
   EXPECT_EQ(g.num_head_tiles, 8);
 }
 
-// The split price: a piece's fp32 partial (rows of a head tile x 512 x 4 B) over one page of 64 x 576
-// one-byte values (36 KB), rounded down.
+// The split price (session 9, H200 sweep in NOTES_plan.md "Session 9, price"): 1 block for a head tile of more
+// than 16 rows, 0 for 16; it follows the rows of a tile (s_q x h_q, at most 64), not h_q alone.
 TEST(PlanDecode, GeometrySplitPriceFollowsTheTileRows) {
-  EXPECT_EQ(decode_split_price(16), 0);  // 32 KB
-  EXPECT_EQ(decode_split_price(32), 1);  // 64 KB
-  EXPECT_EQ(decode_split_price(48), 2);  // 96 KB
-  EXPECT_EQ(decode_split_price(64), 3);  // 128 KB
+  EXPECT_EQ(decode_split_price(16), 0);
+  EXPECT_EQ(decode_split_price(32), 1);
+  EXPECT_EQ(decode_split_price(48), 1);
+  EXPECT_EQ(decode_split_price(64), 1);
   DecodePlanGeometry g;
   ASSERT_TRUE(decode_plan_geometry(8, 1, 128, 132, &g).is_ok());
-  EXPECT_EQ(g.split_price, 3);
+  EXPECT_EQ(g.split_price, 1);
   ASSERT_TRUE(decode_plan_geometry(8, 1, 64, 132, &g).is_ok());
-  EXPECT_EQ(g.split_price, 3);
+  EXPECT_EQ(g.split_price, 1);
   ASSERT_TRUE(decode_plan_geometry(8, 1, 16, 132, &g).is_ok());
   EXPECT_EQ(g.split_price, 0);
   ASSERT_TRUE(decode_plan_geometry(8, 1, 32, 132, &g).is_ok());
   EXPECT_EQ(g.split_price, 1);
-  ASSERT_TRUE(decode_plan_geometry(8, 3, 16, 132, &g).is_ok());  // 48 rows in one tile
-  EXPECT_EQ(g.split_price, 2);
+  ASSERT_TRUE(decode_plan_geometry(8, 2, 16, 132, &g).is_ok());  // 32 rows in one tile: h16 x s_q 2
+  EXPECT_EQ(g.split_price, 1);
   ASSERT_TRUE(decode_plan_geometry(8, 4, 16, 132, &g).is_ok());  // 64 rows per tile
-  EXPECT_EQ(g.split_price, 3);
+  EXPECT_EQ(g.split_price, 1);
 }
 
 TEST(PlanDecode, GeometryRejectsBadShapes) {
@@ -294,8 +294,8 @@ TEST(PlanDecode, LongSequenceAmongShortOnesIsCut) {
 }
 
 // h_q 128 b32 s512 (8 pages, cost 12, per_part 6 at 66 parts): shape-blind, every sequence is cut in two
-// (2 x 128 KB of partials per head tile for 8 pages of KV); at the fp8 price (3) per_part + price = 9
-// leaves each whole, on 32 of the 66 parts; at price 1 it stays cut (round(12 / 7) = 2).
+// (2 x 128 KB of partials per head tile for 8 pages of KV); at price 3 (session 6's, for 64 rows) per_part +
+// price = 9 leaves each whole, on 32 of the 66 parts; at price 1 (session 9's) it stays cut (round(12 / 7) = 2).
 // Longer rows keep their cuts (s4096: 68 / 36 -> 2), and batch 1 keeps the plain cut it has at price 0.
 TEST(PlanDecode, SplitPriceKeepsShortSequencesWhole) {
   const std::vector<int32_t> s512(32, 512);
@@ -316,10 +316,12 @@ TEST(PlanDecode, SplitPriceKeepsShortSequencesWhole) {
     EXPECT_EQ(p3.parts, p0.parts) << "len " << len;
     EXPECT_EQ(p3.offsets, p0.offsets) << "len " << len;
   }
-  // s8192 (cost 132 over 66 parts): 64 pieces of 2 pages at price 0, 43 of 3 at price 3 (decode_plan_per_part).
+  // s8192 (cost 132 over 66 parts): 64 pieces of 2 pages up to price 1, 43 of 3 at price 2 (raise weight 6)
+  // (decode_plan_per_part).
   const std::vector<int32_t> s8192 = {8192};
   EXPECT_EQ(splits_of(make_plan(s8192, 1, 128, 132, {}, 0))[0], 64);
-  EXPECT_EQ(splits_of(make_plan(s8192, 1, 128, 132, {}, 3))[0], 43);
+  EXPECT_EQ(splits_of(make_plan(s8192, 1, 128, 132, {}, 1))[0], 64);
+  EXPECT_EQ(splits_of(make_plan(s8192, 1, 128, 132, {}, 2))[0], 43);
   // ... but a 2-page sequence is no longer cut into two one-page pieces (1 + 4 + 7 each vs 2 + 4 whole).
   const std::vector<int32_t> tiny = {100};
   EXPECT_EQ(splits_of(make_plan(tiny, 1, 128, 132, {}, 0))[0], 2);
@@ -336,9 +338,9 @@ TEST(PlanDecode, SplitPriceKeepsShortSequencesWhole) {
 }
 
 // decode_plan_per_part: the plain spacing p0 = max(ceil(total / parts), min_part_cost), except for batch 1 with
-// >= 3/4 of the parts busy at p0: the least p >= p0 minimizing p + c total / p, c = 1.5 price / parts (ties: the
-// smaller p), found by brute force in exact integer arithmetic (T(p) <= T(q) <=> 2 P p^2 q + 3 price total q <=
-// 2 P q^2 p + 3 price total p).
+// >= 3/4 of the parts busy at p0: the least p >= p0 minimizing p + c total / p, c = 3 price / parts (ties: the
+// smaller p), found by brute force in exact integer arithmetic (T(p) <= T(q) <=> P p^2 q + 3 price total q <=
+// P q^2 p + 3 price total p).
 TEST(PlanDecode, PerPartWeighsPagesAgainstPartials) {
   std::mt19937 rng(8);
   int raised = 0;
@@ -353,8 +355,8 @@ TEST(PlanDecode, PerPartWeighsPagesAgainstPartials) {
     int64_t best = p0;
     if (batch == 1 && 4 * total >= 3 * p0 * parts) {
       for (int64_t q = p0 + 1; q <= p0 + 40; ++q) {
-        const __int128 lhs = __int128(2) * parts * best * best * q + __int128(3) * price * total * q;
-        const __int128 rhs = __int128(2) * parts * q * q * best + __int128(3) * price * total * best;
+        const __int128 lhs = __int128(parts) * best * best * q + __int128(3) * price * total * q;
+        const __int128 rhs = __int128(parts) * q * q * best + __int128(3) * price * total * best;
         if (rhs < lhs) best = q;
       }
     }
@@ -369,11 +371,12 @@ TEST(PlanDecode, PerPartWeighsPagesAgainstPartials) {
   EXPECT_EQ(decode_plan_per_part(132, 1, 66, {}, 0), 2);
 }
 
-// The h_q 128 batch-1 rows (2 head tiles x 66 parts, price 3): 1-page pieces at s512 (8 splits), 2 at s4096 (32),
-// 3 at s8192 (43 instead of 64: 11 MB of fp32 partials instead of 16.8; H200, session 8 comb run 1: -1.4 us fp8,
-// -0.7 bf16), every piece within 3 pages; h_q 16 (price 0) keeps its 1-page pieces.
+// The h_q 128 batch-1 rows (2 head tiles x 66 parts, price 1, raise weight 3): 1-page pieces at s512 (8 splits),
+// 2 at s4096 (32) and s8192 (64; 43 of 3 with session 8's weight 4.5, which lost 1.5 us fp8_ds and gained at most
+// 0.2 fp8 with fcb23dd's partials: NOTES_plan.md "Session 9, price"), every piece within 2 pages; h_q 16 (price 0)
+// keeps its 1-page pieces.
 TEST(PlanDecode, BatchOnePiecesFollowThePartialTraffic) {
-  const int expect_splits[3] = {8, 32, 43}, expect_pages[3] = {1, 2, 3};
+  const int expect_splits[3] = {8, 32, 64}, expect_pages[3] = {1, 2, 2};
   const int lens[3] = {512, 4096, 8192};
   for (int i = 0; i < 3; ++i) {
     const std::vector<int32_t> one = {lens[i]};
@@ -392,6 +395,7 @@ TEST(PlanDecode, BatchOnePiecesFollowThePartialTraffic) {
   // h_q 64 (one tile, 132 parts): s8192 64 x 2 pages instead of 128 x 1; s4096 (half the parts idle at 1 page) and
   // h_q 128 s2048 keep their 1-page pieces; a batch of two is never raised (h_q 64 b2 s8192: 128 x 2).
   EXPECT_EQ(splits_of(make_plan(one, 1, 64, 132))[0], 64);
+  EXPECT_EQ(splits_of(make_plan(one, 1, 32, 132))[0], 64);  // h_q 32: the same price since session 9
   EXPECT_EQ(splits_of(make_plan({4096}, 1, 64, 132))[0], 64);
   EXPECT_EQ(splits_of(make_plan({2048}, 1, 128, 132))[0], 32);
   const std::vector<int32_t> two = {8192, 8192};

@@ -64,25 +64,28 @@ struct DecodePlanGeometry {
   int num_parts = 0;       // grid.x
   int max_splits = 0;      // batch + num_parts - 1: partial-result slots the workspace must hold
   // What a split costs beyond DecodePlanTuning::split_cost, in blocks (decode_split_price): charged per true
-  // split, and added to per_part when decode_plan_snap picks a sequence's piece count, so at h_q 128 a
-  // sequence of under ~1.5 x (per_part + 3) is not cut (b32 s512: 8 pages stay whole instead of 2 x 128 KB
-  // of fp32 partials per head tile). Also sets the piece size of a lone sequence spread over >= 3/4 of the parts
-  // (decode_plan_per_part: batch-1 plans, e.g. h_q 128 s8192 43 x 3 pages instead of 64 x 2).
+  // split, and added to per_part when decode_plan_snap picks a sequence's piece count (a sequence of under
+  // ~1.5 x (per_part + split_price) is not cut). Also weighs the partials against the pages of a lone sequence
+  // spread over >= 3/4 of the parts (decode_plan_per_part: batch-1 plans, e.g. h_q 64 s8192 64 x 2 pages, not
+  // 128 x 1).
   int split_price = 0;
 };
 
 // Shape validation + geometry. num_sms: the device's multiprocessor count (132 on H200).
 Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out);
 
-// split_price of a head tile of `rows` query rows (<= 64): the fp32 partial one piece writes and the combine
-// reads back (rows x 512 x 4 B) over the 64 x 576 values of one KV page, counted one byte each (an fp8 page),
-// rounded down: 16 rows (h_q 16) 0, 32 rows 1, 48 rows 2, 64 rows (h_q >= 64, or s_q x h_q >= 64) 3.
-// The same in every format: a split's cost is the combine's pass and the partials' round trip, not the KV
-// bytes, and on the H200 (NOTES_plan.md T1) h128 b32 s512 gains from price 3 in bf16 (-0.9 us) as in fp8
-// (-2.2) and fp8_ds (-0.3), where a bf16-page ratio (1) would leave bf16 cut.
-MLA_HD_INLINE constexpr int decode_split_price(int rows) {
-  return static_cast<int>(static_cast<int64_t>(rows) * kDimV * 4 / (static_cast<int64_t>(kDecodePageSize) * kDimQK));
-}
+// split_price of a head tile of `rows` query rows (<= 64): 1 for more than 16 rows, 0 for 16 (h_q 16), in
+// every format. A tie-breaker towards fewer splits, no longer a reason to keep short sequences whole: with the
+// partials stored in the accumulator's order (fcb23dd), a cut's combine pass and partials' round trip cost less
+// than one KV page on the longest CTA. H200, NOTES_plan.md "Session 9, price" (--price 0..3 over the s_q 1 shapes
+// whose plan the price changes, h_q 128 / 64 / 32, b8..b64 s256..s2048): whole sequences (price 3) lost on every
+// h_q 128 / 32 shape in every format, +0.5..+15 us against their cuts (h128 b32 s512 / s768, b8..b24 s256, h32 b64
+// s512), at h_q 64 b48 / b64 by -0.4..+0.3 (fp8, bf16) and +1.6..+5.7 (fp8_ds), and the sums of price 3 were 3-9 %
+// above price 1's at h_q 128; price 1's sums were within 0.8 % of the best price's in every format and head
+// count: it wins 0.2-1.9 us where fewer splits leave the longest part as long (h128 b12 s768, b24 s1024, h64 b48
+// s1024) and loses 1-3 where they lengthen it by 1-2 pages (h128 b24 s2048). Was floor(rows x 2 KB / 36 KB), 3 at
+// 64 rows (session 6, when a cut cost ~2 us more). 16 rows (32 KB of partials) stay 0: not timed.
+MLA_HD_INLINE constexpr int decode_split_price(int rows) { return rows > 16 ? 1 : 0; }
 
 // The plan's contents, in caller-owned buffers (host for the reference, device for the kernels).
 struct DecodePlanView {

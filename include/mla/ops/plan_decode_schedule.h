@@ -81,24 +81,24 @@ struct DecodePlanCursor {
 };
 
 // per_part of both candidates: the cut spacing ceil(total / num_parts) (at least min_part_cost), raised for a
-// single sequence whose pieces would fill nearly every part, where the fp32 partials they all write at once cost
-// more than the pages a coarser cut adds. Pieces of p blocks make ~total / p splits, each writing split_price
-// blocks' worth of partials that the combine reads back; c = 1.5 x split_price / num_parts blocks of call time per
-// piece, and T(p) = p + c x total / p is smallest at the least p with p (p + 1) >= c x total.
-// H200 (NOTES_plan.md, session 8 comb runs 1-3): h_q 128 batch 1 s8192 (66 parts): 43 pieces of 3 pages against
-// 64 of 2: -0.75..-1.4 us fp8, -0.7..-1.1 bf16 (+0.4..+0.65 fp8_ds, whose pages cost more); h_q 64 s8192 / s16384
-// (132 parts): 64 x 2 / 86 x 3 against 128 x 1 / 128 x 2: -0.8..-2 us. Where the cut at the plain spacing leaves
-// a quarter of the parts or more idle, the coarser cut lost (h_q 128 s2048 1 -> 2 pages +0.6 / +1.15 us, h_q 64
-// s4096 +0.85 / +1.2), and so it did in batches of several sequences (h_q 128 b4 / b16 s512, h_q 64 b32 s512:
-// +0.8..+2 us; the snapped candidate's pieces follow per_part too): the raise applies to batch 1 with >= 3/4 of the
-// parts busy.
-// The 1.5 is fitted to those rows. split_price 0 (h_q 16): never raised.
+// single sequence whose pieces would fill nearly every part, where the partials they all write at once cost
+// more than the pages a coarser cut adds. Pieces of p blocks make ~total / p splits, each writing and merging
+// partials worth c = 3 x split_price / num_parts blocks of call time, and T(p) = p + c x total / p is smallest at
+// the least p with p (p + 1) >= c x total.
+// The weight 3 per unit of price (1.5 until session 9, with a price of 3 at 64 rows) is fitted on the H200 with
+// fcb23dd's partials (NOTES_plan.md "Session 9, price", run 1): h_q 64 s8192 (132 parts) 64 pieces of 2 pages
+// against 128 of 1: -0.8 us fp8, -0.3 bf16, +0.1 fp8_ds; h_q 128 s8192 (66 parts) 64 of 2 against 43 of 3 (the old
+// weight 4.5): +0.2 fp8, -0.1 bf16, -1.5 fp8_ds. Session 8 (comb runs 1-3, older partials): where the cut at the
+// plain spacing leaves a quarter of the parts or more idle, the coarser cut lost (h_q 128 s2048 1 -> 2 pages +0.6 /
+// +1.15 us, h_q 64 s4096 +0.85 / +1.2), and so it did in batches of several sequences (h_q 128 b4 / b16 s512, h_q 64
+// b32 s512: +0.8..+2 us; the snapped candidate's pieces follow per_part too): the raise applies to batch 1 with
+// >= 3/4 of the parts busy. split_price 0 (h_q 16): never raised.
 MLA_HD_INLINE int64_t decode_plan_per_part(int64_t total, int batch, int num_parts, const DecodePlanTuning& tune,
                                            int split_price) {
   int64_t p = (total + num_parts - 1) / num_parts;
   if (p < tune.min_part_cost) p = tune.min_part_cost;
   if (batch != 1 || 4 * total < 3 * p * num_parts) return p;
-  while (2 * p * (p + 1) * num_parts < 3 * static_cast<int64_t>(split_price) * total) ++p;  // <= ~1.5 x price steps
+  while (p * (p + 1) * num_parts < 3 * static_cast<int64_t>(split_price) * total) ++p;  // <= ~3 x price steps
   return p;
 }
 
@@ -176,7 +176,7 @@ MLA_HD inline int64_t decode_plan_walk(const int32_t* seqlens, int batch, int nu
 // split_price (DecodePlanGeometry) is added to every true split's charge and to the snapped piece size.
 // The plain candidate depends on it only through per_part, so batch 1 (plain pieces of per_part, the
 // smallest) keeps its many splits: there one sequence is spread over the SMs, in pieces no smaller than
-// decode_plan_per_part's (h_q 128 s8192: 43 pieces of 3 pages, not 64 of 2).
+// decode_plan_per_part's (h_q 64 s8192: 64 pieces of 2 pages, not 128 of 1).
 MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int num_parts, int split_price,
                                        DecodePlanTuning tune, int32_t* parts, int32_t* split_offsets,
                                        DecodePlanPages pages = {}) {
