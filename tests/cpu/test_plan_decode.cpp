@@ -121,13 +121,14 @@ TEST(PlanDecode, GeometryFillsTheMachine) {
   EXPECT_EQ(g.num_head_tiles, 8);
 }
 
-// The split price (session 9, H200 sweep in NOTES_plan.md "Session 9, price"): 1 block for a head tile of more
-// than 16 rows, 0 for 16; it follows the rows of a tile (s_q x h_q, at most 64), not h_q alone.
+// The split price: a piece's fp32 partial (rows of a head tile x 512 x 4 B) over three pages of 64 x 576
+// one-byte values (108 KB), rounded down (session 9; NOTES_plan.md "Session 9, price"). It follows the rows of a
+// tile (s_q x h_q, at most 64), not h_q alone.
 TEST(PlanDecode, GeometrySplitPriceFollowsTheTileRows) {
-  EXPECT_EQ(decode_split_price(16), 0);
-  EXPECT_EQ(decode_split_price(32), 1);
-  EXPECT_EQ(decode_split_price(48), 1);
-  EXPECT_EQ(decode_split_price(64), 1);
+  EXPECT_EQ(decode_split_price(16), 0);  // 32 KB
+  EXPECT_EQ(decode_split_price(32), 0);  // 64 KB
+  EXPECT_EQ(decode_split_price(48), 0);  // 96 KB
+  EXPECT_EQ(decode_split_price(64), 1);  // 128 KB
   DecodePlanGeometry g;
   ASSERT_TRUE(decode_plan_geometry(8, 1, 128, 132, &g).is_ok());
   EXPECT_EQ(g.split_price, 1);
@@ -136,9 +137,9 @@ TEST(PlanDecode, GeometrySplitPriceFollowsTheTileRows) {
   ASSERT_TRUE(decode_plan_geometry(8, 1, 16, 132, &g).is_ok());
   EXPECT_EQ(g.split_price, 0);
   ASSERT_TRUE(decode_plan_geometry(8, 1, 32, 132, &g).is_ok());
-  EXPECT_EQ(g.split_price, 1);
-  ASSERT_TRUE(decode_plan_geometry(8, 2, 16, 132, &g).is_ok());  // 32 rows in one tile: h16 x s_q 2
-  EXPECT_EQ(g.split_price, 1);
+  EXPECT_EQ(g.split_price, 0);
+  ASSERT_TRUE(decode_plan_geometry(8, 3, 16, 132, &g).is_ok());  // 48 rows in one tile
+  EXPECT_EQ(g.split_price, 0);
   ASSERT_TRUE(decode_plan_geometry(8, 4, 16, 132, &g).is_ok());  // 64 rows per tile
   EXPECT_EQ(g.split_price, 1);
 }
@@ -395,7 +396,8 @@ TEST(PlanDecode, BatchOnePiecesFollowThePartialTraffic) {
   // h_q 64 (one tile, 132 parts): s8192 64 x 2 pages instead of 128 x 1; s4096 (half the parts idle at 1 page) and
   // h_q 128 s2048 keep their 1-page pieces; a batch of two is never raised (h_q 64 b2 s8192: 128 x 2).
   EXPECT_EQ(splits_of(make_plan(one, 1, 64, 132))[0], 64);
-  EXPECT_EQ(splits_of(make_plan(one, 1, 32, 132))[0], 64);  // h_q 32: the same price since session 9
+  // h_q 32 (price 0): 1-page pieces (2-page ones cost +1.75..+2.3 us fp8 / bf16 at s6144 / s8192, session 9).
+  EXPECT_EQ(splits_of(make_plan(one, 1, 32, 132))[0], 128);
   EXPECT_EQ(splits_of(make_plan({4096}, 1, 64, 132))[0], 64);
   EXPECT_EQ(splits_of(make_plan({2048}, 1, 128, 132))[0], 32);
   const std::vector<int32_t> two = {8192, 8192};

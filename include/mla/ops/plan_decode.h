@@ -74,18 +74,28 @@ struct DecodePlanGeometry {
 // Shape validation + geometry. num_sms: the device's multiprocessor count (132 on H200).
 Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out);
 
-// split_price of a head tile of `rows` query rows (<= 64): 1 for more than 16 rows, 0 for 16 (h_q 16), in
-// every format. A tie-breaker towards fewer splits, no longer a reason to keep short sequences whole: with the
-// partials stored in the accumulator's order (fcb23dd), a cut's combine pass and partials' round trip cost less
-// than one KV page on the longest CTA. H200, NOTES_plan.md "Session 9, price" (--price 0..3 over the s_q 1 shapes
-// whose plan the price changes, h_q 128 / 64 / 32, b8..b64 s256..s2048): whole sequences (price 3) lost on every
-// h_q 128 / 32 shape in every format, +0.5..+15 us against their cuts (h128 b32 s512 / s768, b8..b24 s256, h32 b64
-// s512), at h_q 64 b48 / b64 by -0.4..+0.3 (fp8, bf16) and +1.6..+5.7 (fp8_ds), and the sums of price 3 were 3-9 %
-// above price 1's at h_q 128; price 1's sums were within 0.8 % of the best price's in every format and head
-// count: it wins 0.2-1.9 us where fewer splits leave the longest part as long (h128 b12 s768, b24 s1024, h64 b48
-// s1024) and loses 1-3 where they lengthen it by 1-2 pages (h128 b24 s2048). Was floor(rows x 2 KB / 36 KB), 3 at
-// 64 rows (session 6, when a cut cost ~2 us more). 16 rows (32 KB of partials) stay 0: not timed.
-MLA_HD_INLINE constexpr int decode_split_price(int rows) { return rows > 16 ? 1 : 0; }
+// split_price of a head tile of `rows` query rows (<= 64): the fp32 partial one piece writes and the combine
+// reads back (rows x 512 x 4 B) over three KV pages of 64 x 576 one-byte values, rounded down: 1 for a 64-row tile
+// (h_q >= 64, or s_q x h_q >= 64), 0 below, in every format. Since the partials are stored in the accumulator's
+// order (fcb23dd), it is a tie-breaker towards fewer splits, no longer a reason to keep short sequences whole: a
+// cut's combine pass and partials' round trip cost less than one page on the longest CTA. The divisor 3 is fitted
+// on the H200 (NOTES_plan.md "Session 9, price": --price 0..3 over the s_q 1 shapes whose plan the price changes):
+// - 64 rows, b > 1 (h_q 128 / 64, b8..b64 s256..s2048): whole sequences (session 6's price 3) lost on every h_q 128
+//   shape in every format, +0.5..+12 us against their cuts (b32 s512 / s768, b8..b24 s256), at h_q 64 b48 / b64 by
+//   -0.4..+0.9 (fp8, bf16) and +1.6..+5.7 (fp8_ds); the sums of price 3 were 3-9 % above price 1's at h_q 128, and
+//   price 1's within 0.8 % of the best price's (it wins 0.2-1.9 us where fewer splits leave the longest part as
+//   long, h128 b12 s768 / b24 s1024, and loses 1-3 where they lengthen it by 1-2 pages, h128 b24 s2048).
+// - Batch 1 (decode_plan_per_part's raise, weight 3 x price): 64 rows want 2-page pieces (h_q 64 s8192: -0.8 us
+//   fp8 against 1-page ones) but no coarser at h_q 128 (s6144 / s8192 2 pages against 3: 0..-1.55); 32 rows
+//   want 1-page pieces (h_q 32 s6144 / s8192: 2-page pieces +1.75..+3.7 us), so 32 rows get 0. At b > 1, h_q 32
+//   price 0 against 1 moved -0.3..+1.8 us (h32 b24 s768, b48 s384 / s1024).
+// Was floor over one page (session 6): 3 / 2 / 1 / 0 at 64 / 48 / 32 / 16 rows. With fp16 partials (x 512 x 2 B)
+// the same rule gives 0 at every tile, which the same sweep with fp16 partial values supports (within 1 %; batch 1
+// then wants no raise).
+MLA_HD_INLINE constexpr int decode_split_price(int rows) {
+  return static_cast<int>(static_cast<int64_t>(rows) * kDimV * 4 /
+                          (3 * static_cast<int64_t>(kDecodePageSize) * kDimQK));
+}
 
 // The plan's contents, in caller-owned buffers (host for the reference, device for the kernels).
 struct DecodePlanView {

@@ -86,13 +86,16 @@ struct DecodePlanCursor {
 // partials worth c = 3 x split_price / num_parts blocks of call time, and T(p) = p + c x total / p is smallest at
 // the least p with p (p + 1) >= c x total.
 // The weight 3 per unit of price (1.5 until session 9, with a price of 3 at 64 rows) is fitted on the H200 with
-// fcb23dd's partials (NOTES_plan.md "Session 9, price", run 1): h_q 64 s8192 (132 parts) 64 pieces of 2 pages
-// against 128 of 1: -0.8 us fp8, -0.3 bf16, +0.1 fp8_ds; h_q 128 s8192 (66 parts) 64 of 2 against 43 of 3 (the old
-// weight 4.5): +0.2 fp8, -0.1 bf16, -1.5 fp8_ds. Session 8 (comb runs 1-3, older partials): where the cut at the
-// plain spacing leaves a quarter of the parts or more idle, the coarser cut lost (h_q 128 s2048 1 -> 2 pages +0.6 /
-// +1.15 us, h_q 64 s4096 +0.85 / +1.2), and so it did in batches of several sequences (h_q 128 b4 / b16 s512, h_q 64
-// b32 s512: +0.8..+2 us; the snapped candidate's pieces follow per_part too): the raise applies to batch 1 with
-// >= 3/4 of the parts busy. split_price 0 (h_q 16): never raised.
+// fcb23dd's partials (NOTES_plan.md "Session 9, price", runs 1-2): h_q 64 s8192 (132 parts) 64 pieces of 2 pages
+// against 128 of 1: -0.8 us fp8, -0.3 bf16, +0.1 fp8_ds; h_q 128 (66 parts) s6144 / s8192 48 x 2 / 64 x 2 against
+// the old weight's (4.5) 33 x 3 / 43 x 3: -0.35 / 0 fp8, -0.85 / -0.4 bf16, -1.55 / -1.45 fp8_ds; what weight 3
+// costs: h_q 64 s16384 128 x 2 against 86 x 3 +0.65 fp8, +0.85 bf16 (-1.05 fp8_ds). h_q 32 (price 0, no raise)
+// wants its 1-page pieces (s6144 / s8192: 2-page ones +1.75..+3.7 us). Session 8 (comb runs 1-3, older
+// partials): where the cut at the plain spacing leaves a quarter of the parts or more idle, the coarser cut lost
+// (h_q 128 s2048 1 -> 2 pages +0.6 / +1.15 us, h_q 64 s4096 +0.85 / +1.2), and so it did in batches of several
+// sequences (h_q 128 b4 / b16 s512, h_q 64 b32 s512: +0.8..+2 us; the snapped candidate's pieces follow per_part
+// too): the raise applies to batch 1 with >= 3/4 of the parts busy. split_price 0 (tiles of < 64 rows): never
+// raised.
 MLA_HD_INLINE int64_t decode_plan_per_part(int64_t total, int batch, int num_parts, const DecodePlanTuning& tune,
                                            int split_price) {
   int64_t p = (total + num_parts - 1) / num_parts;
