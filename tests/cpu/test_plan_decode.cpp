@@ -396,7 +396,7 @@ TEST(PlanDecode, BatchOnePiecesFollowThePartialTraffic) {
   // h_q 64 (one tile, 132 parts): s8192 64 x 2 pages instead of 128 x 1; s4096 (half the parts idle at 1 page) and
   // h_q 128 s2048 keep their 1-page pieces; a batch of two is never raised (h_q 64 b2 s8192: 128 x 2).
   EXPECT_EQ(splits_of(make_plan(one, 1, 64, 132))[0], 64);
-  // h_q 32 (price 0): 1-page pieces (2-page ones cost +1.75..+2.3 us fp8 / bf16 at s6144 / s8192, session 9).
+  // h_q 32 (price 0): 1-page pieces (2-page ones cost +1.75..+2.5 us fp8 / bf16 at s6144 / s8192, session 9).
   EXPECT_EQ(splits_of(make_plan(one, 1, 32, 132))[0], 128);
   EXPECT_EQ(splits_of(make_plan({4096}, 1, 64, 132))[0], 64);
   EXPECT_EQ(splits_of(make_plan({2048}, 1, 128, 132))[0], 32);
