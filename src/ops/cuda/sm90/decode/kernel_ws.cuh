@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/epilogue.cuh"
+#include "ops/cuda/sm90/decode/epilogue_tma_ws.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode/producer_ws_fp8ds.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
@@ -107,11 +108,18 @@ struct WsPeerSteps {
   int wg, warp, lane, tile_row0, valid_rows, first_batch, first_split;
   int epi = 0;  // segments written so far (parity of the s_l buffer)
 
-  // Writes the segment of sequence b (out / lse, or its split slot) and starts the next one.
-  __device__ __forceinline__ void epilogue(int b) {
+  // Writes the segment of sequence b (out / lse, or its split slot) and starts the next one. stage: the stage of the
+  // segment's last page, which the caller releases after this (kTmaOutFor: a direct segment is staged there and
+  // TMA-stored, epilogue_tma_ws.cuh); -1: none.
+  __device__ __forceinline__ void epilogue(int b, int stage = -1) {
     const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
     const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
-    write_segment_ws<Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows, wg, warp, lane);
+    if (kTmaOutFor<Traits> && stage >= 0 && n_splits == 1) {
+      write_segment_ws_tma<Traits>(p, st, s_l, epi & 1, b, tile_row0, valid_rows, wg, warp, lane,
+                                   s_kv0 + stage * kPageBytes);
+    } else {
+      write_segment_ws<Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows, wg, warp, lane);
+    }
     ++epi;
     st.reset();
   }
@@ -138,8 +146,13 @@ struct WsPeerSteps {
       wait_other(j - 1, mp);
       pv_other_issue(j - 1, mp);
       pv_wait(st);
-      release_stage(bars, (j - 1) & 1);
-      epilogue(prev_b);
+      if constexpr (kTmaOutFor<Traits>) {
+        epilogue(prev_b, (j - 1) & 1);
+        release_stage(bars, (j - 1) & 1);
+      } else {
+        release_stage(bars, (j - 1) & 1);
+        epilogue(prev_b);
+      }
     }
   }
 };
@@ -212,8 +225,13 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
           tl.last(6);  // timeline_ws64.cuh: a sequence switch
           tl.last(7);  // timeline_ws64.cuh: an epilogue started
           pv_wait(st);
-          release_stage(bars, (j - 1) & 1);
-          peer.epilogue(prev_b);
+          if constexpr (kTmaOutFor<Traits>) {
+            peer.epilogue(prev_b, (j - 1) & 1);
+            release_stage(bars, (j - 1) & 1);
+          } else {
+            release_stage(bars, (j - 1) & 1);
+            peer.epilogue(prev_b);
+          }
           tl.add(kTl64Epilogue, t_e);
           tl.seg();
         } else {
@@ -269,14 +287,15 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         named_sync(kBarWg + wg, 128);  // its P.V reads every thread's P from the stage
         pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
       }
-      release_stage(bars, stage);
+      if (!kTmaOutFor<Traits>) release_stage(bars, stage);
       if (end) {
         const unsigned long long t_e = tl.now();
         tl.last(7);  // timeline_ws64.cuh: an epilogue started
-        peer.epilogue(cur.b);
+        peer.epilogue(cur.b, kTmaOutFor<Traits> ? stage : -1);
         tl.add(kTl64Epilogue, t_e);
         tl.seg();
       }
+      if (kTmaOutFor<Traits>) release_stage(bars, stage);  // after the epilogue's stores read it
     }
     prev_end = end;
     prev_b = cur.b;

@@ -33,6 +33,7 @@ struct DecodeKernelParams {
   CUtensorMap tmap_kv;
   CUtensorMap tmap_q;
   CUtensorMap tmap_kv_rope;       // fp8_ds only: the RoPE bytes of the cache (see encode_tensor_maps_fp8ds)
+  CUtensorMap tmap_out;           // 16-bit only: out as [b][s_q * h_q][512], 64 x 64 boxes, 128B swizzle (TMA stores)
 #ifdef MLA_DECODE_TIMELINE
   unsigned long long* timeline;   // diagnostics, nullptr = off: per-CTA stamps (mla/ops/decode_timeline.h)
 #endif

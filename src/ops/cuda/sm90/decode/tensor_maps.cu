@@ -48,10 +48,30 @@ constexpr MapSpec kFp8DsBytes{CU_TENSOR_MAP_DATA_TYPE_UINT8, kFp8DsTokenBytes, k
 constexpr MapSpec kFp8DsWords{CU_TENSOR_MAP_DATA_TYPE_UINT16, kFp8DsTokenBytes / 2, kFp8DsTokenBytes, 64,
                               CU_TENSOR_MAP_SWIZZLE_128B};
 
+// 16-bit out [batch, rows, 512] as a 3-D map (columns, rows, sequence), boxes of 64 columns x 64 rows x 1 sequence,
+// 128-byte swizzle: a 64-row tile's TMA store clips at its sequence's last row (epilogue_tma_ws.cuh).
+Status encode_out(CUtensorMap* map, void* out, int64_t rows, int64_t batch) {
+  auto fn = tensor_map_encode_fn();
+  if (fn == nullptr) return Status::cuda("mla_decode", "cuTensorMapEncodeTiled is not available from the driver");
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kDimV), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(kDimV) * 2, static_cast<cuuint64_t>(rows) * kDimV * 2};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(kBlockN), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, out, dims, strides, box, elem_strides,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return Status::cuda("mla_decode", "cuTensorMapEncodeTiled(out) failed with CUresult " +
+                                          std::to_string(static_cast<int>(r)));
+  return Status::ok();
+}
+
 }  // namespace
 
 Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
   MLA_TRY(encode(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kRows16, "kv_cache"));
+  MLA_TRY(encode_out(&p->tmap_out, p->out, p->rows, p->batch));
   return encode(&p->tmap_q, p->q, q_rows, kRows16, "q");
 }
 
