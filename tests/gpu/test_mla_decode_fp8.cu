@@ -347,8 +347,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {1, 16, 1, false, {8191}, "len8191", 0.02f, 1.f, kDs});
   add(cases, {1, 128, 1, false, {8191}, "len8191", 3.f, 1.f, kDs});
   add(cases, {1, 32, 1, false, {4096}, "len4096", 1.f});
-  // Batch-1 plans with the raised piece size of decode_plan_per_part (b00ebb9): h_q 64 (86 pieces of 3 pages) and
-  // h_q 16 x s_q 4 (64 rows, causal).
+  // Batch-1 plans of decode_plan_per_part (b00ebb9): h_q 16 x s_q 4 (64 rows, causal), its pieces raised from 1 to 2
+  // pages (64 pieces), and h_q 64 s16384, no longer raised since 6811339's weight: the plain 128 pieces of 2 pages
+  // (86 of 3 before).
   add(cases, {1, 64, 1, false, {16384}, "len16384", 1.f});
   add(cases, {1, 16, 4, true, {8191}, "len8191", 1.f});
   // Saturation: |x / scale| far above 448 for most values (q and K codes at +-448; logits kept O(1), see add()).

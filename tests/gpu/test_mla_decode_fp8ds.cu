@@ -239,9 +239,10 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // Long single sequences: the batch-1 split-KV path with many splits.
   add(cases, {1, 16, 1, false, {16384}, "len16384"});
   add(cases, {1, 128, 1, false, {8191}, "len8191", kDs});
-  // Batch-1 plans whose piece size decode_plan_per_part raises above ceil(total / parts) (b00ebb9; the bf16 and fp8
-  // suites have them since 06f396e): one 64-row tile over 132 parts (86 pieces of 3 pages, the last shorter; the
-  // owner-converts kernel), and 64 rows from h_q 16 x s_q 4, causal (the producer-converts kernel, h_q < 64).
+  // Batch-1 plans of decode_plan_per_part (b00ebb9; the bf16 and fp8 suites have them since 06f396e): one 64-row
+  // tile over 132 parts (h_q 64 s16384, the owner-converts kernel; no longer raised since 6811339's weight: the
+  // plain 128 pieces of 2 pages, 86 of 3 before), and 64 rows from h_q 16 x s_q 4, causal (the producer-converts
+  // kernel, h_q < 64), its pieces raised from 1 to 2 pages (64 pieces).
   add(cases, {1, 64, 1, false, {16384}, "len16384"});
   add(cases, {1, 16, 4, true, {8191}, "len8191"});
   add(cases, {2, 64, 1, false, {16384, 4096}, "16384_4096"});
