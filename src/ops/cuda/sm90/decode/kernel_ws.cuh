@@ -108,9 +108,9 @@ struct WsPeerSteps {
   int wg, warp, lane, tile_row0, valid_rows, first_batch, first_split;
   int epi = 0;  // segments written so far (parity of the s_l buffer)
 
-  // Writes the segment of sequence b (out / lse, or its split slot) and starts the next one. stage: the stage of the
-  // segment's last page, which the caller releases after this (kTmaOutFor: a direct segment is staged there and
-  // TMA-stored, epilogue_tma_ws.cuh); -1: none.
+  // Writes the segment of sequence b (out / lse, or its split slot) and starts the next one. stage >= 0: the stage of
+  // the segment's last page, where a direct segment of a 16-bit format is staged and TMA-stored
+  // (epilogue_tma_ws.cuh); -1: plain stores (write_segment_ws). Called through epilogue_release.
   __device__ __forceinline__ void epilogue(int b, int stage = -1) {
     const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
     const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
@@ -122,6 +122,15 @@ struct WsPeerSteps {
     }
     ++epi;
     st.reset();
+  }
+  // Writes the segment of sequence b and releases `stage`, the stage of its last page. A direct segment of a
+  // 16-bit format is staged there for its TMA store, so the release waits for the store's reads; any other
+  // segment releases first, so the producer's refill of the stage overlaps the partial stores.
+  __device__ __forceinline__ void epilogue_release(int b, int stage) {
+    const bool staged = kTmaOutFor<Traits> && p.split_offsets[b + 1] - p.split_offsets[b] == 1;
+    if (!staged) release_stage(bars, stage);
+    epilogue(b, staged ? stage : -1);
+    if (staged) release_stage(bars, stage);
   }
   // Max of the other warpgroup's page jj, which also says its P is in shared memory.
   __device__ __forceinline__ void wait_other(int jj, float (&mp)[2]) const {
@@ -146,13 +155,7 @@ struct WsPeerSteps {
       wait_other(j - 1, mp);
       pv_other_issue(j - 1, mp);
       pv_wait(st);
-      if constexpr (kTmaOutFor<Traits>) {
-        epilogue(prev_b, (j - 1) & 1);
-        release_stage(bars, (j - 1) & 1);
-      } else {
-        release_stage(bars, (j - 1) & 1);
-        epilogue(prev_b);
-      }
+      epilogue_release(prev_b, (j - 1) & 1);
     }
   }
 };
@@ -225,13 +228,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
           tl.last(6);  // timeline_ws64.cuh: a sequence switch
           tl.last(7);  // timeline_ws64.cuh: an epilogue started
           pv_wait(st);
-          if constexpr (kTmaOutFor<Traits>) {
-            peer.epilogue(prev_b, (j - 1) & 1);
-            release_stage(bars, (j - 1) & 1);
-          } else {
-            release_stage(bars, (j - 1) & 1);
-            peer.epilogue(prev_b);
-          }
+          peer.epilogue_release(prev_b, (j - 1) & 1);
           tl.add(kTl64Epilogue, t_e);
           tl.seg();
         } else {
@@ -287,15 +284,15 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         named_sync(kBarWg + wg, 128);  // its P.V reads every thread's P from the stage
         pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
       }
-      if (!kTmaOutFor<Traits>) release_stage(bars, stage);
       if (end) {
         const unsigned long long t_e = tl.now();
         tl.last(7);  // timeline_ws64.cuh: an epilogue started
-        peer.epilogue(cur.b, kTmaOutFor<Traits> ? stage : -1);
+        peer.epilogue_release(cur.b, stage);
         tl.add(kTl64Epilogue, t_e);
         tl.seg();
+      } else {
+        release_stage(bars, stage);
       }
-      if (kTmaOutFor<Traits>) release_stage(bars, stage);  // after the epilogue's stores read it
     }
     prev_end = end;
     prev_b = cur.b;
