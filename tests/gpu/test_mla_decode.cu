@@ -273,10 +273,23 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // Long single sequences: the batch-1 split-KV path with many splits.
   add_case(cases, dc(kB, 1, 16, 1, false, {16384}), "len16384");
   add_case(cases, dc(kB, 1, 128, 1, false, {8191}), "len8191");
-  // Batch-1 plans whose piece size decode_plan_per_part raises above ceil(total / parts) (b00ebb9): one 64-row
-  // tile over 132 parts (86 pieces of 3 pages, the last shorter), and 64 rows from h_q 16 x s_q 4, causal.
+  // Batch-1 plans of decode_plan_per_part (b00ebb9): one 64-row tile over 132 parts (h_q 64 s16384: the plain 128
+  // pieces of 2 pages since 6811339's weight, 86 of 3 before), and 64 rows from h_q 16 x s_q 4, causal, its pieces
+  // raised from 1 to 2 pages (64 pieces). With 5f600b6's split price (1 at 64 rows) the raise applies to h_q 64
+  // s8192 (64 pieces of 2 pages instead of 128 of 1) and h_q 128 s3584 (28 of 2 instead of 56); h_q 128 b32 s512
+  // cuts every sequence in 2 pieces of 4 pages.
   add_case(cases, dc(kB, 1, 64, 1, false, {16384}), "len16384");
   add_case(cases, dc(kB, 1, 16, 4, true, {8191}), "len8191");
+  add_case(cases, dc(kB, 1, 64, 1, false, {8192}), "len8192");
+  add_case(cases, dc(kB, 1, 128, 1, false, {3584}), "len3584");
+  add_case(cases, dc(kB, 32, 128, 1, false, std::vector<int>(32, 512)), "all512");
+  // Direct (unsplit) segments whose 64-row tile holds fewer valid rows, written by the TMA-store epilogue
+  // (21e6859), which must clip the rows past s_q x h_q: h_q 32 x s_q 3 (a full tile and a 32-row one, all 16
+  // sequences whole), h_q 16 x s_q 3 (48-row tiles; bf16 with 3 whole sequences, fp16 with 4).
+  add_case(cases, dc(kB, 16, 32, 3, true, {1, 2, 63, 64, 65, 100, 127, 128, 129, 1, 64, 65, 30, 90, 110, 120}),
+           "clip_mix");
+  add_case(cases, dc(kB, 7, 16, 3, true, {1, 63, 64, 65, 127, 129, 200}), "clip_mix");
+  add_case(cases, dc(kH, 8, 16, 3, true, {1, 63, 64, 65, 127, 129, 2000, 5}), "clip_mix");
   add_case(cases, dc(kB, 2, 64, 1, false, {16384, 4096}), "16384_4096");
   // Speculative rows with and without the causal diagonal, including rows that see no key.
   add_case(cases, dc(kB, 2, 64, 2, true, {8191, 4096}), "8191_4096");
@@ -353,6 +366,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      { auto p = good; p.kv_cache = TensorView::contiguous(cache.data(), DType::kBf16, {h.num_pages, 32, 576});
                        try_call("page size 32", p, g, plan, ws.bytes()); }
                      { auto p = good; p.out.stride[3] = 2; try_call("strided out", p, g, plan, ws.bytes()); }
+                     { auto p = good; p.out.data = static_cast<char*>(out.data()) + 8;  // TMA stores need 16 B
+                       try_call("out misaligned", p, g, plan, ws.bytes()); }
                      { auto p = good; p.softmax_scale = NAN; try_call("scale NaN", p, g, plan, ws.bytes()); }
                      { auto p = good; p.format = KvFormat::kFp8; p.q.dtype = DType::kE4m3; p.kv_cache.dtype = DType::kE4m3;
                        p.k_scale = 0.f; try_call("fp8 k_scale 0", p, g, plan, ws.bytes()); }

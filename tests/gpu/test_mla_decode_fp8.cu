@@ -352,6 +352,11 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // (86 of 3 before).
   add(cases, {1, 64, 1, false, {16384}, "len16384", 1.f});
   add(cases, {1, 16, 4, true, {8191}, "len8191", 1.f});
+  // Plans of 5f600b6's split price (1 at 64 rows): h_q 128 b32 s512, each sequence cut in 2 pieces of 4 pages; the
+  // batch-1 raise, h_q 64 s8192 (64 pieces of 2 pages instead of 128 of 1) and h_q 128 s3584 (28 of 2 instead of 56).
+  add(cases, {32, 128, 1, false, std::vector<int>(32, 512), "all512", 1.f});
+  add(cases, {1, 64, 1, false, {8192}, "len8192", 1.f});
+  add(cases, {1, 128, 1, false, {3584}, "len3584", 1.f});
   // Saturation: |x / scale| far above 448 for most values (q and K codes at +-448; logits kept O(1), see add()).
   add(cases, {2, 16, 1, false, {4096, 1000}, "4096_1000", 1.f, 2000.f});
   add(cases, {2, 128, 1, false, {511, 64}, "511_64", 3.f, 1500.f, DataKind::kNormal, true, true});

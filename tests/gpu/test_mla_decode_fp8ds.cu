@@ -245,6 +245,11 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // kernel, h_q < 64), its pieces raised from 1 to 2 pages (64 pieces).
   add(cases, {1, 64, 1, false, {16384}, "len16384"});
   add(cases, {1, 16, 4, true, {8191}, "len8191"});
+  // Plans of 5f600b6's split price (1 at 64 rows): h_q 128 b32 s512, each sequence cut in 2 pieces of 4 pages; the
+  // batch-1 raise, h_q 64 s8192 (64 pieces of 2 pages instead of 128 of 1) and h_q 128 s3584 (28 of 2 instead of 56).
+  add(cases, {32, 128, 1, false, std::vector<int>(32, 512), "all512"});
+  add(cases, {1, 64, 1, false, {8192}, "len8192"});
+  add(cases, {1, 128, 1, false, {3584}, "len3584"});
   add(cases, {2, 64, 1, false, {16384, 4096}, "16384_4096"});
   // Speculative rows with and without the causal diagonal, including rows that see no key.
   add(cases, {2, 64, 2, true, {8191, 4096}, "8191_4096", kDs});
