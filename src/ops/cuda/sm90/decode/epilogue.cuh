@@ -60,17 +60,15 @@ __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, RowSt
   }
 }
 
-// Warp-specialized variant: both consumer warpgroups call this once per segment, in the same order
-// (it contains a 256-thread named barrier). Each holds 256 output columns and the row sum of the pages
-// it computed P for, both relative to the same final max; the two sums add up through s_l
-// ([parity][warpgroup][64], alternating by segment so a fast warpgroup never overwrites sums the other
-// has not read yet).
-template <class Traits>
-__device__ __forceinline__ void write_segment_ws(const DecodeKernelParams& p, const WsState& st, float* s_l, int parity,
-                                                 int b, int slot, bool direct, int tile_row0, int valid_rows, int wg,
-                                                 int warp, int lane) {
+// The warp-specialized epilogues (write_segment_ws, write_segment_ws_tma): both consumer warpgroups hold 256
+// output columns each and the row sum of the pages they computed P for, both relative to the same final max; the
+// two sums add up through s_l ([parity][warpgroup][64], alternating by segment so a fast warpgroup never
+// overwrites sums the other has not read yet). This publishes the warpgroup's quad-reduced sums of its two rows
+// per thread and waits (a 256-thread named barrier) until the other's are there: both warpgroups call it once per
+// segment, in the same order.
+__device__ __forceinline__ void ws_publish_row_sums(const WsState& st, float* s_l, int parity, int wg, int warp, int lane,
+                                                    float (&l)[2]) {
   const int g = lane >> 2, t4 = lane & 3;
-  float l[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     l[h] = st.l[h];
@@ -79,11 +77,25 @@ __device__ __forceinline__ void write_segment_ws(const DecodeKernelParams& p, co
     if (t4 == 0) s_l[(parity * 2 + wg) * kRowsPerCta + warp * kRowGroup + g + 8 * h] = l[h];
   }
   named_sync(kBarEpilogue, kWsConsumerThreads);
+}
+// Row row_local's sum over both warpgroups, after ws_publish_row_sums (own is this thread's l[h] for that row).
+__device__ __forceinline__ float ws_row_total(float own, const float* s_l, int parity, int wg, int row_local) {
+  return own + s_l[(parity * 2 + (wg ^ 1)) * kRowsPerCta + row_local];
+}
+
+// Warp-specialized variant (see ws_publish_row_sums): a direct segment to out / lse, a split one to its slot.
+template <class Traits>
+__device__ __forceinline__ void write_segment_ws(const DecodeKernelParams& p, const WsState& st, float* s_l, int parity,
+                                                 int b, int slot, bool direct, int tile_row0, int valid_rows, int wg,
+                                                 int warp, int lane) {
+  const int g = lane >> 2, t4 = lane & 3;
+  float l[2];
+  ws_publish_row_sums(st, s_l, parity, wg, warp, lane, l);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int row_local = warp * kRowGroup + g + 8 * h;
     if (row_local >= valid_rows) continue;
-    const float total = l[h] + s_l[(parity * 2 + (wg ^ 1)) * kRowsPerCta + row_local];
+    const float total = ws_row_total(l[h], s_l, parity, wg, row_local);
     const float inv = total > 0.f ? 1.f / total : 0.f;
     const float lse = total > 0.f ? st.m[h] * p.softmax_scale + logf(total) : -INFINITY;
     const int row = tile_row0 + row_local;

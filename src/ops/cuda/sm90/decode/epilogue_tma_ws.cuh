@@ -18,6 +18,7 @@
 // so the store clips them instead of writing the next sequence's rows.
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/epilogue.cuh"  // ws_publish_row_sums, ws_row_total
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/ptx.h"
@@ -41,26 +42,19 @@ __device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bul
 __device__ __forceinline__ void bulk_wait_read_all() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 
 // write_segment_ws for a direct segment, staged in the stage at s_stage (both consumer warpgroups, same order: it
-// contains the 256-thread row-sum exchange of write_segment_ws and a 128-thread barrier per warpgroup).
+// contains the 256-thread row-sum exchange, ws_publish_row_sums, and a 128-thread barrier per warpgroup).
 template <class Traits>
 __device__ __forceinline__ void write_segment_ws_tma(const DecodeKernelParams& p, const WsState& st, float* s_l,
                                                      int parity, int b, int tile_row0, int valid_rows, int wg, int warp,
                                                      int lane, uint32_t s_stage) {
   const int g = lane >> 2, t4 = lane & 3;
   float l[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] = st.l[h];
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-    if (t4 == 0) s_l[(parity * 2 + wg) * kRowsPerCta + warp * kRowGroup + g + 8 * h] = l[h];
-  }
-  named_sync(kBarEpilogue, kWsConsumerThreads);
+  ws_publish_row_sums(st, s_l, parity, wg, warp, lane, l);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int row_local = warp * kRowGroup + g + 8 * h;  // row_local & 7 == g
     if (row_local >= valid_rows) continue;
-    const float total = l[h] + s_l[(parity * 2 + (wg ^ 1)) * kRowsPerCta + row_local];
+    const float total = ws_row_total(l[h], s_l, parity, wg, row_local);
     const float inv = total > 0.f ? 1.f / total : 0.f;
     // Column 8t + 2 t4 of this warpgroup's 256: box 4 wg + t / 8 (a V slab of the stage), 16-byte chunk t % 8.
     const uint32_t base = s_stage + 4 * wg * kSlabBytes + row_local * 128 + 4 * t4;
