@@ -40,11 +40,6 @@ __device__ __forceinline__ void store_partial_quad(const DecodeKernelParams& p, 
   store_pair<Traits>(p, b, row, partial_pair_col(off + 2), make_float2(v.z, v.w));
 }
 
-__device__ __forceinline__ void store_lse(const DecodeKernelParams& p, int b, int row, float lse) {
-  const int i = row / p.h_q, h = row % p.h_q;
-  p.lse[(static_cast<int64_t>(b) * p.h_q + h) * p.s_q + i] = lse;
-}
-
 // Up to this many splits a row is merged by one group of threads over all of them (combine_few_group /
 // combine_few_online); more go through combine_many's column chunks.
 constexpr int kFewSplits = 8;

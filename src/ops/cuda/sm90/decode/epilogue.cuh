@@ -11,6 +11,17 @@
 
 namespace mla::sm90::decode {
 
+// One row half (h) of a 64-row epilogue thread's normalized accumulator tiles into its split slot row o (offset by
+// partial_pair_offset of the thread's first column): the pairs of tiles 2c and 2c + 1 as one float4 (partials.h).
+template <int kTiles>
+__device__ __forceinline__ void store_partial_row(float* o, const float (&acc)[kTiles][4], int h, float inv) {
+  static_assert(kTiles % 2 == 0, "tiles pair up into float4 stores");
+#pragma unroll
+  for (int c = 0; c < kTiles / 2; ++c)
+    *reinterpret_cast<float4*>(o + 16 * c) = make_float4(acc[2 * c][2 * h] * inv, acc[2 * c][2 * h + 1] * inv,
+                                                         acc[2 * c + 1][2 * h] * inv, acc[2 * c + 1][2 * h + 1] * inv);
+}
+
 // Called by every thread of the CTA (contains a barrier). s_sum: [kSlices][64] floats.
 template <class Traits, int RG>
 __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, RowState<RG>& st, float* s_sum, int b,
@@ -43,18 +54,10 @@ __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, RowSt
                                                   (static_cast<int64_t>(b) * p.rows + row) * kDimV + col0);
 #pragma unroll
       for (int t = 0; t < WS::kOTiles; ++t) out[t * 4] = Traits::pack(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv);
-      if (ws == 0 && t4 == 0) {
-        const int i = row / p.h_q, hh = row % p.h_q;
-        p.lse[(static_cast<int64_t>(b) * p.h_q + hh) * p.s_q + i] = lse;
-      }
+      if (ws == 0 && t4 == 0) store_lse(p, b, row, lse);
     } else {
-      // Partials layout (partials.h): this thread's pairs of tiles 2c and 2c + 1 as one float4.
-      float* o = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + partial_pair_offset(col0);
-#pragma unroll
-      for (int c = 0; c < WS::kOTiles / 2; ++c)
-        *reinterpret_cast<float4*>(o + 16 * c) =
-            make_float4(st.o[2 * c][2 * h] * inv, st.o[2 * c][2 * h + 1] * inv, st.o[2 * c + 1][2 * h] * inv,
-                        st.o[2 * c + 1][2 * h + 1] * inv);
+      store_partial_row(p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + partial_pair_offset(col0),
+                        st.o, h, inv);
       if (ws == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
     }
   }
@@ -105,18 +108,11 @@ __device__ __forceinline__ void write_segment_ws(const DecodeKernelParams& p, co
                                                   (static_cast<int64_t>(b) * p.rows + row) * kDimV + col0);
 #pragma unroll
       for (int t = 0; t < 32; ++t) out[t * 4] = Traits::pack(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv);
-      if (wg == 0 && t4 == 0) {
-        const int i = row / p.h_q, hh = row % p.h_q;
-        p.lse[(static_cast<int64_t>(b) * p.h_q + hh) * p.s_q + i] = lse;
-      }
+      if (wg == 0 && t4 == 0) store_lse(p, b, row, lse);
     } else {
-      // Partials layout (partials.h): this thread's pairs of tiles 2c and 2c + 1 as one float4 (16 stores, not 32).
-      float* o = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + partial_pair_offset(col0);
-#pragma unroll
-      for (int c = 0; c < 16; ++c)
-        *reinterpret_cast<float4*>(o + 16 * c) =
-            make_float4(st.o[2 * c][2 * h] * inv, st.o[2 * c][2 * h + 1] * inv, st.o[2 * c + 1][2 * h] * inv,
-                        st.o[2 * c + 1][2 * h + 1] * inv);
+      // 16 float4 stores, not the column order's 32 float2.
+      store_partial_row(p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + partial_pair_offset(col0),
+                        st.o, h, inv);
       if (wg == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
     }
   }

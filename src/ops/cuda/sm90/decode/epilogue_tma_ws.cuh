@@ -64,11 +64,8 @@ __device__ __forceinline__ void write_segment_ws_tma(const DecodeKernelParams& p
       asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(Traits::pack(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv))
                    : "memory");
     }
-    if (wg == 0 && t4 == 0) {
-      const float lse = total > 0.f ? st.m[h] * p.softmax_scale + logf(total) : -INFINITY;
-      const int row = tile_row0 + row_local, i = row / p.h_q, hh = row % p.h_q;
-      p.lse[(static_cast<int64_t>(b) * p.h_q + hh) * p.s_q + i] = lse;
-    }
+    if (wg == 0 && t4 == 0)
+      store_lse(p, b, tile_row0 + row_local, total > 0.f ? st.m[h] * p.softmax_scale + logf(total) : -INFINITY);
   }
   fence_proxy_async();  // the staged values (generic proxy) before the TMA unit reads them
   named_sync(kBarWg + wg, 128);

@@ -39,4 +39,11 @@ struct DecodeKernelParams {
 #endif
 };
 
+// lse [b, h_q, s_q] of query row `row` (= i * h_q + h) of sequence b: every writer of the final lse (the decode
+// epilogues of unsplit segments and the combine) indexes it here.
+__device__ __forceinline__ void store_lse(const DecodeKernelParams& p, int b, int row, float lse) {
+  const int i = row / p.h_q, h = row % p.h_q;
+  p.lse[(static_cast<int64_t>(b) * p.h_q + h) * p.s_q + i] = lse;
+}
+
 }  // namespace mla::sm90::decode

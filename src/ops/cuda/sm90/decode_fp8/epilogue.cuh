@@ -53,10 +53,7 @@ __device__ __forceinline__ void write_segment(const Fp8DecodeParams& fp, const R
         u.y = pack_bf16x2(st.o[2 * c][2 * h + 1] * inv, st.o[2 * c + 1][2 * h + 1] * inv);
         *reinterpret_cast<uint2*>(out + 16 * c) = u;
       }
-      if (ws == 0 && t4 == 0) {
-        const int i = row / p.h_q, hh = row % p.h_q;
-        p.lse[(static_cast<int64_t>(b) * p.h_q + hh) * p.s_q + i] = lse;
-      }
+      if (ws == 0 && t4 == 0) decode::store_lse(p, b, row, lse);
     } else {
       // Partials layout (decode/partials.h): quad lane s stores the float4 of logical dims {2s, 2s + 1, 8 + 2s,
       // 9 + 2s} of each 16-dim chunk. This thread holds dims 4 t4 .. 4 t4 + 3 in column order, so lanes t4 and
