@@ -16,6 +16,22 @@
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
 
+// Session 10 experiment knob (bench/decode/NOTES.md "Session 10, bf16h16"); compile-time so that A/B binaries
+// differ only in it. 0: HEAD's chain (the whole page refilled after a fourth block barrier). 1: split refill (16-bit
+// mma.sync tiles): the RoPE group of the freed stage is issued right after the max exchange (S is done with it),
+// and each warp refills its own V column group right after its P.V, so the step's fourth barrier goes.
+// 2: split refill + lazy max (mma.sync tiles): each warp writes its P against its own reference r_w (the running max,
+// unless its keys exceed that by more than 2^kLazyLog2 in p) before the max exchange, so the exchange and P share
+// one barrier; after it, a warp whose row group saw r_w != the new max rescales the P fragments it reads (a
+// segment's first page, and rare later jumps), every other step runs the plain P.V.
+// MLA_DECODE_N16_KO (knock-outs, wrong results): 1 = no P.V, 2 = no S.
+#ifndef MLA_DECODE_N16_VAR
+#define MLA_DECODE_N16_VAR 0
+#endif
+#ifndef MLA_DECODE_N16_KO
+#define MLA_DECODE_N16_KO 0
+#endif
+
 namespace mla::sm90::decode {
 
 // kWg: 64-row tiles (RG == 4) on wgmma, one warpgroup per slice; otherwise mma.sync, which has no 64-row
@@ -40,6 +56,11 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   static_assert(!kWg || RG == 4, "the wgmma variant computes all 64 rows");
   constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
   using Pages = typename PageLoaderOf<Traits, RG, kWg>::type;
+  constexpr bool kSplitRefill = MLA_DECODE_N16_VAR >= 1 && !kWg && !Pages::kEarlyRefill;
+  constexpr bool kLazyMax = MLA_DECODE_N16_VAR >= 2 && !kWg;
+  // A warp keeps the running max as its P reference while its keys stay below it + kLazyLog2 / scale_log2: p <= 2^8,
+  // well inside bf16 / fp16 range and the fp32 accumulators; the softmax is exact for any reference (lse uses it).
+  constexpr float kLazyLog2 = 8.f;
   constexpr SmemLayout L = Pages::layout(RG, WS::kSlices);
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (launched with programmatic stream serialization) get scheduled as SMs free
@@ -124,16 +145,19 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   uint32_t qf[kQRegs ? kDimQK / 16 : 1][4];
   bool q_fresh = true;  // the Q tile in shared memory belongs to a sequence not yet in qf
   // Issues the next page of the part into load slot `s` (freed by this step).
+  auto next_load = [&]() {
+    load.advance(p);
+    load.fetch_page(p);
+    if (prefetcher) {
+      pf.prefetch_page(p);
+      pf.advance(p);
+      pf.fetch_page(p);
+    }
+  };
   auto refill = [&](int s) {
     if (load.valid()) {
       pages.issue(p, load, s);
-      load.advance(p);
-      load.fetch_page(p);
-      if (prefetcher) {
-        pf.prefetch_page(p);
-        pf.advance(p);
-        pf.fetch_page(p);
-      }
+      next_load();
     }
   };
   int slot = 0;
@@ -166,8 +190,14 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
     const int b = comp.b, blk = comp.blk;
     float sc[WS::kSTiles][4];
     float alpha[2] = {1.f, 1.f};
+    float lazy_sum[2] = {0.f, 0.f}, lazy_ref[2] = {0.f, 0.f};  // kLazyMax: this thread's P sum and its warp's r_w
     if (active) {
-      if constexpr (kWg) {
+      if constexpr (MLA_DECODE_N16_KO == 2 && !kWg) {
+#pragma unroll
+        for (int t = 0; t < WS::kSTiles; ++t)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sc[t][e] = 0.f;
+      } else if constexpr (kWg) {
         compute_scores_wgmma<Traits>(sc, s_q_tile, s_kv, ws);
       } else if constexpr (kQRegs) {
         if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_tile, lane);
@@ -193,11 +223,64 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
           }
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-        if (t4 == 0) s_max[ws * kRowsPerCta + rg * kRowGroup + g + 8 * h] = mx[h];
+        if constexpr (kLazyMax) {
+          const int row_local = rg * kRowGroup + g + 8 * h;
+          // r_w: the running max, or this warp's max when that exceeds it by more than the margin (also when the
+          // running max is still -inf: the difference is +inf, or NaN with mx = -inf, and r stays -inf then).
+          const float m_old = st.m[h];
+          const float r = (mx[h] - m_old) * p.scale_log2 <= kLazyLog2 ? m_old : mx[h];
+          const float r_scaled = r == -INFINITY ? 0.f : r * p.scale_log2;
+          float sum = 0.f;
+#pragma unroll
+          for (int t = 0; t < WS::kSTiles; ++t) {
+            const float p0 = exp2f(fmaf(sc[t][2 * h], p.scale_log2, -r_scaled));
+            const float p1 = exp2f(fmaf(sc[t][2 * h + 1], p.scale_log2, -r_scaled));
+            sum += p0 + p1;
+            const int key = ws * WS::kKeys + t * 8 + 2 * t4;
+            *reinterpret_cast<uint32_t*>(s_p_ptr + swizzle(row_local, key >> 3, kPRowBytes) + (key & 7) * 2) =
+                Traits::pack(p0, p1);
+          }
+          lazy_sum[h] = sum;
+          lazy_ref[h] = r;
+          if (t4 == 0) s_max[ws * kRowsPerCta + row_local] = r;
+        } else {
+          if (t4 == 0) s_max[ws * kRowsPerCta + rg * kRowGroup + g + 8 * h] = mx[h];
+        }
       }
     }
     __syncthreads();
-    if (active) {
+    const bool seg_end = comp.last_of_sequence();
+    // Split refill: not at a segment end, where the next Q tile's group must come before the refill's.
+    const bool split = kSplitRefill && !seg_end;
+    if constexpr (kSplitRefill) {
+      // Every S of the step is done: the RoPE group (read only by S) of the freed stage takes the next page.
+      if (split && load.valid()) pages.issue_group_cta(p, load, slot, kChunksPerRow / 8 - 1);
+    }
+    bool rescale = false;   // kLazyMax: some warp of this row group wrote P against r_w != the new max
+    float m_ref_scaled[2] = {0.f, 0.f};  // kLazyMax: the new max, scaled (0 while -inf), the reference P.V rescales to
+    if constexpr (kLazyMax) {
+      if (active) {
+        bool differs = false;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row_local = rg * kRowGroup + g + 8 * h;
+          float m_new = st.m[h];  // every r_w >= the running max
+#pragma unroll
+          for (int w = 0; w < WS::kSlices; ++w) m_new = fmaxf(m_new, s_max[w * kRowsPerCta + row_local]);
+#pragma unroll
+          for (int w = 0; w < WS::kSlices; ++w) differs |= s_max[w * kRowsPerCta + row_local] != m_new;
+          const float m_scaled = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
+          alpha[h] = exp2f(st.m[h] * p.scale_log2 - m_scaled);
+          // This warp's P sum, from its reference to the new one (r = -inf: its P is all zero).
+          const float f_own =
+              lazy_ref[h] == -INFINITY ? 0.f : (lazy_ref[h] == m_new ? 1.f : exp2f(lazy_ref[h] * p.scale_log2 - m_scaled));
+          st.l[h] = st.l[h] * alpha[h] + lazy_sum[h] * f_own;
+          st.m[h] = m_new;
+          m_ref_scaled[h] = m_scaled;
+        }
+        rescale = __any_sync(0xffffffffu, differs);
+      }
+    } else if (active) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row_local = rg * kRowGroup + g + 8 * h;
@@ -222,7 +305,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       }
       if constexpr (kWg) fence_proxy_async();  // P is the A operand of the next wgmma
     }
-    __syncthreads();
+    if constexpr (!kLazyMax) __syncthreads();
     if (active) {
 #pragma unroll
       for (int t = 0; t < WS::kOTiles; ++t) {
@@ -233,11 +316,25 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       }
       if constexpr (kWg) {
         accumulate_pv_wgmma<Traits>(st.o, s_p, s_kv, ws);
-      } else {
-        accumulate_pv<Traits, RG>(st, s_p, s_kv, rg, ws, lane);
+      } else if constexpr (MLA_DECODE_N16_KO != 1) {
+        if constexpr (kLazyMax)
+          accumulate_pv<Traits, RG, true>(st, s_p, s_kv, rg, ws, lane, rescale, s_max, m_ref_scaled, p.scale_log2);
+        else
+          accumulate_pv<Traits, RG>(st, s_p, s_kv, rg, ws, lane);
       }
     }
-    const bool seg_end = comp.last_of_sequence();
+    if constexpr (kSplitRefill) {
+      if (split) {
+        // Warp w's P.V read V column group w (chunks 8 w.., WarpShape: slice ws = w / RG owns groups RG ws ..
+        // RG ws + RG - 1, one per row group); once the slice's RG warps are past it, the group is free.
+        if constexpr (RG > 1) named_sync(1 + ws, RG * 32);
+        if (load.valid()) {
+          pages.issue_group_warp(p, load, slot, warp, lane);
+          next_load();
+        }
+        cp_async_commit();
+      }
+    }
     if (seg_end) {
       if (tl_on) MLA_TL_MARK_LAST(p.timeline, tl_last ? 7 : 9);
       const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
@@ -248,7 +345,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       q_fresh = true;
       switched = true;
     }
-    __syncthreads();  // stage, P, Q and the reduction buffers are free again
+    // Stage, P, Q and the reduction buffers are free again. Split refill: the next step's first barrier
+    // orders this step's P / max reads before the next writes, and the stage's groups were freed above.
+    if (!split) __syncthreads();
     comp.advance(p);
 #ifdef MLA_DECODE_TIMELINE
     tl_first = false;
@@ -258,8 +357,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
       cp_async_commit();
     }
-    if constexpr (!Pages::kEarlyRefill) refill(slot);
-    cp_async_commit();
+    if (!Pages::kEarlyRefill && !split) refill(slot);
+    if (!split) cp_async_commit();
     if (++slot == Pages::kSlots) {
       slot = 0;
       phase ^= 1;

@@ -56,6 +56,19 @@ struct CpAsyncPages {
   __device__ __forceinline__ void issue(const DecodeKernelParams& p, const PartCursor& c, int slot) const {
     load_kv_page<kSlab>(p, c.page, c.blk, c.seqlen, s_kv0 + slot * kPageBytes);
   }
+  // Split refill (row layout only): one column group of the page by the calling warp, or by the whole CTA.
+  __device__ __forceinline__ void issue_group_warp(const DecodeKernelParams& p, const PartCursor& c, int slot, int grp,
+                                                   int lane) const {
+    static_assert(!kSlab, "column groups of the row layout");
+    copy_page_group_warp(static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes,
+                         s_kv0 + slot * kPageBytes, c.seqlen - c.blk * kBlockN, grp, lane);
+  }
+  __device__ __forceinline__ void issue_group_cta(const DecodeKernelParams& p, const PartCursor& c, int slot,
+                                                  int grp) const {
+    static_assert(!kSlab, "column groups of the row layout");
+    copy_page_group_cta(static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes,
+                        s_kv0 + slot * kPageBytes, c.seqlen - c.blk * kBlockN, grp);
+  }
   // Before the step's first barrier: this thread's copies of the step's page (and of a Q tile issued
   // before it) have landed. The Q tile of a new segment is its own commit group ahead of the next page.
   __device__ __forceinline__ void wait(int, uint32_t) const { cp_async_wait<kStages - 1>(); }
