@@ -16,18 +16,8 @@
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
 
-// Session 10 experiment knob (bench/decode/NOTES.md "Session 10, bf16h16"); compile-time so that A/B binaries
-// differ only in it. 0: HEAD's chain (the whole page refilled after a fourth block barrier). 1: split refill (16-bit
-// mma.sync tiles): the RoPE group of the freed stage is issued right after the max exchange (S is done with it),
-// and each warp refills its own V column group right after its P.V, so the step's fourth barrier goes.
-// 2: split refill + lazy max (mma.sync tiles): each warp writes its P against its own reference r_w (the running max,
-// unless its keys exceed that by more than 2^kLazyLog2 in p) before the max exchange, so the exchange and P share
-// one barrier; after it, a warp whose row group saw r_w != the new max rescales the P fragments it reads (a
-// segment's first page, and rare later jumps), every other step runs the plain P.V.
-// MLA_DECODE_N16_KO (knock-outs, wrong results): 1 = no P.V, 2 = no S.
-#ifndef MLA_DECODE_N16_VAR
-#define MLA_DECODE_N16_VAR 0
-#endif
+// MLA_DECODE_N16_VAR (pages.cuh: the experiment knob of session 10). MLA_DECODE_N16_KO (knock-outs, wrong results):
+// 1 = no P.V, 2 = no S.
 #ifndef MLA_DECODE_N16_KO
 #define MLA_DECODE_N16_KO 0
 #endif
@@ -56,8 +46,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   static_assert(!kWg || RG == 4, "the wgmma variant computes all 64 rows");
   constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
   using Pages = typename PageLoaderOf<Traits, RG, kWg>::type;
-  constexpr bool kSplitRefill = MLA_DECODE_N16_VAR >= 1 && !kWg && !Pages::kEarlyRefill;
-  constexpr bool kLazyMax = MLA_DECODE_N16_VAR >= 2 && !kWg;
+  constexpr bool kSplitRefill = MLA_DECODE_N16_VAR >= 1 && MLA_DECODE_N16_VAR <= 4 && !kWg && !Pages::kEarlyRefill;
+  constexpr bool kLazyMax = (MLA_DECODE_N16_VAR == 2 || (MLA_DECODE_N16_VAR == 3 && Pages::kDoubleBuf)) && !kWg;
+  constexpr bool kMbarPages = Pages::kMbar && kSplitRefill;
+  static_assert(!Pages::kDoubleBuf || kLazyMax, "double buffers are for the lazy max's P written before B2");
   // A warp keeps the running max as its P reference while its keys stay below it + kLazyLog2 / scale_log2: p <= 2^8,
   // well inside bf16 / fp16 range and the fp32 accumulators; the softmax is exact for any reference (lse uses it).
   constexpr float kLazyLog2 = 8.f;
@@ -67,9 +59,12 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   // up; it waits on griddepcontrol.wait for this grid's completion before reading any result.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const uint32_t s_q_tile = smem_u32(smem + L.q_offset);
-  const uint32_t s_p = smem_u32(smem + L.p_offset);
-  uint8_t* s_p_ptr = smem + L.p_offset;
-  float* s_max = reinterpret_cast<float*>(smem + L.max_offset);  // [kSlices][64]
+  // P [rows][64 keys] and the row maxima [kSlices][64]; Pages::kDoubleBuf: a second pair in the raw area, by step parity.
+  // (selected, not indexed: an indexed pair of pointers would live in local memory)
+  uint8_t* const s_p_ptr0 = smem + L.p_offset;
+  uint8_t* const s_p_ptr1 = smem + L.raw_offset;
+  float* const s_max0 = reinterpret_cast<float*>(smem + L.max_offset);
+  float* const s_max1 = reinterpret_cast<float*>(smem + L.raw_offset + RG * kRowGroup * kPRowBytes);
   float* s_sum = reinterpret_cast<float*>(smem + L.sum_offset);  // [kSlices][64]
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -111,13 +106,17 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   load = comp;
   load.fetch_page(p);
 
-  // Prologue: Q tile of the first sequence, then one page per load slot, one commit group each.
-  load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
-  cp_async_commit();
+  // Prologue: Q tile of the first sequence, then one page per load slot, one commit group each (Pages::kQGlobal:
+  // no Q tile; its fragments are loaded into registers below).
+  if constexpr (!Pages::kQGlobal) {
+    load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+    cp_async_commit();
+  }
 #pragma unroll
   for (int s = 0; s < Pages::kSlots; ++s) {
     if (load.valid()) {
       pages.issue(p, load, s);
+      pages.arrive(s);
       load.advance(p);
       load.fetch_page(p);
     }
@@ -144,7 +143,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   st.reset();
   uint32_t qf[kQRegs ? kDimQK / 16 : 1][4];
   bool q_fresh = true;  // the Q tile in shared memory belongs to a sequence not yet in qf
-  // Issues the next page of the part into load slot `s` (freed by this step).
+  // kQGlobal implies RG == 1, i.e. rows == 16 (mla_decode.cu: one 16-row group): one tile, every row valid.
+  static_assert(!Pages::kQGlobal || kQRegs, "Q fragments from global memory: one-row-group tiles");
+  if constexpr (Pages::kQGlobal) load_q_frags_global(reinterpret_cast<QFrags&>(qf), p, comp.b, tile_row0, lane);
+  // Advances the load cursor (and thread 0's L2 prefetch cursor) past the page just issued (split refill).
   auto next_load = [&]() {
     load.advance(p);
     load.fetch_page(p);
@@ -154,15 +156,26 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       pf.fetch_page(p);
     }
   };
+  // Issues the next page of the part into load slot `s` (freed by this step). (The body repeats next_load's lines
+  // rather than calling it: the call changed the fp8_ds kernels' register assignment, and VAR 0 is HEAD's SASS.)
   auto refill = [&](int s) {
     if (load.valid()) {
       pages.issue(p, load, s);
-      next_load();
+      pages.arrive(s);
+      load.advance(p);
+      load.fetch_page(p);
+      if (prefetcher) {
+        pf.prefetch_page(p);
+        pf.advance(p);
+        pf.fetch_page(p);
+      }
     }
   };
   int slot = 0;
   uint32_t phase = 0;  // parity of the slot's use (mbarrier-tracked slots)
   bool switched = false;  // (timeline) this step starts a later sequence of the part
+  bool seg_start = true;  // this step is a segment's first (its Q tile is a cp.async group: wait_group + B1)
+  int par = 0;            // step parity (Pages::kDoubleBuf)
   while (comp.valid()) {
     bool tl_last = false;  // (timeline) the part's last step
 #ifdef MLA_DECODE_TIMELINE
@@ -176,9 +189,17 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       if (tl_last) MLA_TL_MARK_LAST(p.timeline, 12);
       if (switched) MLA_TL_MARK_LAST(p.timeline, 10);
     }
-    pages.wait(slot, phase);
-    if constexpr (kWg) fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
-    __syncthreads();
+    const bool buf1 = Pages::kDoubleBuf && par;
+    uint8_t* const s_p_ptr = buf1 ? s_p_ptr1 : s_p_ptr0;
+    const uint32_t s_p = smem_u32(s_p_ptr);
+    float* const s_max = buf1 ? s_max1 : s_max0;
+    if (kMbarPages && !seg_start) {
+      pages.wait_mbar(slot, phase);
+    } else {
+      pages.wait(slot, phase);
+      if constexpr (kWg) fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
+      __syncthreads();
+    }
     if (tl_on) {
       if (tl_first) MLA_TL_MARK_FIRST(p.timeline, 4);
       if (tl_last) MLA_TL_MARK_LAST(p.timeline, 11);
@@ -200,7 +221,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       } else if constexpr (kWg) {
         compute_scores_wgmma<Traits>(sc, s_q_tile, s_kv, ws);
       } else if constexpr (kQRegs) {
-        if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_tile, lane);
+        if (!Pages::kQGlobal && q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_tile, lane);
         q_fresh = false;
         compute_scores_qregs<Traits, RG>(sc, reinterpret_cast<const QFrags&>(qf), s_kv, ws, lane);
       } else {
@@ -249,10 +270,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       }
     }
     __syncthreads();
-    const bool seg_end = comp.last_of_sequence();
     // Split refill: not at a segment end, where the next Q tile's group must come before the refill's.
-    const bool split = kSplitRefill && !seg_end;
+    bool split = false;
     if constexpr (kSplitRefill) {
+      split = !comp.last_of_sequence();
       // Every S of the step is done: the RoPE group (read only by S) of the freed stage takes the next page.
       if (split && load.valid()) pages.issue_group_cta(p, load, slot, kChunksPerRow / 8 - 1);
     }
@@ -330,11 +351,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
         if constexpr (RG > 1) named_sync(1 + ws, RG * 32);
         if (load.valid()) {
           pages.issue_group_warp(p, load, slot, warp, lane);
+          pages.arrive(slot);
           next_load();
         }
         cp_async_commit();
       }
     }
+    const bool seg_end = comp.last_of_sequence();
     if (seg_end) {
       if (tl_on) MLA_TL_MARK_LAST(p.timeline, tl_last ? 7 : 9);
       const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
@@ -349,13 +372,19 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
     // orders this step's P / max reads before the next writes, and the stage's groups were freed above.
     if (!split) __syncthreads();
     comp.advance(p);
+    seg_start = seg_end;
+    par ^= 1;
 #ifdef MLA_DECODE_TIMELINE
     tl_first = false;
 #endif
     if (seg_end && comp.valid()) {
-      // Its own commit group, ahead of page j + 2: the next step's wait<1> then covers Q and page j + 1.
-      load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
-      cp_async_commit();
+      if constexpr (Pages::kQGlobal) {
+        load_q_frags_global(reinterpret_cast<QFrags&>(qf), p, comp.b, tile_row0, lane);  // qf is dead until the next S
+      } else {
+        // Its own commit group, ahead of page j + 2: the next step's wait<1> then covers Q and page j + 1.
+        load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+        cp_async_commit();
+      }
     }
     if (!Pages::kEarlyRefill && !split) refill(slot);
     if (!split) cp_async_commit();

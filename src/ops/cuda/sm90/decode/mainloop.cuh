@@ -163,6 +163,22 @@ __device__ __forceinline__ void load_q_frags(QFrags& qf, uint32_t s_q_tile, int 
   for (int kk = 0; kk < kDimQK / 16; ++kk) ldmatrix_x4(qf[kk], s_q_tile + swizzle(q_row, kk * 2 + (lane >> 4), kRowBytes));
 }
 
+// The same fragments straight from global memory (MLA_DECODE_N16_VAR 5: no Q tile in shared memory): rows g and
+// g + 8 of the 16-row tile starting at row `row0` of sequence b; each value is 2 elements (a quad reads 16 bytes).
+__device__ __forceinline__ void load_q_frags_global(QFrags& qf, const DecodeKernelParams& p, int b, int row0, int lane) {
+  const int g = lane >> 2, t4 = lane & 3;
+  const uint32_t* r0 = reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(p.q) +
+                                                         (static_cast<int64_t>(b) * p.rows + row0 + g) * kRowBytes);
+  const uint32_t* r1 = r0 + 8 * kRowBytes / 4;
+#pragma unroll
+  for (int kk = 0; kk < kDimQK / 16; ++kk) {  // elements 16 kk + 2 t4 (+ 8): 32-bit words 8 kk + t4 (+ 4)
+    qf[kk][0] = __ldg(r0 + 8 * kk + t4);
+    qf[kk][1] = __ldg(r1 + 8 * kk + t4);
+    qf[kk][2] = __ldg(r0 + 8 * kk + 4 + t4);
+    qf[kk][3] = __ldg(r1 + 8 * kk + 4 + t4);
+  }
+}
+
 // Each warp owns kSTiles n8 tiles of S (one for RG 1), so accumulating all 36 k16 steps into one
 // fragment makes S one dependent chain of 36 mma.sync per page (~36 x the MMA latency). kChains
 // independent partial sums over interleaved k16 steps, added at the end, cut that chain to 36 / kChains;
