@@ -162,6 +162,17 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
     return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
   };
   MLA_TRY(call(true));
+  // What the stream's next operation sees: copies of out / lse queued right behind the call (before any host
+  // synchronization) must equal the result read after it. The combine's CTAs with nothing to merge leave without
+  // waiting for the decode grid (combine_cta_waits); its waiting CTAs (CTA 0 at least) keep the stream ordered
+  // behind the decode, else an unsplit sequence's rows (written by the decode kernel alone) could show poison here.
+  // A coarse check: the copy must start inside the window between the combine's end and the decode's, and a
+  // combine in which no CTA waited passed it on the H200 (NOTES_plan.md, session 10 tail run 2, ko 5).
+  DeviceBuffer d_out_next, d_lse_next;
+  MLA_TRY(d_out_next.alloc(out_elems * 2));
+  MLA_TRY(d_lse_next.alloc(lse_elems * 4));
+  MLA_CUDA_TRY("test", cudaMemcpyAsync(d_out_next.data(), d_out.data(), out_elems * 2, cudaMemcpyDeviceToDevice, stream));
+  MLA_CUDA_TRY("test", cudaMemcpyAsync(d_lse_next.data(), d_lse.data(), lse_elems * 4, cudaMemcpyDeviceToDevice, stream));
   MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
   std::vector<int32_t> parts_dev(parts_ints), off_dev(c.batch + 1);
   MLA_TRY(d_parts.download(&parts_dev));
@@ -174,6 +185,15 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   std::vector<float> lse(lse_elems);
   MLA_TRY(d_out.download(&out));
   MLA_TRY(d_lse.download(&lse));
+  {
+    std::vector<uint16_t> out_next(out_elems);
+    std::vector<float> lse_next(lse_elems);
+    MLA_TRY(d_out_next.download(&out_next));
+    MLA_TRY(d_lse_next.download(&lse_next));
+    if (std::memcmp(out_next.data(), out.data(), out_elems * 2) != 0 ||
+        std::memcmp(lse_next.data(), lse.data(), lse_elems * 4) != 0)
+      return Status::internal("mla_decode", "a copy queued behind the call saw an unfinished output (" + name + ")");
+  }
 
   // CUDA graph of plan + decode + combine, replayed onto poisoned outputs: must equal eager bit for bit.
   MLA_TRY(d_out.poison());

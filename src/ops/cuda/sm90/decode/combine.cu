@@ -284,6 +284,18 @@ __device__ __forceinline__ void combine_few_online(const DecodeKernelParams& p, 
   if (t == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
 }
 
+// Which combine CTAs wait (griddepcontrol.wait): only those with a row to merge, and CTA 0. A CTA with nothing to
+// merge (every item of an unsplit sequence, and chunks 1.. of a few-split row) exits as soon as it has checked its
+// items, which need only split_offsets (the plan's, complete before the decode kernel started), instead of holding
+// its slot until the decode grid has completed and then exiting with the others. The stream stays ordered: work
+// queued after the combine starts only once the combine grid has completed (the combine never triggers its
+// dependents early), the grid completes only after CTA 0 has exited, and CTA 0 passes its wait only once the decode
+// grid has completed and its memory is visible; so what follows still sees everything the decode wrote (the unsplit
+// sequences' out / lse), as when every CTA waited. A grid in which no CTA waits has no documented order after the
+// decode (the PTX text of griddepcontrol describes the order only for a waiting thread); test_mla_decode's
+// stream-order check did not catch one (session 10 tail run 2, ko 5, 5 cases), which shows nothing either way.
+__device__ __forceinline__ bool combine_cta_waits(bool has_merge) { return has_merge || blockIdx.x == 0; }
+
 // Item number -> (sequence, row, chunk); combine_item adds its split range (the plan's split_offsets, complete
 // before the decode kernel started: readable before griddepcontrol.wait).
 struct CombineItem {
@@ -354,14 +366,14 @@ __device__ __noinline__ void timeline_combine(const DecodeKernelParams& p, int k
 // The first round's lists (with each item's first split and count) are built before griddepcontrol.wait: they
 // need only split_offsets, written by the plan before the decode kernel started (programmatic dependent launch:
 // the grid may be scheduled while the decode kernel drains), so after the wait the few-split rows issue their lse
-// and partial loads at once and a CTA with nothing to merge exits. Session 7 comb2 (NOTES_plan.md), with
-// combine_few_online: fp8 h_q 128 b32 s4096 / s8192 -0.95 / -0.8 us, fp8_ds -1.8 / -1.65, b128 -0.1 to -1.0 (in
-// P6-P8 the lists alone before the wait gained nothing). Every CTA still waits, also one without a round: a
-// dependent grid in which no CTA waits may complete before the decode kernel, so the stream's next work would
-// no longer be ordered after it. Not understood: on h_q 128 · b128 rows, where nothing merges,
-// this kernel is 1-4 us slower than session 4's (one list, rows merged one at a time by the whole CTA; C1/C2),
-// although alone (ncu, C1) the two differ by 0.23 us with the same grid, registers and occupancy; neither the
-// early (programmatic) launch nor the shared-memory carveout explains it (C2: nopdl, carve), nor 132 CTAs.
+// and partial loads at once. Session 7 comb2 (NOTES_plan.md), with combine_few_online: fp8 h_q 128 b32 s4096 /
+// s8192 -0.95 / -0.8 us, fp8_ds -1.8 / -1.65, b128 -0.1 to -1.0 (in P6-P8 the lists alone before the wait gained
+// nothing). A CTA with nothing to merge exits without waiting (but CTA 0: combine_cta_waits): session 10 tail run 2,
+// -0.2..-1.9 us on the b128 rows, where nothing merges, in every format. Not understood: there, a one-CTA combine
+// that only waits is still 3-4 us faster than this grid on h_q 128 (0.3 on h_q 16), and neither its CTAs' item
+// checks (all but CTA 0 leaving at entry) nor their number (132, 264, 528) moves that (run 2 kox); session 4's
+// kernel was 1-4 us faster there too (C1/C2; alone under ncu the two differ by 0.23 us), and neither the early
+// (programmatic) launch nor the shared-memory carveout explained it (C2: nopdl, carve).
 template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const __grid_constant__ DecodeKernelParams p,
                                                                         int chunks) {
@@ -394,7 +406,8 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
       }
     }
     __syncthreads();
-    if (!waited) {  // the first round's lists need only split_offsets (the plan's); the partials need the wait
+    // The first round's lists need only split_offsets (the plan's); the partials need the wait.
+    if (!waited && combine_cta_waits(s_nfew + s_nmany > 0)) {
       asm volatile("griddepcontrol.wait;\n" ::: "memory");
       MLA_TIMELINE_COMBINE(p, 1);
       waited = true;
@@ -416,7 +429,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
     }
     __syncthreads();  // everyone has read the counts and lists before the next round resets them
   }
-  if (!waited) asm volatile("griddepcontrol.wait;\n" ::: "memory");  // every CTA waits: the grid stays ordered
+  if (!waited && combine_cta_waits(false)) asm volatile("griddepcontrol.wait;\n" ::: "memory");
   MLA_TIMELINE_COMBINE(p, 2);
 }
 
@@ -426,17 +439,19 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
 // registers, so 3 CTAs per SM and 512-item grids (h_q 128 b1, h_q 16 b32) ran as 1.29 waves (ncu, C1); at 4
 // CTAs per SM (64 registers, no spills) every grid this kernel gets is one wave (C2 vs C1, fp8: h_q 128 b1
 // s4096 / s8192 19.6 / 23.2 -> 17.2 / 20.7 us, h_q 16 b32 s512 16.4 -> 15.5).
-// The item (split_offsets: the plan's, complete before the decode kernel started) is read before the wait; every
-// CTA still waits, so the grid stays ordered after the decode even where nothing merges.
+// The item (split_offsets: the plan's, complete before the decode kernel started) is read before the wait; a CTA
+// whose item needs no merge exits without waiting (but CTA 0: combine_cta_waits).
 template <class Traits>
 __global__ void __launch_bounds__(kCombineThreads, 4)
     combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
   MLA_TIMELINE_COMBINE(p, 0);
   const CombineItem c = combine_item(p, blockIdx.x, chunks);
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  MLA_TIMELINE_COMBINE(p, 1);
+  // One split: the decode kernel wrote the row; up to kFewSplits (or none: seqlen 0), chunk 0 does the whole row.
+  const bool merge = c.n != 1 && (c.n > kFewSplits || c.chunk == 0);
+  if (combine_cta_waits(merge)) asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  MLA_TIMELINE_COMBINE(p, 1);  // (a CTA that did not wait: when it left)
   __shared__ CombineSmem sm;
-  if (c.n == 1 || (c.n <= kFewSplits && c.chunk != 0)) {
+  if (!merge) {
     MLA_TIMELINE_COMBINE(p, 2);
     return;
   }
