@@ -35,7 +35,8 @@
 //    step's writes).
 // 5: HEAD's chain with three stages for one-row-group tiles: the Q tile leaves shared memory (kernel.cuh loads its
 //    mma fragments straight from global memory), which makes room for a third 72 KB stage, so two pages are in
-//    flight while one is computed instead of one.
+//    flight while one is computed instead of one. The prologue fills two slots; the third is issued at the first
+//    step, once the first page has landed.
 #ifndef MLA_DECODE_N16_VAR
 #define MLA_DECODE_N16_VAR 0
 #endif
