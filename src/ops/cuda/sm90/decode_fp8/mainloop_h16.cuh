@@ -23,7 +23,18 @@ namespace mla::sm90::decode_fp8::h16 {
 // S^T (64 keys x 16 rows) = K . Q^T over the five slabs of a stage and of a Q tile (16-row slabs of 2 KB):
 // +32 bytes per k32 step inside a 128-byte swizzled row, 4 steps per slab, 2 in the fifth (dims 512..575).
 // Issued as one wgmma group; the caller waits for it.
+// Both base addresses go through a shuffle from lane 0 first. They are the same in every lane, but ptxas cannot tell
+// (the stage and the Q slot follow the part cursor, which loads its sequence bounds from global memory), so it built
+// all 36 descriptors in vector registers and moved each pair to the uniform registers wgmma reads with 4 R2UR: ~10
+// instructions before every wgmma, ~200 on the scorer's path per page. As shuffle results they are warp-uniform, the
+// descriptors live in uniform registers and advance by UIADD3.64, the wgmmas go 3 instructions apart (the block ~55).
+// The scorer's per-page latency is the kernel's page rate (NOTES_fp8.md session 10, fp8acc: a scorer held to the
+// accumulator's pace loses 0.3-0.4 µs per page). H200, fp8acc run A3, against HEAD's kernel as two binaries of one
+// tree, two passes: b128 s8192 −3.4 µs (−2.1 %), s4096 −1.55, s512 −0.4, b32 −0.25…−0.35, b1 −0.1…−0.25 (run A2, knob
+// instantiations in one binary: −3.55 / −1.35 / −0.35, b32 −0.05…−0.6).
 __device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint32_t s_q) {
+  s_k = __shfl_sync(0xffffffffu, s_k, 0);
+  s_q = __shfl_sync(0xffffffffu, s_q, 0);
 #pragma unroll
   for (int i = 0; i < 8; ++i) s[i] = 0.f;
   decode::fence_operands(s);
