@@ -16,12 +16,6 @@
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
 
-// MLA_DECODE_N16_VAR (pages.cuh: the experiment knob of session 10). MLA_DECODE_N16_KO (knock-outs, wrong results):
-// 1 = no P.V, 2 = no S.
-#ifndef MLA_DECODE_N16_KO
-#define MLA_DECODE_N16_KO 0
-#endif
-
 namespace mla::sm90::decode {
 
 // kWg: 64-row tiles (RG == 4) on wgmma, one warpgroup per slice; otherwise mma.sync, which has no 64-row
@@ -46,25 +40,15 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   static_assert(!kWg || RG == 4, "the wgmma variant computes all 64 rows");
   constexpr bool kQRegs = RG == 1;  // Q as register fragments (see compute_scores_qregs)
   using Pages = typename PageLoaderOf<Traits, RG, kWg>::type;
-  constexpr bool kSplitRefill = MLA_DECODE_N16_VAR >= 1 && MLA_DECODE_N16_VAR <= 4 && !kWg && !Pages::kEarlyRefill;
-  constexpr bool kLazyMax = (MLA_DECODE_N16_VAR == 2 || (MLA_DECODE_N16_VAR == 3 && Pages::kDoubleBuf)) && !kWg;
-  constexpr bool kMbarPages = Pages::kMbar && kSplitRefill;
-  static_assert(!Pages::kDoubleBuf || kLazyMax, "double buffers are for the lazy max's P written before B2");
-  // A warp keeps the running max as its P reference while its keys stay below it + kLazyLog2 / scale_log2: p <= 2^8,
-  // well inside bf16 / fp16 range and the fp32 accumulators; the softmax is exact for any reference (lse uses it).
-  constexpr float kLazyLog2 = 8.f;
   constexpr SmemLayout L = Pages::layout(RG, WS::kSlices);
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (launched with programmatic stream serialization) get scheduled as SMs free
   // up; it waits on griddepcontrol.wait for this grid's completion before reading any result.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const uint32_t s_q_tile = smem_u32(smem + L.q_offset);
-  // P [rows][64 keys] and the row maxima [kSlices][64]; Pages::kDoubleBuf: a second pair in the raw area, by step parity.
-  // (selected, not indexed: an indexed pair of pointers would live in local memory)
-  uint8_t* const s_p_ptr0 = smem + L.p_offset;
-  uint8_t* const s_p_ptr1 = smem + L.raw_offset;
-  float* const s_max0 = reinterpret_cast<float*>(smem + L.max_offset);
-  float* const s_max1 = reinterpret_cast<float*>(smem + L.raw_offset + RG * kRowGroup * kPRowBytes);
+  const uint32_t s_p = smem_u32(smem + L.p_offset);
+  uint8_t* s_p_ptr = smem + L.p_offset;
+  float* s_max = reinterpret_cast<float*>(smem + L.max_offset);  // [kSlices][64]
   float* s_sum = reinterpret_cast<float*>(smem + L.sum_offset);  // [kSlices][64]
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -106,20 +90,13 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   load = comp;
   load.fetch_page(p);
 
-  // Prologue: Q tile of the first sequence, then one page per load slot, one commit group each (Pages::kQGlobal:
-  // no Q tile; its fragments are loaded into registers below).
-  if constexpr (!Pages::kQGlobal) {
-    load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
-    cp_async_commit();
-  }
+  // Prologue: Q tile of the first sequence, then one page per load slot, one commit group each.
+  load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+  cp_async_commit();
 #pragma unroll
-  // kQGlobal: the third slot is filled only once the first page has landed (step 0, after B1): three pages asked at
-  // once by every CTA reach the first one ~9 µs after the start instead of ~6.5 (run B2's timeline).
-  constexpr int kPrologueSlots = Pages::kQGlobal ? 2 : Pages::kSlots;
-  for (int s = 0; s < kPrologueSlots; ++s) {
+  for (int s = 0; s < Pages::kSlots; ++s) {
     if (load.valid()) {
       pages.issue(p, load, s);
-      pages.arrive(s);
       load.advance(p);
       load.fetch_page(p);
     }
@@ -146,25 +123,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   st.reset();
   uint32_t qf[kQRegs ? kDimQK / 16 : 1][4];
   bool q_fresh = true;  // the Q tile in shared memory belongs to a sequence not yet in qf
-  // kQGlobal implies RG == 1, i.e. rows == 16 (mla_decode.cu: one 16-row group): one tile, every row valid.
-  static_assert(!Pages::kQGlobal || kQRegs, "Q fragments from global memory: one-row-group tiles");
-  if constexpr (Pages::kQGlobal) load_q_frags_global(reinterpret_cast<QFrags&>(qf), p, comp.b, tile_row0, lane);
-  // Advances the load cursor (and thread 0's L2 prefetch cursor) past the page just issued (split refill).
-  auto next_load = [&]() {
-    load.advance(p);
-    load.fetch_page(p);
-    if (prefetcher) {
-      pf.prefetch_page(p);
-      pf.advance(p);
-      pf.fetch_page(p);
-    }
-  };
-  // Issues the next page of the part into load slot `s` (freed by this step). (The body repeats next_load's lines
-  // rather than calling it: the call changed the fp8_ds kernels' register assignment, and VAR 0 is HEAD's SASS.)
+  // Issues the next page of the part into load slot `s` (freed by this step).
   auto refill = [&](int s) {
     if (load.valid()) {
       pages.issue(p, load, s);
-      pages.arrive(s);
       load.advance(p);
       load.fetch_page(p);
       if (prefetcher) {
@@ -177,9 +139,6 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   int slot = 0;
   uint32_t phase = 0;  // parity of the slot's use (mbarrier-tracked slots)
   bool switched = false;  // (timeline) this step starts a later sequence of the part
-  bool seg_start = true;  // this step is a segment's first (its Q tile is a cp.async group: wait_group + B1)
-  bool first_step = true;  // the part's first step
-  int par = 0;            // step parity (Pages::kDoubleBuf)
   while (comp.valid()) {
     bool tl_last = false;  // (timeline) the part's last step
 #ifdef MLA_DECODE_TIMELINE
@@ -193,32 +152,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       if (tl_last) MLA_TL_MARK_LAST(p.timeline, 12);
       if (switched) MLA_TL_MARK_LAST(p.timeline, 10);
     }
-    const bool buf1 = Pages::kDoubleBuf && par;
-    uint8_t* const s_p_ptr = buf1 ? s_p_ptr1 : s_p_ptr0;
-    const uint32_t s_p = smem_u32(s_p_ptr);
-    float* const s_max = buf1 ? s_max1 : s_max0;
-    if (kMbarPages && !seg_start) {
-      pages.wait_mbar(slot, phase);
-    } else {
-      if (Pages::kQGlobal && first_step) {
-        cp_async_wait<kPrologueSlots - 1>();  // two groups so far: page 0 landed, page 1 may be in flight
-      } else {
-        pages.wait(slot, phase);
-      }
-      if constexpr (kWg) fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
-      __syncthreads();
-    }
-    if (Pages::kQGlobal && first_step) {
-      for (int s = kPrologueSlots; s < Pages::kSlots; ++s) {  // the slots the prologue left empty
-        if (load.valid()) {
-          pages.issue(p, load, s);
-          load.advance(p);
-          load.fetch_page(p);
-        }
-        cp_async_commit();
-      }
-    }
-    first_step = false;
+    pages.wait(slot, phase);
+    if constexpr (kWg) fence_proxy_async();  // cp.async data is read by wgmma (async proxy)
+    __syncthreads();
     if (tl_on) {
       if (tl_first) MLA_TL_MARK_FIRST(p.timeline, 4);
       if (tl_last) MLA_TL_MARK_LAST(p.timeline, 11);
@@ -230,17 +166,11 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
     const int b = comp.b, blk = comp.blk;
     float sc[WS::kSTiles][4];
     float alpha[2] = {1.f, 1.f};
-    float lazy_sum[2] = {0.f, 0.f}, lazy_ref[2] = {0.f, 0.f};  // kLazyMax: this thread's P sum and its warp's r_w
     if (active) {
-      if constexpr (MLA_DECODE_N16_KO == 2 && !kWg) {
-#pragma unroll
-        for (int t = 0; t < WS::kSTiles; ++t)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) sc[t][e] = 0.f;
-      } else if constexpr (kWg) {
+      if constexpr (kWg) {
         compute_scores_wgmma<Traits>(sc, s_q_tile, s_kv, ws);
       } else if constexpr (kQRegs) {
-        if (!Pages::kQGlobal && q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_tile, lane);
+        if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_tile, lane);
         q_fresh = false;
         compute_scores_qregs<Traits, RG>(sc, reinterpret_cast<const QFrags&>(qf), s_kv, ws, lane);
       } else {
@@ -263,64 +193,11 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
           }
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-        if constexpr (kLazyMax) {
-          const int row_local = rg * kRowGroup + g + 8 * h;
-          // r_w: the running max, or this warp's max when that exceeds it by more than the margin (also when the
-          // running max is still -inf: the difference is +inf, or NaN with mx = -inf, and r stays -inf then).
-          const float m_old = st.m[h];
-          const float r = (mx[h] - m_old) * p.scale_log2 <= kLazyLog2 ? m_old : mx[h];
-          const float r_scaled = r == -INFINITY ? 0.f : r * p.scale_log2;
-          float sum = 0.f;
-#pragma unroll
-          for (int t = 0; t < WS::kSTiles; ++t) {
-            const float p0 = exp2f(fmaf(sc[t][2 * h], p.scale_log2, -r_scaled));
-            const float p1 = exp2f(fmaf(sc[t][2 * h + 1], p.scale_log2, -r_scaled));
-            sum += p0 + p1;
-            const int key = ws * WS::kKeys + t * 8 + 2 * t4;
-            *reinterpret_cast<uint32_t*>(s_p_ptr + swizzle(row_local, key >> 3, kPRowBytes) + (key & 7) * 2) =
-                Traits::pack(p0, p1);
-          }
-          lazy_sum[h] = sum;
-          lazy_ref[h] = r;
-          if (t4 == 0) s_max[ws * kRowsPerCta + row_local] = r;
-        } else {
-          if (t4 == 0) s_max[ws * kRowsPerCta + rg * kRowGroup + g + 8 * h] = mx[h];
-        }
+        if (t4 == 0) s_max[ws * kRowsPerCta + rg * kRowGroup + g + 8 * h] = mx[h];
       }
     }
     __syncthreads();
-    // Split refill: not at a segment end, where the next Q tile's group must come before the refill's.
-    bool split = false;
-    if constexpr (kSplitRefill) {
-      split = !comp.last_of_sequence();
-      // Every S of the step is done: the RoPE group (read only by S) of the freed stage takes the next page.
-      if (split && load.valid()) pages.issue_group_cta(p, load, slot, kChunksPerRow / 8 - 1);
-    }
-    bool rescale = false;   // kLazyMax: some warp of this row group wrote P against r_w != the new max
-    float m_ref_scaled[2] = {0.f, 0.f};  // kLazyMax: the new max, scaled (0 while -inf), the reference P.V rescales to
-    if constexpr (kLazyMax) {
-      if (active) {
-        bool differs = false;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row_local = rg * kRowGroup + g + 8 * h;
-          float m_new = st.m[h];  // every r_w >= the running max
-#pragma unroll
-          for (int w = 0; w < WS::kSlices; ++w) m_new = fmaxf(m_new, s_max[w * kRowsPerCta + row_local]);
-#pragma unroll
-          for (int w = 0; w < WS::kSlices; ++w) differs |= s_max[w * kRowsPerCta + row_local] != m_new;
-          const float m_scaled = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
-          alpha[h] = exp2f(st.m[h] * p.scale_log2 - m_scaled);
-          // This warp's P sum, from its reference to the new one (r = -inf: its P is all zero).
-          const float f_own =
-              lazy_ref[h] == -INFINITY ? 0.f : (lazy_ref[h] == m_new ? 1.f : exp2f(lazy_ref[h] * p.scale_log2 - m_scaled));
-          st.l[h] = st.l[h] * alpha[h] + lazy_sum[h] * f_own;
-          st.m[h] = m_new;
-          m_ref_scaled[h] = m_scaled;
-        }
-        rescale = __any_sync(0xffffffffu, differs);
-      }
-    } else if (active) {
+    if (active) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row_local = rg * kRowGroup + g + 8 * h;
@@ -345,7 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       }
       if constexpr (kWg) fence_proxy_async();  // P is the A operand of the next wgmma
     }
-    if constexpr (!kLazyMax) __syncthreads();
+    __syncthreads();
     if (active) {
 #pragma unroll
       for (int t = 0; t < WS::kOTiles; ++t) {
@@ -356,24 +233,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       }
       if constexpr (kWg) {
         accumulate_pv_wgmma<Traits>(st.o, s_p, s_kv, ws);
-      } else if constexpr (MLA_DECODE_N16_KO != 1) {
-        if constexpr (kLazyMax)
-          accumulate_pv<Traits, RG, true>(st, s_p, s_kv, rg, ws, lane, rescale, s_max, m_ref_scaled, p.scale_log2);
-        else
-          accumulate_pv<Traits, RG>(st, s_p, s_kv, rg, ws, lane);
-      }
-    }
-    if constexpr (kSplitRefill) {
-      if (split) {
-        // Warp w's P.V read V column group w (chunks 8 w.., WarpShape: slice ws = w / RG owns groups RG ws ..
-        // RG ws + RG - 1, one per row group); once the slice's RG warps are past it, the group is free.
-        if constexpr (RG > 1) named_sync(1 + ws, RG * 32);
-        if (load.valid()) {
-          pages.issue_group_warp(p, load, slot, warp, lane);
-          pages.arrive(slot);
-          next_load();
-        }
-        cp_async_commit();
+      } else {
+        accumulate_pv<Traits, RG>(st, s_p, s_kv, rg, ws, lane);
       }
     }
     const bool seg_end = comp.last_of_sequence();
@@ -387,26 +248,18 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       q_fresh = true;
       switched = true;
     }
-    // Stage, P, Q and the reduction buffers are free again. Split refill: the next step's first barrier
-    // orders this step's P / max reads before the next writes, and the stage's groups were freed above.
-    if (!split) __syncthreads();
+    __syncthreads();  // stage, P, Q and the reduction buffers are free again
     comp.advance(p);
-    seg_start = seg_end;
-    par ^= 1;
 #ifdef MLA_DECODE_TIMELINE
     tl_first = false;
 #endif
     if (seg_end && comp.valid()) {
-      if constexpr (Pages::kQGlobal) {
-        load_q_frags_global(reinterpret_cast<QFrags&>(qf), p, comp.b, tile_row0, lane);  // qf is dead until the next S
-      } else {
-        // Its own commit group, ahead of page j + 2: the next step's wait<1> then covers Q and page j + 1.
-        load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
-        cp_async_commit();
-      }
+      // Its own commit group, ahead of page j + 2: the next step's wait<1> then covers Q and page j + 1.
+      load_q_tile<RG, kWg>(p, comp.b, tile_row0, valid_rows, s_q_tile);
+      cp_async_commit();
     }
-    if (!Pages::kEarlyRefill && !split) refill(slot);
-    if (!split) cp_async_commit();
+    if constexpr (!Pages::kEarlyRefill) refill(slot);
+    cp_async_commit();
     if (++slot == Pages::kSlots) {
       slot = 0;
       phase ^= 1;

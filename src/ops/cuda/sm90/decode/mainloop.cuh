@@ -55,39 +55,6 @@ __device__ __forceinline__ void copy_rows(const uint8_t* src, uint32_t dst, int 
   }
 }
 
-// Column group `grp` of a page (chunks 8 grp .. 8 grp + 7: 128 bytes of every one of the kBlockN tokens),
-// copied by one warp (row layout only): lane copies chunk lane % 8 of tokens lane / 8 + 4 i, so each
-// instruction reads 4 tokens x 128 contiguous bytes, the pattern of copy_rows. P.V of warp w reads exactly
-// group w of V (kernel.cuh), so a warp can refill its group as soon as its own P.V is done.
-__device__ __forceinline__ void copy_page_group_warp(const uint8_t* src, uint32_t dst, int valid_rows, int grp,
-                                                     int lane) {
-  constexpr int kRowsPerPass = 4;
-  const int r0 = lane >> 3, cl = lane & 7;
-  const uint8_t* s = src + r0 * kRowBytes + grp * 128 + cl * 16;
-  // Row r0 + 4 i has (r & 7) = r0 + 4 (i & 1): two swizzled offsets, both compile-time apart from there.
-  const uint32_t d0 = dst + r0 * kRowBytes + grp * 128 + ((cl ^ r0) << 4);
-  const uint32_t d1 = dst + r0 * kRowBytes + grp * 128 + ((cl ^ (r0 + 4)) << 4);
-#pragma unroll
-  for (int i = 0; i < kBlockN / kRowsPerPass; ++i) {
-    const bool valid = r0 + kRowsPerPass * i < valid_rows;
-    cp_async_16(((i & 1) ? d1 : d0) + kRowsPerPass * i * kRowBytes, valid ? s + kRowsPerPass * i * kRowBytes : src,
-                valid ? 16 : 0);
-  }
-}
-
-// Column group `grp` of a page copied by all kThreads threads (copy_rows' mapping, one group).
-__device__ __forceinline__ void copy_page_group_cta(const uint8_t* src, uint32_t dst, int valid_rows, int grp) {
-  const int r = threadIdx.x >> 3, cl = threadIdx.x & 7;
-  const uint8_t* s = src + r * kRowBytes + grp * 128 + cl * 16;
-  const uint32_t d = dst + r * kRowBytes + grp * 128 + ((cl ^ (r & 7)) << 4);
-#pragma unroll
-  for (int a = 0; a < kCopyPasses; ++a) {
-    const bool valid = r + a * kCopyRowsPerPass < valid_rows;
-    cp_async_16(d + a * kCopyRowsPerPass * kRowBytes, valid ? s + a * kCopyRowsPerPass * kRowBytes : src,
-                valid ? 16 : 0);
-  }
-}
-
 // Copies the valid query rows of this CTA's tile (sequence b) into swizzled shared memory. Rows past
 // valid_rows are zero-filled from row 0's address (never read from global).
 template <int RG, bool kSlab>
@@ -163,22 +130,6 @@ __device__ __forceinline__ void load_q_frags(QFrags& qf, uint32_t s_q_tile, int 
   for (int kk = 0; kk < kDimQK / 16; ++kk) ldmatrix_x4(qf[kk], s_q_tile + swizzle(q_row, kk * 2 + (lane >> 4), kRowBytes));
 }
 
-// The same fragments straight from global memory (MLA_DECODE_N16_VAR 5: no Q tile in shared memory): rows g and
-// g + 8 of the 16-row tile starting at row `row0` of sequence b; each value is 2 elements (a quad reads 16 bytes).
-__device__ __forceinline__ void load_q_frags_global(QFrags& qf, const DecodeKernelParams& p, int b, int row0, int lane) {
-  const int g = lane >> 2, t4 = lane & 3;
-  const uint32_t* r0 = reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(p.q) +
-                                                         (static_cast<int64_t>(b) * p.rows + row0 + g) * kRowBytes);
-  const uint32_t* r1 = r0 + 8 * kRowBytes / 4;
-#pragma unroll
-  for (int kk = 0; kk < kDimQK / 16; ++kk) {  // elements 16 kk + 2 t4 (+ 8): 32-bit words 8 kk + t4 (+ 4)
-    qf[kk][0] = __ldg(r0 + 8 * kk + t4);
-    qf[kk][1] = __ldg(r1 + 8 * kk + t4);
-    qf[kk][2] = __ldg(r0 + 8 * kk + 4 + t4);
-    qf[kk][3] = __ldg(r1 + 8 * kk + 4 + t4);
-  }
-}
-
 // Each warp owns kSTiles n8 tiles of S (one for RG 1), so accumulating all 36 k16 steps into one
 // fragment makes S one dependent chain of 36 mma.sync per page (~36 x the MMA latency). kChains
 // independent partial sums over interleaved k16 steps, added at the end, cut that chain to 36 / kChains;
@@ -219,13 +170,9 @@ __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::k
 }
 
 // O (16 x kCols) += P_rg (16 x 64) . V (64 x kCols); V = the first 512 dims of the KV page.
-// kLazy (kernel.cuh, MLA_DECODE_N16_VAR 2): the P of slice w was written against reference s_ref[w][row]; when
-// `rescale` (warp-uniform), each fragment is multiplied by exp2(s_ref * scale_log2 - m_scaled[h]) first (a second
-// rounding of those P values to 16 bits, only on the steps whose max moved: a segment's first page, rare jumps).
-template <class Traits, int RG, bool kLazy = false>
+template <class Traits, int RG>
 __device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, uint32_t s_kv, int rg, int ws,
-                                              int lane, bool rescale = false, const float* s_ref = nullptr,
-                                              const float* m_scaled = nullptr, float scale_log2 = 0.f) {
+                                              int lane) {
   using WS = WarpShape<RG>;
   const int p_row = rg * kRowGroup + (lane & 15);
   const int v_key = ((lane >> 3) & 1) * 8 + (lane & 7);
@@ -234,21 +181,6 @@ __device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, ui
   for (int ks = 0; ks < kBlockN / 16; ++ks) {
     uint32_t a[4];
     ldmatrix_x4(a, s_p + swizzle(p_row, ks * 2 + (lane >> 4), kPRowBytes));
-    if constexpr (kLazy) {
-      if (rescale) {
-        // a[0] / a[1]: rows g / g + 8, keys 16 ks + 2 t4 (slice lo); a[2] / a[3]: the same rows, keys + 8 (slice hi).
-        const int row0 = rg * kRowGroup + (lane >> 2);
-        const int w_lo = ks * 16 / WS::kKeys, w_hi = (ks * 16 + 8) / WS::kKeys;
-        auto factor = [&](int w, int h) {
-          const float r = s_ref[w * kRowsPerCta + row0 + 8 * h];
-          return r == -INFINITY ? 0.f : exp2f(r * scale_log2 - m_scaled[h]);
-        };
-        a[0] = Traits::scale2(a[0], factor(w_lo, 0));
-        a[1] = Traits::scale2(a[1], factor(w_lo, 1));
-        a[2] = Traits::scale2(a[2], factor(w_hi, 0));
-        a[3] = Traits::scale2(a[3], factor(w_hi, 1));
-      }
-    }
 #pragma unroll
     for (int t = 0; t < WS::kOTiles; t += 2) {
       uint32_t bv[4];  // keys 16ks..+16, columns of tiles t and t+1 (transposed: V is [key][dim])

@@ -20,34 +20,7 @@
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/traits.h"
 
-// Session 10 experiment knob (bench/decode/NOTES.md "Session 10, bf16h16"); compile-time so that A/B binaries
-// differ only in it (16-bit mma.sync tiles of kernel.cuh). 0: HEAD's chain, four block barriers per page (B1 after
-// the wait, B2 after the row maxima, B3 after P, B4 before the whole-page refill).
-// 1: split refill: the RoPE group of the freed stage is issued right after B2 (S is done with it), and each warp
-//    refills its own V column group right after its P.V; B4 goes.
-// 2: 1 + lazy max: each warp writes its P against its own reference r_w (the running max, unless its keys exceed
-//    that by more than 2^8 in p) before B2, so B2 covers max and P and B3 goes; after B2 a warp whose row group saw
-//    r_w != the new max rescales the P fragments it reads (a segment's first page, rare later jumps).
-// 3: 2 + mbarrier pages: each thread's copies of a page arrive on the slot's mbarrier (cp.async.mbarrier.arrive),
-//    a step waits on that instead of wait_group + B1 (B1 stays at a segment's first step, for the Q tile); P and
-//    the row maxima are double-buffered by step parity, so one block barrier per page remains.
-// 4: 1 + mbarrier pages (B2 and B3 remain; single buffers suffice since B3 separates the max reads from the next
-//    step's writes).
-// 5: HEAD's chain with three stages for one-row-group tiles: the Q tile leaves shared memory (kernel.cuh loads its
-//    mma fragments straight from global memory), which makes room for a third 72 KB stage, so two pages are in
-//    flight while one is computed instead of one. The prologue fills two slots; the third is issued at the first
-//    step, once the first page has landed.
-#ifndef MLA_DECODE_N16_VAR
-#define MLA_DECODE_N16_VAR 0
-#endif
-
 namespace mla::sm90::decode {
-
-// Arrives on mbarrier `bar` once every cp.async this thread issued so far has landed (the arrival counts toward
-// the count the barrier was initialized with).
-__device__ __forceinline__ void cp_async_mbar_arrive(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
 
 // Two e4m3 codes (low byte first) times `scale` -> bf16x2: e4m3 -> f16 -> f32 are exact, the product is
 // the reference's fp32 product (ref::mla_decode's load_token), rounded once to bf16. NaN codes stay NaN.
@@ -72,75 +45,20 @@ __device__ __forceinline__ void dequant16(const uint4& codes, float scale, uint4
 }
 
 // 16-bit formats: the stages are the load slots.
-template <bool kSlab, int RG>
+template <bool kSlab>
 struct CpAsyncPages {
-  // MLA_DECODE_N16_VAR 5: three stages, no Q tile (16 rows: 3 x 72 KB + P, maxima and sums = 222 KB).
-  static constexpr bool kQGlobal = !kSlab && RG == 1 && MLA_DECODE_N16_VAR == 5;
-  static constexpr int kSlots = kQGlobal ? 3 : kStages;  // pages in flight
+  static constexpr int kSlots = kStages;     // pages in flight
   static constexpr bool kEarlyRefill = false;  // a slot frees only after the step's P.V
-  // MLA_DECODE_N16_VAR 3 / 4: one mbarrier per slot (kThreads arrivals per fill); 3 also double-buffers P and the
-  // row maxima (second buffers in the raw area, which 16-bit pages leave empty).
-  // (64-row mma.sync tiles: no room for the second buffers; they keep VAR 1's schedule there.)
-  static constexpr bool kMbar = !kSlab && RG <= 2 && (MLA_DECODE_N16_VAR == 3 || MLA_DECODE_N16_VAR == 4);
-  static constexpr bool kDoubleBuf = kMbar && MLA_DECODE_N16_VAR == 3;
-  static constexpr SmemLayout layout(int row_groups, int slices) {
-    SmemLayout s = smem_layout(row_groups, slices);
-    if (kQGlobal) {
-      SmemLayout t = smem_layout(row_groups, slices, kSlots);
-      const int q_bytes = t.p_offset - t.q_offset;  // the Q tile's region goes
-      t.p_offset -= q_bytes;
-      t.max_offset -= q_bytes;
-      t.sum_offset -= q_bytes;
-      t.raw_offset -= q_bytes;
-      t.bar_offset -= q_bytes;
-      t.total -= q_bytes;
-      return t;
-    }
-    if (kMbar) {
-      s.raw_offset = s.total;
-      s.bar_offset = s.raw_offset + (kDoubleBuf ? row_groups * kRowGroup * kPRowBytes + slices * kRowsPerCta * 4 : 0);
-      s.total = s.bar_offset + kSlots * 8;
-    }
-    return s;
-  }
+  static constexpr SmemLayout layout(int row_groups, int slices) { return smem_layout(row_groups, slices); }
 
-  uint32_t s_kv0, bar0;
-  __device__ __forceinline__ void init(uint8_t* smem, const SmemLayout& L) {
-    s_kv0 = smem_u32(smem + L.k_offset);
-    bar0 = smem_u32(smem + L.bar_offset);
-    if constexpr (kMbar) {
-      if (threadIdx.x == 0) {
-        for (int s = 0; s < kSlots; ++s) mbar_init(bar0 + 8 * s, kThreads);
-        mbar_init_fence();
-      }
-      __syncthreads();
-    }
-  }
-  // kMbar: after this thread issued its share of a fill of `slot`.
-  __device__ __forceinline__ void arrive(int slot) const {
-    if constexpr (kMbar) cp_async_mbar_arrive(bar0 + 8 * slot);
-  }
-  // kMbar: every thread's copies of the slot's current fill have landed (and are visible to this warp).
-  __device__ __forceinline__ void wait_mbar(int slot, uint32_t phase) const { mbar_wait_warp(bar0 + 8 * slot, phase); }
+  uint32_t s_kv0;
+  __device__ __forceinline__ void init(uint8_t* smem, const SmemLayout& L) { s_kv0 = smem_u32(smem + L.k_offset); }
   __device__ __forceinline__ void issue(const DecodeKernelParams& p, const PartCursor& c, int slot) const {
     load_kv_page<kSlab>(p, c.page, c.blk, c.seqlen, s_kv0 + slot * kPageBytes);
   }
-  // Split refill (row layout only): one column group of the page by the calling warp, or by the whole CTA.
-  __device__ __forceinline__ void issue_group_warp(const DecodeKernelParams& p, const PartCursor& c, int slot, int grp,
-                                                   int lane) const {
-    static_assert(!kSlab, "column groups of the row layout");
-    copy_page_group_warp(static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes,
-                         s_kv0 + slot * kPageBytes, c.seqlen - c.blk * kBlockN, grp, lane);
-  }
-  __device__ __forceinline__ void issue_group_cta(const DecodeKernelParams& p, const PartCursor& c, int slot,
-                                                  int grp) const {
-    static_assert(!kSlab, "column groups of the row layout");
-    copy_page_group_cta(static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes,
-                        s_kv0 + slot * kPageBytes, c.seqlen - c.blk * kBlockN, grp);
-  }
   // Before the step's first barrier: this thread's copies of the step's page (and of a Q tile issued
   // before it) have landed. The Q tile of a new segment is its own commit group ahead of the next page.
-  __device__ __forceinline__ void wait(int, uint32_t) const { cp_async_wait<kSlots - 1>(); }
+  __device__ __forceinline__ void wait(int, uint32_t) const { cp_async_wait<kStages - 1>(); }
   // After that barrier: the page as a 16-bit stage.
   __device__ __forceinline__ uint32_t stage(const DecodeKernelParams&, const PartCursor&, int slot) const {
     return s_kv0 + slot * kPageBytes;
@@ -184,9 +102,6 @@ struct Fp8DsPages {
   static constexpr int kSlots = RG == 1 ? 3 : 2;
   // The raw slot is free once dequantized (before S): its next page is issued then, a whole step earlier.
   static constexpr bool kEarlyRefill = true;
-  static constexpr bool kMbar = false, kDoubleBuf = false, kQGlobal = false;  // (MLA_DECODE_N16_VAR: 16-bit pages only)
-  __device__ __forceinline__ void arrive(int) const {}
-  __device__ __forceinline__ void wait_mbar(int, uint32_t) const {}
   static constexpr SmemLayout layout(int row_groups, int slices) {
     return smem_layout(row_groups, slices, 1, kSlots, kFp8DsPageBytes);
   }
@@ -229,7 +144,7 @@ struct Fp8DsPages {
 
 template <class Traits, int RG, bool kWg>
 struct PageLoaderOf {
-  using type = CpAsyncPages<kWg, RG>;
+  using type = CpAsyncPages<kWg>;
 };
 template <int RG, bool kWg>
 struct PageLoaderOf<Fp8DsTraits, RG, kWg> {

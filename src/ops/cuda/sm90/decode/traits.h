@@ -19,11 +19,6 @@ struct Bf16Traits {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&v);
   }
-  // A packed pair times f, rounded once more (lazy-max P rescale, mainloop.cuh accumulate_pv).
-  __device__ __forceinline__ static uint32_t scale2(uint32_t v, float f) {
-    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
-    return pack(x.x * f, x.y * f);
-  }
   // D += A (16x16 row) * B (16x8 col), fp32 accumulate.
   __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile(
@@ -58,10 +53,6 @@ struct Fp16Traits {
   __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
     const __half2 v = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&v);
-  }
-  __device__ __forceinline__ static uint32_t scale2(uint32_t v, float f) {
-    const float2 x = __half22float2(*reinterpret_cast<const __half2*>(&v));
-    return pack(x.x * f, x.y * f);
   }
   __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile(
