@@ -60,7 +60,20 @@ __device__ __forceinline__ void store_row_max(float* red, const float (&mx)[4], 
 // kExactOne (the fp8 16-row kernel): alpha = 1 exactly where the row's max did not move. Computed, it is
 // exp2(m s - m_new s), and ptxas may fuse that into an FFMA whose result is the rounding error of m_new s, not 0, so
 // alpha comes out 1 + a few ulp; the fp8 kernel's accumulator skips its O rescale when every alpha of a warp is 1.
-template <bool kExactOne = false>
+// kFtzExp (the fp8 16-row kernel's variant bit 1): the exps as ex2.approx.ftz; the default exp2f is the same MUFU
+// plus a rescale for results below 2^-126, which the e4m3 P and the row sums (>= 1 per row) never see.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+template <bool kFtzExp>
+__device__ __forceinline__ float exp2_sel(float x) {
+  if constexpr (kFtzExp) return exp2_ftz(x);
+  else return exp2f(x);
+}
+
+template <bool kExactOne = false, bool kFtzExp = false>
 __device__ __forceinline__ void update_row_max(const float* red, float (&m)[4], float (&alpha)[4], float (&m_scaled)[4],
                                                float scale_log2, int t) {
 #pragma unroll
@@ -69,20 +82,21 @@ __device__ __forceinline__ void update_row_max(const float* red, float (&m)[4], 
     const float m_new = fmaxf(fmaxf(m[r], fmaxf(v.x, v.y)), fmaxf(v.z, v.w));
     // A row that has seen no key yet keeps m = -inf; subtract 0 then so exp2 gives 0, not NaN.
     m_scaled[r] = m_new == -INFINITY ? 0.f : m_new * scale_log2;
-    alpha[r] = exp2f(m[r] * scale_log2 - m_scaled[r]);
+    alpha[r] = exp2_sel<kFtzExp>(m[r] * scale_log2 - m_scaled[r]);
     if (kExactOne && m_new == m[r]) alpha[r] = 1.f;
     m[r] = m_new;
   }
 }
 
 // Scorer: P = exp2(S scale_log2 - m_scaled) and the running row sums of the unrounded P.
+template <bool kFtzExp = false>
 __device__ __forceinline__ void exp_and_row_sums(const float (&s)[8], float (&pr)[8], float (&l)[4], const float (&alpha)[4],
                                                  const float (&m_scaled)[4], float scale_log2) {
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const int i = elem_of(r);
-    pr[i] = exp2f(fmaf(s[i], scale_log2, -m_scaled[r]));
-    pr[i + 2] = exp2f(fmaf(s[i + 2], scale_log2, -m_scaled[r]));
+    pr[i] = exp2_sel<kFtzExp>(fmaf(s[i], scale_log2, -m_scaled[r]));
+    pr[i + 2] = exp2_sel<kFtzExp>(fmaf(s[i + 2], scale_log2, -m_scaled[r]));
     l[r] = l[r] * alpha[r] + (pr[i] + pr[i + 2]);
   }
 }

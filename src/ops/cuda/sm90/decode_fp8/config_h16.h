@@ -38,6 +38,17 @@ constexpr int kBarPFull = 2;   // + buffer
 constexpr int kBarPEmpty = 4;  // + buffer
 constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
 
+// Scorer per-page chain variants (session 10 fp8s; NOTES_fp8.md), bits of MLA_FP8S_VAR, a compile-time choice so
+// that an A/B compares binaries built from one tree: 1 = the softmax exps as ex2.approx.ftz (exp2f adds a compare, a
+// halving and a squaring per exp for results below 2^-126, which round to 0 in e4m3 P anyway); 2 = the warp row max
+// in 4 shuffles instead of 12 (each round sends half of what the thread still holds); 4 = the early-S decision
+// returned by the max-exchange barrier itself (bar.red.or) instead of a shared flag written before it and read after.
+#ifndef MLA_FP8S_VAR
+#define MLA_FP8S_VAR 0
+#endif
+constexpr int kScorerVar = MLA_FP8S_VAR;
+constexpr int kVarFtzExp = 1, kVarSplitMax = 2, kVarRedFlag = 4;
+
 struct SmemLayoutH16 {
   int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, flag_offset, bar_offset, total;
 };

@@ -113,7 +113,19 @@ struct QLoader {
 // either path for tests (MLA_DECODE_FP8_H16_EARLY_S=always / never): which one a page takes by default depends on
 // timing, so a default run cannot be relied on to reach both. A template parameter, not a kernel argument: as a
 // uniform argument the default kernel read +0.1-0.5 µs on short rows and +0.6 % at b128 s8192 (h16fix run 1).
-template <int kEarlyS>
+// Variant bit 4 (kVarRedFlag): a named barrier that also returns whether any participating thread passed `pred` (the
+// early-S probe of scorer thread 0), uniform across the warpgroup as wgmma needs; it orders memory as bar.sync does.
+__device__ __forceinline__ bool named_sync_or(int id, int count, bool pred) {
+  uint32_t any;
+  asm volatile(
+      "{\n.reg .pred pi, po;\nsetp.ne.u32 pi, %1, 0;\nbar.red.or.pred po, %2, %3, pi;\nselp.u32 %0, 1, 0, po;\n}\n"
+      : "=r"(any)
+      : "r"(static_cast<uint32_t>(pred)), "r"(id), "r"(count)
+      : "memory");
+  return any != 0;
+}
+
+template <int kEarlyS, int kVar>
 __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
                                        uint8_t* smem, int w, int lane) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
@@ -133,7 +145,7 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     ql.issue(p, bars, s_q0);
     ql.issue(p, bars, s_q0);
   }
-  int* s_flag = reinterpret_cast<int*>(smem + L.flag_offset);       // [2]
+  [[maybe_unused]] int* s_flag = reinterpret_cast<int*>(smem + L.flag_offset);  // [2]
   bool seq_start = true, pre = false;
   int j = 0, seq = 0;
   H16Timeline tl;
@@ -165,19 +177,30 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));
     // s_q 1 (this kernel's tiles): every row sees keys < seqlen.
-    float mx[4];
-    mask_and_warp_max(s, mx, c.seqlen - c.blk * kBlockN, w, g);
     // Row-max exchange across the 4 warps: [buf][row][warp], so one float4 per row. buf alternates by page: a warp
     // writing page j + 1's entries has passed page j's barrier, so nobody still reads page j - 1's.
     float* red = s_red + buf * kRows * 4;
-    decode::n16::store_row_max(red, mx, w, g, t);
+    if constexpr ((kVar & kVarSplitMax) != 0) {
+      const float x = mask_and_warp_max_split(s, c.seqlen - c.blk * kBlockN, w, g);
+      if (g < 4) red[decode::n16::row_of(split_max_row(g), t) * 4 + w] = x;
+    } else {
+      float mx[4];
+      mask_and_warp_max(s, mx, c.seqlen - c.blk * kBlockN, w, g);
+      decode::n16::store_row_max(red, mx, w, g, t);
+    }
     const int next_stage = (j + 1) % kStages;
-    if (q_loader)
-      s_flag[buf] = !seg_end && kEarlyS != kEarlySNever &&
-                    (kEarlyS == kEarlySAlways || decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages)));
-    decode::named_sync(kBarScorer, 32 * kScorerWarps);
-    // s_flag[buf] is rewritten at page j + 2, after every scorer thread passed page j + 1's exchange: read by then.
-    pre = s_flag[buf] != 0;
+    if constexpr ((kVar & kVarRedFlag) != 0) {
+      const bool probe = q_loader && !seg_end && kEarlyS != kEarlySNever &&
+                         (kEarlyS == kEarlySAlways || decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages)));
+      pre = named_sync_or(kBarScorer, 32 * kScorerWarps, probe);
+    } else {
+      if (q_loader)
+        s_flag[buf] = !seg_end && kEarlyS != kEarlySNever &&
+                      (kEarlyS == kEarlySAlways || decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages)));
+      decode::named_sync(kBarScorer, 32 * kScorerWarps);
+      // s_flag[buf] is rewritten at page j + 2, after every scorer thread passed page j + 1's exchange: read by then.
+      pre = s_flag[buf] != 0;
+    }
     if (pre) {
       // Completed (auto: each thread observes it itself) or not yet (always: this is the wait). No deadlock with
       // `always`: page j + 1 is issued after the P.V of page j + 1 - kStages, whose P this warpgroup handed off.
@@ -187,8 +210,9 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     // Every warp's S of this sequence has completed (wgmma waited, then this barrier): its Q slot is free.
     if (q_loader && seg_end) ql.issue(p, bars, s_q0);
     float alpha[4], m_scaled[4], pr[8];
-    decode::n16::update_row_max<true>(red, st.m, alpha, m_scaled, p.scale_log2, t);  // alpha exactly 1: see below
-    decode::n16::exp_and_row_sums(s, pr, st.l, alpha, m_scaled, p.scale_log2);
+    constexpr bool kFtz = (kVar & kVarFtzExp) != 0;
+    decode::n16::update_row_max<true, kFtz>(red, st.m, alpha, m_scaled, p.scale_log2, t);  // alpha exactly 1: see below
+    decode::n16::exp_and_row_sums<kFtz>(s, pr, st.l, alpha, m_scaled, p.scale_log2);
     // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
     const unsigned long long t1 = tl.now();
     decode::named_sync(kBarPEmpty + buf, kBarPair);
@@ -328,7 +352,7 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   tl.flush();
 }
 
-template <int kEarlyS>
+template <int kEarlyS, int kVar = kScorerVar>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
   const decode::DecodeKernelParams& p = fp.d;
@@ -344,7 +368,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp < kScorerWarps) {
-    scorer<kEarlyS>(p, c, bars, smem, warp, lane);
+    scorer<kEarlyS, kVar>(p, c, bars, smem, warp, lane);
   } else {
     accumulator(fp, c, bars, smem, warp - kScorerWarps, lane);
   }

@@ -84,6 +84,34 @@ __device__ __forceinline__ void mask_and_warp_max(float (&s)[8], float (&mx)[4],
     }
 }
 
+// Variant bit 2 (kVarSplitMax): the same masking, then the warp's row maxima in 4 shuffles instead of 12. Each round
+// of the butterfly over the 8 lanes g of a quad column sends the partner the half of the rows it gives up and keeps the
+// other half: after xor 4 (g bit 0) a lane holds 2 rows, after xor 8 (g bit 1) one, xor 16 completes it. Lane g ends
+// with row r = split_max_row(g) over all 16 keys of the warp (the max is exact, so the result is HEAD's to the bit).
+__device__ __forceinline__ int split_max_row(int g) { return 2 * (g & 1) + ((g >> 1) & 1); }
+__device__ __forceinline__ float mask_and_warp_max_split(float (&s)[8], int limit, int w, int g) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (16 * w + g + 8 * h >= limit) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) s[4 * j + 2 * h] = s[4 * j + 2 * h + 1] = -INFINITY;
+    }
+  }
+  float v[4];  // [r = 2j + e]
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) v[2 * j + e] = fmaxf(s[4 * j + e], s[4 * j + 2 + e]);
+  const bool b0 = g & 1, b1 = g & 2;
+  // Round 1: g bit 0 clear keeps rows 0, 1 and sends 2, 3; set keeps 2, 3.
+  const float k0 = b0 ? v[2] : v[0], k1 = b0 ? v[3] : v[1];
+  const float u0 = fmaxf(k0, __shfl_xor_sync(0xffffffffu, b0 ? v[0] : v[2], 4));
+  const float u1 = fmaxf(k1, __shfl_xor_sync(0xffffffffu, b0 ? v[1] : v[3], 4));
+  // Round 2: g bit 1 clear keeps row 2 b0 (u0), set keeps 2 b0 + 1 (u1).
+  const float x = fmaxf(b1 ? u1 : u0, __shfl_xor_sync(0xffffffffu, b1 ? u0 : u1, 8));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
+}
+
 // Byte address of P^T(row, key) in a P buffer: row-major 128-byte rows, 128B swizzle (chunk ^ row % 8), the key at
 // its kappa position.
 __device__ __forceinline__ uint32_t p_byte(uint32_t s_p, int row, int key) {
