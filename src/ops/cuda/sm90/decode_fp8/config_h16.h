@@ -42,12 +42,14 @@ constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
 // that an A/B compares binaries built from one tree: 1 = the softmax exps as ex2.approx.ftz (exp2f adds a compare, a
 // halving and a squaring per exp for results below 2^-126, which round to 0 in e4m3 P anyway); 2 = the warp row max
 // in 4 shuffles instead of 12 (each round sends half of what the thread still holds); 4 = the early-S decision
-// returned by the max-exchange barrier itself (bar.red.or) instead of a shared flag written before it and read after.
+// returned by the max-exchange barrier itself (bar.red.or) instead of a shared flag written before it and read after;
+// 8 = the accumulator's producer refills page j's stage right after its own ldmatrix release when the other warps have
+// released it too (a probe), instead of after the P.V issue (which follows the wait for P_j).
 #ifndef MLA_FP8S_VAR
 #define MLA_FP8S_VAR 0
 #endif
 constexpr int kScorerVar = MLA_FP8S_VAR;
-constexpr int kVarFtzExp = 1, kVarSplitMax = 2, kVarRedFlag = 4;
+constexpr int kVarFtzExp = 1, kVarSplitMax = 2, kVarRedFlag = 4, kVarEarlyRefill = 8;
 
 struct SmemLayoutH16 {
   int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, flag_offset, bar_offset, total;

@@ -267,6 +267,7 @@ __device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, con
   }
 }
 
+template <int kVar>
 __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int w, int lane) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
@@ -302,6 +303,16 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     load_v_frags(vf, s_k0 + stage * kSlabTileBytes, c.seqlen - c.blk * kBlockN, w, lane);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));  // release orders the ldmatrix reads before the refill
+    // Variant bit 8 (kVarEarlyRefill): page j + kStages goes into this stage here, while the warpgroup waits for P_full,
+    // if the other 7 warps have already released it (a probe, no wait); otherwise at the usual point after the P.V issue.
+    bool refilled = false;
+    if constexpr ((kVar & kVarEarlyRefill) != 0) {
+      if (is_producer && decode::mbar_test(bars.empty(stage), phase_of(j, kStages))) {
+        prod.step(p, bars, s_k0);
+        refilled = true;
+      }
+      __syncwarp();
+    }
     const unsigned long long t0 = tl.now();
     decode::named_sync(kBarPFull + buf, kBarPair);
     tl.add(kTlAccPFull, t0);
@@ -328,7 +339,7 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     // Page j + kStages into this stage (once all 8 warps released it) while the P.V wgmmas run. Before the
     // P_full barrier, warp 0's step held up the barrier and with it the other three warps (the scorer waited 28 %
     // of its time for P_empty, the accumulator 23 % for P_full): -4 % at b128 s8192 (NOTES_fp8.md runs H7-H8).
-    if (is_producer) prod.step(p, bars, s_k0);
+    if (is_producer && !refilled) prod.step(p, bars, s_k0);
     __syncwarp();
     wait_pv_t(o);
     const bool seg_end = c.last_of_sequence();
@@ -370,7 +381,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
   if (warp < kScorerWarps) {
     scorer<kEarlyS, kVar>(p, c, bars, smem, warp, lane);
   } else {
-    accumulator(fp, c, bars, smem, warp - kScorerWarps, lane);
+    accumulator<kVar>(fp, c, bars, smem, warp - kScorerWarps, lane);
   }
 }
 
