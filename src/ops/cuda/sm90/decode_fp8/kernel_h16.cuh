@@ -150,7 +150,8 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
   int j = 0, seq = 0;
   H16Timeline tl;
   tl.init(p, q_loader);
-  float s_next[8];
+  constexpr int kChains = (kVar & kVarSChains3) != 0 ? 3 : (kVar & kVarSChains2) != 0 ? 2 : 1;
+  float s_next[kChains][8];
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
     const bool seg_end = c.last_of_sequence();
@@ -162,14 +163,17 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
       mbar_wait(bars.full(stage), phase_of(j, kStages));
       tl.add(kTlScorerFull, t0);
       if (j == 0) tl.first(4);
-      issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
-      decode::wgmma_wait_all();
-      decode::fence_operands(s);
+      if constexpr (kChains == 1) {
+        issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+        decode::wgmma_wait_all();
+        decode::fence_operands(s);
+      } else {
+        float acc[kChains][8];
+        issue_scores_chains(acc, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+        wait_sum_chains(acc, s);
+      }
     } else {
-      decode::wgmma_wait_all();
-      decode::fence_operands(s_next);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) s[i] = s_next[i];
+      wait_sum_chains(s_next, s);
     }
     if (j == 0) tl.first(5);
     if (j == kStages - 1) tl.first(9);
@@ -205,7 +209,11 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
       // Completed (auto: each thread observes it itself) or not yet (always: this is the wait). No deadlock with
       // `always`: page j + 1 is issued after the P.V of page j + 1 - kStages, whose P this warpgroup handed off.
       mbar_wait(bars.full(next_stage), phase_of(j + 1, kStages));
-      issue_scores_t(s_next, s_k0 + next_stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+      if constexpr (kChains == 1) {
+        issue_scores_t(s_next[0], s_k0 + next_stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+      } else {
+        issue_scores_chains(s_next, s_k0 + next_stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+      }
     }
     // Every warp's S of this sequence has completed (wgmma waited, then this barrier): its Q slot is free.
     if (q_loader && seg_end) ql.issue(p, bars, s_q0);

@@ -54,6 +54,48 @@ __device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint
   decode::wgmma_commit();
 }
 
+// Variant bits 16 / 32 (kVarSChains2 / kVarSChains3): the same 18 k32 steps, step q accumulating into set q % kChains,
+// summed by sum_chains after the wait. wgmmas into one accumulator wait for each other's result in the tensor core;
+// an m64n16k32 is ~8 clk of math, so the single chain of 18 is bound by that latency, not by the math or the smem reads.
+// The fp32 sum order of S changes (results within the tests' tolerance, not bit-identical).
+template <int kChains>
+__device__ __forceinline__ void issue_scores_chains(float (&acc)[kChains][8], uint32_t s_k, uint32_t s_q) {
+  s_k = __shfl_sync(0xffffffffu, s_k, 0);
+  s_q = __shfl_sync(0xffffffffu, s_q, 0);
+#pragma unroll
+  for (int c = 0; c < kChains; ++c) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[c][i] = 0.f;
+    decode::fence_operands(acc[c]);
+  }
+  decode::wgmma_fence();
+  uint64_t da = decode::make_smem_desc(s_k, 16, 1024);
+  uint64_t db = decode::make_smem_desc(s_q, 16, 1024);
+#pragma unroll
+  for (int slab = 0; slab < kDimQK / 128; ++slab) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) wgmma_m64n16k32_ss(acc[(4 * slab + k) % kChains], da + 2 * k, db + 2 * k);
+    da += kSlabBytes >> 4;
+    db += kQSlabBytes >> 4;
+  }
+  constexpr int q = 4 * (kDimQK / 128);
+  wgmma_m64n16k32_ss(acc[q % kChains], da, db);
+  wgmma_m64n16k32_ss(acc[(q + 1) % kChains], da + 2, db + 2);
+  decode::wgmma_commit();
+}
+template <int kChains>
+__device__ __forceinline__ void wait_sum_chains(float (&acc)[kChains][8], float (&s)[8]) {
+  decode::wgmma_wait_all();
+#pragma unroll
+  for (int c = 0; c < kChains; ++c) decode::fence_operands(acc[c]);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    s[i] = acc[0][i];
+#pragma unroll
+    for (int c = 1; c < kChains; ++c) s[i] += acc[c][i];
+  }
+}
+
 // Scorer state of one thread: running max (raw scores) and its share of the running sum, for rows r = 2j + e.
 struct ScorerState {
   float m[4];
