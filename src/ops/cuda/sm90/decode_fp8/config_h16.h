@@ -45,12 +45,13 @@ constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
 // returned by the max-exchange barrier itself (bar.red.or) instead of a shared flag written before it and read after;
 // 8 = the accumulator's producer refills page j's stage right after its own ldmatrix release when the other warps have
 // released it too (a probe), instead of after the P.V issue (which follows the wait for P_j); 16 / 32 = S^T's 18 wgmmas
-// in 2 / 3 interleaved accumulator sets summed after the wait (mainloop_h16.cuh issue_scores_chains).
+// in 2 / 3 interleaved accumulator sets summed after the wait (mainloop_h16.cuh issue_scores_chains); 64 = that
+// refill after the accumulator's P_empty arrival instead of between its P.V issue and wait.
 #ifndef MLA_FP8S_VAR
 #define MLA_FP8S_VAR 0
 #endif
 constexpr int kScorerVar = MLA_FP8S_VAR;
-constexpr int kVarFtzExp = 1, kVarSplitMax = 2, kVarRedFlag = 4, kVarEarlyRefill = 8, kVarSChains2 = 16, kVarSChains3 = 32;
+constexpr int kVarFtzExp = 1, kVarSplitMax = 2, kVarRedFlag = 4, kVarEarlyRefill = 8, kVarSChains2 = 16, kVarSChains3 = 32, kVarLateRefill = 64;
 
 struct SmemLayoutH16 {
   int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, flag_offset, bar_offset, total;

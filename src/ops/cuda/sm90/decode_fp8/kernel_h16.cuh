@@ -347,13 +347,19 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     // Page j + kStages into this stage (once all 8 warps released it) while the P.V wgmmas run. Before the
     // P_full barrier, warp 0's step held up the barrier and with it the other three warps (the scorer waited 28 %
     // of its time for P_empty, the accumulator 23 % for P_full): -4 % at b128 s8192 (NOTES_fp8.md runs H7-H8).
-    if (is_producer && !refilled) prod.step(p, bars, s_k0);
+    constexpr bool kLateRefill = (kVar & kVarLateRefill) != 0;
+    if (is_producer && !refilled && !kLateRefill) prod.step(p, bars, s_k0);
     __syncwarp();
     wait_pv_t(o);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
     if (seg_end) decode::n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
     decode::named_arrive(kBarPEmpty + buf, kBarPair);
+    // Variant bit 64 (kVarLateRefill): the refill after P_empty, so the scorer's next P buffer is not behind it.
+    if constexpr (kLateRefill) {
+      if (is_producer) prod.step(p, bars, s_k0);
+      __syncwarp();
+    }
     if (seg_end) {
       tl.last(7);
       tl.seg();
