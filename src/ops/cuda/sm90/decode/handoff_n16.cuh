@@ -60,8 +60,9 @@ __device__ __forceinline__ void store_row_max(float* red, const float (&mx)[4], 
 // kExactOne (the fp8 16-row kernel): alpha = 1 exactly where the row's max did not move. Computed, it is
 // exp2(m s - m_new s), and ptxas may fuse that into an FFMA whose result is the rounding error of m_new s, not 0, so
 // alpha comes out 1 + a few ulp; the fp8 kernel's accumulator skips its O rescale when every alpha of a warp is 1.
-// kFtzExp (the fp8 16-row kernel's variant bit 1): the exps as ex2.approx.ftz; the default exp2f is the same MUFU
-// plus a rescale for results below 2^-126, which the e4m3 P and the row sums (>= 1 per row) never see.
+// kFtzExp (the fp8 16-row kernel): the exps as ex2.approx.ftz. exp2f is the same MUFU.EX2 plus a compare, a halving
+// and a squaring per call for results below 2^-126 (12 per page on the scorer's path); those results round to 0 in an
+// e4m3 P and vanish in a row sum >= 1, so the kernel's outputs are the same to the bit (NOTES_fp8.md session 10, fp8s).
 __device__ __forceinline__ float exp2_ftz(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));

@@ -38,23 +38,8 @@ constexpr int kBarPFull = 2;   // + buffer
 constexpr int kBarPEmpty = 4;  // + buffer
 constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
 
-// Scorer per-page chain variants (session 10 fp8s; NOTES_fp8.md), bits of MLA_FP8S_VAR, a compile-time choice so
-// that an A/B compares binaries built from one tree: 1 = the softmax exps as ex2.approx.ftz (exp2f adds a compare, a
-// halving and a squaring per exp for results below 2^-126, which round to 0 in e4m3 P anyway); 2 = the warp row max
-// in 4 shuffles instead of 12 (each round sends half of what the thread still holds); 4 = the early-S decision
-// returned by the max-exchange barrier itself (bar.red.or) instead of a shared flag written before it and read after;
-// 8 = the accumulator's producer refills page j's stage right after its own ldmatrix release when the other warps have
-// released it too (a probe), instead of after the P.V issue (which follows the wait for P_j); 16 / 32 = S^T's 18 wgmmas
-// in 2 / 3 interleaved accumulator sets summed after the wait (mainloop_h16.cuh issue_scores_chains); 64 = that
-// refill after the accumulator's P_empty arrival instead of between its P.V issue and wait.
-#ifndef MLA_FP8S_VAR
-#define MLA_FP8S_VAR 0
-#endif
-constexpr int kScorerVar = MLA_FP8S_VAR;
-constexpr int kVarFtzExp = 1, kVarSplitMax = 2, kVarRedFlag = 4, kVarEarlyRefill = 8, kVarSChains2 = 16, kVarSChains3 = 32, kVarLateRefill = 64;
-
 struct SmemLayoutH16 {
-  int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, flag_offset, bar_offset, total;
+  int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, bar_offset, total;
 };
 constexpr SmemLayoutH16 smem_layout_h16() {
   SmemLayoutH16 s{};
@@ -65,8 +50,7 @@ constexpr SmemLayoutH16 smem_layout_h16() {
   s.alpha_offset = s.red_offset + 2 * kRows * 4 * 4;       // float [2][16]: O rescale of page j
   s.lsum_offset = s.alpha_offset + 2 * kRows * 4;          // float [2][16][4]: row-sum partials at a segment end
   s.mfin_offset = s.lsum_offset + 2 * kRows * 4 * 4;       // float [2][16]: the row max at a segment end
-  s.flag_offset = s.mfin_offset + 2 * kRows * 4;           // int [2]: the scorer's "S of page j + 1 issued early"
-  s.bar_offset = s.flag_offset + 2 * 4;                    // mbarriers: full[kStages], empty[kStages], q_full[kQSlots]
+  s.bar_offset = s.mfin_offset + 2 * kRows * 4;            // mbarriers: full[kStages], empty[kStages], q_full[kQSlots]
   s.total = s.bar_offset + 8 * (2 * kStages + kQSlots);
   return s;
 }

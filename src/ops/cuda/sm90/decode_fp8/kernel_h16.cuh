@@ -108,13 +108,15 @@ struct QLoader {
 // j's exp, P store and hand-off proceed (NOTES_fp8.md runs H10-H11: b128 s4096 -2.2 %, s8192 -0.8 %, b32 s8192 -1 %;
 // +0.2-0.4 us on 1-8-page rows, where it never applies: the larger code is fetched cold after the bench's L2 flush).
 // The decision must be warpgroup-uniform (wgmma is collective): thread 0 probes the page's barrier before the
-// exchange and leaves the answer in s_flag[buf], read by all after it. Waiting for page j + 1 before the softmax
-// unconditionally made P_j late whenever that page had not landed (run H2). kEarlyS (H16EarlyS, params.h) forces
-// either path for tests (MLA_DECODE_FP8_H16_EARLY_S=always / never): which one a page takes by default depends on
-// timing, so a default run cannot be relied on to reach both. A template parameter, not a kernel argument: as a
-// uniform argument the default kernel read +0.1-0.5 µs on short rows and +0.6 % at b128 s8192 (h16fix run 1).
-// Variant bit 4 (kVarRedFlag): a named barrier that also returns whether any participating thread passed `pred` (the
-// early-S probe of scorer thread 0), uniform across the warpgroup as wgmma needs; it orders memory as bar.sync does.
+// exchange, and the exchange barrier returns its answer to all (named_sync_or; until session 10 a shared flag written
+// before the barrier and read after it, one LDS more before the S issue: NOTES_fp8.md session 10, fp8s). Waiting for
+// page j + 1 before the softmax unconditionally made P_j late whenever that page had not landed (run H2). kEarlyS
+// (H16EarlyS, params.h) forces either path for tests (MLA_DECODE_FP8_H16_EARLY_S=always / never): which one a page
+// takes by default depends on timing, so a default run cannot be relied on to reach both. A template parameter, not a
+// kernel argument: as a uniform argument the default kernel read +0.1-0.5 µs on short rows and +0.6 % at b128
+// s8192 (h16fix run 1).
+// A named barrier that also returns whether any participating thread passed `pred` (the early-S probe of scorer
+// thread 0), uniform across the warpgroup as wgmma needs; it orders memory as bar.sync does.
 __device__ __forceinline__ bool named_sync_or(int id, int count, bool pred) {
   uint32_t any;
   asm volatile(
@@ -125,7 +127,7 @@ __device__ __forceinline__ bool named_sync_or(int id, int count, bool pred) {
   return any != 0;
 }
 
-template <int kEarlyS, int kVar>
+template <int kEarlyS>
 __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
                                        uint8_t* smem, int w, int lane) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
@@ -145,13 +147,11 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     ql.issue(p, bars, s_q0);
     ql.issue(p, bars, s_q0);
   }
-  [[maybe_unused]] int* s_flag = reinterpret_cast<int*>(smem + L.flag_offset);  // [2]
   bool seq_start = true, pre = false;
   int j = 0, seq = 0;
   H16Timeline tl;
   tl.init(p, q_loader);
-  constexpr int kChains = (kVar & kVarSChains3) != 0 ? 3 : (kVar & kVarSChains2) != 0 ? 2 : 1;
-  float s_next[kChains][8];
+  float s_next[8];
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
     const bool seg_end = c.last_of_sequence();
@@ -163,17 +163,14 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
       mbar_wait(bars.full(stage), phase_of(j, kStages));
       tl.add(kTlScorerFull, t0);
       if (j == 0) tl.first(4);
-      if constexpr (kChains == 1) {
-        issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
-        decode::wgmma_wait_all();
-        decode::fence_operands(s);
-      } else {
-        float acc[kChains][8];
-        issue_scores_chains(acc, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
-        wait_sum_chains(acc, s);
-      }
+      issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+      decode::wgmma_wait_all();
+      decode::fence_operands(s);
     } else {
-      wait_sum_chains(s_next, s);
+      decode::wgmma_wait_all();
+      decode::fence_operands(s_next);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) s[i] = s_next[i];
     }
     if (j == 0) tl.first(5);
     if (j == kStages - 1) tl.first(9);
@@ -184,43 +181,25 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     // Row-max exchange across the 4 warps: [buf][row][warp], so one float4 per row. buf alternates by page: a warp
     // writing page j + 1's entries has passed page j's barrier, so nobody still reads page j - 1's.
     float* red = s_red + buf * kRows * 4;
-    if constexpr ((kVar & kVarSplitMax) != 0) {
-      const float x = mask_and_warp_max_split(s, c.seqlen - c.blk * kBlockN, w, g);
-      if (g < 4) red[decode::n16::row_of(split_max_row(g), t) * 4 + w] = x;
-    } else {
-      float mx[4];
-      mask_and_warp_max(s, mx, c.seqlen - c.blk * kBlockN, w, g);
-      decode::n16::store_row_max(red, mx, w, g, t);
-    }
+    // Lanes g < 4 hold one row each (mask_and_warp_max).
+    const float mx = mask_and_warp_max(s, c.seqlen - c.blk * kBlockN, w, g);
+    if (g < 4) red[decode::n16::row_of(warp_max_row(g), t) * 4 + w] = mx;
     const int next_stage = (j + 1) % kStages;
-    if constexpr ((kVar & kVarRedFlag) != 0) {
-      const bool probe = q_loader && !seg_end && kEarlyS != kEarlySNever &&
-                         (kEarlyS == kEarlySAlways || decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages)));
-      pre = named_sync_or(kBarScorer, 32 * kScorerWarps, probe);
-    } else {
-      if (q_loader)
-        s_flag[buf] = !seg_end && kEarlyS != kEarlySNever &&
-                      (kEarlyS == kEarlySAlways || decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages)));
-      decode::named_sync(kBarScorer, 32 * kScorerWarps);
-      // s_flag[buf] is rewritten at page j + 2, after every scorer thread passed page j + 1's exchange: read by then.
-      pre = s_flag[buf] != 0;
-    }
+    const bool probe = q_loader && !seg_end && kEarlyS != kEarlySNever &&
+                       (kEarlyS == kEarlySAlways || decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages)));
+    pre = named_sync_or(kBarScorer, 32 * kScorerWarps, probe);
     if (pre) {
       // Completed (auto: each thread observes it itself) or not yet (always: this is the wait). No deadlock with
       // `always`: page j + 1 is issued after the P.V of page j + 1 - kStages, whose P this warpgroup handed off.
       mbar_wait(bars.full(next_stage), phase_of(j + 1, kStages));
-      if constexpr (kChains == 1) {
-        issue_scores_t(s_next[0], s_k0 + next_stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
-      } else {
-        issue_scores_chains(s_next, s_k0 + next_stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
-      }
+      issue_scores_t(s_next, s_k0 + next_stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
     }
     // Every warp's S of this sequence has completed (wgmma waited, then this barrier): its Q slot is free.
     if (q_loader && seg_end) ql.issue(p, bars, s_q0);
     float alpha[4], m_scaled[4], pr[8];
-    constexpr bool kFtz = (kVar & kVarFtzExp) != 0;
-    decode::n16::update_row_max<true, kFtz>(red, st.m, alpha, m_scaled, p.scale_log2, t);  // alpha exactly 1: see below
-    decode::n16::exp_and_row_sums<kFtz>(s, pr, st.l, alpha, m_scaled, p.scale_log2);
+    // The exps as ex2.approx.ftz (handoff_n16.cuh exp2_ftz; fp8s run 2: b128 s4096 / s8192 −0.3…−0.9 µs alone).
+    decode::n16::update_row_max<true, true>(red, st.m, alpha, m_scaled, p.scale_log2, t);  // alpha exactly 1: see below
+    decode::n16::exp_and_row_sums<true>(s, pr, st.l, alpha, m_scaled, p.scale_log2);
     // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
     const unsigned long long t1 = tl.now();
     decode::named_sync(kBarPEmpty + buf, kBarPair);
@@ -275,7 +254,6 @@ __device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, con
   }
 }
 
-template <int kVar>
 __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int w, int lane) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
@@ -311,16 +289,6 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     load_v_frags(vf, s_k0 + stage * kSlabTileBytes, c.seqlen - c.blk * kBlockN, w, lane);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));  // release orders the ldmatrix reads before the refill
-    // Variant bit 8 (kVarEarlyRefill): page j + kStages goes into this stage here, while the warpgroup waits for P_full,
-    // if the other 7 warps have already released it (a probe, no wait); otherwise at the usual point after the P.V issue.
-    bool refilled = false;
-    if constexpr ((kVar & kVarEarlyRefill) != 0) {
-      if (is_producer && decode::mbar_test(bars.empty(stage), phase_of(j, kStages))) {
-        prod.step(p, bars, s_k0);
-        refilled = true;
-      }
-      __syncwarp();
-    }
     const unsigned long long t0 = tl.now();
     decode::named_sync(kBarPFull + buf, kBarPair);
     tl.add(kTlAccPFull, t0);
@@ -347,19 +315,13 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     // Page j + kStages into this stage (once all 8 warps released it) while the P.V wgmmas run. Before the
     // P_full barrier, warp 0's step held up the barrier and with it the other three warps (the scorer waited 28 %
     // of its time for P_empty, the accumulator 23 % for P_full): -4 % at b128 s8192 (NOTES_fp8.md runs H7-H8).
-    constexpr bool kLateRefill = (kVar & kVarLateRefill) != 0;
-    if (is_producer && !refilled && !kLateRefill) prod.step(p, bars, s_k0);
+    if (is_producer) prod.step(p, bars, s_k0);
     __syncwarp();
     wait_pv_t(o);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
     if (seg_end) decode::n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
     decode::named_arrive(kBarPEmpty + buf, kBarPair);
-    // Variant bit 64 (kVarLateRefill): the refill after P_empty, so the scorer's next P buffer is not behind it.
-    if constexpr (kLateRefill) {
-      if (is_producer) prod.step(p, bars, s_k0);
-      __syncwarp();
-    }
     if (seg_end) {
       tl.last(7);
       tl.seg();
@@ -377,7 +339,7 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   tl.flush();
 }
 
-template <int kEarlyS, int kVar = kScorerVar>
+template <int kEarlyS>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr SmemLayoutH16 L = smem_layout_h16();
   const decode::DecodeKernelParams& p = fp.d;
@@ -393,9 +355,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp < kScorerWarps) {
-    scorer<kEarlyS, kVar>(p, c, bars, smem, warp, lane);
+    scorer<kEarlyS>(p, c, bars, smem, warp, lane);
   } else {
-    accumulator<kVar>(fp, c, bars, smem, warp - kScorerWarps, lane);
+    accumulator(fp, c, bars, smem, warp - kScorerWarps, lane);
   }
 }
 

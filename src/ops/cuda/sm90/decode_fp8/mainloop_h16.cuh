@@ -54,48 +54,6 @@ __device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint
   decode::wgmma_commit();
 }
 
-// Variant bits 16 / 32 (kVarSChains2 / kVarSChains3): the same 18 k32 steps, step q accumulating into set q % kChains,
-// summed by sum_chains after the wait. wgmmas into one accumulator wait for each other's result in the tensor core;
-// an m64n16k32 is ~8 clk of math, so the single chain of 18 is bound by that latency, not by the math or the smem reads.
-// The fp32 sum order of S changes (results within the tests' tolerance, not bit-identical).
-template <int kChains>
-__device__ __forceinline__ void issue_scores_chains(float (&acc)[kChains][8], uint32_t s_k, uint32_t s_q) {
-  s_k = __shfl_sync(0xffffffffu, s_k, 0);
-  s_q = __shfl_sync(0xffffffffu, s_q, 0);
-#pragma unroll
-  for (int c = 0; c < kChains; ++c) {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) acc[c][i] = 0.f;
-    decode::fence_operands(acc[c]);
-  }
-  decode::wgmma_fence();
-  uint64_t da = decode::make_smem_desc(s_k, 16, 1024);
-  uint64_t db = decode::make_smem_desc(s_q, 16, 1024);
-#pragma unroll
-  for (int slab = 0; slab < kDimQK / 128; ++slab) {
-#pragma unroll
-    for (int k = 0; k < 4; ++k) wgmma_m64n16k32_ss(acc[(4 * slab + k) % kChains], da + 2 * k, db + 2 * k);
-    da += kSlabBytes >> 4;
-    db += kQSlabBytes >> 4;
-  }
-  constexpr int q = 4 * (kDimQK / 128);
-  wgmma_m64n16k32_ss(acc[q % kChains], da, db);
-  wgmma_m64n16k32_ss(acc[(q + 1) % kChains], da + 2, db + 2);
-  decode::wgmma_commit();
-}
-template <int kChains>
-__device__ __forceinline__ void wait_sum_chains(float (&acc)[kChains][8], float (&s)[8]) {
-  decode::wgmma_wait_all();
-#pragma unroll
-  for (int c = 0; c < kChains; ++c) decode::fence_operands(acc[c]);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    s[i] = acc[0][i];
-#pragma unroll
-    for (int c = 1; c < kChains; ++c) s[i] += acc[c][i];
-  }
-}
-
 // Scorer state of one thread: running max (raw scores) and its share of the running sum, for rows r = 2j + e.
 struct ScorerState {
   float m[4];
@@ -106,32 +64,14 @@ struct ScorerState {
   }
 };
 
-// Masks keys at or past `limit` (page-local) to -inf and returns this thread's row maxima over the warp's 16 keys.
-__device__ __forceinline__ void mask_and_warp_max(float (&s)[8], float (&mx)[4], int limit, int w, int g) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (16 * w + g + 8 * h >= limit) {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) s[4 * j + 2 * h] = s[4 * j + 2 * h + 1] = -INFINITY;
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < 2; ++j)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      float v = fmaxf(s[4 * j + e], s[4 * j + 2 + e]);
-      v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
-      v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 8));
-      mx[2 * j + e] = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 16));
-    }
-}
-
-// Variant bit 2 (kVarSplitMax): the same masking, then the warp's row maxima in 4 shuffles instead of 12. Each round
-// of the butterfly over the 8 lanes g of a quad column sends the partner the half of the rows it gives up and keeps the
-// other half: after xor 4 (g bit 0) a lane holds 2 rows, after xor 8 (g bit 1) one, xor 16 completes it. Lane g ends
-// with row r = split_max_row(g) over all 16 keys of the warp (the max is exact, so the result is HEAD's to the bit).
-__device__ __forceinline__ int split_max_row(int g) { return 2 * (g & 1) + ((g >> 1) & 1); }
-__device__ __forceinline__ float mask_and_warp_max_split(float (&s)[8], int limit, int w, int g) {
+// Masks keys at or past `limit` (page-local) to -inf and returns the warp's max (its 16 keys) of one of this quad
+// column's 4 rows: row r = warp_max_row(g) of lane g (lanes g and g + 4 hold the same one). 4 shuffles instead of
+// 12: each round of the butterfly over the 8 lanes g sends the partner the half of the rows the lane gives up and keeps
+// the other half (after xor 4, g bit 0, a lane holds 2 rows; after xor 8, g bit 1, one; xor 16 completes it). The max
+// is exact, so this is the 12-shuffle form's result to the bit; H200 (NOTES_fp8.md session 10, fp8s runs 1-2):
+// −0.1…−0.35 µs on b32 / b128 rows alone.
+__device__ __forceinline__ int warp_max_row(int g) { return 2 * (g & 1) + ((g >> 1) & 1); }
+__device__ __forceinline__ float mask_and_warp_max(float (&s)[8], int limit, int w, int g) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (16 * w + g + 8 * h >= limit) {
