@@ -224,18 +224,38 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
 // combine_many does, so a row of up to KB splits (h_q 128 · b32: 2) costs one memory round trip after the wait,
 // and no w[kFewSplits] array is live beside the partials (ptxas: GROUPS 8 / 4 no spills, 2 / 1 16 / 4 bytes).
 // Session 7 comb2 runs 1 / 2 (NOTES_plan.md), with the lists built before the wait: -0.8 to -1.8 us on h_q 128 b32.
+// The inputs come in registers (FewArgs, copied out of the __grid_constant__ params by the list kernel): read
+// through a reference to p, every generic output store may alias p, so ptxas reloaded p.out and p.rows before each
+// store (a load -> address -> store chain per store, 8 per row at GROUPS 8); now the stores go back to back from one
+// base, and ptxas spills nothing in any GROUPS (it spilled 4-20 bytes at GROUPS 1 / 2 before). Session 10 merge
+// run 3 (NOTES_plan.md), compile-time A/B in one call, 4 passes: h_q 128 b32 s512 / s4096 / s8192 bf16 -3.85 /
+// -2.4 / -0.5 us, fp8 -2.0 / -1.75 / -1.7; the combine alone (ncu, bf16 s4096) 10.56 -> 9.92 us. Loading every
+// partial before the lse math instead (in registers, or staged by cp.async in shared memory) was 3-8 us slower
+// (runs 2: spills of 80-144 bytes, 42 KB of shared memory per CTA): with 32 warps per SM the per-warp lse ->
+// partials chain is hidden by the other warps.
+struct FewArgs {
+  const float* o_accum;    // [max_splits, rows, 512] fp32, partials.h column order
+  const float* lse_accum;  // [max_splits, rows] fp32
+  uint16_t* out;           // [b, rows, 512] 16-bit
+  float* lse;              // [b, h_q, s_q]
+  int rows, h_q, s_q;
+};
+
 template <class Traits, int GROUPS>
-__device__ __forceinline__ void combine_few_online(const DecodeKernelParams& p, int b, int row, int first, int n,
-                                                   int t) {
+__device__ __forceinline__ void combine_few_online(const FewArgs& a, int b, int row, int first, int n, int t) {
   constexpr int G = kCombineThreads / GROUPS, J = GROUPS;
   constexpr int KB = 16 / J < kFewSplits ? 16 / J : kFewSplits;
-  if (n == 0) {  // seqlen 0: no keys
-    store_empty_row<Traits, J>(p, b, row, t);
+  uint16_t* o = a.out + (static_cast<int64_t>(b) * a.rows + row) * kDimV;
+  float* lse_out = a.lse + (static_cast<int64_t>(b) * a.h_q + row % a.h_q) * a.s_q + row / a.h_q;
+  if (n == 0) {  // seqlen 0: no keys (out 0, lse -inf)
+#pragma unroll
+    for (int j = 0; j < J; ++j) *reinterpret_cast<uint32_t*>(o + 2 * (t + G * j)) = Traits::pack(0.f, 0.f);
+    if (t == 0) *lse_out = -INFINITY;
     return;
   }
-  const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
-  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + 2 * t;
-  const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
+  const float* lse_k = a.lse_accum + static_cast<int64_t>(first) * a.rows + row;
+  const float* src = a.o_accum + (static_cast<int64_t>(first) * a.rows + row) * kDimV + 2 * t;
+  const int64_t stride = static_cast<int64_t>(a.rows) * kDimV;
   float m = -INFINITY, s = 0.f;  // running max of the lse values so far and sum of exp(lse - m)
   float2 acc[J];                 // sum of exp(lse - m) * partial
 #pragma unroll
@@ -246,7 +266,7 @@ __device__ __forceinline__ void combine_few_online(const DecodeKernelParams& p, 
 #pragma unroll
     for (int kk = 0; kk < KB; ++kk) {
       const int k = min(k0 + kk, n - 1);  // past n: repeat the last split, masked below
-      l[kk] = lse_k[static_cast<int64_t>(k) * p.rows];
+      l[kk] = lse_k[static_cast<int64_t>(k) * a.rows];
 #pragma unroll
       for (int j = 0; j < J; ++j) v[kk][j] = *reinterpret_cast<const float2*>(src + k * stride + 2 * G * j);
     }
@@ -280,8 +300,8 @@ __device__ __forceinline__ void combine_few_online(const DecodeKernelParams& p, 
   const float inv = empty ? 0.f : 1.f / s;
 #pragma unroll
   for (int j = 0; j < J; ++j)
-    store_pair<Traits>(p, b, row, partial_pair_col(2 * t) + 2 * G * j, make_float2(acc[j].x * inv, acc[j].y * inv));
-  if (t == 0) store_lse(p, b, row, empty ? -INFINITY : m + logf(s));
+    *reinterpret_cast<uint32_t*>(o + partial_pair_col(2 * t) + 2 * G * j) = Traits::pack(acc[j].x * inv, acc[j].y * inv);
+  if (t == 0) *lse_out = empty ? -INFINITY : m + logf(s);
 }
 
 // Which combine CTAs wait (griddepcontrol.wait): only those with a row to merge, and CTA 0. A CTA with nothing to
@@ -319,16 +339,16 @@ __device__ __forceinline__ CombineItem combine_item(const DecodeKernelParams& p,
 
 // Not inlined: with the four GROUPS instantiations inlined into combine_list_kernel, ptxas spilled 24 bytes
 // at its 64-register bound (the HEAD form). The list entries carry each item's first split and count (read once,
-// when the list was built).
+// when the list was built); few-split items are chunk 0, so list[j] / chunks = b * rows + row.
 template <class Traits, int GROUPS>
-__device__ __noinline__ void combine_few_list(const DecodeKernelParams& p, const int* list, const int* lfirst,
-                                              const int* ln, int count, int chunks) {
+__device__ __noinline__ void combine_few_list(FewArgs a, const int* list, const int* lfirst, const int* ln, int count,
+                                              int chunks) {
   constexpr int G = kCombineThreads / GROUPS;
   for (int j0 = 0; j0 < count; j0 += GROUPS) {
     const int j = j0 + static_cast<int>(threadIdx.x) / G;
     if (j < count) {
-      const CombineItem c = combine_item_pos(p, list[j], chunks);  // its split range: lfirst / ln
-      combine_few_online<Traits, GROUPS>(p, c.b, c.row, lfirst[j], ln[j], static_cast<int>(threadIdx.x) % G);
+      const int br = list[j] / chunks;
+      combine_few_online<Traits, GROUPS>(a, br / a.rows, br % a.rows, lfirst[j], ln[j], static_cast<int>(threadIdx.x) % G);
     }
   }
 }
@@ -413,14 +433,15 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
       waited = true;
     }
     const int nfew = s_nfew, nmany = s_nmany;
+    const FewArgs fa{p.o_accum, p.lse_accum, static_cast<uint16_t*>(p.out), p.lse, p.rows, p.h_q, p.s_q};
     if (nfew > 4) {
-      combine_few_list<Traits, 8>(p, s_few, s_ffirst, s_fn, nfew, chunks);
+      combine_few_list<Traits, 8>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
     } else if (nfew > 2) {
-      combine_few_list<Traits, 4>(p, s_few, s_ffirst, s_fn, nfew, chunks);
+      combine_few_list<Traits, 4>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
     } else if (nfew == 2) {
-      combine_few_list<Traits, 2>(p, s_few, s_ffirst, s_fn, nfew, chunks);
+      combine_few_list<Traits, 2>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
     } else if (nfew == 1) {
-      combine_few_list<Traits, 1>(p, s_few, s_ffirst, s_fn, nfew, chunks);
+      combine_few_list<Traits, 1>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
     }
     for (int j = 0; j < nmany; ++j) {
       const CombineItem c = combine_item(p, s_many[j], chunks);
