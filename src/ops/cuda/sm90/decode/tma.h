@@ -70,6 +70,18 @@ __device__ __forceinline__ void named_sync(int id, int count) {
 __device__ __forceinline__ void named_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+// A named barrier that also ORs a predicate over its `count` threads (bar.red.or): each participant gets 1 if any
+// of them passed `pred`, else 0, the same value in every thread (what a warpgroup-collective wgmma branch needs).
+// It orders memory as bar.sync does. Returned as 0 / 1 in a register: the fp8 ws kernel shuffles it first.
+__device__ __forceinline__ uint32_t named_sync_or(int id, int count, bool pred) {
+  uint32_t any;
+  asm volatile(
+      "{\n.reg .pred pi, po;\nsetp.ne.u32 pi, %1, 0;\nbar.red.or.pred po, %2, %3, pi;\nselp.u32 %0, 1, 0, po;\n}\n"
+      : "=r"(any)
+      : "r"(static_cast<uint32_t>(pred)), "r"(id), "r"(count)
+      : "memory");
+  return any;
+}
 
 // Per-warpgroup register budget (sm_90a): the producer gives registers back, the consumers take them.
 template <int N>

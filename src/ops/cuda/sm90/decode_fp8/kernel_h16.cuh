@@ -108,25 +108,13 @@ struct QLoader {
 // j's exp, P store and hand-off proceed (NOTES_fp8.md runs H10-H11: b128 s4096 -2.2 %, s8192 -0.8 %, b32 s8192 -1 %;
 // +0.2-0.4 us on 1-8-page rows, where it never applies: the larger code is fetched cold after the bench's L2 flush).
 // The decision must be warpgroup-uniform (wgmma is collective): thread 0 probes the page's barrier before the
-// exchange, and the exchange barrier returns its answer to all (named_sync_or; until session 10 a shared flag written
-// before the barrier and read after it, one LDS more before the S issue: NOTES_fp8.md session 10, fp8s). Waiting for
-// page j + 1 before the softmax unconditionally made P_j late whenever that page had not landed (run H2). kEarlyS
-// (H16EarlyS, params.h) forces either path for tests (MLA_DECODE_FP8_H16_EARLY_S=always / never): which one a page
-// takes by default depends on timing, so a default run cannot be relied on to reach both. A template parameter, not a
-// kernel argument: as a uniform argument the default kernel read +0.1-0.5 µs on short rows and +0.6 % at b128
-// s8192 (h16fix run 1).
-// A named barrier that also returns whether any participating thread passed `pred` (the early-S probe of scorer
-// thread 0), uniform across the warpgroup as wgmma needs; it orders memory as bar.sync does.
-__device__ __forceinline__ bool named_sync_or(int id, int count, bool pred) {
-  uint32_t any;
-  asm volatile(
-      "{\n.reg .pred pi, po;\nsetp.ne.u32 pi, %1, 0;\nbar.red.or.pred po, %2, %3, pi;\nselp.u32 %0, 1, 0, po;\n}\n"
-      : "=r"(any)
-      : "r"(static_cast<uint32_t>(pred)), "r"(id), "r"(count)
-      : "memory");
-  return any != 0;
-}
-
+// exchange, and the exchange barrier returns its answer to all (decode::named_sync_or, tma.h; until session 10 a
+// shared flag written before the barrier and read after it, one LDS more before the S issue: NOTES_fp8.md session 10,
+// fp8s). Waiting for page j + 1 before the softmax unconditionally made P_j late whenever that page had not landed
+// (run H2). kEarlyS (H16EarlyS, params.h) forces either path for tests (MLA_DECODE_FP8_H16_EARLY_S=always / never):
+// which one a page takes by default depends on timing, so a default run cannot be relied on to reach both. A template
+// parameter, not a kernel argument: as a uniform argument the default kernel read +0.1-0.5 µs on short rows and
+// +0.6 % at b128 s8192 (h16fix run 1).
 template <int kEarlyS>
 __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
                                        uint8_t* smem, int w, int lane) {
@@ -187,7 +175,7 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     const int next_stage = (j + 1) % kStages;
     const bool probe = q_loader && !seg_end && kEarlyS != kEarlySNever &&
                        (kEarlyS == kEarlySAlways || decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages)));
-    pre = named_sync_or(kBarScorer, 32 * kScorerWarps, probe);
+    pre = decode::named_sync_or(kBarScorer, 32 * kScorerWarps, probe) != 0;
     if (pre) {
       // Completed (auto: each thread observes it itself) or not yet (always: this is the wait). No deadlock with
       // `always`: page j + 1 is issued after the P.V of page j + 1 - kStages, whose P this warpgroup handed off.

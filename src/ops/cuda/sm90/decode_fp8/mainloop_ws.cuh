@@ -124,13 +124,8 @@ __device__ __forceinline__ void pv_page_ws(WsState& st, const float (&m_page)[2]
 // Warpgroup-wide "any thread's pred": a named barrier of `count` threads that also ORs a predicate (bar.red), so a
 // decision taken on every row of the warpgroup (kernel_ws.cuh kAhead) costs no more than the barrier it replaces.
 __device__ __forceinline__ bool named_sync_any(int id, int count, bool pred) {
-  uint32_t r;
-  asm volatile(
-      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, %3, p;\nselp.u32 %0, 1, 0, q;\n}\n"
-      : "=r"(r)
-      : "r"(static_cast<uint32_t>(pred)), "r"(id), "r"(count)
-      : "memory");
-  return __shfl_sync(0xffffffffu, r, 0) != 0;  // uniform anyway; the shuffle lets ptxas see it (see pv_page_ws)
+  // Uniform anyway; the shuffle lets ptxas see it (see pv_page_ws).
+  return __shfl_sync(0xffffffffu, decode::named_sync_or(id, count, pred), 0) != 0;
 }
 
 }  // namespace mla::sm90::decode_fp8
