@@ -300,7 +300,8 @@ __device__ __forceinline__ void combine_few_online(const FewArgs& a, int b, int 
   const float inv = empty ? 0.f : 1.f / s;
 #pragma unroll
   for (int j = 0; j < J; ++j)
-    *reinterpret_cast<uint32_t*>(o + partial_pair_col(2 * t) + 2 * G * j) = Traits::pack(acc[j].x * inv, acc[j].y * inv);
+    *reinterpret_cast<uint32_t*>(o + partial_pair_col(2 * t) + 2 * G * j) =
+        Traits::pack(acc[j].x * inv, acc[j].y * inv);
   if (t == 0) *lse_out = empty ? -INFINITY : m + logf(s);
 }
 
@@ -348,7 +349,8 @@ __device__ __noinline__ void combine_few_list(FewArgs a, const int* list, const 
     const int j = j0 + static_cast<int>(threadIdx.x) / G;
     if (j < count) {
       const int br = list[j] / chunks;
-      combine_few_online<Traits, GROUPS>(a, br / a.rows, br % a.rows, lfirst[j], ln[j], static_cast<int>(threadIdx.x) % G);
+      combine_few_online<Traits, GROUPS>(a, br / a.rows, br % a.rows, lfirst[j], ln[j],
+                                         static_cast<int>(threadIdx.x) % G);
     }
   }
 }
