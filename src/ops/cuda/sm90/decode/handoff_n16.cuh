@@ -12,6 +12,7 @@
 
 #include "mla/ops/plan_decode.h"
 #include "ops/cuda/sm90/decode/params.h"
+#include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
 
@@ -63,14 +64,9 @@ __device__ __forceinline__ void store_row_max(float* red, const float (&mx)[4], 
 // kFtzExp (the fp8 16-row kernel): the exps as ex2.approx.ftz. exp2f is the same MUFU.EX2 plus a compare, a halving
 // and a squaring per call for results below 2^-126 (12 per page on the scorer's path); those results round to 0 in an
 // e4m3 P and vanish in a row sum >= 1, so the kernel's outputs are the same to the bit (NOTES_fp8.md session 10, fp8s).
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 template <bool kFtzExp>
 __device__ __forceinline__ float exp2_sel(float x) {
-  if constexpr (kFtzExp) return exp2_ftz(x);
+  if constexpr (kFtzExp) return ex2_ftz(x);  // ptx.h
   else return exp2f(x);
 }
 

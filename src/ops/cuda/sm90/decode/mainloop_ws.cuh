@@ -139,15 +139,6 @@ __device__ __forceinline__ void store_p(uint8_t* p_slab, int row, int t4, const 
   for (int t = 0; t < 8; ++t) *reinterpret_cast<uint32_t*>(p_slab + row * 128 + ((t ^ (row & 7)) << 4) + 4 * t4) = pw[t];
 }
 
-// 2^x as one MUFU.EX2, subnormal results flushed to 0 (exp2f adds a range check and two multiplies per value
-// to produce them). The softmax's x = (s - m) * scale_log2 <= 0: a flushed P is below 2^-126, far under the
-// 16-bit P's resolution next to the row's largest term (1), and exp2(-inf) stays 0 for masked keys.
-__device__ __forceinline__ float ex2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // Keys of page blk visible to this thread's two rows (row_i[h]: sequence end, causal diagonal; rows past the
 // tile's valid rows are clamped to seqlen), as limit[h] = visible keys - the page's first key; returns whether every
 // row of the warp sees the whole page (warp-uniform). mask_row_max_tree's first step.

@@ -185,7 +185,7 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     // Every warp's S of this sequence has completed (wgmma waited, then this barrier): its Q slot is free.
     if (q_loader && seg_end) ql.issue(p, bars, s_q0);
     float alpha[4], m_scaled[4], pr[8];
-    // The exps as ex2.approx.ftz (handoff_n16.cuh exp2_ftz; fp8s run 2: b128 s4096 / s8192 −0.3…−0.9 µs alone).
+    // The exps as ex2.approx.ftz (ptx.h ex2_ftz; fp8s run 2: b128 s4096 / s8192 −0.3…−0.9 µs alone).
     decode::n16::update_row_max<true, true>(red, st.m, alpha, m_scaled, p.scale_log2, t);  // alpha exactly 1: see below
     decode::n16::exp_and_row_sums<true>(s, pr, st.l, alpha, m_scaled, p.scale_log2);
     // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).

@@ -291,8 +291,8 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
 #pragma unroll
         for (int t = 0; t < 8; ++t) {
           const float x0 = fmaf(sc[t][2 * h], p.scale_log2, -ms), x1 = fmaf(sc[t][2 * h + 1], p.scale_log2, -ms);
-          p0[t] = exp2_ftz(x0);
-          p1[t] = exp2_ftz(x1);
+          p0[t] = decode::ex2_ftz(x0);  // ptx.h
+          p1[t] = decode::ex2_ftz(x1);
           sum += p0[t] + p1[t];  // the row sum uses unrounded P (as the reference does)
         }
         rowsum[h] = sum;

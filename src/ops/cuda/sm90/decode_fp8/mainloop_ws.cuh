@@ -31,15 +31,6 @@ __device__ __forceinline__ void issue_tile_tma(const CUtensorMap* map, int row0,
   for (int slab = 0; slab < kSlabs; ++slab) decode::tma_load_2d(dst + slab * kSlabBytes, map, bar, slab * 128, row0);
 }
 
-// 2^x as one MUFU.EX2 with subnormal results flushed to 0 (exp2f adds a range check and two multiplications per
-// value to produce them). Here x = score * scale_log2 - m * scale_log2 <= 0: a flushed P below 2^-126 is far below
-// e4m3's smallest step (2^-9) and adds nothing visible to the fp32 row sum of values >= 1 (the row's max gives 1).
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // Row max of this thread's row h of an S fragment over the 4 lanes sharing it, no key masked (mainloop.cuh
 // mask_row_max without the mask: for pages whose every key is visible to every row of the warp).
 template <int kTiles>
