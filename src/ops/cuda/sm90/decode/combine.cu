@@ -10,6 +10,8 @@
 // The partials are in the accumulator-following column order of partials.h (each 16-column group holds its
 // pairs of logical columns permuted): every reader loads float2 / float4 of that order and writes each pair to
 // its logical column (partial_pair_col); the merge itself is per column and does not care.
+#include <cuda_bf16.h>
+
 #include <cstdint>
 
 #include "mla/core/cuda_check.h"
@@ -26,6 +28,29 @@ namespace {
 
 constexpr int kCombineThreads = 256;
 constexpr int kMaxChunks = 8;  // column chunks per row: 512 / 8 = 64 columns = 16 float4 lanes x 16 split lanes
+
+// Partial values as stored: fp32 (every 16-bit-format kernel), or bf16 (the fp8 64-row kernel: a partial is O / l x
+// k_scale, a convex combination of e4m3 values, and the format's error dwarfs one more bf16 rounding). Same element
+// offsets either way (partials.h); PT is the element type, the loads widen to fp32.
+template <class PT>
+struct PartialLoad;
+template <>
+struct PartialLoad<float> {
+  __device__ __forceinline__ static float2 ld2(const float* p) { return *reinterpret_cast<const float2*>(p); }
+  __device__ __forceinline__ static float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+};
+template <>
+struct PartialLoad<__nv_bfloat16> {
+  __device__ __forceinline__ static float2 ld2(const __nv_bfloat16* p) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+  }
+  __device__ __forceinline__ static float4 ld4(const __nv_bfloat16* p) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+  }
+};
 
 template <class Traits>
 __device__ __forceinline__ void store_pair(const DecodeKernelParams& p, int b, int row, int col, float2 v) {
@@ -70,7 +95,7 @@ struct CombineSmem {
 // one barrier: the batch-1 rows are latency-bound (ncu P7: 4-9 us per combine for <= 17 MB of partials). Against
 // a first pass over the lse values, a barrier, then the partials (C1, same call): -0.9 to -1.5 us on every b1
 // s4096 / s8192 row.
-template <class Traits>
+template <class Traits, class PT>
 __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b, int row, int first, int n,
                                              int chunk, int chunks, CombineSmem& sm) {
   // Splits per load batch. 9 (the 66 splits of an h_q 128 batch-1 row over 8 split lanes in one round of loads
@@ -81,7 +106,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
   const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
   const int f = threadIdx.x % q4, sl = threadIdx.x / q4;
   const int off = chunk * (kDimV / chunks) + 4 * f;  // partials offset (partials.h), not a column
-  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + off;
+  const PT* src = reinterpret_cast<const PT*>(p.o_accum) + (static_cast<int64_t>(first) * p.rows + row) * kDimV + off;
   const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
   float m = -INFINITY, s = 0.f;  // running max of this thread's splits and sum of exp(lse - m)
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);  // sum of exp(lse - m) * partial
@@ -91,7 +116,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
 #pragma unroll
     for (int j = 0; j < KB; ++j) {
       const int k = min(k0 + j * lanes, n - 1);  // past n: repeat the last split, masked below
-      v[j] = *reinterpret_cast<const float4*>(src + k * stride);
+      v[j] = PartialLoad<PT>::ld4(src + k * stride);
       l[j] = lse_k[static_cast<int64_t>(k) * p.rows];
     }
     float mb = m;
@@ -159,7 +184,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
 // one-row-per-CTA grid serves (h16 b1 / b32, h128 b1; fp8 and bf16). Only that grid calls this (GROUPS 1); the
 // list kernel merges its few-split rows with combine_few_online (the same early loads there, with w[] live
 // beside them, spilled 148 bytes at GROUPS 8).
-template <class Traits, int GROUPS>
+template <class Traits, class PT, int GROUPS>
 __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, int b, int row, int first, int n,
                                                   int t) {
   constexpr int G = kCombineThreads / GROUPS, J = GROUPS;
@@ -170,13 +195,13 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
     return;
   }
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
-  const float* src = p.o_accum + (static_cast<int64_t>(first) * p.rows + row) * kDimV + 2 * t;
+  const PT* src = reinterpret_cast<const PT*>(p.o_accum) + (static_cast<int64_t>(first) * p.rows + row) * kDimV + 2 * t;
   const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
   float2 v0[KB][J];  // batch 0 of the partials, loaded before the weights
 #pragma unroll
   for (int kk = 0; kk < KB; ++kk)
 #pragma unroll
-    for (int j = 0; j < J; ++j) v0[kk][j] = *reinterpret_cast<const float2*>(src + min(kk, n - 1) * stride + 2 * G * j);
+    for (int j = 0; j < J; ++j) v0[kk][j] = PartialLoad<PT>::ld2(src + min(kk, n - 1) * stride + 2 * G * j);
   float w[kFewSplits];
 #pragma unroll
   for (int k = 0; k < kFewSplits; ++k) w[k] = lse_k[static_cast<int64_t>(k < n ? k : n - 1) * p.rows];
@@ -202,7 +227,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
     for (int kk = 0; kk < KB; ++kk)
 #pragma unroll
       for (int j = 0; j < J; ++j)
-        v[kk][j] = k0 == 0 ? v0[kk][j] : *reinterpret_cast<const float2*>(src + min(k0 + kk, n - 1) * stride + 2 * G * j);
+        v[kk][j] = k0 == 0 ? v0[kk][j] : PartialLoad<PT>::ld2(src + min(k0 + kk, n - 1) * stride + 2 * G * j);
 #pragma unroll
     for (int kk = 0; kk < KB; ++kk) {
       const float wk = w[k0 + kk] * inv;
@@ -233,16 +258,17 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
 // partial before the lse math instead (in registers, or staged by cp.async in shared memory) was 3-8 us slower
 // (runs 2: spills of 80-144 bytes, 42 KB of shared memory per CTA): with 32 warps per SM the per-warp lse ->
 // partials chain is hidden by the other warps.
+template <class PT>
 struct FewArgs {
-  const float* o_accum;    // [max_splits, rows, 512] fp32, partials.h column order
+  const PT* o_accum;       // [max_splits, rows, 512] fp32 or bf16 (PartialLoad), partials.h column order
   const float* lse_accum;  // [max_splits, rows] fp32
   uint16_t* out;           // [b, rows, 512] 16-bit
   float* lse;              // [b, h_q, s_q]
   int rows, h_q, s_q;
 };
 
-template <class Traits, int GROUPS>
-__device__ __forceinline__ void combine_few_online(const FewArgs& a, int b, int row, int first, int n, int t) {
+template <class Traits, class PT, int GROUPS>
+__device__ __forceinline__ void combine_few_online(const FewArgs<PT>& a, int b, int row, int first, int n, int t) {
   constexpr int G = kCombineThreads / GROUPS, J = GROUPS;
   constexpr int KB = 16 / J < kFewSplits ? 16 / J : kFewSplits;
   uint16_t* o = a.out + (static_cast<int64_t>(b) * a.rows + row) * kDimV;
@@ -254,7 +280,7 @@ __device__ __forceinline__ void combine_few_online(const FewArgs& a, int b, int 
     return;
   }
   const float* lse_k = a.lse_accum + static_cast<int64_t>(first) * a.rows + row;
-  const float* src = a.o_accum + (static_cast<int64_t>(first) * a.rows + row) * kDimV + 2 * t;
+  const PT* src = a.o_accum + (static_cast<int64_t>(first) * a.rows + row) * kDimV + 2 * t;
   const int64_t stride = static_cast<int64_t>(a.rows) * kDimV;
   float m = -INFINITY, s = 0.f;  // running max of the lse values so far and sum of exp(lse - m)
   float2 acc[J];                 // sum of exp(lse - m) * partial
@@ -268,7 +294,7 @@ __device__ __forceinline__ void combine_few_online(const FewArgs& a, int b, int 
       const int k = min(k0 + kk, n - 1);  // past n: repeat the last split, masked below
       l[kk] = lse_k[static_cast<int64_t>(k) * a.rows];
 #pragma unroll
-      for (int j = 0; j < J; ++j) v[kk][j] = *reinterpret_cast<const float2*>(src + k * stride + 2 * G * j);
+      for (int j = 0; j < J; ++j) v[kk][j] = PartialLoad<PT>::ld2(src + k * stride + 2 * G * j);
     }
     float mb = m;
 #pragma unroll
@@ -341,15 +367,15 @@ __device__ __forceinline__ CombineItem combine_item(const DecodeKernelParams& p,
 // Not inlined: with the four GROUPS instantiations inlined into combine_list_kernel, ptxas spilled 24 bytes
 // at its 64-register bound (the HEAD form). The list entries carry each item's first split and count (read once,
 // when the list was built); few-split items are chunk 0, so list[j] / chunks = b * rows + row.
-template <class Traits, int GROUPS>
-__device__ __noinline__ void combine_few_list(FewArgs a, const int* list, const int* lfirst, const int* ln, int count,
-                                              int chunks) {
+template <class Traits, class PT, int GROUPS>
+__device__ __noinline__ void combine_few_list(FewArgs<PT> a, const int* list, const int* lfirst, const int* ln,
+                                              int count, int chunks) {
   constexpr int G = kCombineThreads / GROUPS;
   for (int j0 = 0; j0 < count; j0 += GROUPS) {
     const int j = j0 + static_cast<int>(threadIdx.x) / G;
     if (j < count) {
       const int br = list[j] / chunks;
-      combine_few_online<Traits, GROUPS>(a, br / a.rows, br % a.rows, lfirst[j], ln[j],
+      combine_few_online<Traits, PT, GROUPS>(a, br / a.rows, br % a.rows, lfirst[j], ln[j],
                                          static_cast<int>(threadIdx.x) % G);
     }
   }
@@ -396,7 +422,7 @@ __device__ __noinline__ void timeline_combine(const DecodeKernelParams& p, int k
 // checks (all but CTA 0 leaving at entry) nor their number (132, 264, 528) moves that (run 2 kox); session 4's
 // kernel was 1-4 us faster there too (C1/C2; alone under ncu the two differ by 0.23 us), and neither the early
 // (programmatic) launch nor the shared-memory carveout explained it (C2: nopdl, carve).
-template <class Traits>
+template <class Traits, class PT>
 __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const __grid_constant__ DecodeKernelParams p,
                                                                         int chunks) {
   __shared__ int s_few[kCombineThreads], s_many[kCombineThreads];
@@ -435,19 +461,20 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
       waited = true;
     }
     const int nfew = s_nfew, nmany = s_nmany;
-    const FewArgs fa{p.o_accum, p.lse_accum, static_cast<uint16_t*>(p.out), p.lse, p.rows, p.h_q, p.s_q};
+    const FewArgs<PT> fa{reinterpret_cast<const PT*>(p.o_accum), p.lse_accum, static_cast<uint16_t*>(p.out), p.lse,
+                         p.rows, p.h_q, p.s_q};
     if (nfew > 4) {
-      combine_few_list<Traits, 8>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
+      combine_few_list<Traits, PT, 8>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
     } else if (nfew > 2) {
-      combine_few_list<Traits, 4>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
+      combine_few_list<Traits, PT, 4>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
     } else if (nfew == 2) {
-      combine_few_list<Traits, 2>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
+      combine_few_list<Traits, PT, 2>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
     } else if (nfew == 1) {
-      combine_few_list<Traits, 1>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
+      combine_few_list<Traits, PT, 1>(fa, s_few, s_ffirst, s_fn, nfew, chunks);
     }
     for (int j = 0; j < nmany; ++j) {
       const CombineItem c = combine_item(p, s_many[j], chunks);
-      combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
+      combine_many<Traits, PT>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
       __syncthreads();  // combine_many's shared memory is reused by the next item
     }
     __syncthreads();  // everyone has read the counts and lists before the next round resets them
@@ -464,7 +491,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
 // s4096 / s8192 19.6 / 23.2 -> 17.2 / 20.7 us, h_q 16 b32 s512 16.4 -> 15.5).
 // The item (split_offsets: the plan's, complete before the decode kernel started) is read before the wait; a CTA
 // whose item needs no merge exits without waiting (but CTA 0: combine_cta_waits).
-template <class Traits>
+template <class Traits, class PT>
 __global__ void __launch_bounds__(kCombineThreads, 4)
     combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
   MLA_TIMELINE_COMBINE(p, 0);
@@ -479,9 +506,9 @@ __global__ void __launch_bounds__(kCombineThreads, 4)
     return;
   }
   if (c.n <= kFewSplits) {
-    combine_few_group<Traits, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
+    combine_few_group<Traits, PT, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
   } else {
-    combine_many<Traits>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
+    combine_many<Traits, PT>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
   }
   MLA_TIMELINE_COMBINE(p, 2);
 }
@@ -489,7 +516,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4)
 }  // namespace
 
 template <class Traits>
-Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
+Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream, bool partials_bf16) {
   cudaLaunchConfig_t cfg{};
   // Column chunks: enough CTAs that a small batch's rows with many splits are read by most SMs (b1 h16:
   // 16 rows x 8 chunks), one chunk once rows x batch alone fills the machine.
@@ -507,15 +534,19 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream) {
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   if (items <= kCombineCtas) {
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits>, p, chunks));
+    MLA_CUDA_TRY("mla_decode (combine)",
+                 partials_bf16 ? cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits, __nv_bfloat16>, p, chunks)
+                               : cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits, float>, p, chunks));
   } else {
-    MLA_CUDA_TRY("mla_decode (combine)", cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits>, p, chunks));
+    MLA_CUDA_TRY("mla_decode (combine)",
+                 partials_bf16 ? cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits, __nv_bfloat16>, p, chunks)
+                               : cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits, float>, p, chunks));
   }
   MLA_CUDA_TRY_LAUNCH("mla_decode (combine)");
   return Status::ok();
 }
 
-template Status launch_combine<Bf16Traits>(const DecodeKernelParams&, cudaStream_t);
-template Status launch_combine<Fp16Traits>(const DecodeKernelParams&, cudaStream_t);
+template Status launch_combine<Bf16Traits>(const DecodeKernelParams&, cudaStream_t, bool);
+template Status launch_combine<Fp16Traits>(const DecodeKernelParams&, cudaStream_t, bool);
 
 }  // namespace mla::sm90::decode

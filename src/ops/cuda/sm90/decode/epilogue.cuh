@@ -3,6 +3,8 @@
 // write either the final result (the sequence has a single split: out + lse directly) or a normalized
 // fp32 partial (in the accumulator-following column order of partials.h) and its lse into the split slot,
 // for the combine kernel.
+#include <cuda_bf16.h>
+
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/mainloop.cuh"
@@ -20,6 +22,21 @@ __device__ __forceinline__ void store_partial_row(float* o, const float (&acc)[k
   for (int c = 0; c < kTiles / 2; ++c)
     *reinterpret_cast<float4*>(o + 16 * c) = make_float4(acc[2 * c][2 * h] * inv, acc[2 * c][2 * h + 1] * inv,
                                                          acc[2 * c + 1][2 * h] * inv, acc[2 * c + 1][2 * h + 1] * inv);
+}
+
+// store_partial_row with bf16 values (the fp8 64-row kernel, launch_combine's partials_bf16): the same element offsets,
+// each float4 of the fp32 form as two bf16 pairs (8 bytes).
+template <int kTiles>
+__device__ __forceinline__ void store_partial_row_bf16(__nv_bfloat16* o, const float (&acc)[kTiles][4], int h,
+                                                       float inv) {
+  static_assert(kTiles % 2 == 0, "tiles pair up");
+#pragma unroll
+  for (int c = 0; c < kTiles / 2; ++c) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(acc[2 * c][2 * h] * inv, acc[2 * c][2 * h + 1] * inv);
+    const __nv_bfloat162 hi = __floats2bfloat162_rn(acc[2 * c + 1][2 * h] * inv, acc[2 * c + 1][2 * h + 1] * inv);
+    *reinterpret_cast<uint2*>(o + 16 * c) =
+        make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
+  }
 }
 
 // Called by every thread of the CTA (contains a barrier). s_sum: [kSlices][64] floats.
@@ -86,8 +103,9 @@ __device__ __forceinline__ float ws_row_total(float own, const float* s_l, int p
   return own + s_l[(parity * 2 + (wg ^ 1)) * kRowsPerCta + row_local];
 }
 
-// Warp-specialized variant (see ws_publish_row_sums): a direct segment to out / lse, a split one to its slot.
-template <class Traits>
+// Warp-specialized variant (see ws_publish_row_sums): a direct segment to out / lse, a split one to its slot (bf16
+// values with kPartialsBf16: the fp8 kernel, whose combine reads them so).
+template <class Traits, bool kPartialsBf16 = false>
 __device__ __forceinline__ void write_segment_ws(const DecodeKernelParams& p, const WsState& st, float* s_l, int parity,
                                                  int b, int slot, bool direct, int tile_row0, int valid_rows, int wg,
                                                  int warp, int lane) {
@@ -111,8 +129,12 @@ __device__ __forceinline__ void write_segment_ws(const DecodeKernelParams& p, co
       if (wg == 0 && t4 == 0) store_lse(p, b, row, lse);
     } else {
       // 16 float4 stores, not the column order's 32 float2.
-      store_partial_row(p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + partial_pair_offset(col0),
-                        st.o, h, inv);
+      const int64_t off = (static_cast<int64_t>(slot) * p.rows + row) * kDimV + partial_pair_offset(col0);
+      if constexpr (kPartialsBf16) {
+        store_partial_row_bf16(reinterpret_cast<__nv_bfloat16*>(p.o_accum) + off, st.o, h, inv);
+      } else {
+        store_partial_row(p.o_accum + off, st.o, h, inv);
+      }
       if (wg == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
     }
   }

@@ -14,7 +14,8 @@ struct DecodeKernelParams {
   const int32_t* seqlens;         // [b]
   void* out;                      // [b, s_q, h_q, 512] 16-bit
   float* lse;                     // [b, h_q, s_q]
-  float* o_accum;                 // [max_splits, rows, 512] fp32: normalized partial outputs, columns permuted
+  float* o_accum;                 // [max_splits, rows, 512] fp32 (bf16 from the fp8 64-row kernel, same offsets):
+                                  // normalized partial outputs, columns permuted
                                   // within each 16-column group as the accumulator holds them (partials.h)
   float* lse_accum;               // [max_splits, rows] fp32: natural-log partial lse
   const int32_t* parts;           // [num_parts, kPlanPartInts]

@@ -80,7 +80,8 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
       MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream));
     }
   }
-  return decode::launch_combine<decode::Bf16Traits>(p.d, stream);
+  // The 64-row kernel writes bf16 partial values (decode::write_segment_ws), the 16 / 32-row kernels fp32.
+  return decode::launch_combine<decode::Bf16Traits>(p.d, stream, groups > 2 && variant64() != Variant64::kMmaSync);
 }
 
 }  // namespace mla::sm90::decode_fp8

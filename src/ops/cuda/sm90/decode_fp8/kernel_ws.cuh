@@ -149,8 +149,9 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     for (int t = 0; t < 32; ++t)
 #pragma unroll
       for (int e = 0; e < 4; ++e) st.o[t][e] *= fp.out_scale;
-    decode::write_segment_ws<decode::Bf16Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows,
-                                                 wg, warp, lane);
+    // Partials as bf16 values (docs/mla_decode.md: an fp8 partial needs no fp32 range; half the bytes).
+    decode::write_segment_ws<decode::Bf16Traits, true>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0,
+                                                       valid_rows, wg, warp, lane);
     ++epi;
     st.reset();
     tl.add(kTlEpilogue, t_epi);
