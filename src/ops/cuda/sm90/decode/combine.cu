@@ -10,8 +10,6 @@
 // The partials are in the accumulator-following column order of partials.h (each 16-column group holds its
 // pairs of logical columns permuted): every reader loads float2 / float4 of that order and writes each pair to
 // its logical column (partial_pair_col); the merge itself is per column and does not care.
-#include <cuda_bf16.h>
-
 #include <cstdint>
 
 #include "mla/core/cuda_check.h"
@@ -28,29 +26,6 @@ namespace {
 
 constexpr int kCombineThreads = 256;
 constexpr int kMaxChunks = 8;  // column chunks per row: 512 / 8 = 64 columns = 16 float4 lanes x 16 split lanes
-
-// Partial values as stored: fp32 (every 16-bit-format kernel), or bf16 (the fp8 64-row kernel: a partial is O / l x
-// k_scale, a convex combination of e4m3 values, and the format's error dwarfs one more bf16 rounding). Same element
-// offsets either way (partials.h); PT is the element type, the loads widen to fp32.
-template <class PT>
-struct PartialLoad;
-template <>
-struct PartialLoad<float> {
-  __device__ __forceinline__ static float2 ld2(const float* p) { return *reinterpret_cast<const float2*>(p); }
-  __device__ __forceinline__ static float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-};
-template <>
-struct PartialLoad<__nv_bfloat16> {
-  __device__ __forceinline__ static float2 ld2(const __nv_bfloat16* p) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
-  }
-  __device__ __forceinline__ static float4 ld4(const __nv_bfloat16* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
-    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
-    return make_float4(a.x, a.y, b.x, b.y);
-  }
-};
 
 template <class Traits>
 __device__ __forceinline__ void store_pair(const DecodeKernelParams& p, int b, int row, int col, float2 v) {
@@ -116,7 +91,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
 #pragma unroll
     for (int j = 0; j < KB; ++j) {
       const int k = min(k0 + j * lanes, n - 1);  // past n: repeat the last split, masked below
-      v[j] = PartialLoad<PT>::ld4(src + k * stride);
+      v[j] = PartialValue<PT>::ld4(src + k * stride);
       l[j] = lse_k[static_cast<int64_t>(k) * p.rows];
     }
     float mb = m;
@@ -201,7 +176,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
 #pragma unroll
   for (int kk = 0; kk < KB; ++kk)
 #pragma unroll
-    for (int j = 0; j < J; ++j) v0[kk][j] = PartialLoad<PT>::ld2(src + min(kk, n - 1) * stride + 2 * G * j);
+    for (int j = 0; j < J; ++j) v0[kk][j] = PartialValue<PT>::ld2(src + min(kk, n - 1) * stride + 2 * G * j);
   float w[kFewSplits];
 #pragma unroll
   for (int k = 0; k < kFewSplits; ++k) w[k] = lse_k[static_cast<int64_t>(k < n ? k : n - 1) * p.rows];
@@ -227,7 +202,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
     for (int kk = 0; kk < KB; ++kk)
 #pragma unroll
       for (int j = 0; j < J; ++j)
-        v[kk][j] = k0 == 0 ? v0[kk][j] : PartialLoad<PT>::ld2(src + min(k0 + kk, n - 1) * stride + 2 * G * j);
+        v[kk][j] = k0 == 0 ? v0[kk][j] : PartialValue<PT>::ld2(src + min(k0 + kk, n - 1) * stride + 2 * G * j);
 #pragma unroll
     for (int kk = 0; kk < KB; ++kk) {
       const float wk = w[k0 + kk] * inv;
@@ -260,7 +235,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
 // partials chain is hidden by the other warps.
 template <class PT>
 struct FewArgs {
-  const PT* o_accum;       // [max_splits, rows, 512] fp32 or bf16 (PartialLoad), partials.h column order
+  const PT* o_accum;       // [max_splits, rows, 512] fp32 or bf16 (PartialValue, partials.h), partials.h column order
   const float* lse_accum;  // [max_splits, rows] fp32
   uint16_t* out;           // [b, rows, 512] 16-bit
   float* lse;              // [b, h_q, s_q]
@@ -294,7 +269,7 @@ __device__ __forceinline__ void combine_few_online(const FewArgs<PT>& a, int b, 
       const int k = min(k0 + kk, n - 1);  // past n: repeat the last split, masked below
       l[kk] = lse_k[static_cast<int64_t>(k) * a.rows];
 #pragma unroll
-      for (int j = 0; j < J; ++j) v[kk][j] = PartialLoad<PT>::ld2(src + k * stride + 2 * G * j);
+      for (int j = 0; j < J; ++j) v[kk][j] = PartialValue<PT>::ld2(src + k * stride + 2 * G * j);
     }
     float mb = m;
 #pragma unroll

@@ -3,9 +3,8 @@
 // write either the final result (the sequence has a single split: out + lse directly) or a normalized
 // fp32 partial (in the accumulator-following column order of partials.h) and its lse into the split slot,
 // for the combine kernel.
-#include <cuda_bf16.h>
-
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/cuda/sm90/decode/mainloop.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
@@ -14,29 +13,15 @@
 namespace mla::sm90::decode {
 
 // One row half (h) of a 64-row epilogue thread's normalized accumulator tiles into its split slot row o (offset by
-// partial_pair_offset of the thread's first column): the pairs of tiles 2c and 2c + 1 as one float4 (partials.h).
-template <int kTiles>
-__device__ __forceinline__ void store_partial_row(float* o, const float (&acc)[kTiles][4], int h, float inv) {
+// partial_pair_offset of the thread's first column): the pairs of tiles 2c and 2c + 1 as one float4 of the fp32 form
+// (partials.h), stored as PT values (PartialValue).
+template <int kTiles, class PT>
+__device__ __forceinline__ void store_partial_row(PT* o, const float (&acc)[kTiles][4], int h, float inv) {
   static_assert(kTiles % 2 == 0, "tiles pair up into float4 stores");
 #pragma unroll
   for (int c = 0; c < kTiles / 2; ++c)
-    *reinterpret_cast<float4*>(o + 16 * c) = make_float4(acc[2 * c][2 * h] * inv, acc[2 * c][2 * h + 1] * inv,
-                                                         acc[2 * c + 1][2 * h] * inv, acc[2 * c + 1][2 * h + 1] * inv);
-}
-
-// store_partial_row with bf16 values (the fp8 64-row kernel, launch_combine's partials_bf16): the same element offsets,
-// each float4 of the fp32 form as two bf16 pairs (8 bytes).
-template <int kTiles>
-__device__ __forceinline__ void store_partial_row_bf16(__nv_bfloat16* o, const float (&acc)[kTiles][4], int h,
-                                                       float inv) {
-  static_assert(kTiles % 2 == 0, "tiles pair up");
-#pragma unroll
-  for (int c = 0; c < kTiles / 2; ++c) {
-    const __nv_bfloat162 lo = __floats2bfloat162_rn(acc[2 * c][2 * h] * inv, acc[2 * c][2 * h + 1] * inv);
-    const __nv_bfloat162 hi = __floats2bfloat162_rn(acc[2 * c + 1][2 * h] * inv, acc[2 * c + 1][2 * h + 1] * inv);
-    *reinterpret_cast<uint2*>(o + 16 * c) =
-        make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
-  }
+    PartialValue<PT>::st4(o + 16 * c, make_float4(acc[2 * c][2 * h] * inv, acc[2 * c][2 * h + 1] * inv,
+                                                  acc[2 * c + 1][2 * h] * inv, acc[2 * c + 1][2 * h + 1] * inv));
 }
 
 // Called by every thread of the CTA (contains a barrier). s_sum: [kSlices][64] floats.
@@ -129,12 +114,10 @@ __device__ __forceinline__ void write_segment_ws(const DecodeKernelParams& p, co
       if (wg == 0 && t4 == 0) store_lse(p, b, row, lse);
     } else {
       // 16 float4 stores, not the column order's 32 float2.
-      const int64_t off = (static_cast<int64_t>(slot) * p.rows + row) * kDimV + partial_pair_offset(col0);
-      if constexpr (kPartialsBf16) {
-        store_partial_row_bf16(reinterpret_cast<__nv_bfloat16*>(p.o_accum) + off, st.o, h, inv);
-      } else {
-        store_partial_row(p.o_accum + off, st.o, h, inv);
-      }
+      using PT = std::conditional_t<kPartialsBf16, __nv_bfloat16, float>;
+      store_partial_row(reinterpret_cast<PT*>(p.o_accum) + (static_cast<int64_t>(slot) * p.rows + row) * kDimV +
+                            partial_pair_offset(col0),
+                        st.o, h, inv);
       if (wg == 0 && t4 == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
     }
   }

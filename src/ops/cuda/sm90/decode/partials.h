@@ -12,6 +12,10 @@
 // store instructions and bytes saved 1.05-1.35 us on every h_q 128 batch-1 row; half-sector stores lost.)
 // A pair of adjacent logical columns (2k, 2k + 1) always stays adjacent, so the 16-row writers (one pair
 // per thread) and the few-split combine (float2 per thread) only permute their addresses.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
 namespace mla::sm90::decode {
 
 // Float offset, within a row of o_accum, of the logical column pair (col, col + 1); col even. A permutation inside
@@ -44,5 +48,35 @@ constexpr bool layout_is_consistent() {
 }
 }  // namespace partials_detail
 static_assert(partials_detail::layout_is_consistent(), "partials layout: a bijection, float4 per quad lane");
+
+// The partial values' storage type PT, widened to / narrowed from fp32 at the same element offsets: fp32 (every
+// 16-bit-format kernel), or bf16 (the fp8 64-row kernel: a partial is O / l x k_scale, a convex combination of e4m3
+// values, so bf16 cannot overflow and its rounding is far below the format's error; launch_combine's partials_bf16).
+// st4 stores the 4 values one writer thread holds for a 16-column group (a float4 of the fp32 form).
+template <class PT>
+struct PartialValue;
+template <>
+struct PartialValue<float> {
+  __device__ __forceinline__ static float2 ld2(const float* p) { return *reinterpret_cast<const float2*>(p); }
+  __device__ __forceinline__ static float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+  __device__ __forceinline__ static void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+};
+template <>
+struct PartialValue<__nv_bfloat16> {
+  __device__ __forceinline__ static float2 ld2(const __nv_bfloat16* p) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+  }
+  __device__ __forceinline__ static float4 ld4(const __nv_bfloat16* p) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+  }
+  __device__ __forceinline__ static void st4(__nv_bfloat16* p, float4 v) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+    *reinterpret_cast<uint2*>(p) =
+        make_uint2(*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));
+  }
+};
 
 }  // namespace mla::sm90::decode

@@ -62,6 +62,7 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   // 3 groups run the 64-row variant with one idle row group.
   const int rows_first_tile = kp.rows < kRowsPerCta ? kp.rows : kRowsPerCta;
   const int groups = rows_first_tile / kRowGroup;
+  bool partials_bf16 = false;  // the 64-row kernel writes bf16 partials (decode::write_segment_ws), the others fp32
   if (groups == 1) {
     // 16 rows (h_q 16, s_q 1: a tile of exactly 16 rows): the wgmma kernel.
     MLA_TRY(h16_early_s(&p.h16_early_s));
@@ -79,9 +80,9 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     } else {
       MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream));
     }
+    partials_bf16 = true;
   }
-  // The 64-row kernel writes bf16 partial values (decode::write_segment_ws), the 16 / 32-row kernels fp32.
-  return decode::launch_combine<decode::Bf16Traits>(p.d, stream, groups > 2 && variant64() != Variant64::kMmaSync);
+  return decode::launch_combine<decode::Bf16Traits>(p.d, stream, partials_bf16);
 }
 
 }  // namespace mla::sm90::decode_fp8
