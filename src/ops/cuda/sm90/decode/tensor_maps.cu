@@ -23,7 +23,8 @@ struct MapSpec {
   CUtensorMapSwizzle swizzle;
 };
 
-Status encode(CUtensorMap* map, const void* base, int64_t rows, const MapSpec& m, const char* what) {
+Status encode(CUtensorMap* map, const void* base, int64_t rows, const MapSpec& m, const char* what,
+              CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
   auto fn = tensor_map_encode_fn();
   if (fn == nullptr) return Status::cuda("mla_decode", "cuTensorMapEncodeTiled is not available from the driver");
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(m.cols), static_cast<cuuint64_t>(rows)};
@@ -31,8 +32,7 @@ Status encode(CUtensorMap* map, const void* base, int64_t rows, const MapSpec& m
   const cuuint32_t box[2] = {m.box_cols, static_cast<cuuint32_t>(kBlockN)};
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r = fn(map, m.type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, m.swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, m.swizzle, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return Status::cuda("mla_decode", std::string("cuTensorMapEncodeTiled(") + what + ") failed with CUresult " +
                                           std::to_string(static_cast<int>(r)));
@@ -69,15 +69,24 @@ Status encode_out(CUtensorMap* map, void* out, int64_t rows, int64_t batch) {
 
 }  // namespace
 
+// The 16-bit cache map promotes L2 fills to 128 bytes (its box rows: 64 tokens x 128 bytes, each token's 1152 bytes
+// whole lines): with 256-byte fills the h_q 128 rows ran 1.2-4 % slower (bf16 b128 s8192 493.2 -> 487.1 us, b32
+// s4096 78.5 -> 75.3; session 12, MLA_DECODE_KV_L2_PROMOTION A/B in one binary), and the no-math stream of such boxes
+// (bench_stream --copy box, 128 CTAs, h16 b128 s8192's bytes) 298.2 against 278.4 us.
 Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
-  MLA_TRY(encode(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kRows16, "kv_cache"));
+  CUtensorMapL2promotion kv_promotion;
+  MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_128B, &kv_promotion));
+  MLA_TRY(encode(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kRows16, "kv_cache", kv_promotion));
   MLA_TRY(encode_out(&p->tmap_out, p->out, p->rows, p->batch));
   return encode(&p->tmap_q, p->q, q_rows, kRows16, "q");
 }
 
 Status encode_tensor_maps_fp8ds(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
-  MLA_TRY(encode(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kFp8DsBytes, "kv_cache fp8_ds bytes"));
-  MLA_TRY(encode(&p->tmap_kv_rope, p->kv_cache, num_pages * kBlockN, kFp8DsWords, "kv_cache fp8_ds rope"));
+  CUtensorMapL2promotion kv_promotion;
+  MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_256B, &kv_promotion));
+  MLA_TRY(encode(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kFp8DsBytes, "kv_cache fp8_ds bytes", kv_promotion));
+  MLA_TRY(encode(&p->tmap_kv_rope, p->kv_cache, num_pages * kBlockN, kFp8DsWords, "kv_cache fp8_ds rope",
+                 kv_promotion));
   return encode(&p->tmap_q, p->q, q_rows, kRows16, "q");
 }
 

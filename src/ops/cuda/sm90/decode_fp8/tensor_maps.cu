@@ -38,7 +38,9 @@ Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* w
 }  // namespace
 
 Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
-  MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache"));
+  CUtensorMapL2promotion kv_promotion;
+  MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_256B, &kv_promotion));
+  MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache", kBlockN, kv_promotion));
   return encode_u8(&p->tmap_q, p->q, q_rows, "q");
 }
 
@@ -46,8 +48,9 @@ Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, 
 // straddling two lines (576-byte tokens), and the 256-byte fills cost it 8 % at h16 b128 s8192 (177 -> 163 µs,
 // NOTES_fp8.md run H5; no promotion: 166).
 Status encode_tensor_maps_fp8_h16(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
-  MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache", kBlockN,
-                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B));
+  CUtensorMapL2promotion kv_promotion;
+  MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_128B, &kv_promotion));
+  MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache", kBlockN, kv_promotion));
   return encode_u8(&p->tmap_q, p->q, q_rows, "q (16-row boxes)", 16);
 }
 

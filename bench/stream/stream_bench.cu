@@ -1,0 +1,284 @@
+// Stream benchmark: the floor under a memory-bound decode row. Reads `pages` pages of `page_bytes` each (64 tokens
+// of page_bytes / 64), in the order of a random permutation (the decode bench's block tables), into a ring of
+// shared-memory stages per CTA with no math, each CTA a contiguous range of the page list as a plan part would be,
+// timed exactly as bench_decode times a row: one CUDA graph per call, median of --reps calls, each call preceded by
+// an L2 flush outside the events. Three copy mechanisms (--copy), those the decode kernels use:
+//   bulk    -- one 1D bulk copy (cp.async.bulk) per page, issued by one thread (the fp8_ds 16-row kernel's);
+//   box     -- 2D TMA boxes of 64 tokens x 128 bytes, 128-byte swizzle (the 64-row and fp8 16-row kernels'; L2
+//              promotion --promotion 128|256: the fp8 16-row kernel's cache map uses 128, the 16-bit maps 256);
+//   cpasync -- 256 threads, 16 bytes per cp.async, one commit group per page (the 16-bit 16-row kernel's).
+// Two flushes:
+//   memset -- bench_decode's and the anchors' (ANCHORS.md "How the anchor was timed": a 256 MB memset between
+//             calls): the flush leaves L2 full of dirty lines, which the timed kernel's reads write back to HBM;
+//   read   -- a kernel reading 256 MB (L2 left full of clean lines): the stream's own traffic only.
+// The difference is what the anchor methodology bills every memory-bound call for the flush's dirty lines, and
+// the memset column is a lower bound for any kernel that must read those bytes under it.
+//
+//   bench_stream [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] [--reps R] [--copy bulk|box|cpasync]
+//                [--promotion 128|256]
+//                (defaults: 36864 = one fp8 page, the KV pages of rows 4-9, 132, 5, 50, bulk, 128)
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/args.h"
+#include "mla/core/cuda_check.h"
+#include "mla/core/status.h"
+#include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/tma.h"
+#include "ops/cuda/sm90/tma_encode.h"
+
+namespace {
+
+using mla::Status;
+
+constexpr size_t kFlushBytes = size_t(256) << 20;  // bench_decode's flush size
+constexpr int kMaxStages = 8;
+
+enum Copy { kBulk = 0, kBox = 1, kCpAsync = 2 };
+constexpr int kBoxBytes = 64 * 128;  // one 2D box: 64 tokens x 128 bytes
+
+// CTA c streams pages [c * n / C, (c + 1) * n / C) of `order` through `stages` shared-memory slots of `slot_bytes`:
+// page i goes into slot i % stages once the slot's previous page has landed (bulk / box: thread 0 issues, mbarrier
+// per slot; cpasync: every thread its 16-byte chunks, one commit group per page, wait_group keeps stages - 1 ahead).
+template <int kCopy>
+__global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, const uint8_t* __restrict__ base,
+                                    const int32_t* __restrict__ order, int n, int page_bytes, int slot_bytes,
+                                    int stages, unsigned* sink) {
+  extern __shared__ __align__(1024) uint8_t smem[];  // slots, then the slots' mbarriers (no static shared memory:
+                                                    // the 128-byte swizzle wants 1024-byte aligned boxes)
+  uint64_t* bars = reinterpret_cast<uint64_t*>(smem + stages * slot_bytes);
+  const int lo = static_cast<int>(int64_t(blockIdx.x) * n / gridDim.x);
+  const int hi = static_cast<int>(int64_t(blockIdx.x + 1) * n / gridDim.x);
+  using namespace mla::sm90::decode;
+  const uint32_t s0 = smem_u32(smem);
+  unsigned acc = 0;
+  if constexpr (kCopy == kCpAsync) {  // two slots, as the 16-row kernel (stages ignored)
+    auto issue = [&](int i) {
+      const uint8_t* src = base + int64_t(order[i]) * page_bytes;
+      const uint32_t dst = s0 + ((i - lo) & 1) * slot_bytes;
+      for (int c = threadIdx.x; c < page_bytes / 16; c += blockDim.x) cp_async_16(dst + 16 * c, src + 16 * c, 16);
+    };
+    if (lo < hi) issue(lo);
+    cp_async_commit();
+    for (int i = lo; i < hi; ++i) {
+      __syncthreads();  // every thread is done with the slot page i + 1 goes into (page i - 1's)
+      if (i + 1 < hi) issue(i + 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+      __syncthreads();  // page i landed, for every thread
+      acc += smem[((i - lo) & 1) * slot_bytes + threadIdx.x];
+    }
+  } else {
+    if (threadIdx.x != 0) return;
+    const int boxes = (page_bytes / 64 + 127) / 128;
+    for (int s = 0; s < stages; ++s) mbar_init(smem_u32(&bars[s]), 1);
+    mbar_init_fence();
+    auto issue = [&](int i) {
+      const uint32_t bar = smem_u32(&bars[(i - lo) % stages]);
+      const uint32_t dst = s0 + ((i - lo) % stages) * slot_bytes;
+      if constexpr (kCopy == kBulk) {
+        mbar_expect_tx(bar, static_cast<uint32_t>(page_bytes));
+        bulk_load(dst, base + int64_t(order[i]) * page_bytes, static_cast<uint32_t>(page_bytes), bar);
+      } else {
+        mbar_expect_tx(bar, static_cast<uint32_t>(boxes * kBoxBytes));  // out-of-row bytes arrive as zeros
+        for (int x = 0; x < boxes; ++x) tma_load_2d(dst + x * kBoxBytes, &map, bar, 128 * x, order[i] * 64);
+      }
+    };
+    for (int i = lo; i < hi && i < lo + stages; ++i) issue(i);
+    for (int i = lo; i < hi; ++i) {
+      const int k = i - lo;
+      mbar_wait(smem_u32(&bars[k % stages]), (k / stages) & 1);
+      acc += smem[(k % stages) * slot_bytes];  // a read of the landed page, so the copy is not dead
+      if (i + stages < hi) issue(i + stages);
+    }
+  }
+  if (acc == 0x7fffffffu) *sink = acc;  // never in practice; keeps acc live
+}
+
+__global__ void read_flush_kernel(const uint4* __restrict__ p, size_t n, unsigned* sink) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    acc ^= p[i].x ^ p[i].w;
+  if (acc == 0x7fffffffu) *sink = acc;
+}
+
+struct Options {
+  int page_bytes = 36864;
+  std::vector<int64_t> pages = {32 * 8, 32 * 64, 32 * 128, 128 * 8, 128 * 64, 128 * 128};  // rows 4-9's pages
+  int ctas = 132, stages = 5, reps = 50;
+  int copy = kBulk;
+  int promotion = 128;  // box: the cache map's L2 promotion in bytes
+};
+
+// Shared-memory bytes of one slot: the page, or its boxes (a token row padded to whole 128-byte boxes).
+int slot_bytes(const Options& o) {
+  return o.copy == kBox ? (o.page_bytes / 64 + 127) / 128 * kBoxBytes : o.page_bytes;
+}
+int slots(const Options& o) { return o.copy == kCpAsync ? 2 : o.stages; }
+
+Status parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    auto num = [&](int lo, int hi, int* out) -> Status {
+      const std::vector<int64_t> v = mla::bench::parse_int_list(argv[++i]);
+      if (v.size() != 1 || v[0] < lo || v[0] > hi)
+        return Status::invalid("bench stream", a + " wants an integer in " + std::to_string(lo) + ".." +
+                                                   std::to_string(hi) + "; got '" + argv[i] + "'");
+      *out = static_cast<int>(v[0]);
+      return Status::ok();
+    };
+    if (a == "--page-bytes" && has) {
+      MLA_TRY(num(16, 98304, &o->page_bytes));
+      if (o->page_bytes % 16 != 0) return Status::invalid("bench stream", "--page-bytes must be a multiple of 16");
+    } else if (a == "--pages" && has) {
+      o->pages = mla::bench::parse_int_list(argv[++i]);
+      for (int64_t p : o->pages)
+        if (p < 1 || p > (int64_t(1) << 24))
+          return Status::invalid("bench stream", "--pages wants counts in 1..16777216; got '" + std::string(argv[i]) + "'");
+    } else if (a == "--ctas" && has) {
+      MLA_TRY(num(1, 1024, &o->ctas));
+    } else if (a == "--stages" && has) {
+      MLA_TRY(num(1, kMaxStages, &o->stages));
+    } else if (a == "--reps" && has) {
+      MLA_TRY(num(1, 100000, &o->reps));
+    } else if (a == "--copy" && has) {
+      const std::string v = argv[++i];
+      if (v == "bulk") o->copy = kBulk;
+      else if (v == "box") o->copy = kBox;
+      else if (v == "cpasync") o->copy = kCpAsync;
+      else return Status::invalid("bench stream", "--copy wants bulk, box or cpasync; got '" + v + "'");
+    } else if (a == "--promotion" && has) {
+      MLA_TRY(num(128, 256, &o->promotion));
+      if (o->promotion != 128 && o->promotion != 256)
+        return Status::invalid("bench stream", "--promotion wants 128 or 256");
+    } else {
+      return Status::invalid("bench stream", "usage: [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] "
+                                             "[--reps R] [--copy bulk|box|cpasync] [--promotion 128|256]; got '" + a +
+                                             "'");
+    }
+  }
+  if (o->page_bytes % 64 != 0) return Status::invalid("bench stream", "--page-bytes must hold 64 whole tokens");
+  if (size_t(slots(*o)) * slot_bytes(*o) > 200 * 1024)
+    return Status::invalid("bench stream", "the stages (" + std::to_string(slots(*o)) + " x " +
+                                               std::to_string(slot_bytes(*o)) + " bytes) must fit 200 KB of shared memory");
+  return Status::ok();
+}
+
+Status run(const Options& o) {
+  cudaStream_t s;
+  MLA_CUDA_TRY("bench stream", cudaStreamCreate(&s));
+  const int64_t max_pages = *std::max_element(o.pages.begin(), o.pages.end());
+  uint8_t *data = nullptr, *flush = nullptr;
+  int32_t* order = nullptr;
+  unsigned* sink = nullptr;
+  auto cleanup = [&] {
+    cudaFree(data);
+    cudaFree(flush);
+    cudaFree(order);
+    cudaFree(sink);
+    cudaStreamDestroy(s);
+  };
+  auto body = [&]() -> Status {
+    MLA_CUDA_TRY("bench stream", cudaMalloc(&data, size_t(max_pages) * o.page_bytes));
+    MLA_CUDA_TRY("bench stream", cudaMalloc(&flush, kFlushBytes));
+    MLA_CUDA_TRY("bench stream", cudaMalloc(&order, size_t(max_pages) * 4));
+    MLA_CUDA_TRY("bench stream", cudaMalloc(&sink, 4));
+    MLA_CUDA_TRY("bench stream", cudaMemset(data, 0x3c, size_t(max_pages) * o.page_bytes));
+    MLA_CUDA_TRY("bench stream", cudaMemset(flush, 1, kFlushBytes));
+    const int smem = slots(o) * slot_bytes(o) + 8 * kMaxStages;
+    const int threads = o.copy == kCpAsync ? 256 : 32;
+    auto kernel = o.copy == kBulk ? stream_pages_kernel<kBulk> : o.copy == kBox ? stream_pages_kernel<kBox>
+                                                                                  : stream_pages_kernel<kCpAsync>;
+    MLA_CUDA_TRY("bench stream", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CUtensorMap map{};
+    if (o.copy == kBox) {  // the cache as [pages * 64 tokens, token bytes] bytes, 64 x 128-byte boxes
+      auto fn = mla::sm90::tensor_map_encode_fn();
+      if (fn == nullptr) return Status::cuda("bench stream", "cuTensorMapEncodeTiled is not available");
+      const cuuint64_t dims[2] = {static_cast<cuuint64_t>(o.page_bytes / 64), static_cast<cuuint64_t>(max_pages * 64)};
+      const cuuint64_t strides[1] = {static_cast<cuuint64_t>(o.page_bytes / 64)};
+      const cuuint32_t box[2] = {128, 64}, elem_strides[2] = {1, 1};
+      const CUresult r = fn(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, data, dims, strides, box, elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            o.promotion == 256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (r != CUDA_SUCCESS) return Status::cuda("bench stream", "cuTensorMapEncodeTiled failed: " + std::to_string(int(r)));
+    }
+    static const char* kCopyName[] = {"1D bulk copies", "2D TMA boxes 64 x 128 B", "cp.async 16 B x 256 threads"};
+    std::printf("# bench_stream: %d-byte pages in random order, %s%s, %d CTAs x %d slots, no math; reps %d "
+                "(median), one graph per call\n", o.page_bytes, kCopyName[o.copy],
+                o.copy == kBox ? (o.promotion == 256 ? " (L2 promotion 256 B)" : " (L2 promotion 128 B)") : "",
+                o.ctas, slots(o), o.reps);
+    std::printf("| pages | MB | memset flush µs | TB/s | read flush µs | TB/s | memset - read µs |\n|---|---|---|---|---|---|---|\n");
+    for (int64_t n : o.pages) {
+      std::vector<int32_t> perm(n);
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), std::mt19937_64(42 + n));
+      MLA_CUDA_TRY("bench stream", cudaMemcpy(order, perm.data(), n * 4, cudaMemcpyHostToDevice));
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      MLA_CUDA_TRY("bench stream", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      kernel<<<o.ctas, threads, smem, s>>>(map, data, order, static_cast<int>(n), o.page_bytes, slot_bytes(o), slots(o),
+                                           sink);
+      MLA_CUDA_TRY("bench stream", cudaStreamEndCapture(s, &graph));
+      MLA_CUDA_TRY("bench stream", cudaGraphInstantiate(&exec, graph, 0));
+      cudaGraphDestroy(graph);
+      double us[2];
+      for (int mode = 0; mode < 2; ++mode) {
+        cudaEvent_t e0, e1;
+        MLA_CUDA_TRY("bench stream", cudaEventCreate(&e0));
+        MLA_CUDA_TRY("bench stream", cudaEventCreate(&e1));
+        std::vector<float> ms;
+        for (int i = 0; i < o.reps + 3; ++i) {
+          if (mode == 0) {
+            MLA_CUDA_TRY("bench stream", cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
+          } else {
+            read_flush_kernel<<<1056, 512, 0, s>>>(reinterpret_cast<const uint4*>(flush), kFlushBytes / 16, sink);
+          }
+          MLA_CUDA_TRY("bench stream", cudaEventRecord(e0, s));
+          MLA_CUDA_TRY("bench stream", cudaGraphLaunch(exec, s));
+          MLA_CUDA_TRY("bench stream", cudaEventRecord(e1, s));
+          MLA_CUDA_TRY("bench stream", cudaEventSynchronize(e1));
+          float t = 0;
+          MLA_CUDA_TRY("bench stream", cudaEventElapsedTime(&t, e0, e1));
+          if (i >= 3) ms.push_back(t);
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        std::sort(ms.begin(), ms.end());
+        us[mode] = 1e3 * ms[ms.size() / 2];
+      }
+      cudaGraphExecDestroy(exec);
+      const double mb = double(n) * o.page_bytes * 1e-6;
+      std::printf("| %lld | %.1f | %.1f | %.2f | %.1f | %.2f | %+.1f |\n", static_cast<long long>(n), mb, us[0],
+                  mb / us[0], us[1], mb / us[1], us[0] - us[1]);
+      std::fflush(stdout);
+    }
+    return Status::ok();
+  };
+  const Status st = body();
+  cleanup();
+  return st;
+}
+
+}  // namespace
+
+int stream_bench_main(int argc, char** argv) {
+  Options o;
+  const Status parsed = parse(argc, argv, &o);
+  const Status st = parsed.is_ok() ? run(o) : parsed;
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "%s\n", st.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}
