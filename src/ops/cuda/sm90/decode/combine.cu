@@ -11,6 +11,7 @@
 // pairs of logical columns permuted): every reader loads float2 / float4 of that order and writes each pair to
 // its logical column (partial_pair_col); the merge itself is per column and does not care.
 #include <cstdint>
+#include <type_traits>
 
 #include "mla/core/cuda_check.h"
 #include "mla/core/mla_shapes.h"
@@ -508,14 +509,20 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream, bool par
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  if (items <= kCombineCtas) {
-    MLA_CUDA_TRY("mla_decode (combine)",
-                 partials_bf16 ? cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits, __nv_bfloat16>, p, chunks)
-                               : cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits, float>, p, chunks));
+  const bool direct = items <= kCombineCtas;
+  if (partials_bf16) {
+    // Only the fp8 64-row kernel writes bf16 partials, and fp8's output is bf16: no fp16-output instantiation.
+    if constexpr (std::is_same_v<Traits, Bf16Traits>) {
+      MLA_CUDA_TRY("mla_decode (combine)",
+                   direct ? cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits, __nv_bfloat16>, p, chunks)
+                          : cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits, __nv_bfloat16>, p, chunks));
+    } else {
+      return Status::internal("mla_decode (combine)", "bf16 split partials are merged into bf16 output only");
+    }
   } else {
     MLA_CUDA_TRY("mla_decode (combine)",
-                 partials_bf16 ? cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits, __nv_bfloat16>, p, chunks)
-                               : cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits, float>, p, chunks));
+                 direct ? cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits, float>, p, chunks)
+                        : cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits, float>, p, chunks));
   }
   MLA_CUDA_TRY_LAUNCH("mla_decode (combine)");
   return Status::ok();

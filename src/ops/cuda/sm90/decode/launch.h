@@ -31,7 +31,8 @@ Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_ro
 Status encode_tensor_maps_fp8ds(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
 
 // Merges split partials for sequences with >= 2 splits and writes zeros / -inf for those with none.
-// partials_bf16: the decode kernel wrote bf16 partial values (the fp8 64-row kernel), else fp32.
+// partials_bf16: the decode kernel wrote bf16 partial values (the fp8 64-row kernel; Bf16Traits only, an error for
+// Fp16Traits), else fp32.
 template <class Traits>
 Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream, bool partials_bf16 = false);
 
