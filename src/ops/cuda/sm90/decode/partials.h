@@ -2,8 +2,8 @@
 // The split partials' column order: private to the decode kernels that write o_accum and the combine that
 // reads it (every format's kernels share one combine, so every writer uses this one permutation).
 //
-// o_accum is [max_splits, rows, 512] fp32 (bf16 from the fp8 64-row kernel: the same element offsets, combine.cu's
-// PartialLoad), and within each group of 16 columns the 16 values follow the
+// o_accum is [max_splits, rows, 512] fp32 (bf16 from the fp8 64-row kernel: the same element offsets, PartialValue
+// below), and within each group of 16 columns the 16 values follow the
 // 16x8 accumulator fragment of mma / wgmma instead of the column order: float4 number s (s = 0..3) of a
 // group holds logical columns {2s, 2s + 1, 8 + 2s, 9 + 2s}, the pair that quad lane s holds of the group's
 // even 8-column tile followed by the pair it holds of the odd one. So a 64-row epilogue thread writes both
