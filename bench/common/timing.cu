@@ -1,5 +1,7 @@
 #include "common/timing.h"
 
+#include <algorithm>
+
 #include "mla/core/cuda_check.h"
 
 namespace mla::bench {
@@ -24,11 +26,11 @@ Status L2Flusher::flush(cudaStream_t s) const {
   return Status::ok();
 }
 
-Status L2Flusher::init() {
+Status L2Flusher::init(size_t min_bytes) {
   int dev = 0, l2 = 0;
   MLA_CUDA_TRY("bench", cudaGetDevice(&dev));
   MLA_CUDA_TRY("bench", cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-  bytes_ = 2 * static_cast<size_t>(l2 > 0 ? l2 : (64 << 20));
+  bytes_ = std::max(2 * static_cast<size_t>(l2 > 0 ? l2 : (64 << 20)), min_bytes);
   MLA_CUDA_TRY("bench", cudaMalloc(&buf_, bytes_ + 16));
   MLA_CUDA_TRY("bench", cudaMemset(buf_, 0, bytes_ + 16));
   return Status::ok();
@@ -68,6 +70,29 @@ Status time_median_ms(const std::function<Status()>& run, const L2Flusher& l2, c
   if (t.empty()) return Status::invalid("bench", "no timed reps");
   std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
   *ms = t[t.size() / 2];
+  return Status::ok();
+}
+
+Status time_graph_median_us(cudaGraphExec_t exec, cudaStream_t s, const std::function<Status(int)>& flush, int reps,
+                            double* median_us) {
+  constexpr int kWarmup = 3;
+  EventPair ev;
+  MLA_CUDA_TRY("bench", cudaEventCreate(&ev.start));
+  MLA_CUDA_TRY("bench", cudaEventCreate(&ev.stop));
+  std::vector<float> ms;
+  for (int i = 0; i < reps + kWarmup; ++i) {
+    MLA_TRY(flush(i));
+    MLA_CUDA_TRY("bench (timing)", cudaEventRecord(ev.start, s));
+    MLA_CUDA_TRY("bench (timing)", cudaGraphLaunch(exec, s));
+    MLA_CUDA_TRY("bench (timing)", cudaEventRecord(ev.stop, s));
+    MLA_CUDA_TRY("bench (timing)", cudaEventSynchronize(ev.stop));
+    float t = 0;
+    MLA_CUDA_TRY("bench (timing)", cudaEventElapsedTime(&t, ev.start, ev.stop));
+    if (i >= kWarmup) ms.push_back(t);
+  }
+  if (ms.empty()) return Status::invalid("bench", "no timed reps");
+  std::sort(ms.begin(), ms.end());
+  *median_us = 1e3 * ms[ms.size() / 2];
   return Status::ok();
 }
 

@@ -20,7 +20,7 @@ struct TimingOptions {
 
 class L2Flusher {
  public:
-  Status init();  // allocates 2 x the device's L2 size
+  Status init(size_t min_bytes = 0);  // allocates 2 x the device's L2 size, or min_bytes if larger
   ~L2Flusher();
   Status flush(cudaStream_t s) const;
 
@@ -31,5 +31,15 @@ class L2Flusher {
 
 // Median milliseconds of `run` over opts.reps timed launches. `run` returns a Status (the op's launcher).
 Status time_median_ms(const std::function<Status()>& run, const L2Flusher& l2, const TimingOptions& opts, float* ms);
+
+// The decode anchors' flush (ANCHORS.md "How the anchor was timed"): a 256 MB memset between calls. It leaves L2 full
+// of dirty lines, which the timed call's first reads write back (bench_stream measures that share).
+constexpr size_t kMemsetFlushBytes = size_t(256) << 20;
+
+// Median µs of `reps` launches of the CUDA graph `exec` on `s` after 3 warm-up launches, each preceded by
+// flush(launch index) outside the events: the timing of bench_decode's rows (flush = the anchors' memset) and of
+// bench_stream.
+Status time_graph_median_us(cudaGraphExec_t exec, cudaStream_t s, const std::function<Status(int)>& flush, int reps,
+                            double* median_us);
 
 }  // namespace mla::bench

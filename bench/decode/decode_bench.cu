@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "common/args.h"
+#include "common/timing.h"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/decode_timeline.h"
 #include "mla/ops/mla_decode.h"
@@ -72,7 +73,7 @@ constexpr Row kRows[] = {
 static_assert(sizeof(kAnchorFp8Us) / sizeof(kAnchorFp8Us[0]) == sizeof(kRows) / sizeof(kRows[0]), "one fp8 anchor per row");
 static_assert(sizeof(kAnchorFp8DsUs) == sizeof(kAnchorFp8Us), "one fp8_ds anchor per row");
 
-constexpr size_t kFlushBytes = 256u << 20;
+constexpr size_t kFlushBytes = mla::bench::kMemsetFlushBytes;
 
 // N(0, 1) draw number i from a counter hash (Box-Muller), so gigabytes of cache fill in milliseconds.
 __device__ float normal_at(size_t i, uint32_t seed) {
@@ -226,30 +227,13 @@ struct Timing {
   double ab_us[4];  // --hints ab: on, off, on, off
 };
 
-// Median µs of `reps` launches of `exec` after 3 warm-up calls, each preceded by an L2 flush (a 256 MB memset) and
-// bracketed by events on `s`: the timing every bench row and the empty-kernel floor share.
+// Median µs of `reps` launches of `exec` after 3 warm-up calls, each preceded by the anchors' L2 flush (a 256 MB
+// memset) and bracketed by events on `s`: the timing every bench row and the empty-kernel floor share.
 Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int reps, double* median_us) {
-  cudaEvent_t e0, e1;
-  MLA_CUDA_TRY("bench decode", cudaEventCreate(&e0));
-  MLA_CUDA_TRY("bench decode", cudaEventCreate(&e1));
-  std::vector<float> ms;
-  cudaError_t err = cudaSuccess;
-  for (int i = 0; i < reps + 3 && err == cudaSuccess; ++i) {
-    float t_ms = 0;
-    err = cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s);
-    if (err == cudaSuccess) err = cudaEventRecord(e0, s);
-    if (err == cudaSuccess) err = cudaGraphLaunch(exec, s);
-    if (err == cudaSuccess) err = cudaEventRecord(e1, s);
-    if (err == cudaSuccess) err = cudaEventSynchronize(e1);
-    if (err == cudaSuccess) err = cudaEventElapsedTime(&t_ms, e0, e1);
-    if (i >= 3) ms.push_back(t_ms);  // first calls: warm-up
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  MLA_CUDA_TRY("bench decode (timing)", err);
-  std::sort(ms.begin(), ms.end());
-  *median_us = 1e3 * ms[ms.size() / 2];
-  return Status::ok();
+  auto memset_flush = [&](int i) {
+    return mla::cuda_status(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s), "bench decode", "flush memset");
+  };
+  return mla::bench::time_graph_median_us(exec, s, memset_flush, reps, median_us);
 }
 
 double median_of(std::vector<double> v) {

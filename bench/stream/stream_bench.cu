@@ -10,7 +10,7 @@
 // Two flushes:
 //   memset -- bench_decode's and the anchors' (ANCHORS.md "How the anchor was timed": a 256 MB memset between
 //             calls): the flush leaves L2 full of dirty lines, which the timed kernel's reads write back to HBM;
-//   read   -- a kernel reading 256 MB (L2 left full of clean lines): the stream's own traffic only.
+//   read   -- bench/common's L2Flusher reading 256 MB (L2 left full of clean lines): the stream's own traffic only.
 // The difference is what the anchor methodology bills every memory-bound call for the flush's dirty lines, and
 // the memset column is a lower bound for any kernel that must read those bytes under it.
 //
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/args.h"
+#include "common/timing.h"
 #include "mla/core/cuda_check.h"
 #include "mla/core/status.h"
 #include "ops/cuda/sm90/decode/ptx.h"
@@ -40,7 +41,6 @@ namespace {
 
 using mla::Status;
 
-constexpr size_t kFlushBytes = size_t(256) << 20;  // bench_decode's flush size
 constexpr int kMaxStages = 8;
 
 enum Copy { kBulk = 0, kBox = 1, kCpAsync = 2 };
@@ -102,13 +102,6 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
     }
   }
   if (acc == 0x7fffffffu) *sink = acc;  // never in practice; keeps acc live
-}
-
-__global__ void read_flush_kernel(const uint4* __restrict__ p, size_t n, unsigned* sink) {
-  unsigned acc = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    acc ^= p[i].x ^ p[i].w;
-  if (acc == 0x7fffffffu) *sink = acc;
 }
 
 struct Options {
@@ -181,6 +174,7 @@ Status run(const Options& o) {
   uint8_t *data = nullptr, *flush = nullptr;
   int32_t* order = nullptr;
   unsigned* sink = nullptr;
+  mla::bench::L2Flusher read_flush;
   auto cleanup = [&] {
     cudaFree(data);
     cudaFree(flush);
@@ -190,11 +184,11 @@ Status run(const Options& o) {
   };
   auto body = [&]() -> Status {
     MLA_CUDA_TRY("bench stream", cudaMalloc(&data, size_t(max_pages) * o.page_bytes));
-    MLA_CUDA_TRY("bench stream", cudaMalloc(&flush, kFlushBytes));
+    MLA_CUDA_TRY("bench stream", cudaMalloc(&flush, mla::bench::kMemsetFlushBytes));
     MLA_CUDA_TRY("bench stream", cudaMalloc(&order, size_t(max_pages) * 4));
     MLA_CUDA_TRY("bench stream", cudaMalloc(&sink, 4));
     MLA_CUDA_TRY("bench stream", cudaMemset(data, 0x3c, size_t(max_pages) * o.page_bytes));
-    MLA_CUDA_TRY("bench stream", cudaMemset(flush, 1, kFlushBytes));
+    MLA_TRY(read_flush.init(mla::bench::kMemsetFlushBytes));
     const int smem = slots(o) * slot_bytes(o) + 8 * kMaxStages;
     const int threads = o.copy == kCpAsync ? 256 : 32;
     auto kernel = o.copy == kBulk ? stream_pages_kernel<kBulk> : o.copy == kBox ? stream_pages_kernel<kBox>
@@ -232,31 +226,15 @@ Status run(const Options& o) {
       MLA_CUDA_TRY("bench stream", cudaStreamEndCapture(s, &graph));
       MLA_CUDA_TRY("bench stream", cudaGraphInstantiate(&exec, graph, 0));
       cudaGraphDestroy(graph);
+      // Flush 0: the anchors' memset (bench_decode's timing); 1: a read of as many bytes, L2 left clean.
+      auto memset_flush = [&](int i) {
+        return mla::cuda_status(cudaMemsetAsync(flush, i & 0xFF, mla::bench::kMemsetFlushBytes, s), "bench stream",
+                                "flush memset");
+      };
+      auto clean_flush = [&](int) { return read_flush.flush(s); };
       double us[2];
-      for (int mode = 0; mode < 2; ++mode) {
-        cudaEvent_t e0, e1;
-        MLA_CUDA_TRY("bench stream", cudaEventCreate(&e0));
-        MLA_CUDA_TRY("bench stream", cudaEventCreate(&e1));
-        std::vector<float> ms;
-        for (int i = 0; i < o.reps + 3; ++i) {
-          if (mode == 0) {
-            MLA_CUDA_TRY("bench stream", cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s));
-          } else {
-            read_flush_kernel<<<1056, 512, 0, s>>>(reinterpret_cast<const uint4*>(flush), kFlushBytes / 16, sink);
-          }
-          MLA_CUDA_TRY("bench stream", cudaEventRecord(e0, s));
-          MLA_CUDA_TRY("bench stream", cudaGraphLaunch(exec, s));
-          MLA_CUDA_TRY("bench stream", cudaEventRecord(e1, s));
-          MLA_CUDA_TRY("bench stream", cudaEventSynchronize(e1));
-          float t = 0;
-          MLA_CUDA_TRY("bench stream", cudaEventElapsedTime(&t, e0, e1));
-          if (i >= 3) ms.push_back(t);
-        }
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-        std::sort(ms.begin(), ms.end());
-        us[mode] = 1e3 * ms[ms.size() / 2];
-      }
+      MLA_TRY(mla::bench::time_graph_median_us(exec, s, memset_flush, o.reps, &us[0]));
+      MLA_TRY(mla::bench::time_graph_median_us(exec, s, clean_flush, o.reps, &us[1]));
       cudaGraphExecDestroy(exec);
       const double mb = double(n) * o.page_bytes * 1e-6;
       std::printf("| %lld | %.1f | %.1f | %.2f | %.1f | %.2f | %+.1f |\n", static_cast<long long>(n), mb, us[0],
