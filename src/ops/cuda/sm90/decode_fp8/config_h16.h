@@ -17,9 +17,14 @@ constexpr int kRows = 16;  // query rows per tile: the N of both products
 // the kernel takes 194 registers without spills (NOTES_fp8.md runs H4-H5).
 constexpr int kScorerWarps = 4, kAccWarps = 4;
 constexpr int kThreads = 32 * (kScorerWarps + kAccWarps);
-// Pages in the ring: two are being computed (scorer on j + 1, accumulator on j), the rest in flight. Each stage is
-// five 64 x 128-byte swizzled slabs (config.h slab layout, 40 KB; the fifth half zero-filled by TMA).
-constexpr int kStages = 5;
+// Pages in the ring: two are being computed (scorer on j + 1, accumulator on j), the rest (two) in flight. Each stage
+// is five 64 x 128-byte swizzled slabs (config.h slab layout, 40 KB; the fifth half zero-filled by TMA). Four, not
+// five: with every CTA streaming at once, a deeper ring does not add bandwidth but lets the CTAs that run ahead keep
+// more of the HBM queue, so the last CTA ends later (bench_stream --math-ns 500: 3 / 4 / 5 slots 151.4 / 155.2 / 157.0
+// us for h16 b128 s8192's bytes, CTA ends max - median 5.9 / 7.4 / 12.5 us). Measured here (session 13, one call, 3
+// passes): 4 stages -1.1..-2.4 us on the b32 s4096 / s8192 and b128 rows (b128 s8192 160.3 -> 158.1), b1 -0.1..-0.3,
+// b32 s512 +0.1; 3 stages gain more on b32 (-2.2 / -3.0) but only -0.7 at b128 s8192 (bench/decode/NOTES_fp8.md).
+constexpr int kStages = 4;
 // Q tiles: one per sequence the part visits, loaded by the scorer's thread 0 one sequence ahead (sequence n + 2
 // into n's slot once every scorer warp is past n's last S), completing on the slot's q_full barrier. Loading them
 // apart from the pages keeps the page producer (in the accumulator) from waiting on the scorer's progress.
