@@ -26,9 +26,13 @@ constexpr int kTiles = Fp8DsLayout::kNumTiles;  // 4 scale tiles of 128 latent v
 // one scheduler and ptxas capped them at 168 registers with 20-24 B of spill (run F4: -1.5 % without it).
 constexpr int kScorerWarps = 4, kAccWarps = 4;
 constexpr int kThreads = 32 * (kScorerWarps + kAccWarps);
-// Raw pages in the ring: the scorer works on page j + 1 while the accumulator converts page j, so 2 of the 4 are
-// in flight (84 KB; a fifth stage does not fit next to Q' and P').
-constexpr int kStages = 4;
+// Raw pages in the ring: the scorer works on page j + 1 while the accumulator converts page j, so one of the 3 is in
+// flight. Three, not four: with every CTA streaming at once, deeper rings let the CTAs that run ahead hold more of
+// the HBM queue and the last CTA ends later (as the fp8 16-row kernel's ring, decode_fp8/config_h16.h). Session 13,
+// two calls of 3 passes each against 4 stages: h16 b32 s512 / s4096 / s8192 -0.2..-0.3 / -0.2..-0.3 / -0.4..-0.6 us,
+// b128 s512 / s4096 / s8192 -0.4..-0.5 / -0.8..-0.9 / -0.5..-1.3; b1 s512 within 0.1, s4096 0..+0.2, s8192 +0.5..+0.6
+// (14.4 -> 15.0: a lone sequence's 1-page pieces want the depth; still under bf16's 15.7).
+constexpr int kStages = 3;
 // Q' (the scorer's B operand): 16 rows x 128-byte rows, 128B swizzle, one 2 KB slab per 64 dims: slabs 0-7 the
 // latent as f16 of q * 2^k_row, slab 8 the RoPE as bf16; dims permuted inside each slab (kernel_ws16.cuh).
 // (With S on e4m3 tensor cores and q split into two e4m3 parts the same 18 KB would hold them; run F5: 1 % faster,
