@@ -5,7 +5,8 @@
 // over --reps calls. Rows print in DESIGN.md §6 column order.
 //
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
-//                [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] [--shape H,B,S ...]   (mlaserve bench decode ...)
+//                [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] [--shape H,B,S ...] [--prewarm none|same|other|FORMAT]
+//                (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
 // data and graph, interleaved on / off / on / off, printed as two extra columns per variant.
@@ -20,6 +21,11 @@
 // All three are experiments: the engine uses the defaults. --shape H_Q,BATCH,SEQLEN (repeatable): time these shapes
 // instead of the grid's rows (no anchor: plan experiments off the grid, e.g. h_q 64 or small batches); with --rows
 // it is an error (the rows would be ignored). Every parse error repeats the value it rejects.
+// --prewarm (experiment): what warm kernel code is worth. After each flush, outside the events, one call of the same
+// shape on a few pages of its own, in this format (same: the kernels' code in L2 and the SMs' instruction caches),
+// another (other: bf16 <-> fp16, fp8 / fp8_ds -> bf16: neither, and the timed kernels' code evicted from the
+// instruction caches), or a named one (fp8_ds before bf16 warms only the shared combine kernel). Session 13: at
+// h_q 128 batch 1 a cold instruction cache costs 2-5 us per call, L2-cold code (the anchors' timing) 0.2-0.5 us.
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 // fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
@@ -137,6 +143,12 @@ struct Options {
   int price = -1;  // -1: the geometry's split_price
   mla::DecodePlanTuning tune{};
   std::vector<Row> shapes;  // --shape: off-grid rows (anchor 0), run instead of kRows
+  // --prewarm (experiment): after each flush, outside the events, one call of the same shape whose every sequence
+  // reads the same few pages (its own small cache, q, out and workspace), in this format (same) or another one
+  // (other: bf16 <-> fp16, fp8 -> bf16, fp8_ds -> bf16; or a format named). Same vs other isolates what warm
+  // kernel code is worth; fp8_ds before bf16 warms the combine kernel (bf16 out, fp32 partials) but not the decode.
+  enum Prewarm { kNone, kSame, kOther, kFormat } prewarm = kNone;
+  mla::KvFormat prewarm_format = mla::KvFormat::kBf16;
 };
 
 // An option's integer value in [lo, hi], or an error naming the option and the range.
@@ -195,6 +207,13 @@ Status parse(int argc, char** argv, Options* o) {
                                                "of 64 in 64..131072); got '" + v + "'");
       shape_args += (shape_args.empty() ? "'" : " '") + v + "'";
       o->shapes.push_back({static_cast<int>(t[0]), static_cast<int>(t[1]), static_cast<int>(t[2]), 0.0});
+    } else if (a == "--prewarm" && has_val) {
+      const std::string v = argv[++i];
+      if (v == "none") o->prewarm = Options::kNone;
+      else if (v == "same") o->prewarm = Options::kSame;
+      else if (v == "other") o->prewarm = Options::kOther;
+      else if (mla::parse_kv_format(v, &o->prewarm_format).is_ok()) o->prewarm = Options::kFormat;
+      else return Status::invalid("bench decode", "--prewarm wants none, same, other or a format; got '" + v + "'");
     } else if (a == "--hints" && has_val) {
       const std::string v = argv[++i];
       if (v == "on") o->hints = Options::kOn;
@@ -205,7 +224,7 @@ Status parse(int argc, char** argv, Options* o) {
       return Status::invalid("bench decode",
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
                              "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] "
-                             "[--shape H,B,S]; got '" + a + "'");
+                             "[--shape H,B,S] [--prewarm none|same|other|FORMAT]; got '" + a + "'");
     }
   }
   // --shape replaces the grid, so --rows would select nothing it runs: refuse rather than ignore it.
@@ -229,9 +248,12 @@ struct Timing {
 
 // Median µs of `reps` launches of `exec` after 3 warm-up calls, each preceded by the anchors' L2 flush (a 256 MB
 // memset) and bracketed by events on `s`: the timing every bench row and the empty-kernel floor share.
-Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int reps, double* median_us) {
+Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int reps, double* median_us,
+                         cudaGraphExec_t warm = nullptr) {
   auto memset_flush = [&](int i) {
-    return mla::cuda_status(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s), "bench decode", "flush memset");
+    MLA_TRY(mla::cuda_status(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s), "bench decode", "flush memset"));
+    if (warm) MLA_CUDA_TRY("bench decode", cudaGraphLaunch(warm, s));
+    return Status::ok();
   };
   return mla::bench::time_graph_median_us(exec, s, memset_flush, reps, median_us);
 }
@@ -449,8 +471,9 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   p.softmax_scale = 0.0721687836f;
   const mla::DecodePlanView plan{parts.p, off.p, g.num_parts};
 
+  cudaGraphExec_t warm_exec = nullptr;
   auto time_graph = [&](cudaGraphExec_t exec, double* median_us) {
-    return time_graph_median(exec, s, flush, o.reps, median_us);
+    return time_graph_median(exec, s, flush, o.reps, median_us, warm_exec);
   };
   auto capture = [&](auto&& body, cudaGraphExec_t* exec) -> Status {
     cudaGraph_t graph;
@@ -493,6 +516,51 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   cudaGraphExec_t decode_exec, plan_exec;
   MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, &decode_exec));
   MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune); }, &plan_exec));
+  // --prewarm: the warm call's own buffers (its pages are pages_per_seq pages shared by every sequence).
+  DevMem<uint16_t> wq, wcache, wout;
+  DevMem<int32_t> wbt, wparts, woff;
+  DevMem<float> wlse;
+  DevMem<uint8_t> wws;
+  if (o.prewarm != Options::kNone) {
+    const mla::KvFormat wf = o.prewarm == Options::kSame     ? o.format
+                             : o.prewarm == Options::kFormat ? o.prewarm_format
+                             : o.format == mla::KvFormat::kBf16 ? mla::KvFormat::kFp16 : mla::KvFormat::kBf16;
+    const int wkind = wf == mla::KvFormat::kFp8 ? 2 : wf == mla::KvFormat::kFp16 ? 1 : 0;
+    const size_t welems = size_t(pages_per_seq) * mla::kDecodePageSize * mla::kDimQK;
+    MLA_TRY(wq.alloc(size_t(r.batch) * r.h_q * mla::kDimQK));
+    MLA_TRY(wcache.alloc(welems));
+    MLA_TRY(wout.alloc(size_t(r.batch) * r.h_q * mla::kDimV));
+    MLA_TRY(wlse.alloc(size_t(r.batch) * r.h_q));
+    MLA_TRY(wbt.alloc(num_pages));
+    MLA_TRY(wparts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
+    MLA_TRY(woff.alloc(r.batch + 1));
+    MLA_TRY(wws.alloc(mla::decode_workspace_bytes(g)));
+    fill_normal<<<1024, 256, 0, s>>>(wq.p, size_t(r.batch) * r.h_q * mla::kDimQK, 0x4321u, wkind);
+    if (wf == mla::KvFormat::kFp8Ds) {
+      fill_fp8ds<<<1024, 256, 0, s>>>(reinterpret_cast<uint8_t*>(wcache.p), size_t(pages_per_seq) * mla::kDecodePageSize, 0x77u);
+    } else {
+      fill_normal<<<1024, 256, 0, s>>>(wcache.p, welems, 0x77u, wkind);
+    }
+    MLA_CUDA_TRY_LAUNCH("bench decode (prewarm)");
+    std::vector<int32_t> wtable(num_pages);
+    for (int i = 0; i < num_pages; ++i) wtable[i] = i % pages_per_seq;
+    MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(wbt.p, wtable.data(), wtable.size() * 4, cudaMemcpyHostToDevice, s));
+    mla::MlaDecodeParams wp = p;
+    wp.format = wf;
+    wp.q = mla::TensorView::contiguous(wq.p, mla::kv_query_dtype(wf), {r.batch, 1, r.h_q, mla::kDimQK});
+    wp.kv_cache = mla::TensorView::contiguous(wcache.p, mla::kv_cache_dtype(wf),
+                                              {pages_per_seq, mla::kDecodePageSize, mla::kv_token_elems(wf)});
+    wp.block_table = mla::TensorView::contiguous(wbt.p, mla::DType::kInt32, {r.batch, pages_per_seq});
+    wp.out = mla::TensorView::contiguous(wout.p, wf == mla::KvFormat::kFp16 ? mla::DType::kFp16 : mla::DType::kBf16,
+                                         {r.batch, 1, r.h_q, mla::kDimV});
+    wp.lse = mla::TensorView::contiguous(wlse.p, mla::DType::kFp32, {r.batch, r.h_q, 1});
+    const mla::DecodePlanView wplan{wparts.p, woff.p, g.num_parts};
+    MLA_TRY(mla::cuda::plan_decode(seqlens, wp.block_table, g, wplan, s, o.tune));
+    MLA_TRY(mla::cuda::mla_decode(wp, g, wplan, wws.p, mla::decode_workspace_bytes(g), s));
+    MLA_CUDA_TRY("bench decode (prewarm)", cudaStreamSynchronize(s));
+    MLA_TRY(capture([&] { return mla::cuda::mla_decode(wp, g, wplan, wws.p, mla::decode_workspace_bytes(g), s); },
+                    &warm_exec));
+  }
   MLA_TRY(time_graph(decode_exec, &t->decode_us));
   if (o.hints == Options::kAb) {
     // The decode graph reads the plan buffers when it runs: the same graph, with the hints cleared or rewritten.
@@ -501,7 +569,12 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
       MLA_TRY(time_graph(decode_exec, &t->ab_us[v]));
     }
   }
-  MLA_TRY(time_graph(plan_exec, &t->plan_us));
+  {
+    const cudaGraphExec_t w = warm_exec;  // the plan column keeps its usual timing
+    warm_exec = nullptr;
+    MLA_TRY(time_graph(plan_exec, &t->plan_us));
+    warm_exec = w;
+  }
   if (o.timeline) {
     MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune));
     if (o.hints == Options::kOff) MLA_TRY(clear_hints());
@@ -510,6 +583,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   }
   cudaGraphExecDestroy(decode_exec);
   cudaGraphExecDestroy(plan_exec);
+  if (warm_exec) cudaGraphExecDestroy(warm_exec);
   MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
   return Status::ok();
 }

@@ -12,11 +12,16 @@
 //             calls): the flush leaves L2 full of dirty lines, which the timed kernel's reads write back to HBM;
 //   read   -- bench/common's L2Flusher reading 256 MB (L2 left full of clean lines): the stream's own traffic only.
 // The difference is what the anchor methodology bills every memory-bound call for the flush's dirty lines, and
-// the memset column is a lower bound for any kernel that must read those bytes under it.
+// the memset column is a lower bound for any kernel that must read those bytes under it. The last column: the CTAs'
+// ends in one more call after the memset flush (min / median / max, us after the first CTA's start), the spread that
+// decides a call whose CTAs all stream at once.
+// --math-ns N (bulk / box): after a page lands, its slot is refilled only N ns later (a spin on the global timer),
+// as a decode step's math holds its stage: with it, deeper rings lose (session 13: 36 KB pages, 500 ns, 3 / 4 / 5
+// slots 151.4 / 155.2 / 157.0 us at 16384 pages), which set the 16-row kernels' ring depths.
 //
 //   bench_stream [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] [--reps R] [--copy bulk|box|cpasync]
-//                [--promotion 128|256]
-//                (defaults: 36864 = one fp8 page, the KV pages of rows 4-9, 132, 5, 50, bulk, 128)
+//                [--promotion 128|256] [--math-ns N]
+//                (defaults: 36864 = one fp8 page, the KV pages of rows 4-9, 132, 5, 50, bulk, 128, 0)
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
@@ -41,6 +46,12 @@ namespace {
 
 using mla::Status;
 
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
 constexpr int kMaxStages = 8;
 
 enum Copy { kBulk = 0, kBox = 1, kCpAsync = 2 };
@@ -52,7 +63,9 @@ constexpr int kBoxBytes = 64 * 128;  // one 2D box: 64 tokens x 128 bytes
 template <int kCopy>
 __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, const uint8_t* __restrict__ base,
                                     const int32_t* __restrict__ order, int n, int page_bytes, int slot_bytes,
-                                    int stages, unsigned* sink) {
+                                    int stages, int math_ns, unsigned* sink, unsigned long long* stamps) {
+  // stamps[2 c], [2 c + 1]: CTA c's start and end (globaltimer, ns), for the spread of the CTAs' ends.
+  if (threadIdx.x == 0) stamps[2 * blockIdx.x] = globaltimer_ns();
   extern __shared__ __align__(1024) uint8_t smem[];  // slots, then the slots' mbarriers (no static shared memory:
                                                     // the 128-byte swizzle wants 1024-byte aligned boxes)
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + stages * slot_bytes);
@@ -98,16 +111,24 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
       const int k = i - lo;
       mbar_wait(smem_u32(&bars[k % stages]), (k / stages) & 1);
       acc += smem[(k % stages) * slot_bytes];  // a read of the landed page, so the copy is not dead
+      // --math-ns: a decode step's math on the page before its slot is free again (a spin on the global timer).
+      if (math_ns > 0) {
+        const unsigned long long until = globaltimer_ns() + static_cast<unsigned>(math_ns);
+        while (globaltimer_ns() < until) {
+        }
+      }
       if (i + stages < hi) issue(i + stages);
     }
   }
   if (acc == 0x7fffffffu) *sink = acc;  // never in practice; keeps acc live
+  if (threadIdx.x == 0) stamps[2 * blockIdx.x + 1] = globaltimer_ns();
 }
 
 struct Options {
   int page_bytes = 36864;
   std::vector<int64_t> pages = {32 * 8, 32 * 64, 32 * 128, 128 * 8, 128 * 64, 128 * 128};  // rows 4-9's pages
   int ctas = 132, stages = 5, reps = 50;
+  int math_ns = 0;  // bulk / box: ns of spin per landed page before its slot is refilled
   int copy = kBulk;
   int promotion = 128;  // box: the cache map's L2 promotion in bytes
 };
@@ -138,6 +159,8 @@ Status parse(int argc, char** argv, Options* o) {
       for (int64_t p : o->pages)
         if (p < 1 || p > (int64_t(1) << 24))
           return Status::invalid("bench stream", "--pages wants counts in 1..16777216; got '" + std::string(argv[i]) + "'");
+    } else if (a == "--math-ns" && has) {
+      MLA_TRY(num(0, 100000, &o->math_ns));
     } else if (a == "--ctas" && has) {
       MLA_TRY(num(1, 1024, &o->ctas));
     } else if (a == "--stages" && has) {
@@ -156,14 +179,15 @@ Status parse(int argc, char** argv, Options* o) {
         return Status::invalid("bench stream", "--promotion wants 128 or 256");
     } else {
       return Status::invalid("bench stream", "usage: [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] "
-                                             "[--reps R] [--copy bulk|box|cpasync] [--promotion 128|256]; got '" + a +
+                                             "[--reps R] [--copy bulk|box|cpasync] [--promotion 128|256] [--math-ns N]; got '" + a +
                                              "'");
     }
   }
   if (o->page_bytes % 64 != 0) return Status::invalid("bench stream", "--page-bytes must hold 64 whole tokens");
-  if (size_t(slots(*o)) * slot_bytes(*o) > 200 * 1024)
+  // 227 KB per CTA on sm_90, less the slots' mbarriers.
+  if (size_t(slots(*o)) * slot_bytes(*o) + 8 * kMaxStages > 227 * 1024)
     return Status::invalid("bench stream", "the stages (" + std::to_string(slots(*o)) + " x " +
-                                               std::to_string(slot_bytes(*o)) + " bytes) must fit 200 KB of shared memory");
+                                               std::to_string(slot_bytes(*o)) + " bytes) must fit 227 KB of shared memory");
   return Status::ok();
 }
 
@@ -174,12 +198,14 @@ Status run(const Options& o) {
   uint8_t *data = nullptr, *flush = nullptr;
   int32_t* order = nullptr;
   unsigned* sink = nullptr;
+  unsigned long long* stamps = nullptr;
   mla::bench::L2Flusher read_flush;
   auto cleanup = [&] {
     cudaFree(data);
     cudaFree(flush);
     cudaFree(order);
     cudaFree(sink);
+    cudaFree(stamps);
     cudaStreamDestroy(s);
   };
   auto body = [&]() -> Status {
@@ -187,6 +213,7 @@ Status run(const Options& o) {
     MLA_CUDA_TRY("bench stream", cudaMalloc(&flush, mla::bench::kMemsetFlushBytes));
     MLA_CUDA_TRY("bench stream", cudaMalloc(&order, size_t(max_pages) * 4));
     MLA_CUDA_TRY("bench stream", cudaMalloc(&sink, 4));
+    MLA_CUDA_TRY("bench stream", cudaMalloc(&stamps, size_t(o.ctas) * 16));
     MLA_CUDA_TRY("bench stream", cudaMemset(data, 0x3c, size_t(max_pages) * o.page_bytes));
     MLA_TRY(read_flush.init(mla::bench::kMemsetFlushBytes));
     const int smem = slots(o) * slot_bytes(o) + 8 * kMaxStages;
@@ -208,11 +235,14 @@ Status run(const Options& o) {
       if (r != CUDA_SUCCESS) return Status::cuda("bench stream", "cuTensorMapEncodeTiled failed: " + std::to_string(int(r)));
     }
     static const char* kCopyName[] = {"1D bulk copies", "2D TMA boxes 64 x 128 B", "cp.async 16 B x 256 threads"};
-    std::printf("# bench_stream: %d-byte pages in random order, %s%s, %d CTAs x %d slots, no math; reps %d "
+    const std::string math = o.math_ns > 0 && o.copy != kCpAsync ? std::to_string(o.math_ns) + " ns of spin per page"
+                                                                   : std::string("no math");
+    std::printf("# bench_stream: %d-byte pages in random order, %s%s, %d CTAs x %d slots, %s; reps %d "
                 "(median), one graph per call\n", o.page_bytes, kCopyName[o.copy],
                 o.copy == kBox ? (o.promotion == 256 ? " (L2 promotion 256 B)" : " (L2 promotion 128 B)") : "",
-                o.ctas, slots(o), o.reps);
-    std::printf("| pages | MB | memset flush µs | TB/s | read flush µs | TB/s | memset - read µs |\n|---|---|---|---|---|---|---|\n");
+                o.ctas, slots(o), math.c_str(), o.reps);
+    std::printf("| pages | MB | memset flush µs | TB/s | read flush µs | TB/s | memset - read µs | CTA ends (memset "
+                "flush, µs after the first start): min / median / max |\n|---|---|---|---|---|---|---|---|\n");
     for (int64_t n : o.pages) {
       std::vector<int32_t> perm(n);
       std::iota(perm.begin(), perm.end(), 0);
@@ -222,7 +252,7 @@ Status run(const Options& o) {
       cudaGraphExec_t exec;
       MLA_CUDA_TRY("bench stream", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       kernel<<<o.ctas, threads, smem, s>>>(map, data, order, static_cast<int>(n), o.page_bytes, slot_bytes(o), slots(o),
-                                           sink);
+                                           o.math_ns, sink, stamps);
       MLA_CUDA_TRY("bench stream", cudaStreamEndCapture(s, &graph));
       MLA_CUDA_TRY("bench stream", cudaGraphInstantiate(&exec, graph, 0));
       cudaGraphDestroy(graph);
@@ -235,10 +265,22 @@ Status run(const Options& o) {
       double us[2];
       MLA_TRY(mla::bench::time_graph_median_us(exec, s, memset_flush, o.reps, &us[0]));
       MLA_TRY(mla::bench::time_graph_median_us(exec, s, clean_flush, o.reps, &us[1]));
+      // One more call after the memset flush: the CTAs' start / end stamps.
+      MLA_TRY(memset_flush(0));
+      MLA_CUDA_TRY("bench stream", cudaGraphLaunch(exec, s));
+      std::vector<unsigned long long> st(2 * size_t(o.ctas));
+      MLA_CUDA_TRY("bench stream", cudaMemcpyAsync(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost, s));
+      MLA_CUDA_TRY("bench stream", cudaStreamSynchronize(s));
       cudaGraphExecDestroy(exec);
+      unsigned long long t0 = ~0ull;
+      for (int c = 0; c < o.ctas; ++c) t0 = std::min(t0, st[2 * c]);
+      std::vector<double> ends;
+      for (int c = 0; c < o.ctas; ++c) ends.push_back((double(st[2 * c + 1]) - double(t0)) * 1e-3);
+      std::sort(ends.begin(), ends.end());
       const double mb = double(n) * o.page_bytes * 1e-6;
-      std::printf("| %lld | %.1f | %.1f | %.2f | %.1f | %.2f | %+.1f |\n", static_cast<long long>(n), mb, us[0],
-                  mb / us[0], us[1], mb / us[1], us[0] - us[1]);
+      std::printf("| %lld | %.1f | %.1f | %.2f | %.1f | %.2f | %+.1f | %.2f / %.2f / %.2f |\n", static_cast<long long>(n),
+                  mb, us[0], mb / us[0], us[1], mb / us[1], us[0] - us[1], ends.front(), ends[ends.size() / 2],
+                  ends.back());
       std::fflush(stdout);
     }
     return Status::ok();
