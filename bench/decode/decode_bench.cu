@@ -413,6 +413,76 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, const std::v
   return Status::ok();
 }
 
+// --prewarm: a call of the row's shape in format `wf` whose sequences all read the same pages_per_seq pages, with its
+// own q, cache, out, lse, plan and workspace (so the timed call finds none of its data in L2), captured once and
+// launched after each flush, outside the events.
+struct WarmCall {
+  DevMem<uint16_t> q, cache, out;
+  DevMem<int32_t> table, parts, offsets;
+  DevMem<float> lse;
+  DevMem<uint8_t> ws;
+  cudaGraphExec_t exec = nullptr;
+  WarmCall() = default;
+  WarmCall(const WarmCall&) = delete;
+  WarmCall& operator=(const WarmCall&) = delete;
+  ~WarmCall() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
+// The warm call's format: the row's (same), another of the same kernel shape (other: bf16 <-> fp16, fp8 / fp8_ds ->
+// bf16), or the one named.
+mla::KvFormat warm_format(const Options& o) {
+  if (o.prewarm == Options::kSame) return o.format;
+  if (o.prewarm == Options::kFormat) return o.prewarm_format;
+  return o.format == mla::KvFormat::kBf16 ? mla::KvFormat::kFp16 : mla::KvFormat::kBf16;
+}
+
+// p: the timed call's parameters (shapes, seqlens, scale); capture(body, &exec) as run_row's.
+template <class Capture>
+Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParams& p, const mla::DecodePlanGeometry& g,
+                       const mla::DecodePlanTuning& tune, cudaStream_t s, Capture capture, WarmCall* w) {
+  const int pages_per_seq = r.seqlen / mla::kDecodePageSize, num_pages = r.batch * pages_per_seq;
+  const int kind = wf == mla::KvFormat::kFp8 ? 2 : wf == mla::KvFormat::kFp16 ? 1 : 0;  // fill_normal's
+  const size_t q_elems = size_t(r.batch) * r.h_q * mla::kDimQK;
+  const size_t cache_elems = size_t(pages_per_seq) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: any format fits
+  MLA_TRY(w->q.alloc(q_elems));
+  MLA_TRY(w->cache.alloc(cache_elems));
+  MLA_TRY(w->out.alloc(size_t(r.batch) * r.h_q * mla::kDimV));
+  MLA_TRY(w->lse.alloc(size_t(r.batch) * r.h_q));
+  MLA_TRY(w->table.alloc(num_pages));
+  MLA_TRY(w->parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
+  MLA_TRY(w->offsets.alloc(r.batch + 1));
+  MLA_TRY(w->ws.alloc(mla::decode_workspace_bytes(g)));
+  fill_normal<<<1024, 256, 0, s>>>(w->q.p, q_elems, 0x4321u, kind);
+  if (wf == mla::KvFormat::kFp8Ds) {
+    fill_fp8ds<<<1024, 256, 0, s>>>(reinterpret_cast<uint8_t*>(w->cache.p), size_t(pages_per_seq) * mla::kDecodePageSize,
+                                    0x77u);
+  } else {
+    fill_normal<<<1024, 256, 0, s>>>(w->cache.p, cache_elems, 0x77u, kind);
+  }
+  MLA_CUDA_TRY_LAUNCH("bench decode (prewarm)");
+  std::vector<int32_t> table(num_pages);
+  for (int i = 0; i < num_pages; ++i) table[i] = i % pages_per_seq;
+  MLA_CUDA_TRY("bench decode (prewarm)", cudaMemcpyAsync(w->table.p, table.data(), table.size() * 4,
+                                                         cudaMemcpyHostToDevice, s));
+  mla::MlaDecodeParams wp = p;
+  wp.format = wf;
+  wp.q = mla::TensorView::contiguous(w->q.p, mla::kv_query_dtype(wf), {r.batch, 1, r.h_q, mla::kDimQK});
+  wp.kv_cache = mla::TensorView::contiguous(w->cache.p, mla::kv_cache_dtype(wf),
+                                            {pages_per_seq, mla::kDecodePageSize, mla::kv_token_elems(wf)});
+  wp.block_table = mla::TensorView::contiguous(w->table.p, mla::DType::kInt32, {r.batch, pages_per_seq});
+  wp.out = mla::TensorView::contiguous(w->out.p, wf == mla::KvFormat::kFp16 ? mla::DType::kFp16 : mla::DType::kBf16,
+                                       {r.batch, 1, r.h_q, mla::kDimV});
+  wp.lse = mla::TensorView::contiguous(w->lse.p, mla::DType::kFp32, {r.batch, r.h_q, 1});
+  const mla::DecodePlanView plan{w->parts.p, w->offsets.p, g.num_parts};
+  MLA_TRY(mla::cuda::plan_decode(wp.seqlens, wp.block_table, g, plan, s, tune));
+  const size_t ws_bytes = mla::decode_workspace_bytes(g);
+  MLA_TRY(mla::cuda::mla_decode(wp, g, plan, w->ws.p, ws_bytes, s));  // warm-up, attributes
+  MLA_CUDA_TRY("bench decode (prewarm)", cudaStreamSynchronize(s));
+  return capture([&] { return mla::cuda::mla_decode(wp, g, plan, w->ws.p, ws_bytes, s); }, &w->exec);
+}
+
 Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timing* t) {
   const int pages_per_seq = r.seqlen / mla::kDecodePageSize;
   const int num_pages = r.batch * pages_per_seq;
@@ -516,51 +586,9 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   cudaGraphExec_t decode_exec, plan_exec;
   MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, &decode_exec));
   MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune); }, &plan_exec));
-  // --prewarm: the warm call's own buffers (its pages are pages_per_seq pages shared by every sequence).
-  DevMem<uint16_t> wq, wcache, wout;
-  DevMem<int32_t> wbt, wparts, woff;
-  DevMem<float> wlse;
-  DevMem<uint8_t> wws;
-  if (o.prewarm != Options::kNone) {
-    const mla::KvFormat wf = o.prewarm == Options::kSame     ? o.format
-                             : o.prewarm == Options::kFormat ? o.prewarm_format
-                             : o.format == mla::KvFormat::kBf16 ? mla::KvFormat::kFp16 : mla::KvFormat::kBf16;
-    const int wkind = wf == mla::KvFormat::kFp8 ? 2 : wf == mla::KvFormat::kFp16 ? 1 : 0;
-    const size_t welems = size_t(pages_per_seq) * mla::kDecodePageSize * mla::kDimQK;
-    MLA_TRY(wq.alloc(size_t(r.batch) * r.h_q * mla::kDimQK));
-    MLA_TRY(wcache.alloc(welems));
-    MLA_TRY(wout.alloc(size_t(r.batch) * r.h_q * mla::kDimV));
-    MLA_TRY(wlse.alloc(size_t(r.batch) * r.h_q));
-    MLA_TRY(wbt.alloc(num_pages));
-    MLA_TRY(wparts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
-    MLA_TRY(woff.alloc(r.batch + 1));
-    MLA_TRY(wws.alloc(mla::decode_workspace_bytes(g)));
-    fill_normal<<<1024, 256, 0, s>>>(wq.p, size_t(r.batch) * r.h_q * mla::kDimQK, 0x4321u, wkind);
-    if (wf == mla::KvFormat::kFp8Ds) {
-      fill_fp8ds<<<1024, 256, 0, s>>>(reinterpret_cast<uint8_t*>(wcache.p), size_t(pages_per_seq) * mla::kDecodePageSize, 0x77u);
-    } else {
-      fill_normal<<<1024, 256, 0, s>>>(wcache.p, welems, 0x77u, wkind);
-    }
-    MLA_CUDA_TRY_LAUNCH("bench decode (prewarm)");
-    std::vector<int32_t> wtable(num_pages);
-    for (int i = 0; i < num_pages; ++i) wtable[i] = i % pages_per_seq;
-    MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(wbt.p, wtable.data(), wtable.size() * 4, cudaMemcpyHostToDevice, s));
-    mla::MlaDecodeParams wp = p;
-    wp.format = wf;
-    wp.q = mla::TensorView::contiguous(wq.p, mla::kv_query_dtype(wf), {r.batch, 1, r.h_q, mla::kDimQK});
-    wp.kv_cache = mla::TensorView::contiguous(wcache.p, mla::kv_cache_dtype(wf),
-                                              {pages_per_seq, mla::kDecodePageSize, mla::kv_token_elems(wf)});
-    wp.block_table = mla::TensorView::contiguous(wbt.p, mla::DType::kInt32, {r.batch, pages_per_seq});
-    wp.out = mla::TensorView::contiguous(wout.p, wf == mla::KvFormat::kFp16 ? mla::DType::kFp16 : mla::DType::kBf16,
-                                         {r.batch, 1, r.h_q, mla::kDimV});
-    wp.lse = mla::TensorView::contiguous(wlse.p, mla::DType::kFp32, {r.batch, r.h_q, 1});
-    const mla::DecodePlanView wplan{wparts.p, woff.p, g.num_parts};
-    MLA_TRY(mla::cuda::plan_decode(seqlens, wp.block_table, g, wplan, s, o.tune));
-    MLA_TRY(mla::cuda::mla_decode(wp, g, wplan, wws.p, mla::decode_workspace_bytes(g), s));
-    MLA_CUDA_TRY("bench decode (prewarm)", cudaStreamSynchronize(s));
-    MLA_TRY(capture([&] { return mla::cuda::mla_decode(wp, g, wplan, wws.p, mla::decode_workspace_bytes(g), s); },
-                    &warm_exec));
-  }
+  WarmCall warm;
+  if (o.prewarm != Options::kNone) MLA_TRY(build_warm_call(r, warm_format(o), p, g, o.tune, s, capture, &warm));
+  warm_exec = warm.exec;
   MLA_TRY(time_graph(decode_exec, &t->decode_us));
   if (o.hints == Options::kAb) {
     // The decode graph reads the plan buffers when it runs: the same graph, with the hints cleared or rewritten.
@@ -583,7 +611,6 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   }
   cudaGraphExecDestroy(decode_exec);
   cudaGraphExecDestroy(plan_exec);
-  if (warm_exec) cudaGraphExecDestroy(warm_exec);
   MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
   return Status::ok();
 }
