@@ -23,7 +23,7 @@ constexpr int kThreads = 32 * (kScorerWarps + kAccWarps);
 // more of the HBM queue, so the last CTA ends later (bench_stream --math-ns 500: 3 / 4 / 5 slots 151.4 / 155.2 / 157.0
 // us for h16 b128 s8192's bytes, CTA ends max - median 5.9 / 7.4 / 12.5 us). Measured here (session 13, one call, 3
 // passes): 4 stages -1.1..-2.4 us on the b32 s4096 / s8192 and b128 rows (b128 s8192 160.3 -> 158.1), b1 -0.1..-0.3,
-// b32 s512 +0.1; 3 stages gain more on b32 (-2.2 / -3.0) but only -0.7 at b128 s8192 (bench/decode/NOTES_fp8.md).
+// b32 s512 +0.1; 3 stages gain more on b32 (-2.2 / -3.0) but only -0.7 at b128 s8192 (NOTES_plan.md "Session 13").
 constexpr int kStages = 4;
 // Q tiles: one per sequence the part visits, loaded by the scorer's thread 0 one sequence ahead (sequence n + 2
 // into n's slot once every scorer warp is past n's last S), completing on the slot's q_full barrier. Loading them
