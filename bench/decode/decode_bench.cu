@@ -133,6 +133,9 @@ __global__ void fill_fp8ds(uint8_t* cache, size_t tokens, uint32_t seed) {
 
 __global__ void empty_kernel() {}
 
+// fill_normal's kind for a format's q (and its cache, but fp8_ds's): e4m3 codes, fp16 or bf16.
+int fill_kind_of(mla::KvFormat f) { return f == mla::KvFormat::kFp8 ? 2 : f == mla::KvFormat::kFp16 ? 1 : 0; }
+
 struct Options {
   mla::KvFormat format = mla::KvFormat::kBf16;
   std::vector<int> rows;  // 1-based indices into kRows; empty = all
@@ -443,7 +446,7 @@ template <class Capture>
 Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParams& p, const mla::DecodePlanGeometry& g,
                        const mla::DecodePlanTuning& tune, cudaStream_t s, Capture capture, WarmCall* w) {
   const int pages_per_seq = r.seqlen / mla::kDecodePageSize, num_pages = r.batch * pages_per_seq;
-  const int kind = wf == mla::KvFormat::kFp8 ? 2 : wf == mla::KvFormat::kFp16 ? 1 : 0;  // fill_normal's
+  const int kind = fill_kind_of(wf);
   const size_t q_elems = size_t(r.batch) * r.h_q * mla::kDimQK;
   const size_t cache_elems = size_t(pages_per_seq) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: any format fits
   MLA_TRY(w->q.alloc(q_elems));
@@ -488,7 +491,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   const int num_pages = r.batch * pages_per_seq;
   const bool fp16 = o.format == mla::KvFormat::kFp16;
   const bool fp8ds = o.format == mla::KvFormat::kFp8Ds;
-  const int fill_kind = o.format == mla::KvFormat::kFp8 ? 2 : fp16 ? 1 : 0;  // q (and the cache, but fp8_ds)
+  const int fill_kind = fill_kind_of(o.format);
   const mla::DType dt = mla::kv_cache_dtype(o.format), q_dt = mla::kv_query_dtype(o.format);
   const mla::DType out_dt = fp16 ? mla::DType::kFp16 : mla::DType::kBf16;
   int dev = 0, sms = 0;
@@ -541,9 +544,9 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   p.softmax_scale = 0.0721687836f;
   const mla::DecodePlanView plan{parts.p, off.p, g.num_parts};
 
-  cudaGraphExec_t warm_exec = nullptr;
+  WarmCall warm;  // --prewarm: built below, launched after each flush of the decode graph's timings
   auto time_graph = [&](cudaGraphExec_t exec, double* median_us) {
-    return time_graph_median(exec, s, flush, o.reps, median_us, warm_exec);
+    return time_graph_median(exec, s, flush, o.reps, median_us, warm.exec);
   };
   auto capture = [&](auto&& body, cudaGraphExec_t* exec) -> Status {
     cudaGraph_t graph;
@@ -586,9 +589,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   cudaGraphExec_t decode_exec, plan_exec;
   MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, &decode_exec));
   MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune); }, &plan_exec));
-  WarmCall warm;
   if (o.prewarm != Options::kNone) MLA_TRY(build_warm_call(r, warm_format(o), p, g, o.tune, s, capture, &warm));
-  warm_exec = warm.exec;
   MLA_TRY(time_graph(decode_exec, &t->decode_us));
   if (o.hints == Options::kAb) {
     // The decode graph reads the plan buffers when it runs: the same graph, with the hints cleared or rewritten.
@@ -597,12 +598,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
       MLA_TRY(time_graph(decode_exec, &t->ab_us[v]));
     }
   }
-  {
-    const cudaGraphExec_t w = warm_exec;  // the plan column keeps its usual timing
-    warm_exec = nullptr;
-    MLA_TRY(time_graph(plan_exec, &t->plan_us));
-    warm_exec = w;
-  }
+  MLA_TRY(time_graph_median(plan_exec, s, flush, o.reps, &t->plan_us));  // no warm call: the plan's usual timing
   if (o.timeline) {
     MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune));
     if (o.hints == Options::kOff) MLA_TRY(clear_hints());

@@ -39,18 +39,13 @@
 #include "mla/core/cuda_check.h"
 #include "mla/core/status.h"
 #include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/timeline.cuh"  // timeline_now: the global timer, ns
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/tma_encode.h"
 
 namespace {
 
 using mla::Status;
-
-__device__ __forceinline__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
 
 constexpr int kMaxStages = 8;
 
@@ -65,7 +60,7 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
                                     const int32_t* __restrict__ order, int n, int page_bytes, int slot_bytes,
                                     int stages, int math_ns, unsigned* sink, unsigned long long* stamps) {
   // stamps[2 c], [2 c + 1]: CTA c's start and end (globaltimer, ns), for the spread of the CTAs' ends.
-  if (threadIdx.x == 0) stamps[2 * blockIdx.x] = globaltimer_ns();
+  if (threadIdx.x == 0) stamps[2 * blockIdx.x] = mla::sm90::decode::timeline_now();
   extern __shared__ __align__(1024) uint8_t smem[];  // slots, then the slots' mbarriers (no static shared memory:
                                                     // the 128-byte swizzle wants 1024-byte aligned boxes)
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + stages * slot_bytes);
@@ -113,15 +108,15 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
       acc += smem[(k % stages) * slot_bytes];  // a read of the landed page, so the copy is not dead
       // --math-ns: a decode step's math on the page before its slot is free again (a spin on the global timer).
       if (math_ns > 0) {
-        const unsigned long long until = globaltimer_ns() + static_cast<unsigned>(math_ns);
-        while (globaltimer_ns() < until) {
+        const unsigned long long until = timeline_now() + static_cast<unsigned>(math_ns);
+        while (timeline_now() < until) {
         }
       }
       if (i + stages < hi) issue(i + stages);
     }
   }
   if (acc == 0x7fffffffu) *sink = acc;  // never in practice; keeps acc live
-  if (threadIdx.x == 0) stamps[2 * blockIdx.x + 1] = globaltimer_ns();
+  if (threadIdx.x == 0) stamps[2 * blockIdx.x + 1] = timeline_now();
 }
 
 struct Options {
