@@ -6,22 +6,26 @@
 //   bulk    -- one 1D bulk copy (cp.async.bulk) per page, issued by one thread (the fp8_ds 16-row kernel's);
 //   box     -- 2D TMA boxes of 64 tokens x 128 bytes, 128-byte swizzle (the 64-row and fp8 16-row kernels'; L2
 //              promotion --promotion 128|256: the fp8 16-row kernel's cache map uses 128, the 16-bit maps 256);
+//              --box-bytes 64: boxes of 64 tokens x 64 bytes, 64-byte swizzle (nine per 576-byte token row, each
+//              box row inside one 128-byte line: with 128-byte boxes the odd tokens' rows straddle two lines);
 //   cpasync -- 256 threads, 16 bytes per cp.async, one commit group per page (the 16-bit 16-row kernel's).
 // Two flushes:
 //   memset -- bench_decode's and the anchors' (ANCHORS.md "How the anchor was timed": a 256 MB memset between
 //             calls): the flush leaves L2 full of dirty lines, which the timed kernel's reads write back to HBM;
 //   read   -- bench/common's L2Flusher reading 256 MB (L2 left full of clean lines): the stream's own traffic only.
 // The difference is what the anchor methodology bills every memory-bound call for the flush's dirty lines, and
-// the memset column is a lower bound for any kernel that must read those bytes under it. The last column: the CTAs'
-// ends in one more call after the memset flush (min / median / max, us after the first CTA's start), the spread that
+// the memset column is a lower bound for any kernel that must read those bytes under it. The last two columns: the
+// CTAs' ends in one more call after each flush (min / median / max, us after the first CTA's start), the spread that
 // decides a call whose CTAs all stream at once.
 // --math-ns N (bulk / box): after a page lands, its slot is refilled only N ns later (a spin on the global timer),
 // as a decode step's math holds its stage: with it, deeper rings lose (session 13: 36 KB pages, 500 ns, 3 / 4 / 5
 // slots 151.4 / 155.2 / 157.0 us at 16384 pages), which set the 16-row kernels' ring depths.
 //
 //   bench_stream [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] [--reps R] [--copy bulk|box|cpasync]
-//                [--promotion 128|256] [--math-ns N]
-//                (defaults: 36864 = one fp8 page, the KV pages of rows 4-9, 132, 5, 50, bulk, 128, 0)
+//                [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K]
+//                (defaults: 36864 = one fp8 page, the KV pages of rows 4-9, 132, 5, 50, bulk, 128, 128, 0, 0)
+// --dynamic K (bulk / box): no static ranges; each CTA claims chunks of K pages from a grid-wide counter until the
+// list is done -- the bound of any work stealing over the same pages (session 14).
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
@@ -50,7 +54,6 @@ using mla::Status;
 constexpr int kMaxStages = 8;
 
 enum Copy { kBulk = 0, kBox = 1, kCpAsync = 2 };
-constexpr int kBoxBytes = 64 * 128;  // one 2D box: 64 tokens x 128 bytes
 
 // CTA c streams pages [c * n / C, (c + 1) * n / C) of `order` through `stages` shared-memory slots of `slot_bytes`:
 // page i goes into slot i % stages once the slot's previous page has landed (bulk / box: thread 0 issues, mbarrier
@@ -58,7 +61,8 @@ constexpr int kBoxBytes = 64 * 128;  // one 2D box: 64 tokens x 128 bytes
 template <int kCopy>
 __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, const uint8_t* __restrict__ base,
                                     const int32_t* __restrict__ order, int n, int page_bytes, int slot_bytes,
-                                    int stages, int math_ns, unsigned* sink, unsigned long long* stamps) {
+                                    int stages, int math_ns, int box_bytes, int dynamic, int* counters,
+                                    unsigned* sink, unsigned long long* stamps) {
   // stamps[2 c], [2 c + 1]: CTA c's start and end (globaltimer, ns), for the spread of the CTAs' ends.
   if (threadIdx.x == 0) stamps[2 * blockIdx.x] = mla::sm90::decode::timeline_now();
   extern __shared__ __align__(1024) uint8_t smem[];  // slots, then the slots' mbarriers (no static shared memory:
@@ -87,23 +91,46 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
     }
   } else {
     if (threadIdx.x != 0) return;
-    const int boxes = (page_bytes / 64 + 127) / 128;
+    const int box_w = box_bytes / 64;  // bytes of a token row per box
+    const int boxes = (page_bytes / 64 + box_w - 1) / box_w;
     for (int s = 0; s < stages; ++s) mbar_init(smem_u32(&bars[s]), 1);
     mbar_init_fence();
-    auto issue = [&](int i) {
-      const uint32_t bar = smem_u32(&bars[(i - lo) % stages]);
-      const uint32_t dst = s0 + ((i - lo) % stages) * slot_bytes;
+    auto issue = [&](int i, int k) {  // page i of the list as this CTA's k-th
+      const uint32_t bar = smem_u32(&bars[k % stages]);
+      const uint32_t dst = s0 + (k % stages) * slot_bytes;
       if constexpr (kCopy == kBulk) {
         mbar_expect_tx(bar, static_cast<uint32_t>(page_bytes));
         bulk_load(dst, base + int64_t(order[i]) * page_bytes, static_cast<uint32_t>(page_bytes), bar);
       } else {
-        mbar_expect_tx(bar, static_cast<uint32_t>(boxes * kBoxBytes));  // out-of-row bytes arrive as zeros
-        for (int x = 0; x < boxes; ++x) tma_load_2d(dst + x * kBoxBytes, &map, bar, 128 * x, order[i] * 64);
+        mbar_expect_tx(bar, static_cast<uint32_t>(boxes * box_bytes));  // out-of-row bytes arrive as zeros
+        for (int x = 0; x < boxes; ++x) tma_load_2d(dst + x * box_bytes, &map, bar, box_w * x, order[i] * 64);
       }
     };
-    for (int i = lo; i < hi && i < lo + stages; ++i) issue(i);
-    for (int i = lo; i < hi; ++i) {
-      const int k = i - lo;
+    // The pages this CTA streams, in order: its static range, or (--dynamic K) chunks of K pages of the whole list
+    // claimed from a grid-wide counter, the next chunk claimed one chunk ahead so the atomic's latency stays off
+    // the issue path. counters[0]: next chunk, counters[1]: CTAs done; the last CTA resets both for the next call.
+    int pos = lo, end = hi, claim = n;
+    if (dynamic > 0) {
+      pos = atomicAdd(&counters[0], 1) * dynamic;
+      end = min(pos + dynamic, n);
+      claim = atomicAdd(&counters[0], 1) * dynamic;
+    }
+    auto next_page = [&]() -> int {
+      if (pos >= end) {
+        if (dynamic == 0 || claim >= n) return -1;
+        pos = claim;
+        end = min(claim + dynamic, n);
+        claim = atomicAdd(&counters[0], 1) * dynamic;
+      }
+      return pos++;
+    };
+    int issued = 0;
+    for (; issued < stages; ++issued) {
+      const int i = next_page();
+      if (i < 0) break;
+      issue(i, issued);
+    }
+    for (int k = 0; k < issued; ++k) {
       mbar_wait(smem_u32(&bars[k % stages]), (k / stages) & 1);
       acc += smem[(k % stages) * slot_bytes];  // a read of the landed page, so the copy is not dead
       // --math-ns: a decode step's math on the page before its slot is free again (a spin on the global timer).
@@ -112,7 +139,15 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
         while (timeline_now() < until) {
         }
       }
-      if (i + stages < hi) issue(i + stages);
+      const int i = next_page();
+      if (i >= 0) issue(i, issued++);
+    }
+    if (dynamic > 0) {
+      __threadfence();
+      if (atomicAdd(&counters[1], 1) == gridDim.x - 1) {
+        counters[0] = 0;
+        counters[1] = 0;
+      }
     }
   }
   if (acc == 0x7fffffffu) *sink = acc;  // never in practice; keeps acc live
@@ -125,12 +160,15 @@ struct Options {
   int ctas = 132, stages = 5, reps = 50;
   int math_ns = 0;  // bulk / box: ns of spin per landed page before its slot is refilled
   int copy = kBulk;
-  int promotion = 128;  // box: the cache map's L2 promotion in bytes
+  int promotion = 128;  // box: the cache map's L2 promotion in bytes (0: none)
+  int box_width = 128;  // box: bytes of a token row per box (64: 64-byte swizzle, 128: 128-byte swizzle)
+  int dynamic = 0;      // bulk / box: 0 static ranges, K > 0 chunks of K pages claimed from a grid-wide counter
 };
+int box_bytes(const Options& o) { return 64 * o.box_width; }
 
 // Shared-memory bytes of one slot: the page, or its boxes (a token row padded to whole 128-byte boxes).
 int slot_bytes(const Options& o) {
-  return o.copy == kBox ? (o.page_bytes / 64 + 127) / 128 * kBoxBytes : o.page_bytes;
+  return o.copy == kBox ? (o.page_bytes / 64 + o.box_width - 1) / o.box_width * box_bytes(o) : o.page_bytes;
 }
 int slots(const Options& o) { return o.copy == kCpAsync ? 2 : o.stages; }
 
@@ -169,12 +207,17 @@ Status parse(int argc, char** argv, Options* o) {
       else if (v == "cpasync") o->copy = kCpAsync;
       else return Status::invalid("bench stream", "--copy wants bulk, box or cpasync; got '" + v + "'");
     } else if (a == "--promotion" && has) {
-      MLA_TRY(num(128, 256, &o->promotion));
-      if (o->promotion != 128 && o->promotion != 256)
-        return Status::invalid("bench stream", "--promotion wants 128 or 256");
+      MLA_TRY(num(0, 256, &o->promotion));
+      if (o->promotion != 0 && o->promotion != 64 && o->promotion != 128 && o->promotion != 256)
+        return Status::invalid("bench stream", "--promotion wants 0, 64, 128 or 256");
+    } else if (a == "--dynamic" && has) {
+      MLA_TRY(num(0, 4096, &o->dynamic));
+    } else if (a == "--box-bytes" && has) {
+      MLA_TRY(num(64, 128, &o->box_width));
+      if (o->box_width != 64 && o->box_width != 128) return Status::invalid("bench stream", "--box-bytes wants 64 or 128");
     } else {
       return Status::invalid("bench stream", "usage: [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] "
-                                             "[--reps R] [--copy bulk|box|cpasync] [--promotion 128|256] [--math-ns N]; got '" + a +
+                                             "[--reps R] [--copy bulk|box|cpasync] [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K]; got '" + a +
                                              "'");
     }
   }
@@ -194,6 +237,7 @@ Status run(const Options& o) {
   int32_t* order = nullptr;
   unsigned* sink = nullptr;
   unsigned long long* stamps = nullptr;
+  int* counters = nullptr;
   mla::bench::L2Flusher read_flush;
   auto cleanup = [&] {
     cudaFree(data);
@@ -201,6 +245,7 @@ Status run(const Options& o) {
     cudaFree(order);
     cudaFree(sink);
     cudaFree(stamps);
+    cudaFree(counters);
     cudaStreamDestroy(s);
   };
   auto body = [&]() -> Status {
@@ -209,6 +254,8 @@ Status run(const Options& o) {
     MLA_CUDA_TRY("bench stream", cudaMalloc(&order, size_t(max_pages) * 4));
     MLA_CUDA_TRY("bench stream", cudaMalloc(&sink, 4));
     MLA_CUDA_TRY("bench stream", cudaMalloc(&stamps, size_t(o.ctas) * 16));
+    MLA_CUDA_TRY("bench stream", cudaMalloc(&counters, 8));
+    MLA_CUDA_TRY("bench stream", cudaMemset(counters, 0, 8));
     MLA_CUDA_TRY("bench stream", cudaMemset(data, 0x3c, size_t(max_pages) * o.page_bytes));
     MLA_TRY(read_flush.init(mla::bench::kMemsetFlushBytes));
     const int smem = slots(o) * slot_bytes(o) + 8 * kMaxStages;
@@ -222,22 +269,30 @@ Status run(const Options& o) {
       if (fn == nullptr) return Status::cuda("bench stream", "cuTensorMapEncodeTiled is not available");
       const cuuint64_t dims[2] = {static_cast<cuuint64_t>(o.page_bytes / 64), static_cast<cuuint64_t>(max_pages * 64)};
       const cuuint64_t strides[1] = {static_cast<cuuint64_t>(o.page_bytes / 64)};
-      const cuuint32_t box[2] = {128, 64}, elem_strides[2] = {1, 1};
+      const cuuint32_t box[2] = {static_cast<cuuint32_t>(o.box_width), 64}, elem_strides[2] = {1, 1};
+      const CUtensorMapL2promotion promo = o.promotion == 256  ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+                                           : o.promotion == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                           : o.promotion == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                                                                : CU_TENSOR_MAP_L2_PROMOTION_NONE;
       const CUresult r = fn(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, data, dims, strides, box, elem_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            o.promotion == 256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            o.box_width == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B, promo,
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
       if (r != CUDA_SUCCESS) return Status::cuda("bench stream", "cuTensorMapEncodeTiled failed: " + std::to_string(int(r)));
     }
-    static const char* kCopyName[] = {"1D bulk copies", "2D TMA boxes 64 x 128 B", "cp.async 16 B x 256 threads"};
-    const std::string math = o.math_ns > 0 && o.copy != kCpAsync ? std::to_string(o.math_ns) + " ns of spin per page"
-                                                                   : std::string("no math");
+    static const char* kCopyName[] = {"1D bulk copies", "2D TMA boxes", "cp.async 16 B x 256 threads"};
+    std::string math = o.math_ns > 0 && o.copy != kCpAsync ? std::to_string(o.math_ns) + " ns of spin per page"
+                                                             : std::string("no math");
+    if (o.dynamic > 0 && o.copy != kCpAsync) math += ", chunks of " + std::to_string(o.dynamic) + " pages claimed dynamically";
+    const std::string box_note = o.copy == kBox ? " of 64 x " + std::to_string(o.box_width) + " B (L2 promotion " +
+                                                      std::to_string(o.promotion) + " B)"
+                                                : std::string();
     std::printf("# bench_stream: %d-byte pages in random order, %s%s, %d CTAs x %d slots, %s; reps %d "
-                "(median), one graph per call\n", o.page_bytes, kCopyName[o.copy],
-                o.copy == kBox ? (o.promotion == 256 ? " (L2 promotion 256 B)" : " (L2 promotion 128 B)") : "",
+                "(median), one graph per call\n", o.page_bytes, kCopyName[o.copy], box_note.c_str(),
                 o.ctas, slots(o), math.c_str(), o.reps);
     std::printf("| pages | MB | memset flush µs | TB/s | read flush µs | TB/s | memset - read µs | CTA ends (memset "
-                "flush, µs after the first start): min / median / max |\n|---|---|---|---|---|---|---|---|\n");
+                "flush, µs after the first start): min / median / max | CTA ends (read flush) |\n"
+                "|---|---|---|---|---|---|---|---|---|\n");
     for (int64_t n : o.pages) {
       std::vector<int32_t> perm(n);
       std::iota(perm.begin(), perm.end(), 0);
@@ -247,7 +302,7 @@ Status run(const Options& o) {
       cudaGraphExec_t exec;
       MLA_CUDA_TRY("bench stream", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       kernel<<<o.ctas, threads, smem, s>>>(map, data, order, static_cast<int>(n), o.page_bytes, slot_bytes(o), slots(o),
-                                           o.math_ns, sink, stamps);
+                                           o.math_ns, box_bytes(o), o.dynamic, counters, sink, stamps);
       MLA_CUDA_TRY("bench stream", cudaStreamEndCapture(s, &graph));
       MLA_CUDA_TRY("bench stream", cudaGraphInstantiate(&exec, graph, 0));
       cudaGraphDestroy(graph);
@@ -260,22 +315,32 @@ Status run(const Options& o) {
       double us[2];
       MLA_TRY(mla::bench::time_graph_median_us(exec, s, memset_flush, o.reps, &us[0]));
       MLA_TRY(mla::bench::time_graph_median_us(exec, s, clean_flush, o.reps, &us[1]));
-      // One more call after the memset flush: the CTAs' start / end stamps.
-      MLA_TRY(memset_flush(0));
-      MLA_CUDA_TRY("bench stream", cudaGraphLaunch(exec, s));
-      std::vector<unsigned long long> st(2 * size_t(o.ctas));
-      MLA_CUDA_TRY("bench stream", cudaMemcpyAsync(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost, s));
-      MLA_CUDA_TRY("bench stream", cudaStreamSynchronize(s));
+      // One more call after each flush: the CTAs' start / end stamps (min / median / max end, us after the first start).
+      struct Ends {
+        double min, med, max;
+      };
+      auto cta_ends = [&](auto flush, Ends* e) -> Status {
+        MLA_TRY(flush(0));
+        MLA_CUDA_TRY("bench stream", cudaGraphLaunch(exec, s));
+        std::vector<unsigned long long> st(2 * size_t(o.ctas));
+        MLA_CUDA_TRY("bench stream", cudaMemcpyAsync(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost, s));
+        MLA_CUDA_TRY("bench stream", cudaStreamSynchronize(s));
+        unsigned long long t0 = ~0ull;
+        for (int c = 0; c < o.ctas; ++c) t0 = std::min(t0, st[2 * c]);
+        std::vector<double> ends;
+        for (int c = 0; c < o.ctas; ++c) ends.push_back((double(st[2 * c + 1]) - double(t0)) * 1e-3);
+        std::sort(ends.begin(), ends.end());
+        *e = {ends.front(), ends[ends.size() / 2], ends.back()};
+        return Status::ok();
+      };
+      Ends em{}, er{};
+      MLA_TRY(cta_ends(memset_flush, &em));
+      MLA_TRY(cta_ends(clean_flush, &er));
       cudaGraphExecDestroy(exec);
-      unsigned long long t0 = ~0ull;
-      for (int c = 0; c < o.ctas; ++c) t0 = std::min(t0, st[2 * c]);
-      std::vector<double> ends;
-      for (int c = 0; c < o.ctas; ++c) ends.push_back((double(st[2 * c + 1]) - double(t0)) * 1e-3);
-      std::sort(ends.begin(), ends.end());
       const double mb = double(n) * o.page_bytes * 1e-6;
-      std::printf("| %lld | %.1f | %.1f | %.2f | %.1f | %.2f | %+.1f | %.2f / %.2f / %.2f |\n", static_cast<long long>(n),
-                  mb, us[0], mb / us[0], us[1], mb / us[1], us[0] - us[1], ends.front(), ends[ends.size() / 2],
-                  ends.back());
+      std::printf("| %lld | %.1f | %.1f | %.2f | %.1f | %.2f | %+.1f | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f |\n",
+                  static_cast<long long>(n), mb, us[0], mb / us[0], us[1], mb / us[1], us[0] - us[1], em.min, em.med,
+                  em.max, er.min, er.med, er.max);
       std::fflush(stdout);
     }
     return Status::ok();
