@@ -17,7 +17,7 @@
 // the memset column is a lower bound for any kernel that must read those bytes under it. The last two columns: the
 // CTAs' ends in one more call after each flush (min / median / max, us after the first CTA's start), the spread that
 // decides a call whose CTAs all stream at once.
-// --math-ns N (bulk / box): after a page lands, its slot is refilled only N ns later (a spin on the global timer),
+// --math-ns N: after a page lands, its slot is refilled only N ns later (a spin on the global timer),
 // as a decode step's math holds its stage: with it, deeper rings lose (session 13: 36 KB pages, 500 ns, 3 / 4 / 5
 // slots 151.4 / 155.2 / 157.0 us at 16384 pages), which set the 16-row kernels' ring depths.
 //
@@ -79,15 +79,24 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
       const uint32_t dst = s0 + ((i - lo) & 1) * slot_bytes;
       for (int c = threadIdx.x; c < page_bytes / 16; c += blockDim.x) cp_async_16(dst + 16 * c, src + 16 * c, 16);
     };
+    // Pages lo and lo + 1 up front; page i + 2 into page i's slot once every thread is done with page i (one commit
+    // group per page, empty past the end, so wait_group 1 always means "page i landed").
     if (lo < hi) issue(lo);
     cp_async_commit();
+    if (lo + 1 < hi) issue(lo + 1);
+    cp_async_commit();
     for (int i = lo; i < hi; ++i) {
-      __syncthreads();  // every thread is done with the slot page i + 1 goes into (page i - 1's)
-      if (i + 1 < hi) issue(i + 1);
-      cp_async_commit();
       cp_async_wait<1>();
       __syncthreads();  // page i landed, for every thread
       acc += smem[((i - lo) & 1) * slot_bytes + threadIdx.x];
+      if (math_ns > 0) {  // --math-ns: the page's math before its slot is refilled
+        const unsigned long long until = timeline_now() + static_cast<unsigned>(math_ns);
+        while (timeline_now() < until) {
+        }
+      }
+      __syncthreads();  // every thread is done with the slot page i + 2 goes into
+      if (i + 2 < hi) issue(i + 2);
+      cp_async_commit();
     }
   } else {
     if (threadIdx.x != 0) return;
@@ -158,7 +167,7 @@ struct Options {
   int page_bytes = 36864;
   std::vector<int64_t> pages = {32 * 8, 32 * 64, 32 * 128, 128 * 8, 128 * 64, 128 * 128};  // rows 4-9's pages
   int ctas = 132, stages = 5, reps = 50;
-  int math_ns = 0;  // bulk / box: ns of spin per landed page before its slot is refilled
+  int math_ns = 0;  // ns of spin per landed page before its slot is refilled
   int copy = kBulk;
   int promotion = 128;  // box: the cache map's L2 promotion in bytes (0: none)
   int box_width = 128;  // box: bytes of a token row per box (64: 64-byte swizzle, 128: 128-byte swizzle)
@@ -281,8 +290,7 @@ Status run(const Options& o) {
       if (r != CUDA_SUCCESS) return Status::cuda("bench stream", "cuTensorMapEncodeTiled failed: " + std::to_string(int(r)));
     }
     static const char* kCopyName[] = {"1D bulk copies", "2D TMA boxes", "cp.async 16 B x 256 threads"};
-    std::string math = o.math_ns > 0 && o.copy != kCpAsync ? std::to_string(o.math_ns) + " ns of spin per page"
-                                                             : std::string("no math");
+    std::string math = o.math_ns > 0 ? std::to_string(o.math_ns) + " ns of spin per page" : std::string("no math");
     if (o.dynamic > 0 && o.copy != kCpAsync) math += ", chunks of " + std::to_string(o.dynamic) + " pages claimed dynamically";
     const std::string box_note = o.copy == kBox ? " of 64 x " + std::to_string(o.box_width) + " B (L2 promotion " +
                                                       std::to_string(o.promotion) + " B)"
