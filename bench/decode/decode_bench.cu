@@ -6,7 +6,7 @@
 //
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
 //                [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] [--shape H,B,S ...] [--prewarm none|same|other|FORMAT]
-//                (mlaserve bench decode ...)
+//                [--flush memset|read]  (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
 // data and graph, interleaved on / off / on / off, printed as two extra columns per variant.
@@ -26,6 +26,9 @@
 // another (other: bf16 <-> fp16, fp8 / fp8_ds -> bf16: neither, and the timed kernels' code evicted from the
 // instruction caches), or a named one (fp8_ds before bf16 warms only the shared combine kernel). Session 13: at
 // h_q 128 batch 1 a cold instruction cache costs 2-5 us per call, L2-cold code (the anchors' timing) 0.2-0.5 us.
+// --flush read (experiment): the L2 flush between calls is a 256 MB read (L2 left clean) instead of the anchors'
+// memset, whose dirty lines the timed call's reads write back (bench_stream prices that share); not comparable to
+// the anchors, it says what a change does apart from that write-back.
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 // fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
@@ -152,6 +155,7 @@ struct Options {
   // kernel code is worth; fp8_ds before bf16 warms the combine kernel (bf16 out, fp32 partials) but not the decode.
   enum Prewarm { kNone, kSame, kOther, kFormat } prewarm = kNone;
   mla::KvFormat prewarm_format = mla::KvFormat::kBf16;
+  bool read_flush = false;  // --flush read (experiment): L2 flushed by a 256 MB read instead of the anchors' memset
 };
 
 // An option's integer value in [lo, hi], or an error naming the option and the range.
@@ -217,6 +221,11 @@ Status parse(int argc, char** argv, Options* o) {
       else if (v == "other") o->prewarm = Options::kOther;
       else if (mla::parse_kv_format(v, &o->prewarm_format).is_ok()) o->prewarm = Options::kFormat;
       else return Status::invalid("bench decode", "--prewarm wants none, same, other or a format; got '" + v + "'");
+    } else if (a == "--flush" && has_val) {
+      const std::string v = argv[++i];
+      if (v == "memset") o->read_flush = false;
+      else if (v == "read") o->read_flush = true;
+      else return Status::invalid("bench decode", "--flush wants memset or read; got '" + v + "'");
     } else if (a == "--hints" && has_val) {
       const std::string v = argv[++i];
       if (v == "on") o->hints = Options::kOn;
@@ -227,7 +236,7 @@ Status parse(int argc, char** argv, Options* o) {
       return Status::invalid("bench decode",
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
                              "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] "
-                             "[--shape H,B,S] [--prewarm none|same|other|FORMAT]; got '" + a + "'");
+                             "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read]; got '" + a + "'");
     }
   }
   // --shape replaces the grid, so --rows would select nothing it runs: refuse rather than ignore it.
@@ -251,10 +260,18 @@ struct Timing {
 
 // Median µs of `reps` launches of `exec` after 3 warm-up calls, each preceded by the anchors' L2 flush (a 256 MB
 // memset) and bracketed by events on `s`: the timing every bench row and the empty-kernel floor share.
+// --flush read: a 256 MB read instead (bench/common L2Flusher; L2 left full of clean lines), the calls' own traffic
+// without the memset's dirty lines to write back (bench_stream's read column). Set once in main.
+const mla::bench::L2Flusher* g_read_flush = nullptr;
+
 Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int reps, double* median_us,
                          cudaGraphExec_t warm = nullptr) {
   auto memset_flush = [&](int i) {
-    MLA_TRY(mla::cuda_status(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s), "bench decode", "flush memset"));
+    if (g_read_flush != nullptr) {
+      MLA_TRY(g_read_flush->flush(s));
+    } else {
+      MLA_TRY(mla::cuda_status(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s), "bench decode", "flush memset"));
+    }
     if (warm) MLA_CUDA_TRY("bench decode", cudaGraphLaunch(warm, s));
     return Status::ok();
   };
@@ -616,6 +633,13 @@ Status bench(const Options& o) {
   MLA_CUDA_TRY("bench decode", cudaStreamCreate(&s));
   void* flush = nullptr;
   MLA_CUDA_TRY("bench decode", cudaMalloc(&flush, kFlushBytes));
+  static mla::bench::L2Flusher read_flush;  // --flush read (lives as long as the timings that use it)
+  if (o.read_flush) {
+    MLA_TRY(read_flush.init(kFlushBytes));
+    g_read_flush = &read_flush;
+    std::printf("# flush: a 256 MB read between calls (L2 left clean), not the anchors' memset: not comparable to "
+                "the anchors\n");
+  }
   cudaDeviceProp prop{};
   MLA_CUDA_TRY("bench decode", cudaGetDeviceProperties(&prop, 0));
   std::printf("# mla_decode, %s, %d SMs, format %s, s_q 1, reps %d (median, L2 flushed, CUDA graph)\n", prop.name,

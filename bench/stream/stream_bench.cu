@@ -22,10 +22,14 @@
 // slots 151.4 / 155.2 / 157.0 us at 16384 pages), which set the 16-row kernels' ring depths.
 //
 //   bench_stream [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] [--reps R] [--copy bulk|box|cpasync]
-//                [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K]
+//                [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K] [--evict-first F]
 //                (defaults: 36864 = one fp8 page, the KV pages of rows 4-9, 132, 5, 50, bulk, 128, 128, 0, 0)
 // --dynamic K (bulk / box): no static ranges; each CTA claims chunks of K pages from a grid-wide counter until the
 // list is done -- the bound of any work stealing over the same pages (session 14).
+// --evict-first F (bulk / box): a fraction F of the page copies' lines with an L2 evict-first cache policy, the rest
+// evict-unchanged (F = 1: FlashMLA's dense decode loads its KV tiles so). Not for cpasync: ptxas (CUDA 13.0) built this file's hinted cp.async into an odd-register descriptor
+// (desc[UR1]) that faulted with an illegal instruction; the decode kernels' hinted copies (session 14, not kept)
+// compiled and ran correctly.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
@@ -33,6 +37,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <string>
@@ -61,8 +66,8 @@ enum Copy { kBulk = 0, kBox = 1, kCpAsync = 2 };
 template <int kCopy>
 __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, const uint8_t* __restrict__ base,
                                     const int32_t* __restrict__ order, int n, int page_bytes, int slot_bytes,
-                                    int stages, int math_ns, int box_bytes, int dynamic, int* counters,
-                                    unsigned* sink, unsigned long long* stamps) {
+                                    int stages, int math_ns, int box_bytes, int dynamic, float evict_first,
+                                    int* counters, unsigned* sink, unsigned long long* stamps) {
   // stamps[2 c], [2 c + 1]: CTA c's start and end (globaltimer, ns), for the spread of the CTAs' ends.
   if (threadIdx.x == 0) stamps[2 * blockIdx.x] = mla::sm90::decode::timeline_now();
   extern __shared__ __align__(1024) uint8_t smem[];  // slots, then the slots' mbarriers (no static shared memory:
@@ -107,12 +112,21 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
     auto issue = [&](int i, int k) {  // page i of the list as this CTA's k-th
       const uint32_t bar = smem_u32(&bars[k % stages]);
       const uint32_t dst = s0 + (k % stages) * slot_bytes;
+      const uint64_t pol = l2_evict_first_fraction(evict_first);
       if constexpr (kCopy == kBulk) {
         mbar_expect_tx(bar, static_cast<uint32_t>(page_bytes));
-        bulk_load(dst, base + int64_t(order[i]) * page_bytes, static_cast<uint32_t>(page_bytes), bar);
+        if (evict_first > 0.f)
+          bulk_load_hint(dst, base + int64_t(order[i]) * page_bytes, static_cast<uint32_t>(page_bytes), bar, pol);
+        else
+          bulk_load(dst, base + int64_t(order[i]) * page_bytes, static_cast<uint32_t>(page_bytes), bar);
       } else {
         mbar_expect_tx(bar, static_cast<uint32_t>(boxes * box_bytes));  // out-of-row bytes arrive as zeros
-        for (int x = 0; x < boxes; ++x) tma_load_2d(dst + x * box_bytes, &map, bar, box_w * x, order[i] * 64);
+        for (int x = 0; x < boxes; ++x) {
+          if (evict_first > 0.f)
+            tma_load_2d_hint(dst + x * box_bytes, &map, bar, box_w * x, order[i] * 64, pol);
+          else
+            tma_load_2d(dst + x * box_bytes, &map, bar, box_w * x, order[i] * 64);
+        }
       }
     };
     // The pages this CTA streams, in order: its static range, or (--dynamic K) chunks of K pages of the whole list
@@ -172,6 +186,7 @@ struct Options {
   int promotion = 128;  // box: the cache map's L2 promotion in bytes (0: none)
   int box_width = 128;  // box: bytes of a token row per box (64: 64-byte swizzle, 128: 128-byte swizzle)
   int dynamic = 0;      // bulk / box: 0 static ranges, K > 0 chunks of K pages claimed from a grid-wide counter
+  float evict_first = 0.f;  // > 0: that fraction of the page copies' lines L2 evict-first (1: FlashMLA's KV hint)
 };
 int box_bytes(const Options& o) { return 64 * o.box_width; }
 
@@ -219,6 +234,13 @@ Status parse(int argc, char** argv, Options* o) {
       MLA_TRY(num(0, 256, &o->promotion));
       if (o->promotion != 0 && o->promotion != 64 && o->promotion != 128 && o->promotion != 256)
         return Status::invalid("bench stream", "--promotion wants 0, 64, 128 or 256");
+    } else if (a == "--evict-first" && has) {
+      const std::string v = argv[++i];
+      char* end = nullptr;
+      const float f = std::strtof(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(f > 0.f && f <= 1.f))
+        return Status::invalid("bench stream", "--evict-first wants a fraction in (0, 1]; got '" + v + "'");
+      o->evict_first = f;
     } else if (a == "--dynamic" && has) {
       MLA_TRY(num(0, 4096, &o->dynamic));
     } else if (a == "--box-bytes" && has) {
@@ -226,11 +248,13 @@ Status parse(int argc, char** argv, Options* o) {
       if (o->box_width != 64 && o->box_width != 128) return Status::invalid("bench stream", "--box-bytes wants 64 or 128");
     } else {
       return Status::invalid("bench stream", "usage: [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] "
-                                             "[--reps R] [--copy bulk|box|cpasync] [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K]; got '" + a +
+                                             "[--reps R] [--copy bulk|box|cpasync] [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K] [--evict-first F]; got '" + a +
                                              "'");
     }
   }
   if (o->page_bytes % 64 != 0) return Status::invalid("bench stream", "--page-bytes must hold 64 whole tokens");
+  if (o->evict_first > 0.f && o->copy == kCpAsync)
+    return Status::invalid("bench stream", "--evict-first applies to --copy bulk and box only");
   // 227 KB per CTA on sm_90, less the slots' mbarriers.
   if (size_t(slots(*o)) * slot_bytes(*o) + 8 * kMaxStages > 227 * 1024)
     return Status::invalid("bench stream", "the stages (" + std::to_string(slots(*o)) + " x " +
@@ -292,6 +316,7 @@ Status run(const Options& o) {
     static const char* kCopyName[] = {"1D bulk copies", "2D TMA boxes", "cp.async 16 B x 256 threads"};
     std::string math = o.math_ns > 0 ? std::to_string(o.math_ns) + " ns of spin per page" : std::string("no math");
     if (o.dynamic > 0 && o.copy != kCpAsync) math += ", chunks of " + std::to_string(o.dynamic) + " pages claimed dynamically";
+    if (o.evict_first > 0.f) math += ", L2 evict-first fraction " + std::to_string(o.evict_first);
     const std::string box_note = o.copy == kBox ? " of 64 x " + std::to_string(o.box_width) + " B (L2 promotion " +
                                                       std::to_string(o.promotion) + " B)"
                                                 : std::string();
@@ -310,7 +335,7 @@ Status run(const Options& o) {
       cudaGraphExec_t exec;
       MLA_CUDA_TRY("bench stream", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       kernel<<<o.ctas, threads, smem, s>>>(map, data, order, static_cast<int>(n), o.page_bytes, slot_bytes(o), slots(o),
-                                           o.math_ns, box_bytes(o), o.dynamic, counters, sink, stamps);
+                                           o.math_ns, box_bytes(o), o.dynamic, o.evict_first, counters, sink, stamps);
       MLA_CUDA_TRY("bench stream", cudaStreamEndCapture(s, &graph));
       MLA_CUDA_TRY("bench stream", cudaGraphInstantiate(&exec, graph, 0));
       cudaGraphDestroy(graph);
