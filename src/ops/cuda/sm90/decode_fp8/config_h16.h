@@ -25,6 +25,13 @@ constexpr int kThreads = 32 * (kScorerWarps + kAccWarps);
 // passes): 4 stages -1.1..-2.4 us on the b32 s4096 / s8192 and b128 rows (b128 s8192 160.3 -> 158.1), b1 -0.1..-0.3,
 // b32 s512 +0.1; 3 stages gain more on b32 (-2.2 / -3.0) but only -0.7 at b128 s8192 (NOTES_plan.md "Session 13").
 constexpr int kStages = 4;
+// Parts of at most kShallowLeadMaxPages pages keep only kShallowLead pages ahead in the same 4 slots (kernel_h16.cuh
+// producer_lead: the producer issues 3 pages up front instead of 4, then one per page as before). Session 13's 3-slot
+// ring beat the 4-slot one on every row of <= 64 pages per CTA and lost at 128; as a lead (session 14, two calls of 3
+// passes against HEAD's binary): b32 s4096 / s8192 -0.90..-0.93 / -1.23..-1.60 us, b128 s4096 -0.47..-0.90, b128 s512
+// -0.10..-0.13, b128 s8192 (128 pages, lead 4) -0.17..-0.43, b1 / b32 s512 +-0.07. The ring depth as a loop
+// variable instead (stage and phase j % 3 or j % 4) took the same gains but cost b128 s8192 +3.9 us.
+constexpr int kShallowLead = 3, kShallowLeadMaxPages = 64;
 // Q tiles: one per sequence the part visits, loaded by the scorer's thread 0 one sequence ahead (sequence n + 2
 // into n's slot once every scorer warp is past n's last S), completing on the slot's q_full barrier. Loading them
 // apart from the pages keeps the page producer (in the accumulator) from waiting on the scorer's progress.

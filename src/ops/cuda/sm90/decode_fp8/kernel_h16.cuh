@@ -7,11 +7,12 @@
 //     into slot n % kQSlots on q_full[slot]: n = 0, 1 up front, n + 2 once all four warps are past n's last S);
 //   warpgroup 1 (accumulator): V^T_j fragments (ldmatrix.trans, before P_j exists), release the stage, wait
 //     P_full, O^T = O^T alpha + V^T P^T (16 x m64n16k32, A from registers) -> P_empty[j % 2], epilogue; its
-//     thread 0 also issues the pages: page j + kStages into stage j % kStages (five 64 x 128 B boxes on
-//     full[stage]) once its P.V wgmmas of page j are issued and all 8 warps released page j's stage.
+//     thread 0 also issues the pages: page j + L into stage (j + L) % kStages (five 64 x 128 B boxes on
+//     full[stage]) once its P.V wgmmas of page j are issued and all 8 warps released the stage's previous page;
+//     L = kStages, or kShallowLead for a part of few pages (producer_lead).
 // So the scorer's page j + 1 overlaps the accumulator's page j, and neither waits for the other's barrier more
 // than once per page. Stage j is released by 8 warp arrivals (4 scorer warps after S, 4 accumulator warps after
-// their ldmatrix), so the TMA of page j + kStages overlaps the P.V of page j.
+// their ldmatrix), so the TMA of page j + L overlaps the P.V of page j.
 // Timeline marks (bench_decode --timeline in a -DMLA_DECODE_TIMELINE build; nothing otherwise), per CTA, in the
 // session's convention (4-8 as in decode_fp8/timeline_ws.cuh, sums in 12-15 through decode::TimelineSums):
 //   4  FIRST scorer: page 0 landed (its full wait returned)
@@ -55,6 +56,21 @@ using H16Timeline = decode::TimelineSums;
 struct Bars : decode::n16::RingBars<kStages> {
   __device__ uint32_t q_full(int q) const { return base + 8 * (2 * kStages + q); }
 };
+
+// Pages the producer keeps ahead of the accumulator: kStages, or kShallowLead for a short part (config_h16.h). It
+// issues that many up front and then one per page consumed, so only the prologue's count differs; the ring's slots
+// and phases stay j % kStages (as a loop variable the depth cost the long rows 2.5 %: NOTES_plan.md session 14).
+// The part's pages come from its record when it says so at once: one sequence's range, or the tail of its first
+// sequence (from the seqlen hint); anything longer or unknown counts as long.
+__device__ __forceinline__ int producer_lead(const decode::DecodeKernelParams& p) {
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int b0 = rec[kPartBeginBatch], k0 = rec[kPartBeginBlock], b1 = rec[kPartEndBatch], k1 = rec[kPartEndBlock];
+  const int first_seqlen = rec[kPartFirstSeqlen];
+  int pages = kShallowLeadMaxPages + 1;
+  if (b1 == b0) pages = k1 - k0;
+  else if (b1 == b0 + 1 && k1 == 0 && first_seqlen >= 0) pages = decode_num_blocks(first_seqlen) - k0;
+  return pages <= kShallowLeadMaxPages ? kShallowLead : kStages;
+}
 
 // Five boxes of `box_rows` x 128 bytes (128B swizzle) of a [rows, 576]-byte tensor into consecutive slabs.
 __device__ __forceinline__ void tma_slabs(const CUtensorMap* map, int row0, uint32_t dst, int slab_bytes, uint32_t bar) {
@@ -264,7 +280,11 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   PageProducer prod;
   if (is_producer) {
     prod.init(p, c);
-    for (int k = 0; k < kStages; ++k) prod.step(p, bars, s_k0);
+    static_assert(kShallowLead == kStages - 1, "the long parts' lead is one page more");
+#pragma unroll
+    for (int k = 0; k < kShallowLead; ++k) prod.step(p, bars, s_k0);
+    // Decided after the first pages are on their way (the record's fields are in L1 since the cursor read them).
+    if (producer_lead(p) == kStages) prod.step(p, bars, s_k0);
   }
   __syncwarp();
   int j = 0;
