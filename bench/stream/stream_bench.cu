@@ -60,6 +60,14 @@ constexpr int kMaxStages = 8;
 
 enum Copy { kBulk = 0, kBox = 1, kCpAsync = 2 };
 
+// Spins `ns` nanoseconds on the global timer (0: none).
+__device__ __forceinline__ void spin_ns(int ns) {
+  if (ns <= 0) return;
+  const unsigned long long until = mla::sm90::decode::timeline_now() + static_cast<unsigned>(ns);
+  while (mla::sm90::decode::timeline_now() < until) {
+  }
+}
+
 // CTA c streams pages [c * n / C, (c + 1) * n / C) of `order` through `stages` shared-memory slots of `slot_bytes`:
 // page i goes into slot i % stages once the slot's previous page has landed (bulk / box: thread 0 issues, mbarrier
 // per slot; cpasync: every thread its 16-byte chunks, one commit group per page, wait_group keeps stages - 1 ahead).
@@ -94,11 +102,7 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
       cp_async_wait<1>();
       __syncthreads();  // page i landed, for every thread
       acc += smem[((i - lo) & 1) * slot_bytes + threadIdx.x];
-      if (math_ns > 0) {  // --math-ns: the page's math before its slot is refilled
-        const unsigned long long until = timeline_now() + static_cast<unsigned>(math_ns);
-        while (timeline_now() < until) {
-        }
-      }
+      spin_ns(math_ns);  // --math-ns: the page's math before its slot is refilled
       __syncthreads();  // every thread is done with the slot page i + 2 goes into
       if (i + 2 < hi) issue(i + 2);
       cp_async_commit();
@@ -109,10 +113,10 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
     const int boxes = (page_bytes / 64 + box_w - 1) / box_w;
     for (int s = 0; s < stages; ++s) mbar_init(smem_u32(&bars[s]), 1);
     mbar_init_fence();
+    const uint64_t pol = l2_evict_first_fraction(evict_first);  // used only when evict_first > 0
     auto issue = [&](int i, int k) {  // page i of the list as this CTA's k-th
       const uint32_t bar = smem_u32(&bars[k % stages]);
       const uint32_t dst = s0 + (k % stages) * slot_bytes;
-      const uint64_t pol = l2_evict_first_fraction(evict_first);
       if constexpr (kCopy == kBulk) {
         mbar_expect_tx(bar, static_cast<uint32_t>(page_bytes));
         if (evict_first > 0.f)
@@ -156,12 +160,7 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
     for (int k = 0; k < issued; ++k) {
       mbar_wait(smem_u32(&bars[k % stages]), (k / stages) & 1);
       acc += smem[(k % stages) * slot_bytes];  // a read of the landed page, so the copy is not dead
-      // --math-ns: a decode step's math on the page before its slot is free again (a spin on the global timer).
-      if (math_ns > 0) {
-        const unsigned long long until = timeline_now() + static_cast<unsigned>(math_ns);
-        while (timeline_now() < until) {
-        }
-      }
+      spin_ns(math_ns);  // --math-ns: a decode step's math on the page before its slot is free again
       const int i = next_page();
       if (i >= 0) issue(i, issued++);
     }

@@ -14,16 +14,11 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
-// An L2 evict-first cache policy for the hinted copies of tma.h (bulk_load_hint, tma_load_2d_hint): lines read once go
-// first when L2 needs room. FlashMLA's dense decode loads its KV tiles so; measured for ours in session 14
-// (bench/decode/NOTES_plan.md): under the anchors' memset flush it helps streams up to ~150 MB and costs long ones
-// up to 4-7 %, on a clean L2 it changes nothing, so no decode kernel uses it.
-__device__ __forceinline__ uint64_t l2_evict_first() {
-  uint64_t policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
-// A fraction of the lines evict-first, the rest evict-unchanged (bench_stream --evict-first F).
+// An L2 cache policy for the hinted copies of tma.h (bulk_load_hint, tma_load_2d_hint): a fraction of the lines
+// evict-first (they go first when L2 needs room), the rest evict-unchanged; fraction 1 is FlashMLA's dense-decode KV
+// hint. Measured for ours in session 14 (bench_stream --evict-first F, bench/decode/NOTES_plan.md): under the
+// anchors' memset flush it helps streams up to ~150 MB and costs long ones up to 4-7 %, in proportion to F; on a
+// clean L2 it changes nothing, so no decode kernel uses it.
 __device__ __forceinline__ uint64_t l2_evict_first_fraction(float fraction) {
   uint64_t policy;
   asm("createpolicy.fractional.L2::evict_first.L2::evict_unchanged.b64 %0, %1;\n" : "=l"(policy) : "f"(fraction));

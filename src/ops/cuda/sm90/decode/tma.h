@@ -109,7 +109,7 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
-// The same two copies with an L2 cache policy operand (createpolicy; ptx.h l2_evict_first).
+// The same two copies with an L2 cache policy operand (createpolicy; ptx.h l2_evict_first_fraction).
 __device__ __forceinline__ void bulk_load_hint(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
                                                uint64_t policy) {
   asm volatile(
