@@ -26,6 +26,17 @@ constexpr int kFp8DsTokenBytes = Fp8DsLayout::kBytes;          // 656
 constexpr int kFp8DsPageBytes = kBlockN * kFp8DsTokenBytes;    // 41984
 static_assert(kFp8DsTokenBytes % 16 == 0, "16-byte copies of whole tokens");
 
+// A part of at most this many KV bytes (16 bf16 / 32 fp8 pages) loads them with an L2 evict-first policy (ptx.h) in
+// the 16-row kernels of 16-bit (cp.async) and fp8 (TMA boxes) pages. When L2 holds dirty lines (another kernel's
+// writes: the bench's memset flush, a layer's outputs in serving), evict-first KV lines are the ones replaced, so a
+// short stream need not write those lines back first; on longer streams the hint costs those two copy paths 2-4 %
+// (mechanism unmeasured), hence the bound: ~150 MB over 132 parts, where bench_stream's gain and loss cross. On a clean
+// L2 the hint changes nothing. Measured in session 15 (NOTES_plan.md): h16 b32 s4096 bf16 / fp8 -2.5 / -3.1 us, b128
+// s512 -3.0 / -1.8, fp8 b32 s8192 -2.1; longer parts unchanged. (A hinted copy with an evict-normal policy is not the
+// plain copy: fp8 h16 b128 s8192 +35 us; so the other parts take the unhinted instructions.) fp8_ds pages (1D bulk
+// copies) gain at every length and are always evict-first (decode_fp8ds/kernel_ws16.cuh).
+constexpr int64_t kKvEvictFirstPartBytes = 1152 * 1024;
+
 // Shared-memory layout (bytes), for a kernel with `row_groups` active 16-row groups, `stages` 16-bit page
 // stages and (fp8_ds) `raw_slots` raw pages of `raw_bytes` with one mbarrier each.
 struct SmemLayout {

@@ -60,22 +60,25 @@ struct Bars : decode::n16::RingBars<kStages> {
 // Pages the producer keeps ahead of the accumulator: kStages, or kShallowLead for a short part (config_h16.h). It
 // issues that many up front and then one per page consumed, so only the prologue's count differs; the ring's slots
 // and phases stay j % kStages (as a loop variable the depth cost the long rows 2.5 %: NOTES_plan.md session 14).
-// The part's pages come from its record when it says so at once: one sequence's range, or the tail of its first
-// sequence (from the seqlen hint); anything longer or unknown counts as long.
+// The part's pages come from its record (decode::part_pages_from_record) when the part is one sequence's range or
+// the tail of its first sequence; any other part counts as long (as measured in session 14).
 __device__ __forceinline__ int producer_lead(const decode::DecodeKernelParams& p) {
   const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
-  const int b0 = rec[kPartBeginBatch], k0 = rec[kPartBeginBlock], b1 = rec[kPartEndBatch], k1 = rec[kPartEndBlock];
-  const int first_seqlen = rec[kPartFirstSeqlen];
-  int pages = kShallowLeadMaxPages + 1;
-  if (b1 == b0) pages = k1 - k0;
-  else if (b1 == b0 + 1 && k1 == 0 && first_seqlen >= 0) pages = decode_num_blocks(first_seqlen) - k0;
-  return pages <= kShallowLeadMaxPages ? kShallowLead : kStages;
+  const int b0 = rec[kPartBeginBatch], b1 = rec[kPartEndBatch];
+  const bool sized = b1 == b0 || (b1 == b0 + 1 && rec[kPartEndBlock] == 0);
+  return sized && decode::part_pages_from_record(p) <= kShallowLeadMaxPages ? kShallowLead : kStages;
 }
 
 // Five boxes of `box_rows` x 128 bytes (128B swizzle) of a [rows, 576]-byte tensor into consecutive slabs.
 __device__ __forceinline__ void tma_slabs(const CUtensorMap* map, int row0, uint32_t dst, int slab_bytes, uint32_t bar) {
 #pragma unroll
   for (int slab = 0; slab < kSlabs; ++slab) decode::tma_load_2d(dst + slab * slab_bytes, map, bar, slab * 128, row0);
+}
+__device__ __forceinline__ void tma_slabs_hint(const CUtensorMap* map, int row0, uint32_t dst, int slab_bytes, uint32_t bar,
+                                               uint64_t policy) {
+#pragma unroll
+  for (int slab = 0; slab < kSlabs; ++slab)
+    decode::tma_load_2d_hint(dst + slab * slab_bytes, map, bar, slab * 128, row0, policy);
 }
 
 // No L2 prefetch beyond the ring: keeping 1 or 2 pages prefetched (cp.async.bulk.prefetch.L2) made every large
@@ -85,17 +88,23 @@ __device__ __forceinline__ void tma_slabs(const CUtensorMap* map, int row0, uint
 // page into its stage, waiting for that stage's previous page to be released by all 8 warps.
 struct PageProducer {
   PartCursor c;
+  bool evict_first = false;  // the part's L2 policy (decode/config.h kKvEvictFirstPartBytes)
   int j = 0;
   __device__ void init(const decode::DecodeKernelParams& p, PartCursor cur) {
     c = cur;
     c.fetch_page(p);
+    evict_first = decode::kv_evict_first(p, kPageBytes);
   }
   __device__ __forceinline__ void step(const decode::DecodeKernelParams& p, const Bars& bars, uint32_t s_k0) {
     if (!c.valid()) return;
     const int stage = j % kStages;
     if (j >= kStages) mbar_wait(bars.empty(stage), phase_of(j - kStages, kStages));
     decode::mbar_expect_tx(bars.full(stage), kSlabTileBytes);
-    tma_slabs(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, kSlabBytes, bars.full(stage));
+    if (evict_first)
+      tma_slabs_hint(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, kSlabBytes, bars.full(stage),
+                     decode::l2_evict_first_fraction(1.f));
+    else
+      tma_slabs(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, kSlabBytes, bars.full(stage));
     if (c.last_of_sequence()) MLA_TL_MARK_LAST(p.timeline, 10);  // mark 10; the last call: the part's last page
     c.advance(p);
     c.fetch_page(p);  // the next block-table entry loads while the warp computes page j

@@ -71,9 +71,11 @@ struct PageStream {
     const int slot = j % kStages;
     if (j >= kStages) mbar_wait(bars.empty(slot), phase_of(j - kStages));
     decode::mbar_expect_tx(bars.full(slot), kPageBytes);
-    decode::bulk_load(s_raw0 + slot * kPageBytes,
-                      static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes, kPageBytes,
-                      bars.full(slot));
+    // Evict-first at every length: these 1D bulk copies gained with it on every row (session 15, unlike the 2D boxes
+    // and cp.async of the other formats, which lose on long parts: decode/config.h kKvEvictFirstPartBytes).
+    decode::bulk_load_hint(s_raw0 + slot * kPageBytes,
+                           static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes,
+                           kPageBytes, bars.full(slot), decode::l2_evict_first_fraction(1.f));
     c.advance(p);
     c.fetch_page(p);  // the next block-table entry loads while this thread waits / computes
     ++j;
