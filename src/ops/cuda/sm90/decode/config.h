@@ -26,15 +26,15 @@ constexpr int kFp8DsTokenBytes = Fp8DsLayout::kBytes;          // 656
 constexpr int kFp8DsPageBytes = kBlockN * kFp8DsTokenBytes;    // 41984
 static_assert(kFp8DsTokenBytes % 16 == 0, "16-byte copies of whole tokens");
 
-// A part of at most this many KV bytes (16 bf16 / 32 fp8 pages) loads them with an L2 evict-first policy (ptx.h) in
-// the 16-row kernels of 16-bit (cp.async) and fp8 (TMA boxes) pages. When L2 holds dirty lines (another kernel's
-// writes: the bench's memset flush, a layer's outputs in serving), evict-first KV lines are the ones replaced, so a
-// short stream need not write those lines back first; on longer streams the hint costs those two copy paths 2-4 %
-// (mechanism unmeasured), hence the bound: ~150 MB over 132 parts, where bench_stream's gain and loss cross. On a clean
-// L2 the hint changes nothing. Measured in session 15 (NOTES_plan.md): h16 b32 s4096 bf16 / fp8 -2.5 / -3.1 us, b128
-// s512 -3.0 / -1.8, fp8 b32 s8192 -2.1; longer parts unchanged. (A hinted copy with an evict-normal policy is not the
-// plain copy: fp8 h16 b128 s8192 +35 us; so the other parts take the unhinted instructions.) fp8_ds pages (1D bulk
-// copies) gain at every length and are always evict-first (decode_fp8ds/kernel_ws16.cuh).
+// A part of at most this many KV bytes (32 fp8 pages) loads them with an L2 evict-first policy (ptx.h) in the fp8
+// 16-row kernel (TMA boxes). When L2 holds dirty lines (another kernel's writes: the bench's memset flush, a layer's
+// outputs in serving), evict-first KV lines are the ones replaced, so a short stream need not write those lines back
+// first; on longer streams the hint costs 2-4 % (mechanism unmeasured), hence the bound: ~150 MB over 132 parts, where
+// bench_stream's gain and loss cross. On a clean L2 the hint changes nothing. Measured in session 15 (NOTES_plan.md):
+// h16 b32 s4096 / s8192 -3.2 / -1.6 us, b128 s512 -2.1; longer parts take the plain copies (a hinted copy with an
+// evict-normal policy is not the plain copy: b128 s8192 +35 us). fp8_ds pages (1D bulk copies) gain at every length
+// and are always evict-first (decode_fp8ds/kernel_ws16.cuh). The 16-bit cp.async kernel gained as much on its short
+// rows (b32 s4096 -1.4, b128 s512 -2.0) but any form of the choice cost its long rows 1.3-2.2 us: it has none.
 constexpr int64_t kKvEvictFirstPartBytes = 1152 * 1024;
 
 // Shared-memory layout (bytes), for a kernel with `row_groups` active 16-row groups, `stages` 16-bit page

@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   comp.init(p, rec, /*hints=*/kHintOneItem && one_item);
   if (!comp.valid()) return;  // an empty part (more CTAs than work)
   Pages pages;
-  pages.init(p, smem, L);
+  pages.init(smem, L);
   load = comp;
   load.fetch_page(p);
 

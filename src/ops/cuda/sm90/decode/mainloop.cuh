@@ -36,8 +36,8 @@ constexpr int kCopyPasses = kBlockN / kCopyRowsPerPass;  // 2
 static_assert(kBlockN == kRowsPerCta && kCopyPasses * kCopyRowsPerPass == kBlockN, "copy mapping");
 
 // kSlab: slab-major shared layout (wgmma variant, swizzle_slab) instead of 1152-byte rows (swizzle).
-template <int kSmemRows, bool kSlab, bool kHint = false>
-__device__ __forceinline__ void copy_rows(const uint8_t* src, uint32_t dst, int valid_rows, uint64_t policy = 0) {
+template <int kSmemRows, bool kSlab>
+__device__ __forceinline__ void copy_rows(const uint8_t* src, uint32_t dst, int valid_rows) {
   constexpr int kDstRow = kSlab ? 128 : kRowBytes;          // bytes between rows in shared memory
   constexpr int kDstGroup = kSlab ? kSmemRows * 128 : 128;  // bytes between groups of 8 chunks
   const int r = threadIdx.x >> 3, cl = threadIdx.x & 7;
@@ -51,10 +51,7 @@ __device__ __forceinline__ void copy_rows(const uint8_t* src, uint32_t dst, int 
     const uint8_t* sa = valid ? s + a * kCopyRowsPerPass * kRowBytes : src;
 #pragma unroll
     for (int j = 0; j < kChunksPerRow / 8; ++j)
-      if constexpr (kHint)
-        cp_async_16_hint(d + a * kCopyRowsPerPass * kDstRow + j * kDstGroup, sa + j * 128, valid ? 16 : 0, policy);
-      else
-        cp_async_16(d + a * kCopyRowsPerPass * kDstRow + j * kDstGroup, sa + j * 128, valid ? 16 : 0);
+      cp_async_16(d + a * kCopyRowsPerPass * kDstRow + j * kDstGroup, sa + j * 128, valid ? 16 : 0);
   }
 }
 
@@ -67,25 +64,13 @@ __device__ __forceinline__ void load_q_tile(const DecodeKernelParams& p, int b, 
   copy_rows<RG * kRowGroup, kSlab>(src, s_q_tile, valid_rows);
 }
 
-// A page's copies with the evict-first policy (config.h kKvEvictFirstPartBytes), in a function of its own: inlined
-// beside the plain copies of load_kv_page's other branch, ptxas (CUDA 13.0) gave the hinted LDGSTS an odd uniform
-// register pair as its descriptor (desc[UR1]), an illegal instruction at run time (session 15, run ef2; bench_stream
-// met the same in session 14). Called at most once per page, by every thread.
-template <bool kSlab>
-__device__ __noinline__ void copy_rows_ef(const uint8_t* src, uint32_t dst, int valid_rows) {
-  copy_rows<kBlockN, kSlab, true>(src, dst, valid_rows, l2_evict_first_fraction(1.f));
-}
-
 // Copies KV page `blk` (physical `page`) of a sequence into a stage; tokens at or past seqlen are zero-filled (their cache
-// slots are garbage, possibly NaN, and 0 * NaN would poison P.V). evict_first: the L2 policy of the part's pages.
+// slots are garbage, possibly NaN, and 0 * NaN would poison P.V).
 template <bool kSlab>
 __device__ __forceinline__ void load_kv_page(const DecodeKernelParams& p, int32_t page, int blk, int seqlen,
-                                             uint32_t s_stage, bool evict_first) {
+                                             uint32_t s_stage) {
   const uint8_t* src = static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(page) * kPageBytes;
-  if (evict_first)
-    copy_rows_ef<kSlab>(src, s_stage, seqlen - blk * kBlockN);
-  else
-    copy_rows<kBlockN, kSlab>(src, s_stage, seqlen - blk * kBlockN);
+  copy_rows<kBlockN, kSlab>(src, s_stage, seqlen - blk * kBlockN);
 }
 
 // Per-thread softmax/accumulator state of one warp: rows g and g + 8 of its row group

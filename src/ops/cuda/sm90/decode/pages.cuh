@@ -44,22 +44,17 @@ __device__ __forceinline__ void dequant16(const uint4& codes, float scale, uint4
   hi.w = dequant_pair(static_cast<uint16_t>(codes.w >> 16), scale);
 }
 
-// 16-bit formats: the stages are the load slots. kHintable: short parts load evict-first (config.h
-// kKvEvictFirstPartBytes; measured on the 16-row tiles, the other mma.sync tiles alike untimed).
-template <bool kSlab, bool kHintable>
+// 16-bit formats: the stages are the load slots.
+template <bool kSlab>
 struct CpAsyncPages {
   static constexpr int kSlots = kStages;     // pages in flight
   static constexpr bool kEarlyRefill = false;  // a slot frees only after the step's P.V
   static constexpr SmemLayout layout(int row_groups, int slices) { return smem_layout(row_groups, slices); }
 
   uint32_t s_kv0;
-  bool evict_first;
-  __device__ __forceinline__ void init(const DecodeKernelParams& p, uint8_t* smem, const SmemLayout& L) {
-    s_kv0 = smem_u32(smem + L.k_offset);
-    evict_first = kHintable && kv_evict_first(p, kPageBytes);
-  }
+  __device__ __forceinline__ void init(uint8_t* smem, const SmemLayout& L) { s_kv0 = smem_u32(smem + L.k_offset); }
   __device__ __forceinline__ void issue(const DecodeKernelParams& p, const PartCursor& c, int slot) const {
-    load_kv_page<kSlab>(p, c.page, c.blk, c.seqlen, s_kv0 + slot * kPageBytes, evict_first);
+    load_kv_page<kSlab>(p, c.page, c.blk, c.seqlen, s_kv0 + slot * kPageBytes);
   }
   // Before the step's first barrier: this thread's copies of the step's page (and of a Q tile issued
   // before it) have landed. The Q tile of a new segment is its own commit group ahead of the next page.
@@ -114,7 +109,7 @@ struct Fp8DsPages {
   uint8_t* stage_ptr;
   const uint8_t* raw0;
   uint32_t s_stage, s_raw0, bar0;
-  __device__ __forceinline__ void init(const DecodeKernelParams&, uint8_t* smem, const SmemLayout& L) {
+  __device__ __forceinline__ void init(uint8_t* smem, const SmemLayout& L) {
     stage_ptr = smem + L.k_offset;
     raw0 = smem + L.raw_offset;
     s_stage = smem_u32(stage_ptr);
@@ -149,7 +144,7 @@ struct Fp8DsPages {
 
 template <class Traits, int RG, bool kWg>
 struct PageLoaderOf {
-  using type = CpAsyncPages<kWg, !kWg && RG <= 2>;
+  using type = CpAsyncPages<kWg>;
 };
 template <int RG, bool kWg>
 struct PageLoaderOf<Fp8DsTraits, RG, kWg> {

@@ -14,21 +14,14 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
-// An L2 cache policy for the hinted copies (cp_async_16_hint; tma.h bulk_load_hint, tma_load_2d_hint): a fraction of
-// the lines evict-first (they go first when L2 needs room), the rest evict-unchanged; fraction 1 is FlashMLA's
-// dense-decode KV hint. The 16-row decode kernels load short parts with it (config.h kKvEvictFirstPartBytes; fp8_ds
-// every part); bench_stream --evict-first F prices it on bare streams (bench/decode/NOTES_plan.md sessions 14-15).
+// An L2 cache policy for the hinted copies of tma.h (bulk_load_hint, tma_load_2d_hint): a fraction of the lines
+// evict-first (they go first when L2 needs room), the rest evict-unchanged; fraction 1 is FlashMLA's dense-decode KV
+// hint. The fp8 16-row kernel loads short parts with it (config.h kKvEvictFirstPartBytes), the fp8_ds one every part;
+// bench_stream --evict-first F prices it on bare streams (bench/decode/NOTES_plan.md sessions 14-15).
 __device__ __forceinline__ uint64_t l2_evict_first_fraction(float fraction) {
   uint64_t policy;
   asm("createpolicy.fractional.L2::evict_first.L2::evict_unchanged.b64 %0, %1;\n" : "=l"(policy) : "f"(fraction));
   return policy;
-}
-// The same copy with an L2 cache policy (l2_evict_first_fraction). Keep it out of a runtime branch that also holds
-// plain cp.async (see copy_rows_ef, mainloop.cuh).
-__device__ __forceinline__ void cp_async_16_hint(uint32_t dst, const void* src, int src_bytes, uint64_t policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src), "r"(src_bytes),
-               "l"(policy)
-               : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
