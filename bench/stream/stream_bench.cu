@@ -8,7 +8,12 @@
 //              promotion --promotion 128|256: the fp8 16-row kernel's cache map uses 128, the 16-bit maps 256);
 //              --box-bytes 64: boxes of 64 tokens x 64 bytes, 64-byte swizzle (nine per 576-byte token row, each
 //              box row inside one 128-byte line: with 128-byte boxes the odd tokens' rows straddle two lines);
-//   cpasync -- 256 threads, 16 bytes per cp.async, one commit group per page (the 16-bit 16-row kernel's).
+//   cpasync -- 256 threads, 16 bytes per cp.async, one commit group per page (the 16-bit 16-row kernel's);
+//   rows    -- one 1D bulk copy per token row into rows padded by 16 bytes (576 -> 592 for fp8: conflict-free
+//              ldmatrix rows), 64 per page, issued by the 32 lanes of one warp (a candidate for the fp8 16-row kernel
+//              with K as register A operands, session 15; static ranges only). Measured: 64 copies of 576 B per page
+//              stream at ~2 TB/s (16384 fp8 pages evict-first: 290 us with no math, 353 with 500 ns; one bulk copy
+//              per page 153 / 160), so that kernel design is out.
 // Two flushes:
 //   memset -- bench_decode's and the anchors' (ANCHORS.md "How the anchor was timed": a 256 MB memset between
 //             calls): the flush leaves L2 full of dirty lines, which the timed kernel's reads write back to HBM;
@@ -21,12 +26,12 @@
 // as a decode step's math holds its stage: with it, deeper rings lose (session 13: 36 KB pages, 500 ns, 3 / 4 / 5
 // slots 151.4 / 155.2 / 157.0 us at 16384 pages), which set the 16-row kernels' ring depths.
 //
-//   bench_stream [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] [--reps R] [--copy bulk|box|cpasync]
+//   bench_stream [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] [--reps R] [--copy bulk|box|cpasync|rows]
 //                [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K] [--evict-first F]
 //                (defaults: 36864 = one fp8 page, the KV pages of rows 4-9, 132, 5, 50, bulk, 128, 128, 0, 0)
 // --dynamic K (bulk / box): no static ranges; each CTA claims chunks of K pages from a grid-wide counter until the
 // list is done -- the bound of any work stealing over the same pages (session 14).
-// --evict-first F (bulk / box): a fraction F of the page copies' lines with an L2 evict-first cache policy, the rest
+// --evict-first F (bulk / box / rows): a fraction F of the page copies' lines with an L2 evict-first cache policy, the rest
 // evict-unchanged (F = 1: FlashMLA's dense decode loads its KV tiles so). Not for cpasync: ptxas (CUDA 13.0) built this file's hinted cp.async into an odd-register descriptor
 // (desc[UR1]) that faulted with an illegal instruction; the decode kernels' hinted copies (session 14, not kept)
 // compiled and ran correctly.
@@ -58,7 +63,7 @@ using mla::Status;
 
 constexpr int kMaxStages = 8;
 
-enum Copy { kBulk = 0, kBox = 1, kCpAsync = 2 };
+enum Copy { kBulk = 0, kBox = 1, kCpAsync = 2, kRows = 3 };
 
 // Spins `ns` nanoseconds on the global timer (0: none).
 __device__ __forceinline__ void spin_ns(int ns) {
@@ -108,16 +113,31 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
       cp_async_commit();
     }
   } else {
-    if (threadIdx.x != 0) return;
+    const int lane = threadIdx.x;  // kRows: the warp issues the rows; else thread 0 alone
+    if (kCopy != kRows && lane != 0) return;
     const int box_w = box_bytes / 64;  // bytes of a token row per box
     const int boxes = (page_bytes / 64 + box_w - 1) / box_w;
-    for (int s = 0; s < stages; ++s) mbar_init(smem_u32(&bars[s]), 1);
-    mbar_init_fence();
+    const int row = page_bytes / 64;  // kRows: a token row's bytes; its slot row is row + 16
+    if (lane == 0) {
+      for (int s = 0; s < stages; ++s) mbar_init(smem_u32(&bars[s]), 1);
+      mbar_init_fence();
+    }
+    __syncwarp();
     const uint64_t pol = l2_evict_first_fraction(evict_first);  // used only when evict_first > 0
     auto issue = [&](int i, int k) {  // page i of the list as this CTA's k-th
       const uint32_t bar = smem_u32(&bars[k % stages]);
       const uint32_t dst = s0 + (k % stages) * slot_bytes;
-      if constexpr (kCopy == kBulk) {
+      if constexpr (kCopy == kRows) {
+        if (lane == 0) mbar_expect_tx(bar, static_cast<uint32_t>(page_bytes));
+        __syncwarp();
+        const uint8_t* src = base + int64_t(order[i]) * page_bytes;
+        for (int r = lane; r < 64; r += 32) {
+          if (evict_first > 0.f)
+            bulk_load_hint(dst + r * (row + 16), src + r * row, static_cast<uint32_t>(row), bar, pol);
+          else
+            bulk_load(dst + r * (row + 16), src + r * row, static_cast<uint32_t>(row), bar);
+        }
+      } else if constexpr (kCopy == kBulk) {
         mbar_expect_tx(bar, static_cast<uint32_t>(page_bytes));
         if (evict_first > 0.f)
           bulk_load_hint(dst, base + int64_t(order[i]) * page_bytes, static_cast<uint32_t>(page_bytes), bar, pol);
@@ -191,6 +211,7 @@ int box_bytes(const Options& o) { return 64 * o.box_width; }
 
 // Shared-memory bytes of one slot: the page, or its boxes (a token row padded to whole 128-byte boxes).
 int slot_bytes(const Options& o) {
+  if (o.copy == kRows) return 64 * (o.page_bytes / 64 + 16);
   return o.copy == kBox ? (o.page_bytes / 64 + o.box_width - 1) / o.box_width * box_bytes(o) : o.page_bytes;
 }
 int slots(const Options& o) { return o.copy == kCpAsync ? 2 : o.stages; }
@@ -228,6 +249,7 @@ Status parse(int argc, char** argv, Options* o) {
       if (v == "bulk") o->copy = kBulk;
       else if (v == "box") o->copy = kBox;
       else if (v == "cpasync") o->copy = kCpAsync;
+      else if (v == "rows") o->copy = kRows;
       else return Status::invalid("bench stream", "--copy wants bulk, box or cpasync; got '" + v + "'");
     } else if (a == "--promotion" && has) {
       MLA_TRY(num(0, 256, &o->promotion));
@@ -247,13 +269,15 @@ Status parse(int argc, char** argv, Options* o) {
       if (o->box_width != 64 && o->box_width != 128) return Status::invalid("bench stream", "--box-bytes wants 64 or 128");
     } else {
       return Status::invalid("bench stream", "usage: [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] "
-                                             "[--reps R] [--copy bulk|box|cpasync] [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K] [--evict-first F]; got '" + a +
+                                             "[--reps R] [--copy bulk|box|cpasync|rows] [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K] [--evict-first F]; got '" + a +
                                              "'");
     }
   }
   if (o->page_bytes % 64 != 0) return Status::invalid("bench stream", "--page-bytes must hold 64 whole tokens");
   if (o->evict_first > 0.f && o->copy == kCpAsync)
-    return Status::invalid("bench stream", "--evict-first applies to --copy bulk and box only");
+    return Status::invalid("bench stream", "--evict-first applies to --copy bulk, box and rows only");
+  if (o->copy == kRows && (o->dynamic > 0 || (o->page_bytes / 64) % 16 != 0))
+    return Status::invalid("bench stream", "--copy rows wants static ranges and token rows of a multiple of 16 bytes");
   // 227 KB per CTA on sm_90, less the slots' mbarriers.
   if (size_t(slots(*o)) * slot_bytes(*o) + 8 * kMaxStages > 227 * 1024)
     return Status::invalid("bench stream", "the stages (" + std::to_string(slots(*o)) + " x " +
@@ -292,8 +316,10 @@ Status run(const Options& o) {
     MLA_TRY(read_flush.init(mla::bench::kMemsetFlushBytes));
     const int smem = slots(o) * slot_bytes(o) + 8 * kMaxStages;
     const int threads = o.copy == kCpAsync ? 256 : 32;
-    auto kernel = o.copy == kBulk ? stream_pages_kernel<kBulk> : o.copy == kBox ? stream_pages_kernel<kBox>
-                                                                                  : stream_pages_kernel<kCpAsync>;
+    auto kernel = o.copy == kBulk ? stream_pages_kernel<kBulk>
+                  : o.copy == kBox ? stream_pages_kernel<kBox>
+                  : o.copy == kRows ? stream_pages_kernel<kRows>
+                                    : stream_pages_kernel<kCpAsync>;
     MLA_CUDA_TRY("bench stream", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CUtensorMap map{};
     if (o.copy == kBox) {  // the cache as [pages * 64 tokens, token bytes] bytes, 64 x 128-byte boxes
@@ -312,7 +338,8 @@ Status run(const Options& o) {
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
       if (r != CUDA_SUCCESS) return Status::cuda("bench stream", "cuTensorMapEncodeTiled failed: " + std::to_string(int(r)));
     }
-    static const char* kCopyName[] = {"1D bulk copies", "2D TMA boxes", "cp.async 16 B x 256 threads"};
+    static const char* kCopyName[] = {"1D bulk copies", "2D TMA boxes", "cp.async 16 B x 256 threads",
+                                      "1D bulk copies per token row (rows padded by 16 B)"};
     std::string math = o.math_ns > 0 ? std::to_string(o.math_ns) + " ns of spin per page" : std::string("no math");
     if (o.dynamic > 0 && o.copy != kCpAsync) math += ", chunks of " + std::to_string(o.dynamic) + " pages claimed dynamically";
     if (o.evict_first > 0.f) math += ", L2 evict-first fraction " + std::to_string(o.evict_first);
