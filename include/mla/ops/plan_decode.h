@@ -117,6 +117,18 @@ inline size_t decode_workspace_lse_offset(const DecodePlanGeometry& g) {
 
 MLA_HD_INLINE int decode_num_blocks(int seqlen) { return seqlen > 0 ? (seqlen + kDecodePageSize - 1) / kDecodePageSize : 0; }
 
+// KV pages of a part, from its record alone (a kernel sizes its own part with it before walking it): exact when the
+// part lies in one sequence, or in two with the first one's length in the record's seqlen hint; otherwise (more
+// sequences) each sequence in between counts one page: a lower bound unless some of them are empty (an empty one
+// counts one page too much). With no hint, the largest int.
+MLA_HD_INLINE int decode_part_pages_from_record(const int32_t* rec) {
+  const int b0 = rec[kPartBeginBatch], k0 = rec[kPartBeginBlock], b1 = rec[kPartEndBatch], k1 = rec[kPartEndBlock];
+  const int first_seqlen = rec[kPartFirstSeqlen];
+  if (b1 == b0) return k1 - k0;
+  if (first_seqlen < 0) return 0x7fffffff;
+  return decode_num_blocks(first_seqlen) - k0 + k1 + (b1 - b0 - 1);
+}
+
 // Checks the optional block table of plan_decode: int32 [batch, max_blocks], contiguous (empty: no page hints).
 Status check_plan_block_table(const TensorView& block_table, int batch, DecodePlanPages* out);
 

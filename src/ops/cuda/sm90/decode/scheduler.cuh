@@ -119,16 +119,10 @@ struct PartCursor {
   }
 };
 
-// KV pages of this CTA's part, from its record alone: exact when the part lies in one sequence, or in two with the
-// first one's length in the record's seqlen hint; otherwise (more sequences) a lower bound, one page for each sequence
-// in between. With no hint, the largest int.
+// KV pages of this CTA's part from its record (plan_decode.h decode_part_pages_from_record: exact for parts in one or
+// two sequences, one page per sequence in between beyond).
 __device__ __forceinline__ int part_pages_from_record(const DecodeKernelParams& p) {
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
-  const int b0 = rec[kPartBeginBatch], k0 = rec[kPartBeginBlock], b1 = rec[kPartEndBatch], k1 = rec[kPartEndBlock];
-  const int first_seqlen = rec[kPartFirstSeqlen];
-  if (b1 == b0) return k1 - k0;
-  if (first_seqlen < 0) return 0x7fffffff;
-  return decode_num_blocks(first_seqlen) - k0 + k1 + (b1 - b0 - 1);
+  return decode_part_pages_from_record(p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts);
 }
 
 // Whether this CTA's KV copies take the L2 evict-first policy: its part holds at most kKvEvictFirstPartBytes (config.h).
