@@ -71,8 +71,9 @@ struct PageStream {
     const int slot = j % kStages;
     if (j >= kStages) mbar_wait(bars.empty(slot), phase_of(j - kStages));
     decode::mbar_expect_tx(bars.full(slot), kPageBytes);
-    // Evict-first at every length: these 1D bulk copies gained with it on every row (session 15, unlike the 2D boxes
-    // and cp.async of the other formats, which lose on long parts: decode/config.h kKvEvictFirstPartBytes).
+    // Evict-first at every length: these 1D bulk copies gain with it on every h16 row (b32 / b128 -1.7..-3.8 us) or,
+    // at b128 s8192 on some machines, break even (session 15), unlike the 2D boxes and cp.async of the other formats,
+    // which lose on long parts (decode/config.h kKvEvictFirstPartBytes).
     decode::bulk_load_hint(s_raw0 + slot * kPageBytes,
                            static_cast<const uint8_t*>(p.kv_cache) + static_cast<int64_t>(c.page) * kPageBytes,
                            kPageBytes, bars.full(slot), decode::l2_evict_first_fraction(1.f));
