@@ -31,10 +31,11 @@
 //                (defaults: 36864 = one fp8 page, the KV pages of rows 4-9, 132, 5, 50, bulk, 128, 128, 0, 0)
 // --dynamic K (bulk / box): no static ranges; each CTA claims chunks of K pages from a grid-wide counter until the
 // list is done -- the bound of any work stealing over the same pages (session 14).
-// --evict-first F (bulk / box / rows): a fraction F of the page copies' lines with an L2 evict-first cache policy, the rest
-// evict-unchanged (F = 1: FlashMLA's dense decode loads its KV tiles so). Not for cpasync: ptxas (CUDA 13.0) built this file's hinted cp.async into an odd-register descriptor
-// (desc[UR1]) that faulted with an illegal instruction; the decode kernels' hinted copies (session 14, not kept)
-// compiled and ran correctly.
+// --evict-first F (bulk / box / rows): a fraction F of the page copies' lines with an L2 evict-first cache policy,
+// the rest evict-unchanged (F = 1: FlashMLA's dense decode loads its KV tiles so). Not for cpasync: ptxas (CUDA 13.0)
+// built a hinted cp.async beside the plain one of a runtime branch into an odd-register descriptor (desc[UR1]) that
+// faulted with an illegal instruction, here and in the decode kernel (session 15; there a __noinline__ function for
+// the hinted copies compiled correctly).
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
@@ -127,22 +128,20 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
     auto issue = [&](int i, int k) {  // page i of the list as this CTA's k-th
       const uint32_t bar = smem_u32(&bars[k % stages]);
       const uint32_t dst = s0 + (k % stages) * slot_bytes;
+      const uint8_t* src = base + int64_t(order[i]) * page_bytes;
+      auto bulk = [&](uint32_t d, const uint8_t* from, int bytes) {  // one 1D bulk copy, hinted under --evict-first
+        if (evict_first > 0.f)
+          bulk_load_hint(d, from, static_cast<uint32_t>(bytes), bar, pol);
+        else
+          bulk_load(d, from, static_cast<uint32_t>(bytes), bar);
+      };
       if constexpr (kCopy == kRows) {
         if (lane == 0) mbar_expect_tx(bar, static_cast<uint32_t>(page_bytes));
         __syncwarp();
-        const uint8_t* src = base + int64_t(order[i]) * page_bytes;
-        for (int r = lane; r < 64; r += 32) {
-          if (evict_first > 0.f)
-            bulk_load_hint(dst + r * (row + 16), src + r * row, static_cast<uint32_t>(row), bar, pol);
-          else
-            bulk_load(dst + r * (row + 16), src + r * row, static_cast<uint32_t>(row), bar);
-        }
+        for (int r = lane; r < 64; r += 32) bulk(dst + r * (row + 16), src + r * row, row);
       } else if constexpr (kCopy == kBulk) {
         mbar_expect_tx(bar, static_cast<uint32_t>(page_bytes));
-        if (evict_first > 0.f)
-          bulk_load_hint(dst, base + int64_t(order[i]) * page_bytes, static_cast<uint32_t>(page_bytes), bar, pol);
-        else
-          bulk_load(dst, base + int64_t(order[i]) * page_bytes, static_cast<uint32_t>(page_bytes), bar);
+        bulk(dst, src, page_bytes);
       } else {
         mbar_expect_tx(bar, static_cast<uint32_t>(boxes * box_bytes));  // out-of-row bytes arrive as zeros
         for (int x = 0; x < boxes; ++x) {
@@ -250,7 +249,7 @@ Status parse(int argc, char** argv, Options* o) {
       else if (v == "box") o->copy = kBox;
       else if (v == "cpasync") o->copy = kCpAsync;
       else if (v == "rows") o->copy = kRows;
-      else return Status::invalid("bench stream", "--copy wants bulk, box or cpasync; got '" + v + "'");
+      else return Status::invalid("bench stream", "--copy wants bulk, box, cpasync or rows; got '" + v + "'");
     } else if (a == "--promotion" && has) {
       MLA_TRY(num(0, 256, &o->promotion));
       if (o->promotion != 0 && o->promotion != 64 && o->promotion != 128 && o->promotion != 256)

@@ -208,7 +208,7 @@ TEST(PlanDecode, RandomBatchesProperties) {
 // count whenever the part touches at most two sequences; beyond, every sequence in between counted as one page, so at
 // most the true count plus the empty ones among them. Random plans (with empty sequences), parts in one, two and many
 // sequences each seen.
-TEST(PlanDecode, PartPagesFromRecordIsExactForTwoSequencesAndALowerBoundBeyond) {
+TEST(PlanDecode, PartPagesFromRecordIsExactForTwoSequencesAndCountsOnePagePerSequenceBeyond) {
   std::mt19937 rng(7);
   int seen_one = 0, seen_two = 0, seen_many = 0, seen_under = 0;
   for (int iter = 0; iter < 200; ++iter) {
