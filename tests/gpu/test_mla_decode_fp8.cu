@@ -286,6 +286,7 @@ struct CaseSpec {
   DataKind data = DataKind::kNormal;
   bool price = true;
   bool small = false;       // part of the MLA_SMALL_CASES=1 (sanitizer) subset
+  int spare_pages = 3;      // cache pages no sequence uses; 0: every page is used, the cache's last one included
 };
 
 std::string scale_tag(float x) {
@@ -309,11 +310,13 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
   c.shape.k_scale = cs.scale;
   c.shape.data_scale = cs.data_scale;
   c.shape.data = cs.data;
+  c.shape.spare_pages = cs.spare_pages;
   c.price_check = cs.price;
   const std::string name = "fp8_b" + std::to_string(cs.batch) + "_h" + std::to_string(cs.h_q) + "_sq" +
                            std::to_string(cs.s_q) + (cs.causal ? "_causal" : "") + "_" + cs.lens_tag + "_s" +
                            scale_tag(cs.scale) + (cs.data_scale != 1.f ? "_x" + scale_tag(cs.data_scale) : "") +
-                           (cs.data == DataKind::kDeepSeekLike ? "_ds" : "");
+                           (cs.data == DataKind::kDeepSeekLike ? "_ds" : "") +
+                           (cs.spare_pages == 0 ? "_nospare" : "");
   // Saturating cases (|x / scale| >> 448 for most values): a pinned code is +-448 * scale after dequantization,
   // so a score has std ~sqrt(576) * (448 * scale)^2; this softmax scale puts the logits' std at ~4.
   if (cs.data_scale / cs.scale > 448.f) {
@@ -378,6 +381,10 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // The 16-row wgmma kernel (kernel_h16.cuh) counts Q slots per visited sequence: zero-length ones skipped.
   add(cases, {7, 16, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", 1.f});
   add(cases, {2, 16, 2, true, {0, 0}, "all_zero", 1.f, 1.f, DataKind::kNormal, true, true});
+  // Every cache page in use, so the cache's last page is read: the 16-row kernel copies it as five 2D boxes, every other
+  // page as one 3D box whose fifth slab would reach past the tensor on that page (page_tma.cuh); h_q 128 alike.
+  for (int h : {16, 128})
+    add(cases, {3, h, 1, false, {700, 64, 1300}, "700_64_1300", 1.f, 1.f, DataKind::kNormal, true, true, 0});
   // Larger batches, mixed lengths.
   add(cases, {32, 16, 1, false, random_lens("b32h16", 32, 1, 4096), "rand1_4096", 1.f});
   add(cases, {32, 128, 1, false, random_lens("b32h128", 32, 1, 4096), "rand1_4096", 0.02f, 1.f, kDs});

@@ -57,6 +57,7 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   p.d = kp;
   p.out_scale = out_scale;
   p.l2_prefetch = l2_prefetch_pages();
+  p.last_page = static_cast<int>(num_pages - 1);
   const dim3 grid(g.num_parts, g.num_head_tiles);
   // Active 16-row groups of the first tile: short tiles (h_q 16/32 with few query rows) skip empty groups;
   // 3 groups run the 64-row variant with one idle row group.

@@ -37,6 +37,7 @@
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode_fp8/epilogue.cuh"
 #include "ops/cuda/sm90/decode_fp8/mainloop_h16.cuh"
+#include "ops/cuda/sm90/decode_fp8/page_tma.cuh"
 #include "ops/cuda/sm90/decode_fp8/params.h"
 
 namespace mla::sm90::decode_fp8::h16 {
@@ -69,18 +70,12 @@ __device__ __forceinline__ int producer_lead(const decode::DecodeKernelParams& p
   return sized && decode::part_pages_from_record(p) <= kShallowLeadMaxPages ? kShallowLead : kStages;
 }
 
-// Five boxes of `box_rows` x 128 bytes (128B swizzle) of a [rows, 576]-byte tensor into consecutive slabs.
+// Five boxes of `box_rows` x 128 bytes (128B swizzle) of a [rows, 576]-byte tensor into consecutive slabs (Q tiles;
+// KV pages go as one 3D copy, page_tma.cuh).
 __device__ __forceinline__ void tma_slabs(const CUtensorMap* map, int row0, uint32_t dst, int slab_bytes, uint32_t bar) {
 #pragma unroll
   for (int slab = 0; slab < kSlabs; ++slab) decode::tma_load_2d(dst + slab * slab_bytes, map, bar, slab * 128, row0);
 }
-__device__ __forceinline__ void tma_slabs_hint(const CUtensorMap* map, int row0, uint32_t dst, int slab_bytes, uint32_t bar,
-                                               uint64_t policy) {
-#pragma unroll
-  for (int slab = 0; slab < kSlabs; ++slab)
-    decode::tma_load_2d_hint(dst + slab * slab_bytes, map, bar, slab * 128, row0, policy);
-}
-
 // No L2 prefetch beyond the ring: keeping 1 or 2 pages prefetched (cp.async.bulk.prefetch.L2) made every large
 // row slower (NOTES_fp8.md run H2), so MLA_DECODE_FP8_L2_PREFETCH does not apply to this kernel.
 // The page stream, run by accumulator thread 0 (no producer warp: a 9th warp put 3 warps on one SM sub-partition,
@@ -89,9 +84,11 @@ __device__ __forceinline__ void tma_slabs_hint(const CUtensorMap* map, int row0,
 struct PageProducer {
   PartCursor c;
   bool evict_first = false;  // the part's L2 policy (decode/config.h kKvEvictFirstPartBytes)
+  int last_page = 0;         // the cache's last page (page_tma.cuh)
   int j = 0;
-  __device__ void init(const decode::DecodeKernelParams& p, PartCursor cur) {
+  __device__ void init(const decode::DecodeKernelParams& p, PartCursor cur, int cache_last_page) {
     c = cur;
+    last_page = cache_last_page;
     c.fetch_page(p);
     evict_first = decode::kv_evict_first(p, kPageBytes);
   }
@@ -101,10 +98,10 @@ struct PageProducer {
     if (j >= kStages) mbar_wait(bars.empty(stage), phase_of(j - kStages, kStages));
     decode::mbar_expect_tx(bars.full(stage), kSlabTileBytes);
     if (evict_first)
-      tma_slabs_hint(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, kSlabBytes, bars.full(stage),
-                     decode::l2_evict_first_fraction(1.f));
+      tma_page_hint(p, c.page, last_page, s_k0 + stage * kSlabTileBytes, bars.full(stage),
+                    decode::l2_evict_first_fraction(1.f));
     else
-      tma_slabs(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, kSlabBytes, bars.full(stage));
+      tma_page(p, c.page, last_page, s_k0 + stage * kSlabTileBytes, bars.full(stage));
     if (c.last_of_sequence()) MLA_TL_MARK_LAST(p.timeline, 10);  // mark 10; the last call: the part's last page
     c.advance(p);
     c.fetch_page(p);  // the next block-table entry loads while the warp computes page j
@@ -288,7 +285,7 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   const bool is_producer = w == 0 && lane == 0;
   PageProducer prod;
   if (is_producer) {
-    prod.init(p, c);
+    prod.init(p, c, fp.last_page);
     static_assert(kShallowLead == kStages - 1, "the long parts' lead is one page more");
 #pragma unroll
     for (int k = 0; k < kShallowLead; ++k) prod.step(p, bars, s_k0);

@@ -24,7 +24,8 @@ using decode::WsState;
 // mbarrier expecting the full 40 KB: the fifth box reaches 64 bytes past the row, which the TMA unit
 // fills with zeros and still counts. Rows past the tensor's end are zero-filled likewise. (An in-bounds
 // fifth box, bytes 448..575, measured the same: run W3; so did 36 KB tiles with the rope dims as their own
-// 64-byte-swizzled box, W12.)
+// 64-byte-swizzled box, W12. One 3D box per page, which the 16-row kernel takes (page_tma.cuh), cost this kernel
+// +0.4..+1.3 us on every h_q 128 row of b32 / b128: NOTES_plan.md session 16.)
 __device__ __forceinline__ void issue_tile_tma(const CUtensorMap* map, int row0, uint32_t dst, uint32_t bar) {
   decode::mbar_expect_tx(bar, kSlabTileBytes);
 #pragma unroll

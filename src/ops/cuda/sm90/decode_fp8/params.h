@@ -22,6 +22,7 @@ struct Fp8DecodeParams {
   float out_scale;  // k_scale: O accumulates P * raw e4m3 V, the output (and every partial) is O / l * k_scale
   int l2_prefetch;  // pages to prefetch into L2 ahead of the shared-memory stages (0: off; opt-in knob)
   int h16_early_s;  // H16EarlyS: which 16-row kernel instantiation runs (launch_impl_h16.cuh); host side only
+  int last_page;    // num_pages - 1: the 16-row kernel loads this page with 2D boxes (page_tma.cuh)
 };
 
 }  // namespace mla::sm90::decode_fp8
