@@ -33,7 +33,8 @@ struct DecodeKernelParams {
   // as 2D [num_pages * 64, 576] and q as [b * s_q * h_q, 576], 16-bit elements, 64 x 64 boxes, 128B swizzle.
   CUtensorMap tmap_kv;
   CUtensorMap tmap_q;
-  CUtensorMap tmap_kv_rope;       // fp8_ds only: the RoPE bytes of the cache (see encode_tensor_maps_fp8ds)
+  CUtensorMap tmap_kv_rope;       // fp8_ds: the RoPE bytes of the cache (encode_tensor_maps_fp8ds); the fp8 16-row
+                                  // kernel: the plain 2D cache map beside its 3D tmap_kv (decode_fp8/page_tma.cuh)
   CUtensorMap tmap_out;           // 16-bit only: out as [b][s_q * h_q][512], 64 x 64 boxes, 128B swizzle (TMA stores)
 #ifdef MLA_DECODE_TIMELINE
   unsigned long long* timeline;   // diagnostics, nullptr = off: per-CTA stamps (mla/ops/decode_timeline.h)

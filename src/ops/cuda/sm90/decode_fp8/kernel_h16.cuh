@@ -98,8 +98,7 @@ struct PageProducer {
     if (j >= kStages) mbar_wait(bars.empty(stage), phase_of(j - kStages, kStages));
     decode::mbar_expect_tx(bars.full(stage), kSlabTileBytes);
     if (evict_first)
-      tma_page_hint(p, c.page, last_page, s_k0 + stage * kSlabTileBytes, bars.full(stage),
-                    decode::l2_evict_first_fraction(1.f));
+      tma_page_hint(p, c.page, s_k0 + stage * kSlabTileBytes, bars.full(stage), decode::l2_evict_first_fraction(1.f));
     else
       tma_page(p, c.page, last_page, s_k0 + stage * kSlabTileBytes, bars.full(stage));
     if (c.last_of_sequence()) MLA_TL_MARK_LAST(p.timeline, 10);  // mark 10; the last call: the part's last page
