@@ -18,7 +18,8 @@ constexpr int kRows = 16;  // query rows per tile: the N of both products
 constexpr int kScorerWarps = 4, kAccWarps = 4;
 constexpr int kThreads = 32 * (kScorerWarps + kAccWarps);
 // Pages in the ring: two are being computed (scorer on j + 1, accumulator on j), the rest (two) in flight. Each stage
-// is five 64 x 128-byte swizzled slabs (config.h slab layout, 40 KB; the fifth half zero-filled by TMA). Four, not
+// is five 64 x 128-byte swizzled slabs (config.h slab layout, 40 KB; the fifth slab's upper half holds the next token's
+// first 64 bytes or TMA zeros, never read: page_tma.cuh). Four, not
 // five: with every CTA streaming at once, a deeper ring does not add bandwidth but lets the CTAs that run ahead keep
 // more of the HBM queue, so the last CTA ends later (bench_stream --math-ns 500: 3 / 4 / 5 slots 151.4 / 155.2 / 157.0
 // us for h16 b128 s8192's bytes, CTA ends max - median 5.9 / 7.4 / 12.5 us). Measured here (session 13, one call, 3

@@ -72,7 +72,7 @@ Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, 
 Status encode_tensor_maps_fp8_h16(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
   CUtensorMapL2promotion kv_promotion;
   MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_128B, &kv_promotion));
-  // KV pages: one 3D box each; the cache's last page: five 2D boxes (page_tma.cuh).
+  // KV pages: one 3D box each; evict-first pages and the cache's last page: five 2D boxes (page_tma.cuh).
   MLA_TRY(encode_u8_slabs3d(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kv_promotion));
   MLA_TRY(encode_u8(&p->tmap_kv_rope, p->kv_cache, num_pages * kBlockN, "kv_cache", kBlockN, kv_promotion));
   return encode_u8(&p->tmap_q, p->q, q_rows, "q (16-row boxes)", 16);
