@@ -19,10 +19,10 @@ constexpr int kScorerWarps = 4, kAccWarps = 4;
 constexpr int kThreads = 32 * (kScorerWarps + kAccWarps);
 // Pages in the ring: two are being computed (scorer on j + 1, accumulator on j), the rest (two) in flight. Each stage
 // is five 64 x 128-byte swizzled slabs (config.h slab layout, 40 KB; the fifth slab's upper half holds the next token's
-// first 64 bytes or TMA zeros, never read: page_tma.cuh). Four, not
-// five: with every CTA streaming at once, a deeper ring does not add bandwidth but lets the CTAs that run ahead keep
-// more of the HBM queue, so the last CTA ends later (bench_stream --math-ns 500: 3 / 4 / 5 slots 151.4 / 155.2 / 157.0
-// us for h16 b128 s8192's bytes, CTA ends max - median 5.9 / 7.4 / 12.5 us). Measured here (session 13, one call, 3
+// first 64 bytes or TMA zeros, never read: page_tma.cuh). Four, not five: with every CTA streaming at once, a deeper
+// ring does not add bandwidth but lets the CTAs that run ahead keep more of the HBM queue, so the last CTA ends later
+// (bench_stream --math-ns 500: 3 / 4 / 5 slots 151.4 / 155.2 / 157.0 us for h16 b128 s8192's bytes, CTA ends max -
+// median 5.9 / 7.4 / 12.5 us). Measured here (session 13, one call, 3
 // passes): 4 stages -1.1..-2.4 us on the b32 s4096 / s8192 and b128 rows (b128 s8192 160.3 -> 158.1), b1 -0.1..-0.3,
 // b32 s512 +0.1; 3 stages gain more on b32 (-2.2 / -3.0) but only -0.7 at b128 s8192 (NOTES_plan.md "Session 13").
 constexpr int kStages = 4;

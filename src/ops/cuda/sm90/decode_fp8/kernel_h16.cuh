@@ -7,8 +7,9 @@
 //     into slot n % kQSlots on q_full[slot]: n = 0, 1 up front, n + 2 once all four warps are past n's last S);
 //   warpgroup 1 (accumulator): V^T_j fragments (ldmatrix.trans, before P_j exists), release the stage, wait
 //     P_full, O^T = O^T alpha + V^T P^T (16 x m64n16k32, A from registers) -> P_empty[j % 2], epilogue; its
-//     thread 0 also issues the pages: page j + L into stage (j + L) % kStages (its five 64 x 128 B slabs
-//     on full[stage]: one 3D copy, or five 2D boxes for evict-first pages, page_tma.cuh) once its P.V wgmmas of page j are issued and all 8 warps released the stage's previous page;
+//     thread 0 also issues the pages: page j + L into stage (j + L) % kStages (its five 64 x 128 B slabs on
+//     full[stage]: one 3D copy, or five 2D boxes for evict-first pages, page_tma.cuh) once its P.V wgmmas of page j
+//     are issued and all 8 warps released the stage's previous page;
 //     L = kStages, or kShallowLead for a part of few pages (producer_lead).
 // So the scorer's page j + 1 overlaps the accumulator's page j, and neither waits for the other's barrier more
 // than once per page. Stage j is released by 8 warp arrivals (4 scorer warps after S, 4 accumulator warps after

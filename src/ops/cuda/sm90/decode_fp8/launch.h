@@ -24,8 +24,9 @@ Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t st
 // TMA maps of the e4m3 cache ([num_pages * 64, 576] bytes) and q ([q_rows, 576] bytes) into p (tensor_maps.cu).
 Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
 
-// 16-row tiles on wgmma (kernel_h16.cuh; h_q 16, s_q 1): grid = (num_parts, 1); p.d.tmap_kv / tmap_q must hold
-// encode_tensor_maps_fp8_h16's maps (the same cache map; q in boxes of 16 rows).
+// 16-row tiles on wgmma (kernel_h16.cuh; h_q 16, s_q 1): grid = (num_parts, 1); p.d.tmap_kv / tmap_kv_rope / tmap_q
+// must hold encode_tensor_maps_fp8_h16's maps (the cache as 3D slabs and as the plain 2D map, page_tma.cuh; q in
+// boxes of 16 rows), and p.last_page the cache's last page.
 Status launch_decode_fp8_h16(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 Status encode_tensor_maps_fp8_h16(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
 
