@@ -136,6 +136,29 @@ __global__ void fill_fp8ds(uint8_t* cache, size_t tokens, uint32_t seed) {
 
 __global__ void empty_kernel() {}
 
+// The machine's stream rate, printed above every table (the read probe): reads `n16` 16-byte words grid-stride, 8
+// loads in flight per thread, and writes their sum only if it is the impossible sentinel (so the loads stay).
+// H200s differ: on some every long stream runs ~1.6 % slower (bf16 h16 b128 s8192 ~293.7 vs ~289 us), and a change
+// that shortens the copies' issue gains on the others only (NOTES_plan.md session 16); the probe says which a table
+// ran on.
+__global__ void __launch_bounds__(256) read_probe_kernel(const uint4* __restrict__ src, size_t n16, uint32_t* sink) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  uint32_t acc = 0;
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 7 * stride < n16; i += 8 * stride) {
+    uint4 v[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = __ldcs(src + i + k * stride);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
+  }
+  for (; i < n16; i += stride) {
+    const uint4 v = __ldcs(src + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9E3779B9u) *sink = acc;
+}
+
 // fill_normal's kind for a format's q (and its cache, but fp8_ds's): e4m3 codes, fp16 or bf16.
 int fill_kind_of(mla::KvFormat f) { return f == mla::KvFormat::kFp8 ? 2 : f == mla::KvFormat::kFp16 ? 1 : 0; }
 
@@ -503,6 +526,38 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
   return capture([&] { return mla::cuda::mla_decode(wp, g, plan, w->ws.p, ws_bytes, s); }, &w->exec);
 }
 
+// The read probe (read_probe_kernel): 604 MB -- h_q 16 · batch 128 · 8192's fp8 KV bytes -- read once per call by 4
+// CTAs per SM, timed as a row (graph, the anchors' flush, median), printed as µs and TB/s.
+Status print_read_probe(cudaStream_t s, void* flush, int reps) {
+  constexpr size_t kBytes = size_t(128) * 8192 * 576;
+  void* buf = nullptr;
+  uint32_t* sink = nullptr;
+  MLA_CUDA_TRY("bench decode (read probe)", cudaMalloc(&buf, kBytes));
+  cudaError_t err = cudaMalloc(&sink, sizeof(uint32_t));
+  if (err == cudaSuccess) err = cudaMemsetAsync(buf, 0x5A, kBytes, s);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  if (err == cudaSuccess) err = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  if (err == cudaSuccess) {
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    read_probe_kernel<<<4 * sms, 256, 0, s>>>(static_cast<const uint4*>(buf), kBytes / 16, sink);
+    err = cudaStreamEndCapture(s, &graph);
+  }
+  if (err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
+  double us = 0;
+  const Status st = err != cudaSuccess ? mla::cuda_status(err, "bench decode", "read probe setup")
+                                      : time_graph_median(exec, s, flush, reps, &us);
+  if (exec != nullptr) cudaGraphExecDestroy(exec);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  cudaFree(sink);
+  cudaFree(buf);
+  MLA_TRY(st);
+  std::printf("# read probe, timed like a row: 604 MB (h16 b128 s8192's fp8 KV bytes) in %.1f us, %.2f TB/s\n", us,
+              kBytes / us * 1e-6);
+  return Status::ok();
+}
+
 Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timing* t) {
   const int pages_per_seq = r.seqlen / mla::kDecodePageSize;
   const int num_pages = r.batch * pages_per_seq;
@@ -672,6 +727,7 @@ Status bench(const Options& o) {
     MLA_TRY(st);
     std::printf("# empty-kernel graph, timed like a row (the floor of the plan_decode times below): %.1f us\n", floor_us);
   }
+  MLA_TRY(print_read_probe(s, flush, o.reps));
   std::vector<double> plan_us;
   const int n = static_cast<int>(sizeof(kRows) / sizeof(kRows[0]));
   const bool grid = o.shapes.empty();
