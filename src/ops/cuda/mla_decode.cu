@@ -112,6 +112,7 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   if (groups <= 2 && ws64 && ws_for_short_tiles()) {
     MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
   } else if (groups == 1) {
+    MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages));  // pages.cuh TmaPages
     MLA_TRY((launch_decode<Traits, 1, false>(kp, grid, stream)));
   } else if (groups == 2) {
     MLA_TRY((launch_decode<Traits, 2, false>(kp, grid, stream)));

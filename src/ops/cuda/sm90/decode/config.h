@@ -33,9 +33,9 @@ static_assert(kFp8DsTokenBytes % 16 == 0, "16-byte copies of whole tokens");
 // bench_stream's gain and loss cross. On a clean L2 the hint changes nothing. Measured in session 15 (NOTES_plan.md):
 // h16 b32 s4096 / s8192 -3.2 / -1.6 us, b128 s512 -2.1; longer parts take the plain copies (a hinted copy with an
 // evict-normal policy is not the plain copy: b128 s8192 +35 us). fp8_ds pages (1D bulk copies) gain or break even at
-// every length and are always evict-first (decode_fp8ds/kernel_ws16.cuh). The 16-bit cp.async kernel gained as much
-// on its short rows (b32 s4096 -1.4, b128 s512 -2.0) but any form of the choice cost its long rows 1.3-2.2 us: it has
-// none.
+// every length and are always evict-first (decode_fp8ds/kernel_ws16.cuh). The 16-bit 16-row tiles take it since
+// their pages came by TMA (pages.cuh TmaPages, session 16): in the cp.async loader every form of the choice had cost
+// the long rows 1.3-2.2 us.
 constexpr int64_t kKvEvictFirstPartBytes = 1152 * 1024;
 
 // Shared-memory layout (bytes), for a kernel with `row_groups` active 16-row groups, `stages` 16-bit page

@@ -1,7 +1,7 @@
 #pragma once
 // The split-KV decode kernel: CTA (part, head tile) walks its plan part page by page with a two-stage
-// cp.async pipeline, 64 query rows x one 64-token page per step, and writes one result per
-// (part, sequence) segment.
+// pipeline (TMA pages for 16-row tiles, cp.async otherwise: pages.cuh), 64 query rows x one 64-token page per step,
+// and writes one result per (part, sequence) segment.
 //
 // Pipeline (per step j, page j in load slot j % slots; pages.cuh says how a slot becomes a stage):
 //   wait for page j (and the Q tile when j starts a sequence) -> [fp8_ds: dequantize, issue page j + 3]
@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   comp.init(p, rec, /*hints=*/kHintOneItem && one_item);
   if (!comp.valid()) return;  // an empty part (more CTAs than work)
   Pages pages;
-  pages.init(smem, L);
+  pages.init(p, smem, L);
   load = comp;
   load.fetch_page(p);
 
@@ -172,9 +172,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       } else if constexpr (kQRegs) {
         if (q_fresh) load_q_frags(reinterpret_cast<QFrags&>(qf), s_q_tile, lane);
         q_fresh = false;
-        compute_scores_qregs<Traits, RG>(sc, reinterpret_cast<const QFrags&>(qf), s_kv, ws, lane);
+        compute_scores_qregs<Traits, RG, Pages::kStageSlab>(sc, reinterpret_cast<const QFrags&>(qf), s_kv, ws, lane);
       } else {
-        compute_scores<Traits, RG>(sc, s_q_tile, s_kv, rg, ws, lane);
+        compute_scores<Traits, RG, Pages::kStageSlab>(sc, s_q_tile, s_kv, rg, ws, lane);
       }
       if (tl_on && tl_first) MLA_TL_MARK_FIRST(p.timeline, 5);
       // Mask keys past the row's visible length (sequence end, causal diagonal); partial row maxima.
@@ -234,7 +234,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
       if constexpr (kWg) {
         accumulate_pv_wgmma<Traits>(st.o, s_p, s_kv, ws);
       } else {
-        accumulate_pv<Traits, RG>(st, s_p, s_kv, rg, ws, lane);
+        accumulate_pv<Traits, RG, Pages::kStageSlab>(st, s_p, s_kv, rg, ws, lane);
       }
     }
     const bool seg_end = comp.last_of_sequence();

@@ -73,6 +73,13 @@ __device__ __forceinline__ void load_kv_page(const DecodeKernelParams& p, int32_
   copy_rows<kBlockN, kSlab>(src, s_stage, seqlen - blk * kBlockN);
 }
 
+// Byte offset of 16-byte chunk `chunk` of key `key` in a KV stage: 1152-byte rows (swizzle; cp.async loaders), or
+// slab-major (swizzle_slab; TMA pages, pages.cuh TmaPages). Both spread 8 consecutive keys at one chunk over all banks.
+template <bool kSlabStage>
+__device__ __forceinline__ int kv_offset(int key, int chunk) {
+  return kSlabStage ? swizzle_slab(key, chunk, kBlockN) : swizzle(key, chunk, kRowBytes);
+}
+
 // Per-thread softmax/accumulator state of one warp: rows g and g + 8 of its row group
 // (g = lane / 4), the warp's output columns.
 template <int RG>
@@ -93,7 +100,7 @@ struct RowState {
 };
 
 // S (16 rows x kKeys) = Q_rg (16 x 576) . K_slice^T, both from swizzled shared memory.
-template <class Traits, int RG>
+template <class Traits, int RG, bool kSlabStage>
 __device__ __forceinline__ void compute_scores(float (&s)[WarpShape<RG>::kSTiles][4], uint32_t s_q_tile,
                                                uint32_t s_kv, int rg, int ws, int lane) {
   using WS = WarpShape<RG>;
@@ -112,7 +119,7 @@ __device__ __forceinline__ void compute_scores(float (&s)[WarpShape<RG>::kSTiles
     for (int t = 0; t < WS::kSTiles; ++t) {
       uint32_t bk[4];  // keys t*8..+8, dims 32kk..+32: two k16 steps
       const int key = k_row0 + t * 8;
-      ldmatrix_x4(bk, s_kv + swizzle(key, kk * 4 + (lane >> 3), kRowBytes));
+      ldmatrix_x4(bk, s_kv + kv_offset<kSlabStage>(key, kk * 4 + (lane >> 3)));
       Traits::mma(s[t], a0, bk[0], bk[1]);
       Traits::mma(s[t], a1, bk[2], bk[3]);
     }
@@ -134,7 +141,7 @@ __device__ __forceinline__ void load_q_frags(QFrags& qf, uint32_t s_q_tile, int 
 // fragment makes S one dependent chain of 36 mma.sync per page (~36 x the MMA latency). kChains
 // independent partial sums over interleaved k16 steps, added at the end, cut that chain to 36 / kChains;
 // the extra fp32 additions change S by rounding only (well inside the tests' bf16 tolerances).
-template <class Traits, int RG>
+template <class Traits, int RG, bool kSlabStage>
 __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::kSTiles][4], const QFrags& qf,
                                                      uint32_t s_kv, int ws, int lane) {
   using WS = WarpShape<RG>;
@@ -153,7 +160,7 @@ __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::k
 #pragma unroll
     for (int t = 0; t < WS::kSTiles; ++t) {
       uint32_t bk[4];
-      ldmatrix_x4(bk, s_kv + swizzle(k_row0 + t * 8, kk * 4 + (lane >> 3), kRowBytes));
+      ldmatrix_x4(bk, s_kv + kv_offset<kSlabStage>(k_row0 + t * 8, kk * 4 + (lane >> 3)));
       Traits::mma(acc[t][(2 * kk) % kChains], qf[2 * kk], bk[0], bk[1]);
       Traits::mma(acc[t][(2 * kk + 1) % kChains], qf[2 * kk + 1], bk[2], bk[3]);
     }
@@ -170,7 +177,7 @@ __device__ __forceinline__ void compute_scores_qregs(float (&s)[WarpShape<RG>::k
 }
 
 // O (16 x kCols) += P_rg (16 x 64) . V (64 x kCols); V = the first 512 dims of the KV page.
-template <class Traits, int RG>
+template <class Traits, int RG, bool kSlabStage>
 __device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, uint32_t s_kv, int rg, int ws,
                                               int lane) {
   using WS = WarpShape<RG>;
@@ -184,7 +191,7 @@ __device__ __forceinline__ void accumulate_pv(RowState<RG>& st, uint32_t s_p, ui
 #pragma unroll
     for (int t = 0; t < WS::kOTiles; t += 2) {
       uint32_t bv[4];  // keys 16ks..+16, columns of tiles t and t+1 (transposed: V is [key][dim])
-      ldmatrix_x4_trans(bv, s_kv + swizzle(ks * 16 + v_key, v_chunk0 + t, kRowBytes));
+      ldmatrix_x4_trans(bv, s_kv + kv_offset<kSlabStage>(ks * 16 + v_key, v_chunk0 + t));
       Traits::mma(st.o[t], a, bv[0], bv[1]);
       Traits::mma(st.o[t + 1], a, bv[2], bv[3]);
     }

@@ -2,7 +2,9 @@
 // Page loaders of the 256-thread decode kernel (kernel.cuh): how a KV page gets from global memory into
 // a 16-bit stage that S and P.V read. The loader is a policy of the kernel, picked by the format's traits
 // (PageLoaderOf); the math after it is the same for every format.
-//  - CpAsyncPages (bf16, fp16): cp.async straight into kStages stages, one commit group per page.
+//  - TmaPages (bf16, fp16, 16-row tiles): one 3D TMA copy per page into kStages slab-major stages (mbarriers);
+//    short parts load evict-first (config.h kKvEvictFirstPartBytes).
+//  - CpAsyncPages (bf16, fp16, 32 / 64-row tiles): cp.async straight into kStages stages, one commit group per page.
 //  - Fp8DsPages (fp8_ds): the raw 41 KB page lands through one bulk copy in a ring of raw slots (three
 //    pages in flight for 16-row tiles, where two 72 KB stages held two), and at its step all threads
 //    dequantize it into a single bf16 stage with the 16-bit layout (e4m3 x tile scale in fp32, rounded
@@ -11,6 +13,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/cuda/sm90/decode/config.h"
 #include "ops/cuda/sm90/decode/mainloop.cuh"
@@ -49,10 +52,13 @@ template <bool kSlab>
 struct CpAsyncPages {
   static constexpr int kSlots = kStages;     // pages in flight
   static constexpr bool kEarlyRefill = false;  // a slot frees only after the step's P.V
+  static constexpr bool kStageSlab = kSlab;    // the stage's layout: swizzle_slab, else 1152-byte rows (swizzle)
   static constexpr SmemLayout layout(int row_groups, int slices) { return smem_layout(row_groups, slices); }
 
   uint32_t s_kv0;
-  __device__ __forceinline__ void init(uint8_t* smem, const SmemLayout& L) { s_kv0 = smem_u32(smem + L.k_offset); }
+  __device__ __forceinline__ void init(const DecodeKernelParams&, uint8_t* smem, const SmemLayout& L) {
+    s_kv0 = smem_u32(smem + L.k_offset);
+  }
   __device__ __forceinline__ void issue(const DecodeKernelParams& p, const PartCursor& c, int slot) const {
     load_kv_page<kSlab>(p, c.page, c.blk, c.seqlen, s_kv0 + slot * kPageBytes);
   }
@@ -62,6 +68,73 @@ struct CpAsyncPages {
   // After that barrier: the page as a 16-bit stage.
   __device__ __forceinline__ uint32_t stage(const DecodeKernelParams&, const PartCursor&, int slot) const {
     return s_kv0 + slot * kPageBytes;
+  }
+};
+
+// 16-bit formats, 16-row tiles: each page as ONE 3D TMA copy (tmap_kv from encode_tensor_map_kv_slabs16) into a
+// slab-major stage (swizzle_slab), completing on the stage's mbarrier; a short part's pages with an L2 evict-first
+// policy (config.h kKvEvictFirstPartBytes: one thread issues, so the choice costs a branch there, not in every thread
+// as it did for the cp.async loader, session 15). Fewer copies per page stream faster (bench_stream, and the fp8
+// 16-row kernel's one-copy pages). The copy brings whole pages: keys past the sequence end hold the cache's garbage
+// (NaN in the tests), so stage() zeroes their V columns (0 * NaN would poison P.V; their scores are masked to -inf).
+// Against the cp.async loader (NOTES_plan.md session 16, runs tb / tv / tv2 / hy): h16 b128 s512 / b32 s4096 -2.2 /
+// -1.5 us (evict-first), b128 s4096 / s8192 -0.2..-0.6 / -1.3..-2.6, but parts of 1-2 pages +0.5 (b1 rows; one TMA
+// copy of a page lands later than 256 threads' cp.async) and b32 s8192's 32-page parts +0.7..+0.9. Measured and
+// dropped: a tensor-map prefetch, three 3-slab boxes per page, evict-first up to 32 pages (+3 us there), and cp.async
+// for the 1-2-page and 17-63-page parts (into this slab layout it lost more: b32 s8192 +2.7).
+struct TmaPages {
+  static constexpr int kSlots = kStages;
+  static constexpr bool kEarlyRefill = false;
+  static constexpr bool kStageSlab = true;
+  static constexpr SmemLayout layout(int row_groups, int slices) {
+    return smem_layout(row_groups, slices, kStages, kStages, 0);  // no raw bytes, one mbarrier per stage
+  }
+  // The mbarriers' offset from the first stage (16-row tiles only: one layout), so only the stage base stays live.
+  static constexpr int kBarFromStage = smem_layout(1, WarpShape<1>::kSlices, kStages, kStages, 0).bar_offset -
+                                       smem_layout(1, WarpShape<1>::kSlices, kStages, kStages, 0).k_offset;
+
+  uint32_t s_kv0;
+  bool evict_first;  // thread 0's: the part's L2 policy
+  __device__ __forceinline__ void init(const DecodeKernelParams& p, uint8_t* smem, const SmemLayout& L) {
+    s_kv0 = smem_u32(smem + L.k_offset);
+    evict_first = false;
+    if (threadIdx.x == 0) {
+      evict_first = kv_evict_first(p, kPageBytes);
+      for (int s = 0; s < kSlots; ++s) mbar_init(s_kv0 + kBarFromStage + 8 * s, 1);
+      mbar_init_fence();
+    }
+    __syncthreads();
+  }
+  __device__ __forceinline__ void issue(const DecodeKernelParams& p, const PartCursor& c, int slot) const {
+    if (threadIdx.x != 0) return;
+    const uint32_t bar = s_kv0 + kBarFromStage + 8 * slot, dst = s_kv0 + slot * kPageBytes;
+    mbar_expect_tx(bar, kPageBytes);
+    if (evict_first)
+      tma_load_3d_hint(dst, &p.tmap_kv, bar, 0, c.page * kBlockN, 0, l2_evict_first_fraction(1.f));
+    else
+      tma_load_3d(dst, &p.tmap_kv, bar, 0, c.page * kBlockN, 0);
+  }
+  // Pages are not in cp.async groups: wait<0> covers exactly a pending Q tile.
+  __device__ __forceinline__ void wait(int slot, uint32_t phase) const {
+    cp_async_wait<0>();
+    mbar_wait(s_kv0 + kBarFromStage + 8 * slot, phase);
+  }
+  // After the step's first barrier: zero the V columns (slabs 0-7) of the tokens past the sequence end, then a proxy
+  // fence (the next copy into this stage is an async-proxy write after these generic ones) and a barrier.
+  __device__ __forceinline__ uint32_t stage(const DecodeKernelParams&, const PartCursor& c, int slot) const {
+    const uint32_t st = s_kv0 + slot * kPageBytes;
+    const int valid = c.seqlen - c.blk * kBlockN;
+    if (valid < kBlockN) {  // CTA-uniform
+      constexpr int kVSlabs = kDimV / 64;
+      const int n = (kBlockN - valid) * kVSlabs * 8;  // 16-byte chunks: rows x slabs x 8
+      for (int i = threadIdx.x; i < n; i += kThreads) {
+        const int chunk = i & 7, slab = (i >> 3) % kVSlabs, row = valid + (i >> 3) / kVSlabs;
+        st_shared_zero16(st + slab * kBlockN * 128 + row * 128 + chunk * 16);
+      }
+      fence_proxy_async();
+      __syncthreads();
+    }
+    return st;
   }
 };
 
@@ -106,10 +179,11 @@ struct Fp8DsPages {
     return smem_layout(row_groups, slices, 1, kSlots, kFp8DsPageBytes);
   }
 
+  static constexpr bool kStageSlab = false;
   uint8_t* stage_ptr;
   const uint8_t* raw0;
   uint32_t s_stage, s_raw0, bar0;
-  __device__ __forceinline__ void init(uint8_t* smem, const SmemLayout& L) {
+  __device__ __forceinline__ void init(const DecodeKernelParams&, uint8_t* smem, const SmemLayout& L) {
     stage_ptr = smem + L.k_offset;
     raw0 = smem + L.raw_offset;
     s_stage = smem_u32(stage_ptr);
@@ -144,7 +218,7 @@ struct Fp8DsPages {
 
 template <class Traits, int RG, bool kWg>
 struct PageLoaderOf {
-  using type = CpAsyncPages<kWg>;
+  using type = std::conditional_t<RG == 1 && !kWg, TmaPages, CpAsyncPages<kWg>>;
 };
 template <int RG, bool kWg>
 struct PageLoaderOf<Fp8DsTraits, RG, kWg> {

@@ -14,6 +14,10 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+// 16 zero bytes to shared memory at `dst` (a 32-bit shared address: no generic pointer kept live for the rare store).
+__device__ __forceinline__ void st_shared_zero16(uint32_t dst) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dst), "r"(0) : "memory");
+}
 // An L2 cache policy for the hinted copies of tma.h (bulk_load_hint, tma_load_2d_hint): a fraction of the lines
 // evict-first (they go first when L2 needs room), the rest evict-unchanged; fraction 1 is FlashMLA's dense-decode KV
 // hint. The fp8 16-row kernel loads short parts with it (config.h kKvEvictFirstPartBytes), the fp8_ds one every part;
