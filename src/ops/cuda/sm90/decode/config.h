@@ -99,6 +99,18 @@ __host__ __device__ constexpr int swizzle(int row, int chunk, int row_bytes) {
 __host__ __device__ constexpr int swizzle_slab(int row, int chunk, int tile_rows) {
   return (chunk >> 3) * tile_rows * 128 + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
 }
+// The TMA unit's 128-byte swizzle of a box landing at a 1024-byte-aligned shared address: the 16-byte chunk bits [4:6]
+// XOR the address bits [7:9]. A slab-major page box (the 16-bit 16-row tiles' 3D copies, pages.cuh TmaPages) lands in
+// exactly the layout swizzle_slab reads.
+constexpr int tma_swizzle_128b(int offset) { return offset ^ (((offset >> 7) & 7) << 4); }
+constexpr bool slab_layout_is_the_tma_swizzle() {
+  for (int row = 0; row < kBlockN; ++row)
+    for (int chunk = 0; chunk < kChunksPerRow; ++chunk)
+      if (swizzle_slab(row, chunk, kBlockN) != tma_swizzle_128b((chunk >> 3) * kBlockN * 128 + row * 128 + (chunk & 7) * 16))
+        return false;
+  return true;
+}
+static_assert(slab_layout_is_the_tma_swizzle(), "a 3D TMA page box lands in the swizzle_slab layout");
 static_assert(kPageBytes % 1024 == 0 && kRowsPerCta * kRowBytes % 1024 == 0 && smem_layout(4, 2).p_offset % 1024 == 0,
               "wgmma operands (K stages, Q tile, P) start on 1024-byte swizzle-atom boundaries");
 
