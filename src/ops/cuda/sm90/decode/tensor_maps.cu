@@ -81,27 +81,13 @@ Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_ro
   return encode(&p->tmap_q, p->q, q_rows, kRows16, "q");
 }
 
-// The cache as (64 16-bit columns, row, slab) with strides (1152, 128) bytes: a box of (64, 64, 9) is one page in the
-// slab-major layout (swizzle_slab) in one copy. The slab stride is below the row stride (the driver takes strides in
-// any order, as for the fp8 16-row kernel's map), and 9 slabs of 128 bytes are exactly a 1152-byte token: no byte
-// outside the page is read.
+// A page as one 3D box of its 9 slabs (tma_encode.h encode_kv_slabs_3d): 9 x 128 bytes are exactly a 1152-byte token,
+// so no byte outside the page is read.
 Status encode_tensor_map_kv_slabs16(DecodeKernelParams* p, int64_t num_pages) {
   CUtensorMapL2promotion promotion;
   MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_128B, &promotion));
-  auto fn = tensor_map_encode_fn();
-  if (fn == nullptr) return Status::cuda("mla_decode", "cuTensorMapEncodeTiled is not available from the driver");
-  constexpr int kSlabs = kChunksPerRow / 8;  // 9
-  const cuuint64_t dims[3] = {64, static_cast<cuuint64_t>(num_pages * kBlockN), kSlabs};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(kRowBytes), 128};
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(kBlockN), kSlabs};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUresult r = fn(&p->tmap_kv, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void*>(p->kv_cache), dims, strides,
-                        box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promotion,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    return Status::cuda("mla_decode", "cuTensorMapEncodeTiled(kv_cache slabs, 3D) failed with CUresult " +
-                                          std::to_string(static_cast<int>(r)));
-  return Status::ok();
+  return encode_kv_slabs_3d(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, CU_TENSOR_MAP_DATA_TYPE_UINT16, kRowBytes,
+                            kChunksPerRow / 8, kBlockN, promotion, "mla_decode");
 }
 
 Status encode_tensor_maps_fp8ds(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {

@@ -1,7 +1,7 @@
 #pragma once
 // One fp8 KV page (64 tokens x 576 bytes) into five 128-byte-swizzled slabs of shared memory ([slab][64 rows][128 B],
 // the layout the 16-row kernel's wgmma descriptors read). Unhinted (a long part's pages): ONE 3D TMA copy, the cache
-// map tmap_kv viewing the cache as (128 bytes, row, slab) with strides (576, 128) (tensor_maps.cu encode_u8_slabs3d).
+// map tmap_kv viewing the cache as (128 bytes, row, slab) with strides (576, 128) (tma_encode.h encode_kv_slabs_3d).
 // Five 2D boxes, the form before, stream slower when every SM streams: h16 b128 s8192 -1.7..-2.2 us, s4096
 // -0.4..-0.7 (NOTES_plan.md session 16; bench_stream's one-copy-per-page finding of session 14). The 64-row kernel
 // lost with it (+0.4..+1.3 us on the h_q 128 rows) and keeps its five boxes (mainloop_ws.cuh issue_tile_tma). The

@@ -35,28 +35,6 @@ Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* w
   return Status::ok();
 }
 
-// The five slabs of each 64-row block of a [rows, 576]-byte tensor as one 3D box: dims (128 bytes, row, slab) with
-// strides (576, 128), so a box lands slab-major ([slab][row][128 B], 128B swizzle), the layout five 2D boxes give, in
-// one copy instead of five. The slab stride is smaller than the row stride: the driver takes strides in any order
-// (cuda.h shows packed layouts only). The fifth slab covers bytes 512..639 of a row: 576..639 are the next token's
-// first 64 bytes (never read: S stops at byte 576, V at 512), and past the tensor for its very last row, so the
-// kernels load the cache's last page with the 2D map instead (page_tma.cuh).
-Status encode_u8_slabs3d(CUtensorMap* map, const void* base, int64_t rows, CUtensorMapL2promotion promotion) {
-  auto fn = tensor_map_encode_fn();
-  if (fn == nullptr) return Status::cuda("mla_decode (fp8)", "cuTensorMapEncodeTiled is not available from the driver");
-  const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(kSlabs)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(kTokenBytes), 128};
-  const cuuint32_t box[3] = {128, static_cast<cuuint32_t>(kBlockN), static_cast<cuuint32_t>(kSlabs)};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUresult r =
-      fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
-         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    return Status::cuda("mla_decode (fp8)", "cuTensorMapEncodeTiled(kv_cache slabs, 3D) failed with CUresult " +
-                                                std::to_string(static_cast<int>(r)));
-  return Status::ok();
-}
-
 }  // namespace
 
 Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
@@ -72,8 +50,11 @@ Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, 
 Status encode_tensor_maps_fp8_h16(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
   CUtensorMapL2promotion kv_promotion;
   MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_128B, &kv_promotion));
-  // KV pages: one 3D box each; evict-first pages and the cache's last page: five 2D boxes (page_tma.cuh).
-  MLA_TRY(encode_u8_slabs3d(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kv_promotion));
+  // KV pages: one 3D box each (the five slabs: the fifth covers bytes 512..639 of a row, i.e. also the next token's
+  // first 64 bytes, never read, and past the tensor on its last row); evict-first pages and the cache's last page:
+  // five 2D boxes (page_tma.cuh).
+  MLA_TRY(encode_kv_slabs_3d(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, CU_TENSOR_MAP_DATA_TYPE_UINT8, kTokenBytes,
+                             kSlabs, kBlockN, kv_promotion, "mla_decode (fp8)"));
   MLA_TRY(encode_u8(&p->tmap_kv_rope, p->kv_cache, num_pages * kBlockN, "kv_cache", kBlockN, kv_promotion));
   return encode_u8(&p->tmap_q, p->q, q_rows, "q (16-row boxes)", 16);
 }
