@@ -65,7 +65,7 @@ if [[ $PARTS == *sass* ]] && command -v cuobjdump > /dev/null; then
            '_ZN3mla4sm906decode17mla_decode_kernelINS1_11Fp8DsTraitsELi1ELb0EEEvNS1_18DecodeKernelParamsE' \
            '_ZN3mla4sm906decode20mla_decode_ws_kernelINS1_11Fp8DsTraitsENS1_9WsVariantILb1ELb1EEEEEvNS1_18DecodeKernelParamsE'; do
     echo "== $k"
-    cuobjdump -sass -fun "$k" "$T8" | grep -oE '^\s+/\*[0-9a-f]{4}\*/\s+(@!?U?P[0-9T] )?[A-Z][A-Z0-9_.]*' |
+    cuobjdump -sass -fun "$k" "$T8" | grep -oE '^\s+/\*[0-9a-f]{4,6}\*/\s+(@!?U?P[0-9T] )?[A-Z][A-Z0-9_.]*' |
       awk '{print $NF}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -25 | tr '\n' ' '
     echo
   done > "$O/sass_hist.txt" 2>&1
