@@ -6,7 +6,7 @@
 //
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
 //                [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] [--shape H,B,S ...] [--prewarm none|same|other|FORMAT]
-//                [--flush memset|read]  (mlaserve bench decode ...)
+//                [--flush memset|read|memset0|fill]  (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
 // data and graph, interleaved on / off / on / off, printed as two extra columns per variant.
@@ -28,7 +28,11 @@
 // h_q 128 batch 1 a cold instruction cache costs 2-5 us per call, L2-cold code (the anchors' timing) 0.2-0.5 us.
 // --flush read (experiment): the L2 flush between calls is a 256 MB read (L2 left clean) instead of the anchors'
 // memset, whose dirty lines the timed call's reads write back (bench_stream prices that share); not comparable to
-// the anchors, it says what a change does apart from that write-back.
+// the anchors, it says what a change does apart from that write-back. --flush memset0 / fill (experiment): the memset
+// always writing zeros, or a kernel storing 256 MB of zeros as torch's zero_() does; both time every row as the
+// default memset does (session 18), so the anchors' flush is matched whichever of the three they ran.
+// The rows are burst numbers: --reps 30 is ~20 ms of load at the card's top clock; hundreds of reps in a row bring the
+// SW power cap in and the h_q 128 rows 5-15 % slower (docs/mla_decode.md).
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 // fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
@@ -178,7 +182,10 @@ struct Options {
   // kernel code is worth; fp8_ds before bf16 warms the combine kernel (bf16 out, fp32 partials) but not the decode.
   enum Prewarm { kNone, kSame, kOther, kFormat } prewarm = kNone;
   mla::KvFormat prewarm_format = mla::KvFormat::kBf16;
-  bool read_flush = false;  // --flush read (experiment): L2 flushed by a 256 MB read instead of the anchors' memset
+  // --flush (experiment): how L2 is flushed between calls. memset (default): cudaMemsetAsync of 256 MB, the byte value
+  // changing per call; read: a 256 MB read (L2 left clean); memset0: the same memset always writing zeros; fill: an
+  // elementwise kernel storing 16-byte zeros (what torch's zero_() runs, the flush of triton's do_bench).
+  enum Flush { kMemset, kRead, kMemset0, kFill } flush = kMemset;
 };
 
 // An option's integer value in [lo, hi], or an error naming the option and the range.
@@ -246,9 +253,11 @@ Status parse(int argc, char** argv, Options* o) {
       else return Status::invalid("bench decode", "--prewarm wants none, same, other or a format; got '" + v + "'");
     } else if (a == "--flush" && has_val) {
       const std::string v = argv[++i];
-      if (v == "memset") o->read_flush = false;
-      else if (v == "read") o->read_flush = true;
-      else return Status::invalid("bench decode", "--flush wants memset or read; got '" + v + "'");
+      if (v == "memset") o->flush = Options::kMemset;
+      else if (v == "read") o->flush = Options::kRead;
+      else if (v == "memset0") o->flush = Options::kMemset0;
+      else if (v == "fill") o->flush = Options::kFill;
+      else return Status::invalid("bench decode", "--flush wants memset, read, memset0 or fill; got '" + v + "'");
     } else if (a == "--hints" && has_val) {
       const std::string v = argv[++i];
       if (v == "on") o->hints = Options::kOn;
@@ -259,7 +268,7 @@ Status parse(int argc, char** argv, Options* o) {
       return Status::invalid("bench decode",
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
                              "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] "
-                             "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read]; got '" + a + "'");
+                             "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill]; got '" + a + "'");
     }
   }
   // --shape replaces the grid, so --rows would select nothing it runs: refuse rather than ignore it.
@@ -286,14 +295,27 @@ struct Timing {
 // --flush read: a 256 MB read instead (bench/common L2Flusher; L2 left full of clean lines), the calls' own traffic
 // without the memset's dirty lines to write back (bench_stream's read column). Set once in main.
 const mla::bench::L2Flusher* g_read_flush = nullptr;
+int g_flush_kind = 0;  // Options::Flush, set once in main
+
+// --flush fill: one 16-byte store of zeros per thread, 128-thread blocks over the whole buffer (the shape of torch's
+// vectorized fill kernel behind zero_()).
+__global__ void fill_zero_kernel(uint4* p, size_t n) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = make_uint4(0, 0, 0, 0);
+}
 
 Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int reps, double* median_us,
                          cudaGraphExec_t warm = nullptr) {
   auto memset_flush = [&](int i) {
     if (g_read_flush != nullptr) {
       MLA_TRY(g_read_flush->flush(s));
+    } else if (g_flush_kind == 3) {  // Options::kFill
+      const size_t n = kFlushBytes / 16;
+      fill_zero_kernel<<<unsigned((n + 127) / 128), 128, 0, s>>>(static_cast<uint4*>(flush), n);
+      MLA_TRY(mla::cuda_status(cudaGetLastError(), "bench decode", "flush fill"));
     } else {
-      MLA_TRY(mla::cuda_status(cudaMemsetAsync(flush, i & 0xFF, kFlushBytes, s), "bench decode", "flush memset"));
+      const int value = g_flush_kind == 2 ? 0 : (i & 0xFF);  // Options::kMemset0: always zeros
+      MLA_TRY(mla::cuda_status(cudaMemsetAsync(flush, value, kFlushBytes, s), "bench decode", "flush memset"));
     }
     if (warm) MLA_CUDA_TRY("bench decode", cudaGraphLaunch(warm, s));
     return Status::ok();
@@ -689,11 +711,15 @@ Status bench(const Options& o) {
   void* flush = nullptr;
   MLA_CUDA_TRY("bench decode", cudaMalloc(&flush, kFlushBytes));
   static mla::bench::L2Flusher read_flush;  // --flush read (lives as long as the timings that use it)
-  if (o.read_flush) {
+  g_flush_kind = int(o.flush);
+  if (o.flush == Options::kRead) {
     MLA_TRY(read_flush.init(kFlushBytes));
     g_read_flush = &read_flush;
     std::printf("# flush: a 256 MB read between calls (L2 left clean), not the anchors' memset: not comparable to "
                 "the anchors\n");
+  } else if (o.flush != Options::kMemset) {
+    std::printf("# flush: %s\n", o.flush == Options::kFill ? "a kernel storing 256 MB of zeros (torch zero_()'s shape)"
+                                                           : "a 256 MB memset of zeros");
   }
   cudaDeviceProp prop{};
   MLA_CUDA_TRY("bench decode", cudaGetDeviceProperties(&prop, 0));
