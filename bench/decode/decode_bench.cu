@@ -29,10 +29,10 @@
 // --flush read (experiment): the L2 flush between calls is a 256 MB read (L2 left clean) instead of the anchors'
 // memset, whose dirty lines the timed call's reads write back (bench_stream prices that share); not comparable to
 // the anchors, it says what a change does apart from that write-back. --flush memset0 / fill (experiment): the memset
-// always writing zeros, or a kernel storing 256 MB of zeros as torch's zero_() does; both time every row as the
-// default memset does (session 18), so the anchors' flush is matched whichever of the three they ran.
-// The rows are burst numbers: --reps 30 is ~20 ms of load at the card's top clock; hundreds of reps in a row bring the
-// SW power cap in and the h_q 128 rows 5-15 % slower (docs/mla_decode.md).
+// always writing zeros, or a kernel storing 256 MB of zeros as torch's zero_() does; both time the memory-bound rows
+// as the default memset does, the fill kernel reads five long h_q 128 rows 0.9-1.7 % slower (session 18).
+// The rows are burst numbers: --reps 30 is at most ~20 ms of load at the card's top clock; hundreds of reps in a row
+// bring the SW power cap in and the long h_q 128 rows up to 15 % slower (docs/mla_decode.md).
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 // fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
