@@ -1,4 +1,4 @@
-// fp8 (e4m3) KV, 64-row tiles, warp-specialized: the default, the ahead schedule with S's last 6 k32 steps taking Q
+// fp8 (e4m3) KV, 64-row tiles, warp-specialized: the default, the ahead schedule with S's last 8 k32 steps taking Q
 // from registers (config_ws.h WsQReg; MLA_DECODE_FP8_VARIANT64 unset or ws_qreg; runs W17-W18 in
 // bench/decode/NOTES_fp8.md).
 #include "ops/cuda/sm90/decode_fp8/launch_impl_ws.cuh"
