@@ -9,7 +9,8 @@
 #             into build-gpu with all cores.
 # --filter    only test/bench binaries whose name matches REGEX (e.g. 'decode|fp8').
 # --sanitize  also run compute-sanitizer memcheck and racecheck on each test binary's small cases
-#             (tests honour MLA_SMALL_CASES=1 to keep these short); --sanitize-filter limits which.
+#             (tests honour MLA_SMALL_CASES=1 to keep these short); --sanitize-filter limits which. racecheck passes
+#             when its reports are all at the named-barrier hand-offs listed in scripts/racecheck_known.txt.
 # --decode-formats  formats bench_decode runs, one table each (default: bf16 fp8 fp8_ds).
 # --e2e "IN:OUT:N ..."  after the benches, `mlaserve bench throughput --model dummy` for each input/output/prompt
 #             count, once per --e2e-formats entry (default: fp8 auto), each under MLA_E2E_TIMEOUT (default 300 s),
@@ -56,6 +57,20 @@ if [ -z "$bin" ]; then
 fi
 
 fail=0
+# racecheck reports the bar.arrive -> bar.sync hand-offs of shared memory between warpgroups (the writer arrives, the
+# reader syncs on the same named barrier, which orders the writes before the reads) as hazards. Their source lines are
+# listed in scripts/racecheck_known.txt; a racecheck run passes when its tests pass and every reported access is at a
+# listed line. Any other location fails the run (and a kernel edit that moves a listed line shows up as one: update the
+# list after checking the new report is the same hand-off).
+racecheck_verdict() {
+  local log=$1 locs unknown
+  grep -q '^\[  FAILED  \]' "$log" && { echo "a test failed under racecheck"; return 1; }
+  grep -q '^\[  PASSED  \]' "$log" || { echo "no test passed under racecheck"; return 1; }
+  locs=$(grep -E '(Read|Write) access at' "$log" | grep -oE 'in [A-Za-z0-9_.]+:[0-9]+' | sed 's/^in //' | sort -u)
+  unknown=$(comm -23 <(echo "$locs" | sed '/^$/d') <(sed 's/#.*//' scripts/racecheck_known.txt | awk 'NF {print $1}' | sort -u))
+  if [ -n "$unknown" ]; then echo "hazards at lines not in scripts/racecheck_known.txt: $(echo $unknown)"; return 1; fi
+  echo "only the known hand-offs of scripts/racecheck_known.txt ($(echo "$locs" | sed '/^$/d' | wc -l) lines)"
+}
 if [ "$tests" = 1 ]; then
   for t in "$bin"/gpu_test_*; do
     name=$(basename "$t")
@@ -68,9 +83,14 @@ if [ "$tests" = 1 ]; then
     [ $rc -ne 0 ] && { fail=1; grep -E 'FAIL|Failure' "$out/$name.log" | head -20 | tee -a "$summary"; }
     if [ "$sanitize" = 1 ] && echo "$name" | grep -Eq "$sanitize_filter"; then
       for tool in memcheck racecheck; do
-        MLA_SMALL_CASES=1 timeout "$step_timeout" compute-sanitizer --tool $tool --error-exitcode 9 "$t" > "$out/$name.$tool.log" 2>&1
+        MLA_SMALL_CASES=1 timeout "$step_timeout" compute-sanitizer --tool $tool --print-limit 100000 --error-exitcode 9 \
+          "$t" > "$out/$name.$tool.log" 2>&1
         rc=$?
         log "sanitize $name $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$name.$tool.log" | tail -1)"
+        if [ $rc -eq 9 ] && [ $tool = racecheck ]; then
+          verdict=$(racecheck_verdict "$out/$name.$tool.log") && rc=0
+          log "sanitize $name racecheck: $verdict"
+        fi
         [ $rc -ne 0 ] && fail=1
       done
     fi
