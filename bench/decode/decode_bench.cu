@@ -295,7 +295,7 @@ struct Timing {
 // --flush read: a 256 MB read instead (bench/common L2Flusher; L2 left full of clean lines), the calls' own traffic
 // without the memset's dirty lines to write back (bench_stream's read column). Set once in main.
 const mla::bench::L2Flusher* g_read_flush = nullptr;
-int g_flush_kind = 0;  // Options::Flush, set once in main
+Options::Flush g_flush = Options::kMemset;  // --flush, set once in main
 
 // --flush fill: one 16-byte store of zeros per thread, 128-thread blocks over the whole buffer (the shape of torch's
 // vectorized fill kernel behind zero_()).
@@ -309,12 +309,12 @@ Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int 
   auto memset_flush = [&](int i) {
     if (g_read_flush != nullptr) {
       MLA_TRY(g_read_flush->flush(s));
-    } else if (g_flush_kind == 3) {  // Options::kFill
+    } else if (g_flush == Options::kFill) {
       const size_t n = kFlushBytes / 16;
       fill_zero_kernel<<<unsigned((n + 127) / 128), 128, 0, s>>>(static_cast<uint4*>(flush), n);
       MLA_TRY(mla::cuda_status(cudaGetLastError(), "bench decode", "flush fill"));
     } else {
-      const int value = g_flush_kind == 2 ? 0 : (i & 0xFF);  // Options::kMemset0: always zeros
+      const int value = g_flush == Options::kMemset0 ? 0 : (i & 0xFF);
       MLA_TRY(mla::cuda_status(cudaMemsetAsync(flush, value, kFlushBytes, s), "bench decode", "flush memset"));
     }
     if (warm) MLA_CUDA_TRY("bench decode", cudaGraphLaunch(warm, s));
@@ -711,7 +711,7 @@ Status bench(const Options& o) {
   void* flush = nullptr;
   MLA_CUDA_TRY("bench decode", cudaMalloc(&flush, kFlushBytes));
   static mla::bench::L2Flusher read_flush;  // --flush read (lives as long as the timings that use it)
-  g_flush_kind = int(o.flush);
+  g_flush = o.flush;
   if (o.flush == Options::kRead) {
     MLA_TRY(read_flush.init(kFlushBytes));
     g_read_flush = &read_flush;
