@@ -1,0 +1,232 @@
+// bench_wgmma: how fast the tensor pipe runs the e4m3 wgmma shapes of the fp8 64-row decode kernel
+// (src/ops/cuda/sm90/decode_fp8/kernel_ws.cuh), and how long a warpgroup is held in issuing them.
+//
+// Every CTA (one per SM, 132) runs two warpgroups; each repeats a "unit" of one shape, waiting for it before the
+// next (the kernel's S waits for its group the same way):
+//   n64 SS : S of one page, 18 x m64n64k32, both operands from shared memory;
+//   n64 RS : the same with A (Q) from registers;
+//   n256 SS: P.V of one page for one warpgroup, 2 x m64n256k32;
+//   hog    : no wgmma, 16-byte shared loads and stores as fast as they issue (what the V^T transposers and the
+//            softmax's P stores do to the shared-memory port beside the products).
+// Reported per warpgroup (median over the CTAs): SM cycles per unit, cycles the warpgroup spends *issuing* a unit
+// (from before its first wgmma to after its commit), and e4m3 MACs per SM cycle (the SM's peak is 4096). The
+// operands are fixed e4m3 bytes (no NaN codes); results are kept live but not checked: a timing tool.
+// Numbers and what they mean: bench/wgmma/NOTES.md.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/tma.h"
+#include "ops/cuda/sm90/decode/wgmma.h"
+#include "ops/cuda/sm90/decode_fp8/wgmma_e4m3.h"
+
+namespace {
+
+using namespace mla::sm90;
+
+enum Mode : int { kIdle = 0, kN64SS = 1, kN64RS = 2, kN256SS = 3, kHog = 4 };
+const char* const kModeNames[] = {"idle", "n64 SS", "n64 RS", "n256 SS", "smem hog"};
+// e4m3 multiply-adds per unit.
+const double kUnitMacs[] = {0, 18.0 * 64 * 64 * 32, 18.0 * 64 * 64 * 32, 2.0 * 64 * 256 * 32, 0};
+constexpr int kCtas = 132, kSmemBytes = 200 * 1024;
+
+// Per warpgroup: [0] total cycles, [1] issue cycles, written by its thread 0.
+struct Out {
+  unsigned long long cycles, issue;
+};
+
+template <int kMode>
+__device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float* sink) {
+  constexpr int kAcc = kMode == kN256SS ? 128 : 32;
+  float d[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) d[i] = 0.f;
+  const uint32_t a[4] = {0x38383838u, 0x30303030u, 0x38303830u, 0x30383038u};  // e4m3 1.0 / 0.5 bytes
+  const uint64_t da = decode::make_smem_desc(s_a, 16, 1024), db = decode::make_smem_desc(s_b, 16, 1024);
+  decode::named_sync(1 + static_cast<int>(threadIdx.x) / 128, 128);
+  const unsigned long long t0 = clock64();
+  unsigned long long issue = 0;
+  for (int u = 0; u < units; ++u) {
+    const unsigned long long ti = clock64();
+    decode::fence_operands(d);
+    decode::wgmma_fence();
+    if constexpr (kMode == kN64SS || kMode == kN64RS) {
+#pragma unroll
+      for (int s = 0; s < 18; ++s) {
+        // The k32 steps walk a page's five 128-byte slabs as the decode kernel's S does (decode_fp8/config.h).
+        const int off = decode_fp8::slab_step_desc(s);
+        if constexpr (kMode == kN64SS) {
+          decode_fp8::wgmma_m64n64k32_e4m3(reinterpret_cast<float(&)[32]>(d), da + off, db + off);
+        } else {
+          decode_fp8::wgmma_m64n64k32_e4m3_rs(reinterpret_cast<float(&)[32]>(d), a, db + off);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) decode_fp8::wgmma_m64n256k32_e4m3(reinterpret_cast<float(&)[128]>(d), da + 2 * s, db + 2 * s);
+    }
+    decode::wgmma_commit();
+    issue += clock64() - ti;
+    decode::wgmma_wait_all();
+    decode::fence_operands(d);
+  }
+  const unsigned long long t1 = clock64();
+  float acc = 0.f;
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc += d[i];
+  if (acc == 12345.f) *sink = acc;  // keeps the products live
+  if (threadIdx.x % 128 == 0) out[blockIdx.x * 2 + threadIdx.x / 128] = {t1 - t0, issue};
+}
+
+// 128 threads copy 16 KB within shared memory with 16-byte loads and stores, `units` times.
+__device__ void run_hog(uint32_t src, uint32_t dst, int units, Out* out) {
+  const int t = threadIdx.x % 128;
+  const unsigned long long t0 = clock64();
+  for (int u = 0; u < units; ++u) {
+#pragma unroll 4
+    for (int i = 0; i < 8; ++i) {
+      uint32_t v0, v1, v2, v3;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v0), "=r"(v1), "=r"(v2), "=r"(v3)
+                   : "r"(src + 16 * (t + 128 * i)));
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(dst + 16 * (t + 128 * i)), "r"(v0), "r"(v1),
+                   "r"(v2), "r"(v3)
+                   : "memory");
+    }
+  }
+  if (t == 0) out[blockIdx.x * 2 + threadIdx.x / 128] = {clock64() - t0, 0};
+}
+
+template <int kMode>
+__device__ void run_mode(uint32_t base, int wg, int units, Out* out, float* sink) {
+  // Operands: A at [8 KB * wg, +8 KB), B at 64 KB + [32 KB * wg, +40 KB) (read only; the two may overlap);
+  // the hog copies [180 KB, 196 KB) onto [148 KB, 164 KB), clear of both.
+  if constexpr (kMode == kHog) {
+    run_hog(base + 180 * 1024, base + 148 * 1024, units, out);
+  } else if constexpr (kMode != kIdle) {
+    run_units<kMode>(base + 8192 * wg, base + 65536 + 32768 * wg, units, out, sink);
+  } else if (threadIdx.x % 128 == 0) {
+    out[blockIdx.x * 2 + wg] = {0, 0};
+  }
+}
+
+template <int kMode0, int kMode1>
+__global__ void __launch_bounds__(256, 1) wgmma_rate_kernel(int units0, int units1, Out* out, float* sink) {
+  extern __shared__ __align__(1024) uint8_t smem[];
+  for (int i = threadIdx.x; i < kSmemBytes / 4; i += blockDim.x)
+    reinterpret_cast<uint32_t*>(smem)[i] = (0x30303030u + 0x01020304u * (i & 7)) & 0x3F3F3F3Fu;  // finite e4m3
+  __syncthreads();
+  decode::fence_proxy_async();  // generic stores, read by wgmma
+  __syncthreads();
+  const uint32_t base = decode::smem_u32(smem);
+  // Warp-uniform, so ptxas sees each warpgroup's wgmma on a convergent path.
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+  if (wg == 0) {
+    run_mode<kMode0>(base, 0, units0, out, sink);
+  } else {
+    run_mode<kMode1>(base, 1, units1, out, sink);
+  }
+}
+
+struct Case {
+  int mode0, mode1;
+};
+
+// Units per warpgroup: n256 units are ~2.25x shorter than n64 ones (2 x 128 vs 18 x 32 cycles at the peak), and the
+// hog's much shorter, so each side keeps running for most of the other's time.
+int units_for(int mode, int other) {
+  if (mode == kN256SS) return other == kIdle || other == kN256SS ? 4608 : 1280;
+  if (mode == kHog) return 3000;
+  return 512;
+}
+
+template <int M0, int M1>
+cudaError_t launch(int u0, int u1, Out* out, float* sink) {
+  cudaError_t e = cudaFuncSetAttribute(wgmma_rate_kernel<M0, M1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       kSmemBytes);
+  if (e != cudaSuccess) return e;
+  wgmma_rate_kernel<M0, M1><<<kCtas, 256, kSmemBytes>>>(u0, u1, out, sink);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_case(const Case& c, int u0, int u1, Out* out, float* sink) {
+#define MLA_WGMMA_CASE(a, b) \
+  if (c.mode0 == a && c.mode1 == b) return launch<a, b>(u0, u1, out, sink);
+  MLA_WGMMA_CASE(kN64SS, kIdle)
+  MLA_WGMMA_CASE(kN64RS, kIdle)
+  MLA_WGMMA_CASE(kN256SS, kIdle)
+  MLA_WGMMA_CASE(kN64SS, kN64SS)
+  MLA_WGMMA_CASE(kN64RS, kN64RS)
+  MLA_WGMMA_CASE(kN256SS, kN256SS)
+  MLA_WGMMA_CASE(kN64SS, kN256SS)
+  MLA_WGMMA_CASE(kN64RS, kN256SS)
+  MLA_WGMMA_CASE(kN256SS, kN64SS)
+  MLA_WGMMA_CASE(kN64SS, kHog)
+  MLA_WGMMA_CASE(kN64RS, kHog)
+  MLA_WGMMA_CASE(kN256SS, kHog)
+#undef MLA_WGMMA_CASE
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+int wgmma_bench_main(int argc, char** argv) {
+  if (argc > 1) {
+    std::fprintf(stderr, "bench wgmma: takes no arguments (got '%s'); see bench/wgmma/NOTES.md\n", argv[1]);
+    return 2;
+  }
+  int dev = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess || prop.major != 9) {
+    std::fprintf(stderr, "bench wgmma: needs an sm_90 GPU\n");
+    return 1;
+  }
+  Out* out = nullptr;
+  float* sink = nullptr;
+  if (cudaMalloc(&out, sizeof(Out) * kCtas * 2) != cudaSuccess || cudaMalloc(&sink, sizeof(float)) != cudaSuccess) {
+    std::fprintf(stderr, "bench wgmma: cudaMalloc failed\n");
+    return 1;
+  }
+  const Case cases[] = {{kN64SS, kIdle},   {kN64RS, kIdle},   {kN256SS, kIdle},  {kN64SS, kN64SS},
+                        {kN64RS, kN64RS},  {kN256SS, kN256SS}, {kN64SS, kN256SS}, {kN64RS, kN256SS},
+                        {kN256SS, kN64SS}, {kN64SS, kHog},     {kN64RS, kHog},    {kN256SS, kHog}};
+  std::printf("# bench_wgmma, %s, %d CTAs x 2 warpgroups; median over CTAs; SM cycles\n", prop.name, kCtas);
+  std::printf("| warpgroup 0 | warpgroup 1 | measured | cycles per unit | issue cycles per unit | MAC/clk/SM |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const Case& c : cases) {
+    const int u0 = units_for(c.mode0, c.mode1), u1 = units_for(c.mode1, c.mode0);
+    for (int rep = 0; rep < 2; ++rep) {  // the first launch warms the clocks and the instruction cache
+      cudaError_t e = launch_case(c, u0, u1, out, sink);
+      if (e == cudaSuccess) e = cudaDeviceSynchronize();
+      if (e != cudaSuccess) {
+        std::fprintf(stderr, "bench wgmma: %s | %s: %s\n", kModeNames[c.mode0], kModeNames[c.mode1],
+                     cudaGetErrorString(e));
+        return 1;
+      }
+    }
+    std::vector<Out> h(kCtas * 2);
+    cudaMemcpy(h.data(), out, sizeof(Out) * h.size(), cudaMemcpyDeviceToHost);
+    for (int wg = 0; wg < 2; ++wg) {
+      const int mode = wg == 0 ? c.mode0 : c.mode1;
+      if (mode == kIdle || mode == kHog) continue;
+      std::vector<unsigned long long> cyc, iss;
+      for (int b = 0; b < kCtas; ++b) {
+        cyc.push_back(h[b * 2 + wg].cycles);
+        iss.push_back(h[b * 2 + wg].issue);
+      }
+      std::sort(cyc.begin(), cyc.end());
+      std::sort(iss.begin(), iss.end());
+      const int units = wg == 0 ? u0 : u1;
+      const double per = cyc[kCtas / 2] / double(units);
+      std::printf("| %s | %s | warpgroup %d | %.1f | %.1f | %.0f |\n", kModeNames[c.mode0], kModeNames[c.mode1], wg,
+                  per, iss[kCtas / 2] / double(units), kUnitMacs[mode] / per);
+    }
+  }
+  cudaFree(out);
+  cudaFree(sink);
+  return 0;
+}
