@@ -32,6 +32,7 @@
 #include "ops/cuda/sm90/decode/timeline.cuh"  // MLA_TL_MARK_* (nothing outside a timeline build)
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
+#include "ops/cuda/sm90/decode_fp8/phases_ws.cuh"  // per-phase clock sums (nothing outside a -DMLA_FP8_WS_PHASES build)
 #include "ops/cuda/sm90/decode_fp8/timeline_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/transpose_ws.cuh"
 
@@ -92,19 +93,26 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
                                               uint32_t s_vt0, int tw) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   int j = 0;
+  WsTrPhases ph;  // diagnostics only (phases_ws.cuh)
   while (c.valid()) {
     const int ks = j % kKStages, vs = j % kVStages;
+    ph.mark(kTrLoop);
     if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
+    ph.mark(kTrVtWait);
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
+    ph.mark(kTrKWait);
     if (tw == 0 && j == 0) MLA_TL_MARK_FIRST(p.timeline, 9);  // timeline_ws.cuh: first K page landed (transposer)
     transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     mbar_arrive(bars.k_empty(ks));
+    ph.mark(kTrTranspose);
+    ph.page();
     if (tw == 0 && c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 11);  // last V^T written
     c.advance(p);
     ++j;
   }
+  ph.print(tw);
 }
 
 template <class S>
@@ -137,6 +145,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   tl.init(p, tid == 0);
   WsState st;
   st.reset();
+  WsPhases ph;  // diagnostics only (phases_ws.cuh)
   int epi = 0;  // segments written so far (parity of the s_l buffer)
   auto epilogue = [&](int b) {
     tl.last(7);  // timeline_ws.cuh: an epilogue started
@@ -183,12 +192,15 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   // is still stated: on the path where nothing is in flight (an epilogue reset O at the start of the segment and
   // every row is still masked, so no max moved) O was last written by ordinary instructions, and ptxas would
   // otherwise inject the fence itself (C7519).
-  auto issue_pv = [&](int jj, bool chained) {
+  // ph_wait / ph_issue: the phases_ws.cuh sums its V^T wait and its issue go to.
+  auto issue_pv = [&](int jj, bool chained, int ph_wait = kPhVtWait1, int ph_issue = kPhPvIssue1) {
     const int vs = jj % kVStages;
     mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
+    ph.mark(ph_wait);
     if (!chained) decode::fence_operands(o_regs);
     decode::wgmma_fence();
     pv_issue_ws(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
+    ph.mark(ph_issue);
   };
 
   // S of a page into sc (issued and committed, not waited for), Q's last kQRegSteps steps from registers.
@@ -217,18 +229,20 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       // segment is done): the epilogue then runs under that latency instead of after this page's S, and the other
       // warpgroup, waiting for this one in the epilogue's row-sum barrier, leaves it that much sooner (run W21).
       const bool switched = first && j > 0;
+      ph.mark(kPhBetween);
       if (switched) {
         tl.last(6);  // timeline_ws.cuh: a sequence switch
         const unsigned long long t_w = tl.now();
         wait_other(j - 1, mp);
         rescale_o_ws(st, mp, zero2, p.scale_log2);
-        issue_pv(j - 1, false);
+        issue_pv(j - 1, false, kPhSwitch, kPhSwitch);
         pend = j - 1;
         wgmma_wait_group<0>();
         decode::fence_operands(o_regs);
         release_pending();
         tl.add(kTlEpilogue, t_w);
         epilogue(prev_b);
+        ph.mark(kPhSwitch);
       }
       const unsigned long long t_top = tl.now();
       // Q of this segment (acquire in order, releasing the segments this warpgroup had no page in).
@@ -246,18 +260,23 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       const unsigned long long t_k = tl.now();
       mbar_wait(bars.k_full(ks), phase(j, kKStages));
       tl.add(kTlKWait, t_k);
+      ph.mark(kPhKWait);
       if (j < 2) tl.first(4);  // timeline_ws.cuh: first K page landed (consumer)
       float sc[8][4];
       // Once S_j is done, O is rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j, which
       // then overlaps it; P_j V_j queues behind it when no row's max moved.
       issue_s(reinterpret_cast<float(&)[32]>(sc), s_k0 + ks * kSlabTileBytes);
+      ph.mark(kPhSIssue);
       if (j > 0 && !switched) wait_other(j - 1, mp);
+      ph.mark(kPhPWait);
       wgmma_wait_group<0>();  // S_j (rescaling O while it runs makes ptxas insert a wait anyway, C7517)
       decode::fence_operands(reinterpret_cast<float(&)[32]>(sc));
+      ph.mark(kPhSTail);
       if (j < 2) tl.first(5);  // timeline_ws.cuh: first S done
       if (first) tl.add(kTlSegStart, t_top);
       if (j > 0 && !switched) {
         rescale_o_ws(st, mp, zero2, p.scale_log2);
+        ph.mark(kPhRescale);
         issue_pv(j - 1, false);
         pend = j - 1;
       }
@@ -267,6 +286,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         mbar_arrive(bars.q_empty());
         q_held = false;
       }
+      ph.mark(kPhRelease);
       // Mask keys past each row's visible length (sequence end, causal diagonal); row maxima. Keys past
       // the sequence end may hold NaN codes: the mask replaces their scores whatever they are.
       float mx[2];
@@ -301,6 +321,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         if (t4 == 0) s_m[(j % S::kPHalves) * kRowsPerCta + row_local[h]] = m_new[h];
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
+      ph.mark(kPhSoftmax);
       // O is at st.m (= m_{j-1}, or -inf after an epilogue): if no row of the warpgroup moved, P_j V_j queues behind
       // P_{j-1} V_{j-1} on the same accumulator without a rescale.
       bool moved = false;
@@ -308,25 +329,29 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       for (int h = 0; h < 2; ++h) moved = moved || m_new[h] != st.m[h];
       const bool keep = !decode_fp8::named_sync_any(kBarWg + wg, 128, moved);
       decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
+      ph.mark(kPhVote);
+      ph.page();
       if (keep) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
-        issue_pv(j, true);
+        issue_pv(j, true, kPhVtWait2, kPhPvIssue2);
         wgmma_wait_group<1>();  // P.V of page j - 1 (O stays in flight: no fence_operands here, C7514)
       } else {
         wgmma_wait_group<0>();
         decode::fence_operands(o_regs);
         release_pending();
         rescale_o_ws(st, m_new, rowsum, p.scale_log2);
-        issue_pv(j, false);
+        issue_pv(j, false, kPhVtWait2, kPhPvIssue2);
       }
       release_pending();
+      ph.mark(kPhPvWait1);
       pend = j;
       // P_j V_j is waited for here, not in the next own page: accumulators in flight across the loop's branches
       // and back edge make ptxas serialize every wgmma of the kernel (C7514, measured in the compile).
       wgmma_wait_group<0>();
       decode::fence_operands(o_regs);
       release_pending();
+      ph.mark(kPhDrain);
       if (end) epilogue(cur.b);
     }
     prev_end = end;
@@ -343,6 +368,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   }
   tl.last(8);  // timeline_ws.cuh: CTA done
   tl.flush();
+  ph.print(wg, tid);
 }
 
 template <class S>

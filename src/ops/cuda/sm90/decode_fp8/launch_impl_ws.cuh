@@ -8,7 +8,12 @@ namespace mla::sm90::decode_fp8 {
 
 template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
-  return launch_fp8_kernel<&mla_decode_fp8_ws_kernel<S>>(p, grid, kWsThreads, ws_smem_layout<S>().total, stream);
+  const Status st =
+      launch_fp8_kernel<&mla_decode_fp8_ws_kernel<S>>(p, grid, kWsThreads, ws_smem_layout<S>().total, stream);
+#ifdef MLA_FP8_WS_PHASES
+  if (st.is_ok()) ws_phases_print_kernel<<<1, 1, 0, stream>>>();  // diagnostics builds only (phases_ws.cuh)
+#endif
+  return st;
 }
 
 }  // namespace mla::sm90::decode_fp8
