@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
-"""Averages the WSPH lines of a -DMLA_FP8_WS_PHASES build of bench_decode (src/ops/cuda/sm90/decode_fp8/phases_ws.cuh).
+"""Averages the WSPH lines of a -DMLA_DECODE_PHASES build of bench_decode (src/ops/cuda/sm90/decode/phase_sums.cuh).
 
-Usage: bench_decode --format fp8 --rows 14-18 --reps 30 | python3 scripts/ws_phases_summary.py
+Usage: bench_decode --format fp8 --rows 14-18 --reps 30 | python3 scripts/ws_phases_summary.py [--kernel fp8|ws64]
+  --kernel fp8  (default) the fp8 64-row kernel's phases (decode_fp8/phases_ws.cuh; producer side = V^T transposers)
+  --kernel ws64 the 16-bit / fp8_ds 64-row kernel's phases (decode/phases_ws64.cuh; producer side = the TMA thread)
 Device printf lines come out at the bench's synchronizations, before the table row of their decode calls: each row's
 lines are the ones printed since the previous row. Prints, per row, the mean SM cycles per own page of every consumer
-phase (both warpgroups, the three sampled CTAs, every call of the row) and per page of every transposer phase.
+phase (both warpgroups, the three sampled CTAs, every call of the row) and per page of every producer-side phase.
 """
+import argparse
 import re
 import sys
 
-CONSUMER = ["k_full wait", "S issue", "P(j-1) wait", "S tail", "rescale", "V^T(j-1) wait", "PV(j-1) issue",
-            "releases", "softmax", "vote+signal", "V^T(j) wait", "PV(j) issue", "PV(j-1) wait", "PV(j) drain",
-            "between own pages", "sequence switch"]
-TRANSPOSER = ["vt_empty wait", "k_full wait", "transpose", "loop"]
+NAMES = {
+    "fp8": (["k_full wait", "S issue", "P(j-1) wait", "S tail", "rescale", "V^T(j-1) wait", "PV(j-1) issue",
+             "releases", "softmax", "vote+signal", "V^T(j) wait", "PV(j) issue", "PV(j-1) wait", "PV(j) drain",
+             "between own pages", "sequence switch"],
+            ["vt_empty wait", "k_full wait", "transpose", "loop"]),
+    "ws64": (["P(j-1) wait", "PV(j-1) rescale+issue", "sequence switch", "Q wait (+tail zero)",
+              "S (slab waits, issue, wait, release)", "Q release", "softmax", "signal", "own PV (rescale, issue, wait)",
+              "stage release / epilogue", "between own pages"],
+             ["empty wait", "TMA issue", "loop"]),
+}
 
 
 def mean_columns(rows):
@@ -20,35 +29,40 @@ def mean_columns(rows):
     return [sum(r[i] for r in rows) / n for i in range(len(rows[0]))] if n else []
 
 
-def report(label, cons, trans):
+def report(label, cons, prod, names):
     if not cons:
         return
-    c = mean_columns(cons)
+    cnames, pnames = names
+    c = mean_columns(cons)[:len(cnames)]
     print(f"{label}: {len(cons)} consumer lines, {sum(c):.0f} cycles per own page")
-    print("  " + ", ".join(f"{name} {v:.0f}" for name, v in zip(CONSUMER, c)))
-    if trans:
-        t = mean_columns(trans)
-        print(f"  transposer ({len(trans)} lines, {sum(t):.0f} cycles per page): " +
-              ", ".join(f"{name} {v:.0f}" for name, v in zip(TRANSPOSER, t)))
+    print("  " + ", ".join(f"{name} {v:.0f}" for name, v in zip(cnames, c)))
+    if prod:
+        p = mean_columns(prod)[:len(pnames)]
+        print(f"  producer side ({len(prod)} lines, {sum(p):.0f} cycles per page): " +
+              ", ".join(f"{name} {v:.0f}" for name, v in zip(pnames, p)))
 
 
 def main():
-    cons, trans = [], []
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernel", choices=sorted(NAMES), default="fp8")
+    names = NAMES[ap.parse_args().kernel]
+    cons, prod = [], []
     for line in sys.stdin:
         m = re.match(r"WSPH consumer cta \d+ wg \d+ pages (\d+) \| (.*)", line)
         if m:
             if int(m.group(1)) > 0:
                 cons.append([float(x) for x in m.group(2).split()])
             continue
-        m = re.match(r"WSPH transposer cta \d+ pages (\d+) \| (.*)", line)
+        m = re.match(r"WSPH producer cta \d+ pages (\d+) \| (.*)", line)
         if m:
             if int(m.group(1)) > 0:
-                trans.append([float(x) for x in m.group(2).split()])
+                prod.append([float(x) for x in m.group(2).split()])
             continue
-        if line.startswith("| fp8 |"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            report(f"h_q {cells[1]} batch {cells[2]} seqlen {cells[3]} ({cells[4]} us in this build)", cons, trans)
-            cons, trans = [], []
+        m = re.match(r"\|\s*(\w+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([\d.]+)\s*\|", line)
+        if m:
+            report(f"{m.group(1)} h_q {m.group(2)} batch {m.group(3)} seqlen {m.group(4)} ({m.group(5)} us in this build)",
+                   cons, prod, names)
+            cons, prod = [], []
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/epilogue_tma_ws.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
+#include "ops/cuda/sm90/decode/phases_ws64.cuh"  // per-phase clock sums (nothing outside a -DMLA_DECODE_PHASES build)
 #include "ops/cuda/sm90/decode/producer_ws_fp8ds.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
@@ -66,7 +67,9 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
     pf.fetch_page(p);
   }
   c.fetch_page(p);
+  ProducerPhaseSums ph;  // diagnostics only (phase_sums.cuh)
   while (c.valid()) {
+    ph.mark(kP64ProdLoop);
     if (new_seg) {
       ++seg;
       if (seg > 0) {
@@ -77,9 +80,12 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
     }
     const int stage = j & 1;
     if (j >= kWsStages) mbar_wait(bars.empty(stage), ((j >> 1) - 1) & 1);
+    ph.mark(kP64ProdEmptyWait);
 #pragma unroll
     for (int slab = 0; slab < kSlabsPerPage; ++slab)
       issue_slab_tma(p, c.page, slab, s_kv0 + stage * kPageBytes, bars.full(stage, slab));
+    ph.mark(kP64ProdIssue);
+    ph.page();
     new_seg = c.last_of_sequence();
     c.advance(p);
     c.fetch_page(p);  // the next page's block-table entry loads while this thread waits
@@ -91,6 +97,7 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
     ++j;
   }
   MLA_TL_MARK_LAST(p.timeline, 10);  // timeline_ws64.cuh: the part's last TMA issued
+  ph.store(2);
 }
 
 // What a 64-row consumer does with the other warpgroup's pages and at a segment's end, shared by this file's
@@ -202,6 +209,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
 
   Ws64Timeline tl;  // diagnostics only (timeline_ws64.cuh), empty in a normal build
   tl.init(p, tid == 0);
+  ConsumerPhaseSums ph;  // diagnostics only (phase_sums.cuh)
 
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
   bool q_held = false;              // ... and has not released yet
@@ -218,11 +226,14 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       float mp[2] = {-INFINITY, -INFINITY};
       int release = -1;  // stage of page j - 1, released by compute_scores_page once its P.V is done
       const unsigned long long t_top = first ? tl.now() : 0ull;
+      ph.mark(kP64Between);
       if (j > 0) {
         const unsigned long long t_w = tl.now();
         peer.wait_other(j - 1, mp);
         tl.add(kTl64PReady, t_w);
+        ph.mark(kP64PWait);
         peer.pv_other_issue(j - 1, mp);
+        ph.mark(kP64PvIssue1);
         if (prev_end) {
           const unsigned long long t_e = tl.now();
           tl.last(6);  // timeline_ws64.cuh: a sequence switch
@@ -231,6 +242,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
           peer.epilogue_release(prev_b, (j - 1) & 1);
           tl.add(kTl64Epilogue, t_e);
           tl.seg();
+          ph.mark(kP64Switch);
         } else {
           release = (j - 1) & 1;
         }
@@ -252,16 +264,19 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         fence_proxy_async();  // generic zeros before wgmma (and the next TMA) touch the stage
         named_sync(kBarWg + wg, 128);
       }
+      ph.mark(kP64QWait);
       float sc[8][4];
       compute_scores_page<Traits>(sc, s_q_tile, s_kv, bars.full(stage, 0), parity, bars, release);
       fence_operands(reinterpret_cast<float(&)[128]>(st.o));  // the P.V issued above is done, too
       if (j < 2) tl.first(5);  // timeline_ws64.cuh: the first S done
       if (first) tl.add(kTl64SegStart, t_top);
+      ph.mark(kP64S);
       // No further page of this segment for this warpgroup: let the producer bring the next Q tile.
       if (cur.hi - cur.blk - 1 < 2 && q_held) {
         mbar_arrive(bars.q_empty());
         q_held = false;
       }
+      ph.mark(kP64Release);
       float mx[2], m_new[2], rowsum[2];
       uint32_t pw[2][8];  // P packed to 16 bits: [row g / g + 8][8-key tile]
       mask_row_max_tree(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
@@ -273,17 +288,21 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         if (t4 == 0) s_m[stage * kRowsPerCta + row_local[h]] = m_new[h];
       }
       fence_proxy_async();  // P is a wgmma operand (async proxy) for the other warpgroup (and here for fp8_ds)
+      ph.mark(kP64Softmax);
       // Signal first: each thread's arrive covers its own P and s_m writes, and the other warpgroup needs all 128
       // arrivals anyway. 16-bit formats: this warpgroup's own P.V takes P from registers, so no 128-thread barrier
       // before it and 8 KB less shared memory read per page (run 22: -0.7 to -1.3 % on the bf16 long rows).
       // fp8_ds (consumers at 208 registers) measured +1.5 % with it and keeps the shared-memory P.V.
       named_arrive(kBarPReady + stage, kWsConsumerThreads);
+      ph.mark(kP64Signal);
+      ph.page();
       if constexpr (Traits::kFormat != KvFormat::kFp8Ds) {
         pv_page_rs<Traits>(st, m_new, rowsum, pw, s_kv, wg, p.scale_log2);
       } else {
         named_sync(kBarWg + wg, 128);  // its P.V reads every thread's P from the stage
         pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
       }
+      ph.mark(kP64OwnPv);
       if (end) {
         const unsigned long long t_e = tl.now();
         tl.last(7);  // timeline_ws64.cuh: an epilogue started
@@ -293,6 +312,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       } else {
         release_stage(bars, stage);
       }
+      ph.mark(kP64Epilogue);
     }
     prev_end = end;
     prev_b = cur.b;
@@ -308,6 +328,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   }
   tl.last(8);  // timeline_ws64.cuh: CTA done (the last epilogue's stores issued)
   tl.flush();
+  if (tid == 0) ph.store(wg);
 }
 
 template <class Traits>

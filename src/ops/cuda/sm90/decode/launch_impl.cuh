@@ -30,6 +30,9 @@ Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t str
   MLA_CUDA_TRY("mla_decode", attr);
   kernel<<<grid, kWsThreads, smem, stream>>>(p);
   MLA_CUDA_TRY_LAUNCH("mla_decode");
+#ifdef MLA_DECODE_PHASES
+  phase_sums_print_kernel<<<1, 1, 0, stream>>>();  // diagnostics builds only (phase_sums.cuh)
+#endif
   return Status::ok();
 }
 

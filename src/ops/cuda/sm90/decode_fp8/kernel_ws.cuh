@@ -32,7 +32,7 @@
 #include "ops/cuda/sm90/decode/timeline.cuh"  // MLA_TL_MARK_* (nothing outside a timeline build)
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
-#include "ops/cuda/sm90/decode_fp8/phases_ws.cuh"  // per-phase clock sums (nothing outside a -DMLA_FP8_WS_PHASES build)
+#include "ops/cuda/sm90/decode_fp8/phases_ws.cuh"  // per-phase clock sums (nothing outside a -DMLA_DECODE_PHASES build)
 #include "ops/cuda/sm90/decode_fp8/timeline_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/transpose_ws.cuh"
 

@@ -10,8 +10,8 @@ template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
   const Status st =
       launch_fp8_kernel<&mla_decode_fp8_ws_kernel<S>>(p, grid, kWsThreads, ws_smem_layout<S>().total, stream);
-#ifdef MLA_FP8_WS_PHASES
-  if (st.is_ok()) ws_phases_print_kernel<<<1, 1, 0, stream>>>();  // diagnostics builds only (phases_ws.cuh)
+#ifdef MLA_DECODE_PHASES
+  if (st.is_ok()) decode::phase_sums_print_kernel<<<1, 1, 0, stream>>>();  // diagnostics builds (../decode/phase_sums.cuh)
 #endif
   return st;
 }

@@ -1,0 +1,92 @@
+#pragma once
+// Per-phase SM-clock sums of the 64-row warp-specialized decode kernels (diagnostics; decode/phases_ws64.cuh names
+// the 16-bit kernel's phases, decode_fp8/phases_ws.cuh the fp8 kernel's). Compiled in only with -DMLA_DECODE_PHASES:
+// each consumer warpgroup's thread 0 (and one producer-side thread) adds the cycles since its previous mark to the
+// phase it names, counts its pages, and at the CTA's end stores the sums of CTAs 0, 33 and 65 of head tile 0 with plain
+// stores; phase_sums_print_kernel, launched behind the decode kernel (launch_impl*.cuh), prints them. Not a printf in
+// the decode kernel: a printf anywhere in it, even in a function it calls, makes ptxas serialize every wgmma of the
+// kernel (a WARPGROUP.DEPBAR after each; C7510). Such a build keeps the kernel's pipelining (checked in its SASS) but
+// its bench times include the printer (~360 us per call from device printf). In a normal build every member is empty
+// and the kernel's SASS is the same as without the marks. scripts/ws_phases_summary.py averages the printed lines.
+#include <cstdint>
+#ifdef MLA_DECODE_PHASES
+#include <cstdio>
+#endif
+
+namespace mla::sm90::decode {
+
+constexpr int kConsumerPhaseSlots = 16;  // phases per consumer line
+constexpr int kProducerPhaseSlots = 4;   // phases per producer-side line
+
+#ifdef MLA_DECODE_PHASES
+// [CTA slot 0..2][role: consumer 0, consumer 1, producer side][sums..., pages]. One copy per translation unit: each
+// instantiation file launches its own printer.
+static __device__ uint32_t g_phase_sums[3][3][kConsumerPhaseSlots + 1];
+
+__device__ __forceinline__ int phase_sums_slot() {
+  if (blockIdx.y != 0) return -1;
+  return blockIdx.x == 0 ? 0 : blockIdx.x == 33 ? 1 : blockIdx.x == 65 ? 2 : -1;
+}
+
+template <int kN>
+struct PhaseSums {
+  uint32_t acc[kN] = {};
+  uint32_t last;
+  int pages = 0;
+  __device__ PhaseSums() : last(now()) {}
+  __device__ static uint32_t now() {
+    uint32_t t;
+    asm volatile("mov.u32 %0, %%clock;" : "=r"(t));
+    return t;
+  }
+  // Adds the cycles since the previous mark to phase i (a compile-time constant at every call site once inlined).
+  __device__ void mark(int i) {
+    const uint32_t t = now();
+    acc[i] += t - last;
+    last = t;
+  }
+  __device__ void page() { ++pages; }
+  // role: 0 / 1 consumer warpgroup, 2 producer side; call from one thread of the role.
+  __device__ void store(int role) const {
+    const int slot = phase_sums_slot();
+    if (slot < 0) return;
+    for (int i = 0; i < kN; ++i) g_phase_sums[slot][role][i] = acc[i];
+    g_phase_sums[slot][role][kConsumerPhaseSlots] = static_cast<uint32_t>(pages);
+  }
+};
+using ConsumerPhaseSums = PhaseSums<kConsumerPhaseSlots>;
+using ProducerPhaseSums = PhaseSums<kProducerPhaseSlots>;
+
+// One thread: "WSPH consumer cta C wg W pages N | 16 sums per page" and "WSPH producer cta C pages N | 4 sums".
+// Static, like the sums it prints: one per translation unit.
+static __global__ void phase_sums_print_kernel() {
+  const int ctas[3] = {0, 33, 65};
+  for (int slot = 0; slot < 3; ++slot) {
+    for (int role = 0; role < 3; ++role) {
+      const uint32_t* a = g_phase_sums[slot][role];
+      const float n = a[kConsumerPhaseSlots] > 0 ? a[kConsumerPhaseSlots] : 1;
+      if (role < 2) {
+        printf("WSPH consumer cta %d wg %d pages %u | %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f "
+               "%.0f %.0f %.0f\n",
+               ctas[slot], role, a[kConsumerPhaseSlots], a[0] / n, a[1] / n, a[2] / n, a[3] / n, a[4] / n, a[5] / n,
+               a[6] / n, a[7] / n, a[8] / n, a[9] / n, a[10] / n, a[11] / n, a[12] / n, a[13] / n, a[14] / n, a[15] / n);
+      } else {
+        printf("WSPH producer cta %d pages %u | %.0f %.0f %.0f %.0f\n", ctas[slot], a[kConsumerPhaseSlots], a[0] / n,
+               a[1] / n, a[2] / n, a[3] / n);
+      }
+    }
+  }
+}
+static_assert(kConsumerPhaseSlots == 16 && kProducerPhaseSlots == 4, "phase_sums_print_kernel prints 16 + 4 sums");
+#else
+template <int kN>
+struct PhaseSums {
+  __device__ void mark(int) {}
+  __device__ void page() {}
+  __device__ void store(int) const {}
+};
+using ConsumerPhaseSums = PhaseSums<kConsumerPhaseSlots>;
+using ProducerPhaseSums = PhaseSums<kProducerPhaseSlots>;
+#endif
+
+}  // namespace mla::sm90::decode
