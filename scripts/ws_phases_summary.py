@@ -16,11 +16,11 @@ NAMES = {
     "fp8": (["k_full wait", "S issue", "P(j-1) wait", "S tail", "rescale", "V^T(j-1) wait", "PV(j-1) issue",
              "releases", "softmax", "vote+signal", "V^T(j) wait", "PV(j) issue", "PV(j-1) wait", "PV(j) drain",
              "between own pages", "sequence switch"],
-            ["vt_empty wait", "k_full wait", "transpose", "loop"]),
+            ["vt_empty wait", "k_full wait", "transpose", "loop"]),  # producer side = the V^T transposers
     "ws64": (["P(j-1) wait", "PV(j-1) rescale+issue", "sequence switch", "Q wait (+tail zero)",
-              "S (slab waits, issue, wait, release)", "Q release", "softmax", "signal", "own PV (rescale, issue, wait)",
-              "stage release / epilogue", "between own pages"],
-             ["empty wait", "TMA issue", "loop"]),
+              "PV(j-1) wait + S (slab waits, issue, wait)", "Q release", "softmax", "signal",
+              "own PV (rescale, issue, wait)", "stage release / epilogue", "between own pages"],
+             ["Q slot + stage wait", "TMA issue", "loop"]),
 }
 
 

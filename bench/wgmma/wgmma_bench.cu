@@ -8,9 +8,12 @@
 //   n256 SS: P.V of one page for one warpgroup, 2 x m64n256k32;
 //   hog    : no wgmma, 16-byte shared loads and stores as fast as they issue (what the V^T transposers and the
 //            softmax's P stores do to the shared-memory port beside the products).
-// Reported per warpgroup (median over the CTAs): SM cycles per unit, cycles the warpgroup spends *issuing* a unit
-// (from before its first wgmma to after its commit), and e4m3 MACs per SM cycle (the SM's peak is 4096). The
-// operands are fixed e4m3 bytes (no NaN codes); results are kept live but not checked: a timing tool.
+// Reported (median over the CTAs): SM cycles per unit, cycles warp 0 of the warpgroup spends *issuing* a unit (from
+// before its first wgmma to after its commit), and e4m3 MACs per SM cycle (the SM's peak is 4096). Beside another
+// mode, warpgroup 1 runs ~1.5x longer than warpgroup 0, so warpgroup 0 is measured beside it all the time, and only
+// warpgroup 0 is reported (both orders are in the list); the hog's own rate (bytes per cycle over its whole run, part
+// of it alone) is printed below its row. The operands are fixed e4m3 bytes (no NaN codes); results are kept live but
+// not checked: a timing tool.
 // Numbers and what they mean: bench/wgmma/NOTES.md.
 #include <cuda_runtime.h>
 
@@ -100,11 +103,13 @@ __device__ void run_hog(uint32_t src, uint32_t dst, int units, Out* out) {
   }
   if (t == 0) out[blockIdx.x * 2 + threadIdx.x / 128] = {clock64() - t0, 0};
 }
+constexpr double kHogBytesPerUnit = 2.0 * 8 * 128 * 16;  // 16 KB loaded and 16 KB stored
 
 template <int kMode>
 __device__ void run_mode(uint32_t base, int wg, int units, Out* out, float* sink) {
-  // Operands: A at [8 KB * wg, +8 KB), B at 64 KB + [32 KB * wg, +40 KB) (read only; the two may overlap);
-  // the hog copies [180 KB, 196 KB) onto [148 KB, 164 KB), clear of both.
+  // Operands: A at 8 KB * wg (S walks five 8 KB slabs: [8 KB * wg, +40 KB); P.V reads 8 KB), B at 64 KB + 32 KB * wg
+  // (S: +40 KB, P.V: +32 KB), all inside [0, 136 KB) and only read, so the warpgroups' regions may overlap; the hog
+  // copies [180 KB, 196 KB) onto [148 KB, 164 KB), clear of them.
   if constexpr (kMode == kHog) {
     run_hog(base + 180 * 1024, base + 148 * 1024, units, out);
   } else if constexpr (kMode != kIdle) {
@@ -136,11 +141,16 @@ struct Case {
   int mode0, mode1;
 };
 
-// Units per warpgroup: n256 units are ~2.25x shorter than n64 ones (2 x 128 vs 18 x 32 cycles at the peak), and the
-// hog's much shorter, so each side keeps running for most of the other's time.
-int units_for(int mode, int other) {
+// Units per warpgroup: n256 units are ~2.25x shorter than n64 ones (2 x 128 vs 18 x 32 cycles at the peak) and a
+// hog unit ~2.5x shorter still. Beside a different mode warpgroup 1 gets ~1.5x warpgroup 0's time in units, so
+// warpgroup 0's whole run is beside it.
+int units_for(int mode, int other, int wg) {
+  if (wg == 1 && other != kIdle && other != mode) {
+    if (mode == kN256SS) return other == kN64SS || other == kN64RS ? 2048 : 4608;
+    if (mode == kHog) return other == kN256SS ? 2048 : 3000;
+    return other == kN256SS ? 768 : 512;
+  }
   if (mode == kN256SS) return other == kIdle || other == kN256SS ? 4608 : 1280;
-  if (mode == kHog) return 3000;
   return 512;
 }
 
@@ -198,7 +208,7 @@ int wgmma_bench_main(int argc, char** argv) {
   std::printf("| warpgroup 0 | warpgroup 1 | measured | cycles per unit | issue cycles per unit | MAC/clk/SM |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (const Case& c : cases) {
-    const int u0 = units_for(c.mode0, c.mode1), u1 = units_for(c.mode1, c.mode0);
+    const int u0 = units_for(c.mode0, c.mode1, 0), u1 = units_for(c.mode1, c.mode0, 1);
     for (int rep = 0; rep < 2; ++rep) {  // the first launch warms the clocks and the instruction cache
       cudaError_t e = launch_case(c, u0, u1, out, sink);
       if (e == cudaSuccess) e = cudaDeviceSynchronize();
@@ -212,7 +222,15 @@ int wgmma_bench_main(int argc, char** argv) {
     cudaMemcpy(h.data(), out, sizeof(Out) * h.size(), cudaMemcpyDeviceToHost);
     for (int wg = 0; wg < 2; ++wg) {
       const int mode = wg == 0 ? c.mode0 : c.mode1;
-      if (mode == kIdle || mode == kHog) continue;
+      if (wg == 1 && mode == kHog) {
+        std::vector<unsigned long long> cyc;
+        for (int b = 0; b < kCtas; ++b) cyc.push_back(h[b * 2 + 1].cycles);
+        std::sort(cyc.begin(), cyc.end());
+        std::printf("|   | (the hog: %.1f bytes per cycle over its run) | | | | |\n",
+                    kHogBytesPerUnit * u1 / double(cyc[kCtas / 2]));
+      }
+      // Beside a different mode only warpgroup 0 ran beside the other for its whole time.
+      if (mode == kIdle || mode == kHog || (wg == 1 && c.mode0 != c.mode1)) continue;
       std::vector<unsigned long long> cyc, iss;
       for (int b = 0; b < kCtas; ++b) {
         cyc.push_back(h[b * 2 + wg].cycles);

@@ -57,13 +57,15 @@ struct PhaseSums {
 using ConsumerPhaseSums = PhaseSums<kConsumerPhaseSlots>;
 using ProducerPhaseSums = PhaseSums<kProducerPhaseSlots>;
 
-// One thread: "WSPH consumer cta C wg W pages N | 16 sums per page" and "WSPH producer cta C pages N | 4 sums".
-// Static, like the sums it prints: one per translation unit.
+// One thread: "WSPH consumer cta C wg W pages N | 16 sums per page" and "WSPH producer cta C pages N | 4 sums",
+// then zeroes the slot: a sampled CTA with no work (an empty part) stores nothing, and must not print the previous
+// call's sums again (it printed pages 0 instead, which the summary skips). Static, like the sums it prints: one per
+// translation unit.
 static __global__ void phase_sums_print_kernel() {
   const int ctas[3] = {0, 33, 65};
   for (int slot = 0; slot < 3; ++slot) {
     for (int role = 0; role < 3; ++role) {
-      const uint32_t* a = g_phase_sums[slot][role];
+      uint32_t* a = g_phase_sums[slot][role];
       const float n = a[kConsumerPhaseSlots] > 0 ? a[kConsumerPhaseSlots] : 1;
       if (role < 2) {
         printf("WSPH consumer cta %d wg %d pages %u | %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f "
@@ -74,6 +76,7 @@ static __global__ void phase_sums_print_kernel() {
         printf("WSPH producer cta %d pages %u | %.0f %.0f %.0f %.0f\n", ctas[slot], a[kConsumerPhaseSlots], a[0] / n,
                a[1] / n, a[2] / n, a[3] / n);
       }
+      for (int i = 0; i <= kConsumerPhaseSlots; ++i) a[i] = 0;
     }
   }
 }

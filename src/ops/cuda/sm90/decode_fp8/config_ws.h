@@ -41,11 +41,10 @@ constexpr int kWsBarrierBytes = 256;
 // warpgroups before the exp2, so both softmaxes overlap: same time as the default), S of the next own page queued
 // behind P_j V_j (6 % slower), and a probe with 32 KB more shared reads per page (+2 %).
 //  kQRegSteps (run W17, the default since): the last kQRegSteps k32 steps of S take Q (the A operand) from
-//    registers, 4 per step, loaded once per Q tile: 2 KB less shared-memory traffic per step and page; S, on the
-//    consumers' chain, needs the whole shared port at N = 64 when both operands come from shared memory (W17-W18:
-//    6 steps -2.5 % at h128 b128 s8192; bench_wgmma, session 19, does not bear the port reading out: S beside a
-//    shared-memory hog is 4 % slower, and A from registers makes S alone 7-13 % slower, so why these steps gain in the
-//    kernel is not known). 8 since session 18 (NOTES_plan.md item 7: -0.4..-0.7 % on every h128 b32 / b128
+//    registers, 4 per step, loaded once per Q tile: 2 KB less shared-memory traffic per step and page (W17-W18: 6 steps
+//    -2.5 % at h128 b128 s8192). Why they gain is not known: W17 read S at N = 64 as needing the whole shared port,
+//    but bench_wgmma (session 19) finds S beside a shared-memory hog only 4 % slower, and A from registers makes S
+//    alone 7-13 % slower. 8 since session 18 (NOTES_plan.md item 7: -0.4..-0.7 % on every h128 b32 / b128
 //    row against 6, 3 passes); 8 is the most the consumers' 224 registers hold without spills (9 spill 68 bytes and
 //    lose 2.4-3.8 %; in run W18, before later changes to the consumer, 8 spilled).
 //    More registers for the consumers do not fit: the launch gives each of the 384 threads 168, so the setmaxnreg

@@ -93,7 +93,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
                                               uint32_t s_vt0, int tw) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   int j = 0;
-  WsTrPhases ph;  // diagnostics only (phases_ws.cuh)
+  decode::ProducerPhaseSums ph;  // diagnostics only (../decode/phase_sums.cuh, phases_ws.cuh)
   while (c.valid()) {
     const int ks = j % kKStages, vs = j % kVStages;
     ph.mark(kTrLoop);
@@ -112,7 +112,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     c.advance(p);
     ++j;
   }
-  ph.print(tw);
+  if (tw == 0) ph.store(2);
 }
 
 template <class S>
@@ -145,7 +145,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   tl.init(p, tid == 0);
   WsState st;
   st.reset();
-  WsPhases ph;  // diagnostics only (phases_ws.cuh)
+  decode::ConsumerPhaseSums ph;  // diagnostics only (../decode/phase_sums.cuh, phases_ws.cuh)
   int epi = 0;  // segments written so far (parity of the s_l buffer)
   auto epilogue = [&](int b) {
     tl.last(7);  // timeline_ws.cuh: an epilogue started
@@ -368,7 +368,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   }
   tl.last(8);  // timeline_ws.cuh: CTA done
   tl.flush();
-  ph.print(wg, tid);
+  if (tid == 0) ph.store(wg);
 }
 
 template <class S>

@@ -8,7 +8,7 @@ namespace mla::sm90::decode_fp8 {
 
 // Consumer phases of an own page j, in kernel order; each mark adds the cycles since the previous mark.
 enum WsPhase : int {
-  kPhKWait = 0,  // top of the page -> page j landed (Q acquire, k_full wait)
+  kPhKWait = 0,  // top of the page -> page j landed (the segment's Q acquire, then the k_full wait)
   kPhSIssue,     // S_j issued (18 wgmma: the warpgroup is held in issue while the tensor pipe takes them)
   kPhPWait,      // P_{j-1} from the other warpgroup
   kPhSTail,      // S_j waited for
@@ -22,23 +22,13 @@ enum WsPhase : int {
   kPhPvIssue2,   // P_j V_j issued
   kPhPvWait1,    // P_{j-1} V_{j-1} done
   kPhDrain,      // P_j V_j done
-  kPhBetween,    // the end of own page j -> the top of the next own page (the other warpgroup's page, the loop)
+  kPhBetween,    // the end of own page j -> the top of the next own page: the epilogue when page j ended its segment,
+                 // the other warpgroup's page, the loop
   kPhSwitch,     // sequence switch: the previous segment's last page and epilogue
   kPhCount
 };
 static_assert(kPhCount == decode::kConsumerPhaseSlots, "one line of consumer sums");
-// V^T transposer phases of page j (thread 0 of the transposer warps).
+// V^T transposer phases of page j (thread 0 of the transposer warps, stored as the producer-side line).
 enum WsTrPhase : int { kTrVtWait = 0, kTrKWait, kTrTranspose, kTrLoop };
-
-struct WsPhases : decode::ConsumerPhaseSums {
-  __device__ void print(int wg, int tid) const {
-    if (tid == 0) store(wg);
-  }
-};
-struct WsTrPhases : decode::ProducerPhaseSums {
-  __device__ void print(int tw) const {
-    if (tw == 0) store(2);
-  }
-};
 
 }  // namespace mla::sm90::decode_fp8
