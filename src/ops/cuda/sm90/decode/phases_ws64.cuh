@@ -24,7 +24,8 @@ enum Ws64Phase : int {
 };
 static_assert(kP64Count <= kConsumerPhaseSlots, "one line of consumer sums");
 // Producer thread (TMA) phases of page j: the Q slot (at a segment's start) and stage waits, the page's TMA issue, the
-// loop.
+// loop. (fp8_ds pages come through the converting producer, producer_ws_fp8ds.cuh, which has no marks: no producer
+// line for that format.)
 enum Ws64ProdPhase : int { kP64ProdEmptyWait = 0, kP64ProdIssue, kP64ProdLoop };
 
 }  // namespace mla::sm90::decode
