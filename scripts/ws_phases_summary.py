@@ -2,8 +2,12 @@
 """Averages the WSPH lines of a -DMLA_DECODE_PHASES build of bench_decode (src/ops/cuda/sm90/decode/phase_sums.cuh).
 
 Usage: bench_decode --format fp8 --rows 14-18 --reps 30 | python3 scripts/ws_phases_summary.py [--kernel fp8|ws64]
+                                                                                                 [--per-warp]
   --kernel fp8  (default) the fp8 64-row kernel's phases (decode_fp8/phases_ws.cuh; producer side = V^T transposers)
   --kernel ws64 the 16-bit / fp8_ds 64-row kernel's phases (decode/phases_ws64.cuh; producer side = the TMA thread)
+  --per-warp    also one line per consumer warp (a build with -DMLA_DECODE_PHASES_PER_WARP stores every warp's sums;
+                otherwise only warp 0 of each warpgroup's); the first line of a row averages every consumer line
+                printed (all warps in such a build)
 Device printf lines come out at the bench's synchronizations, before the table row of their decode calls: each row's
 lines are the ones printed since the previous row. Prints, per row, the mean SM cycles per own page of every consumer
 phase (both warpgroups, the three sampled CTAs, every call of the row) and per page of every producer-side phase.
@@ -29,29 +33,37 @@ def mean_columns(rows):
     return [sum(r[i] for r in rows) / n for i in range(len(rows[0]))] if n else []
 
 
-def report(label, cons, prod, names):
+def report(label, cons, prod, names, per_warp):
     if not cons:
         return
     cnames, pnames = names
-    c = mean_columns(cons)[:len(cnames)]
+    c = mean_columns([v for _, v in cons])[:len(cnames)]
     print(f"{label}: {len(cons)} consumer lines, {sum(c):.0f} cycles per own page")
     print("  " + ", ".join(f"{name} {v:.0f}" for name, v in zip(cnames, c)))
     if prod:
         p = mean_columns(prod)[:len(pnames)]
         print(f"  producer side ({len(prod)} lines, {sum(p):.0f} cycles per page): " +
               ", ".join(f"{name} {v:.0f}" for name, v in zip(pnames, p)))
+    if per_warp:
+        for key in sorted({k for k, _ in cons}):
+            w = mean_columns([v for k, v in cons if k == key])[:len(cnames)]
+            print(f"  warpgroup {key[0]} warp {key[1]}: {sum(w):.0f} | " +
+                  ", ".join(f"{name} {v:.0f}" for name, v in zip(cnames, w)))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernel", choices=sorted(NAMES), default="fp8")
-    names = NAMES[ap.parse_args().kernel]
+    ap.add_argument("--per-warp", action="store_true")
+    args = ap.parse_args()
+    names = NAMES[args.kernel]
     cons, prod = [], []
     for line in sys.stdin:
-        m = re.match(r"WSPH consumer cta \d+ wg \d+ pages (\d+) \| (.*)", line)
+        m = re.match(r"WSPH consumer cta \d+ wg (\d+)(?: warp (\d+))? pages (\d+) \| (.*)", line)
         if m:
-            if int(m.group(1)) > 0:
-                cons.append([float(x) for x in m.group(2).split()])
+            if int(m.group(3)) > 0:
+                key = (int(m.group(1)), int(m.group(2) or 0))
+                cons.append((key, [float(x) for x in m.group(4).split()]))
             continue
         m = re.match(r"WSPH producer cta \d+ pages (\d+) \| (.*)", line)
         if m:
@@ -61,7 +73,7 @@ def main():
         m = re.match(r"\|\s*(\w+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([\d.]+)\s*\|", line)
         if m:
             report(f"{m.group(1)} h_q {m.group(2)} batch {m.group(3)} seqlen {m.group(4)} ({m.group(5)} us in this build)",
-                   cons, prod, names)
+                   cons, prod, names, args.per_warp)
             cons, prod = [], []
 
 

@@ -97,7 +97,7 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
     ++j;
   }
   MLA_TL_MARK_LAST(p.timeline, 10);  // timeline_ws64.cuh: the part's last TMA issued
-  ph.store(2);
+  ph.store_producer();
 }
 
 // What a 64-row consumer does with the other warpgroup's pages and at a segment's end, shared by this file's
@@ -328,7 +328,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   }
   tl.last(8);  // timeline_ws64.cuh: CTA done (the last epilogue's stores issued)
   tl.flush();
-  if (tid == 0) ph.store(wg);
+  ph.store_consumer(wg, warp, lane);
 }
 
 template <class Traits>

@@ -1,9 +1,10 @@
 #pragma once
 // Per-phase SM-clock sums of the 64-row warp-specialized decode kernels (diagnostics; decode/phases_ws64.cuh names
 // the 16-bit kernel's phases, decode_fp8/phases_ws.cuh the fp8 kernel's). Compiled in only with -DMLA_DECODE_PHASES:
-// each consumer warpgroup's thread 0 (and one producer-side thread) adds the cycles since its previous mark to the
-// phase it names, counts its pages, and at the CTA's end stores the sums of CTAs 0, 33 and 65 of head tile 0 with plain
-// stores; phase_sums_print_kernel, launched behind the decode kernel (launch_impl*.cuh), prints them. Not a printf in
+// every consumer thread (and one producer-side thread) adds the cycles since its previous mark to the phase it
+// names and counts its pages; at the CTA's end lane 0 of warp 0 of each consumer warpgroup (of every consumer warp with
+// -DMLA_DECODE_PHASES_PER_WARP too) and the producer-side thread store the sums of CTAs 0, 33 and 65 of head tile 0 with
+// plain stores; phase_sums_print_kernel, launched behind the decode kernel (launch_impl*.cuh), prints them. Not a printf in
 // the decode kernel: a printf anywhere in it, even in a function it calls, makes ptxas serialize every wgmma of the
 // kernel (a WARPGROUP.DEPBAR after each; C7510). Such a build keeps the kernel's pipelining (checked in its SASS) but
 // its bench times include the printer (~360 us per call from device printf). In a normal build every member is empty
@@ -19,9 +20,16 @@ constexpr int kConsumerPhaseSlots = 16;  // phases per consumer line
 constexpr int kProducerPhaseSlots = 4;   // phases per producer-side line
 
 #ifdef MLA_DECODE_PHASES
-// [CTA slot 0..2][role: consumer 0, consumer 1, producer side][sums..., pages]. One copy per translation unit: each
-// instantiation file launches its own printer.
-static __device__ uint32_t g_phase_sums[3][3][kConsumerPhaseSlots + 1];
+// [CTA slot 0..2][role][sums..., pages]. Roles: 0 / 1 warp 0 of consumer warpgroup 0 / 1, 2 the producer side, and
+// with MLA_DECODE_PHASES_PER_WARP 3 + 3 wg + warp - 1 for warps 1..3. (This numbering keeps the fp8 kernel's phases
+// build free of spills; numbering the producer first made ptxas spill 44 bytes there.) One copy per translation unit:
+// each instantiation file launches its own printer.
+#ifdef MLA_DECODE_PHASES_PER_WARP
+constexpr int kPhaseRoles = 9;
+#else
+constexpr int kPhaseRoles = 3;
+#endif
+static __device__ uint32_t g_phase_sums[3][kPhaseRoles][kConsumerPhaseSlots + 1];
 
 __device__ __forceinline__ int phase_sums_slot() {
   if (blockIdx.y != 0) return -1;
@@ -46,7 +54,19 @@ struct PhaseSums {
     last = t;
   }
   __device__ void page() { ++pages; }
-  // role: 0 / 1 consumer warpgroup, 2 producer side; call from one thread of the role.
+  // A consumer warp's sums (warp 0 of each warpgroup; every warp with MLA_DECODE_PHASES_PER_WARP), stored by its lane 0.
+  __device__ void store_consumer(int wg, int warp, int lane) const {
+    if (lane != 0) return;
+    if (warp == 0) {
+      store(wg);
+    } else if (kPhaseRoles > 3) {
+      store(3 + 3 * wg + warp - 1);
+    }
+  }
+  // The producer side's sums; call from its one timing thread.
+  __device__ void store_producer() const { store(2); }
+
+ private:
   __device__ void store(int role) const {
     const int slot = phase_sums_slot();
     if (slot < 0) return;
@@ -57,21 +77,23 @@ struct PhaseSums {
 using ConsumerPhaseSums = PhaseSums<kConsumerPhaseSlots>;
 using ProducerPhaseSums = PhaseSums<kProducerPhaseSlots>;
 
-// One thread: "WSPH consumer cta C wg W pages N | 16 sums per page" and "WSPH producer cta C pages N | 4 sums",
+// One thread: "WSPH consumer cta C wg W warp K pages N | 16 sums per page" and "WSPH producer cta C pages N | 4 sums",
 // then zeroes the slot: a sampled CTA with no work (an empty part) stores nothing, and must not print the previous
 // call's sums again (it printed pages 0 instead, which the summary skips). Static, like the sums it prints: one per
 // translation unit.
 static __global__ void phase_sums_print_kernel() {
   const int ctas[3] = {0, 33, 65};
   for (int slot = 0; slot < 3; ++slot) {
-    for (int role = 0; role < 3; ++role) {
+    for (int role = 0; role < kPhaseRoles; ++role) {
       uint32_t* a = g_phase_sums[slot][role];
       const float n = a[kConsumerPhaseSlots] > 0 ? a[kConsumerPhaseSlots] : 1;
-      if (role < 2) {
-        printf("WSPH consumer cta %d wg %d pages %u | %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f "
-               "%.0f %.0f %.0f\n",
-               ctas[slot], role, a[kConsumerPhaseSlots], a[0] / n, a[1] / n, a[2] / n, a[3] / n, a[4] / n, a[5] / n,
-               a[6] / n, a[7] / n, a[8] / n, a[9] / n, a[10] / n, a[11] / n, a[12] / n, a[13] / n, a[14] / n, a[15] / n);
+      if (role != 2) {
+        const int wg = role < 2 ? role : (role - 3) / 3, warp = role < 2 ? 0 : (role - 3) % 3 + 1;
+        printf("WSPH consumer cta %d wg %d warp %d pages %u | %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f "
+               "%.0f %.0f %.0f %.0f\n",
+               ctas[slot], wg, warp, a[kConsumerPhaseSlots], a[0] / n, a[1] / n, a[2] / n,
+               a[3] / n, a[4] / n, a[5] / n, a[6] / n, a[7] / n, a[8] / n, a[9] / n, a[10] / n, a[11] / n, a[12] / n,
+               a[13] / n, a[14] / n, a[15] / n);
       } else {
         printf("WSPH producer cta %d pages %u | %.0f %.0f %.0f %.0f\n", ctas[slot], a[kConsumerPhaseSlots], a[0] / n,
                a[1] / n, a[2] / n, a[3] / n);
@@ -86,7 +108,8 @@ template <int kN>
 struct PhaseSums {
   __device__ void mark(int) {}
   __device__ void page() {}
-  __device__ void store(int) const {}
+  __device__ void store_consumer(int, int, int) const {}
+  __device__ void store_producer() const {}
 };
 using ConsumerPhaseSums = PhaseSums<kConsumerPhaseSlots>;
 using ProducerPhaseSums = PhaseSums<kProducerPhaseSlots>;

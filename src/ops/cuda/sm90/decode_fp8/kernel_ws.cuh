@@ -112,7 +112,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     c.advance(p);
     ++j;
   }
-  if (tw == 0) ph.store(2);
+  if (tw == 0) ph.store_producer();
 }
 
 template <class S>
@@ -368,7 +368,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   }
   tl.last(8);  // timeline_ws.cuh: CTA done
   tl.flush();
-  if (tid == 0) ph.store(wg);
+  ph.store_consumer(wg, warp, lane);
 }
 
 template <class S>
