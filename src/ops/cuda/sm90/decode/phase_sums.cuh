@@ -9,6 +9,11 @@
 // kernel (a WARPGROUP.DEPBAR after each; C7510). Such a build keeps the kernel's pipelining (checked in its SASS) but
 // its bench times include the printer (~360 us per call from device printf). In a normal build every member is empty
 // and the kernel's SASS is the same as without the marks. scripts/ws_phases_summary.py averages the printed lines.
+// A phases build of the whole tree, in its own build directory:
+//   cmake -S . -B build-phases -G Ninja -DCMAKE_CUDA_FLAGS="-DMLA_DECODE_PHASES"
+//     (per-warp sums: -DCMAKE_CUDA_FLAGS="-DMLA_DECODE_PHASES -DMLA_DECODE_PHASES_PER_WARP")
+//   ninja -C build-phases bench_decode
+//   build-phases/bin/bench_decode --format fp8 --rows 10-18 --reps 30 | python3 scripts/ws_phases_summary.py
 #include <cstdint>
 #ifdef MLA_DECODE_PHASES
 #include <cstdio>
