@@ -163,23 +163,25 @@ cudaError_t launch(int u0, int u1, Out* out, float* sink) {
   return cudaGetLastError();
 }
 
+// The pairs run, in order: one list for both the run order and the kernel instantiations.
+#define MLA_WGMMA_CASES(X)                                                                                   \
+  X(kN64SS, kIdle) X(kN64RS, kIdle) X(kN256SS, kIdle) X(kN64SS, kN64SS) X(kN64RS, kN64RS) X(kN256SS, kN256SS) \
+  X(kN64SS, kN256SS) X(kN64RS, kN256SS) X(kN256SS, kN64SS) X(kN64SS, kHog) X(kN64RS, kHog) X(kN256SS, kHog)
+
 cudaError_t launch_case(const Case& c, int u0, int u1, Out* out, float* sink) {
-#define MLA_WGMMA_CASE(a, b) \
+#define MLA_WGMMA_LAUNCH(a, b) \
   if (c.mode0 == a && c.mode1 == b) return launch<a, b>(u0, u1, out, sink);
-  MLA_WGMMA_CASE(kN64SS, kIdle)
-  MLA_WGMMA_CASE(kN64RS, kIdle)
-  MLA_WGMMA_CASE(kN256SS, kIdle)
-  MLA_WGMMA_CASE(kN64SS, kN64SS)
-  MLA_WGMMA_CASE(kN64RS, kN64RS)
-  MLA_WGMMA_CASE(kN256SS, kN256SS)
-  MLA_WGMMA_CASE(kN64SS, kN256SS)
-  MLA_WGMMA_CASE(kN64RS, kN256SS)
-  MLA_WGMMA_CASE(kN256SS, kN64SS)
-  MLA_WGMMA_CASE(kN64SS, kHog)
-  MLA_WGMMA_CASE(kN64RS, kHog)
-  MLA_WGMMA_CASE(kN256SS, kHog)
-#undef MLA_WGMMA_CASE
+  MLA_WGMMA_CASES(MLA_WGMMA_LAUNCH)
+#undef MLA_WGMMA_LAUNCH
   return cudaErrorInvalidValue;
+}
+
+// Median over the CTAs of one warpgroup's field (total or issue cycles).
+unsigned long long median_over_ctas(const std::vector<Out>& h, int wg, unsigned long long Out::*field) {
+  std::vector<unsigned long long> v;
+  for (int b = 0; b < kCtas; ++b) v.push_back(h[b * 2 + wg].*field);
+  std::sort(v.begin(), v.end());
+  return v[kCtas / 2];
 }
 
 }  // namespace
@@ -201,9 +203,9 @@ int wgmma_bench_main(int argc, char** argv) {
     std::fprintf(stderr, "bench wgmma: cudaMalloc failed\n");
     return 1;
   }
-  const Case cases[] = {{kN64SS, kIdle},   {kN64RS, kIdle},   {kN256SS, kIdle},  {kN64SS, kN64SS},
-                        {kN64RS, kN64RS},  {kN256SS, kN256SS}, {kN64SS, kN256SS}, {kN64RS, kN256SS},
-                        {kN256SS, kN64SS}, {kN64SS, kHog},     {kN64RS, kHog},    {kN256SS, kHog}};
+#define MLA_WGMMA_CASE_INIT(a, b) Case{a, b},
+  const Case cases[] = {MLA_WGMMA_CASES(MLA_WGMMA_CASE_INIT)};
+#undef MLA_WGMMA_CASE_INIT
   std::printf("# bench_wgmma, %s, %d CTAs x 2 warpgroups; median over CTAs; SM cycles\n", prop.name, kCtas);
   std::printf("| warpgroup 0 | warpgroup 1 | measured | cycles per unit | issue cycles per unit | MAC/clk/SM |\n");
   std::printf("|---|---|---|---|---|---|\n");
@@ -219,29 +221,22 @@ int wgmma_bench_main(int argc, char** argv) {
       }
     }
     std::vector<Out> h(kCtas * 2);
-    cudaMemcpy(h.data(), out, sizeof(Out) * h.size(), cudaMemcpyDeviceToHost);
+    if (cudaMemcpy(h.data(), out, sizeof(Out) * h.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+      std::fprintf(stderr, "bench wgmma: copying the cycle counts back failed\n");
+      return 1;
+    }
     for (int wg = 0; wg < 2; ++wg) {
       const int mode = wg == 0 ? c.mode0 : c.mode1;
       if (wg == 1 && mode == kHog) {
-        std::vector<unsigned long long> cyc;
-        for (int b = 0; b < kCtas; ++b) cyc.push_back(h[b * 2 + 1].cycles);
-        std::sort(cyc.begin(), cyc.end());
         std::printf("|   | (the hog: %.1f bytes per cycle over its run) | | | | |\n",
-                    kHogBytesPerUnit * u1 / double(cyc[kCtas / 2]));
+                    kHogBytesPerUnit * u1 / double(median_over_ctas(h, 1, &Out::cycles)));
       }
       // Beside a different mode only warpgroup 0 ran beside the other for its whole time.
       if (mode == kIdle || mode == kHog || (wg == 1 && c.mode0 != c.mode1)) continue;
-      std::vector<unsigned long long> cyc, iss;
-      for (int b = 0; b < kCtas; ++b) {
-        cyc.push_back(h[b * 2 + wg].cycles);
-        iss.push_back(h[b * 2 + wg].issue);
-      }
-      std::sort(cyc.begin(), cyc.end());
-      std::sort(iss.begin(), iss.end());
       const int units = wg == 0 ? u0 : u1;
-      const double per = cyc[kCtas / 2] / double(units);
+      const double per = median_over_ctas(h, wg, &Out::cycles) / double(units);
       std::printf("| %s | %s | warpgroup %d | %.1f | %.1f | %.0f |\n", kModeNames[c.mode0], kModeNames[c.mode1], wg,
-                  per, iss[kCtas / 2] / double(units), kUnitMacs[mode] / per);
+                  per, median_over_ctas(h, wg, &Out::issue) / double(units), kUnitMacs[mode] / per);
     }
   }
   cudaFree(out);

@@ -36,9 +36,13 @@ constexpr int kPhaseRoles = 3;
 #endif
 static __device__ uint32_t g_phase_sums[3][kPhaseRoles][kConsumerPhaseSlots + 1];
 
+// The sampled CTA of each slot (its blockIdx.x; head tile 0).
+__device__ __forceinline__ constexpr int phase_sums_cta(int slot) { return slot == 0 ? 0 : slot == 1 ? 33 : 65; }
 __device__ __forceinline__ int phase_sums_slot() {
   if (blockIdx.y != 0) return -1;
-  return blockIdx.x == 0 ? 0 : blockIdx.x == 33 ? 1 : blockIdx.x == 65 ? 2 : -1;
+  for (int slot = 0; slot < 3; ++slot)
+    if (static_cast<int>(blockIdx.x) == phase_sums_cta(slot)) return slot;
+  return -1;
 }
 
 template <int kN>
@@ -87,7 +91,6 @@ using ProducerPhaseSums = PhaseSums<kProducerPhaseSlots>;
 // call's sums again (it printed pages 0 instead, which the summary skips). Static, like the sums it prints: one per
 // translation unit.
 static __global__ void phase_sums_print_kernel() {
-  const int ctas[3] = {0, 33, 65};
   for (int slot = 0; slot < 3; ++slot) {
     for (int role = 0; role < kPhaseRoles; ++role) {
       uint32_t* a = g_phase_sums[slot][role];
@@ -96,12 +99,12 @@ static __global__ void phase_sums_print_kernel() {
         const int wg = role < 2 ? role : (role - 3) / 3, warp = role < 2 ? 0 : (role - 3) % 3 + 1;
         printf("WSPH consumer cta %d wg %d warp %d pages %u | %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f "
                "%.0f %.0f %.0f %.0f\n",
-               ctas[slot], wg, warp, a[kConsumerPhaseSlots], a[0] / n, a[1] / n, a[2] / n,
+               phase_sums_cta(slot), wg, warp, a[kConsumerPhaseSlots], a[0] / n, a[1] / n, a[2] / n,
                a[3] / n, a[4] / n, a[5] / n, a[6] / n, a[7] / n, a[8] / n, a[9] / n, a[10] / n, a[11] / n, a[12] / n,
                a[13] / n, a[14] / n, a[15] / n);
       } else {
-        printf("WSPH producer cta %d pages %u | %.0f %.0f %.0f %.0f\n", ctas[slot], a[kConsumerPhaseSlots], a[0] / n,
-               a[1] / n, a[2] / n, a[3] / n);
+        printf("WSPH producer cta %d pages %u | %.0f %.0f %.0f %.0f\n", phase_sums_cta(slot), a[kConsumerPhaseSlots],
+               a[0] / n, a[1] / n, a[2] / n, a[3] / n);
       }
       for (int i = 0; i <= kConsumerPhaseSlots; ++i) a[i] = 0;
     }

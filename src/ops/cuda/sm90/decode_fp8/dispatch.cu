@@ -23,8 +23,9 @@ int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_
 
 // MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh) with
 // S's last 8 k32 steps taking Q from registers (`ws_qreg`, the default since run W17: H200 h128 b128 s8192 343-345 µs
-// in runs W17-W18 with 6 steps, 339 µs with 8 in session 18), the same kernel with Q from shared memory in every step (`ws_ahead`, the default until then:
-// 352-353 µs in the same runs), or the 256-thread mma.sync kernel (`mma_sync`, kept for comparison). The variants
+// in runs W17-W18 with 6 steps, 339 µs with 8 in session 18), the same kernel with Q from shared memory in every step
+// (`ws_ahead`, the default until then: 352-353 µs in the same runs), or the 256-thread mma.sync kernel (`mma_sync`,
+// kept for comparison). The variants
 // that lost are in NOTES_fp8.md (runs W2-W18).
 enum class Variant64 { kWsQReg, kMmaSync, kWsAhead };
 const EnvKnob& variant64_knob() {
