@@ -10,6 +10,7 @@
 //   into the freed stage].
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/mainloop.cuh"
 #include "ops/cuda/sm90/decode/pages.cuh"
@@ -45,6 +46,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   // Let the combine grid (launched with programmatic stream serialization) get scheduled as SMs free
   // up; it waits on griddepcontrol.wait for this grid's completion before reading any result.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (threadIdx.x == 0) clock_probe_start();  // diagnostics builds only (clock_probe.cuh)
   const uint32_t s_q_tile = smem_u32(smem + L.q_offset);
   const uint32_t s_p = smem_u32(smem + L.p_offset);
   uint8_t* s_p_ptr = smem + L.p_offset;
@@ -267,6 +269,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
   }
   cp_async_wait<0>();
   if (tl_on) MLA_TL_MARK_LAST(p.timeline, 8);
+  if (threadIdx.x == 0) clock_probe_stop();
 }
 
 }  // namespace mla::sm90::decode

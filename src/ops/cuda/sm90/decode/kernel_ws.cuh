@@ -30,6 +30,7 @@
 // keeps the row sum of its own pages and the epilogue adds the two.
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/epilogue_tma_ws.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
@@ -340,6 +341,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (threadIdx.x == 0) clock_probe_start();  // diagnostics builds only (clock_probe.cuh)
   const WsBarriers bars{smem_u32(smem + L.bar_offset)};
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWsStages; ++s) {
@@ -387,6 +389,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
     setmaxnreg_inc<232>();
   }
   ws_consumer<Traits>(p, cur, bars, smem, wg, tid);
+  if (threadIdx.x == 0) clock_probe_stop();
 }
 
 }  // namespace mla::sm90::decode

@@ -32,6 +32,7 @@
 // (The accumulator's own page full waits, a fourth sum before, has no slot left in the convention.)
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
@@ -358,6 +359,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
   constexpr SmemLayoutH16 L = smem_layout_h16();
   const decode::DecodeKernelParams& p = fp.d;
   extern __shared__ __align__(1024) uint8_t smem[];
+  if (threadIdx.x == 0) decode::clock_probe_start();  // diagnostics builds only (../decode/clock_probe.cuh)
   PartCursor c;
   if (!decode::n16::begin_part(p, c)) return;
   const Bars bars{decode::smem_u32(smem + L.bar_offset)};
@@ -370,6 +372,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp < kScorerWarps) {
     scorer<kEarlyS>(p, c, bars, smem, warp, lane);
+    if (threadIdx.x == 0) decode::clock_probe_stop();
   } else {
     accumulator(fp, c, bars, smem, warp - kScorerWarps, lane);
   }

@@ -27,6 +27,7 @@
 // kPHalves entries suffice (2 would, too).
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"  // MLA_TL_MARK_* (nothing outside a timeline build)
@@ -36,6 +37,13 @@
 #include "ops/cuda/sm90/decode_fp8/timeline_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/transpose_ws.cuh"
 
+// Knock-outs for measurements (diagnostics only: results are wrong by design; 0 in every normal build, whose SASS is
+// the same as without them): -DMLA_FP8_WS_KO=bits, 1 S not issued (scores 0), 2 no P.V wgmma (the part's last page
+// excepted), 4 no transpose (V^T stages left as they are), 16 no page TMA (k_full completed by a plain arrive).
+// What they showed: bench/decode/NOTES_plan.md sessions 18 and 20.
+#ifndef MLA_FP8_WS_KO
+#define MLA_FP8_WS_KO 0
+#endif
 namespace mla::sm90::decode_fp8 {
 
 using decode::kBarPReady;
@@ -76,7 +84,11 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCurso
     }
     const int stage = j % kKStages;
     if (j >= kKStages) mbar_wait(bars.k_empty(stage), phase(j - kKStages, kKStages));
-    issue_tile_tma(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
+    if constexpr ((MLA_FP8_WS_KO & 16) != 0) {
+      mbar_arrive(bars.k_full(stage));
+    } else {
+      issue_tile_tma(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
+    }
     if (c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 10);  // timeline_ws.cuh: last TMA
     new_seg = c.last_of_sequence();
     c.advance(p);
@@ -102,7 +114,8 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
     ph.mark(kTrKWait);
     if (tw == 0 && j == 0) MLA_TL_MARK_FIRST(p.timeline, 9);  // timeline_ws.cuh: first K page landed (transposer)
-    transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
+    if constexpr ((MLA_FP8_WS_KO & 4) == 0)
+      transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     mbar_arrive(bars.k_empty(ks));
@@ -199,7 +212,8 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     ph.mark(ph_wait);
     if (!chained) decode::fence_operands(o_regs);
     decode::wgmma_fence();
-    pv_issue_ws(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
+    if constexpr ((MLA_FP8_WS_KO & 2) == 0)
+      pv_issue_ws(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
     ph.mark(ph_issue);
   };
 
@@ -207,7 +221,10 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   constexpr int kQR = S::kQRegSteps;
   uint32_t qf[kQR > 0 ? kQR : 1][4];
   auto issue_s = [&](float (&d)[32], uint32_t s_k) {
-    if constexpr (kQR > 0) {
+    if constexpr ((MLA_FP8_WS_KO & 1) != 0) {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) d[i] = 0.f;
+    } else if constexpr (kQR > 0) {
       scores_qreg<kQR>(d, qf, s_q_tile, s_k);
     } else {
       scores_over_slabs<32, false>(d, s_q_tile, s_k);
@@ -379,6 +396,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   extern __shared__ __align__(1024) uint8_t smem[];
   // Let the combine grid (programmatic stream serialization) get scheduled as SMs free up.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (threadIdx.x == 0) decode::clock_probe_start();  // diagnostics builds only (../decode/clock_probe.cuh)
   const WsBarriers<kKStages, kVStages> bars{decode::smem_u32(smem + L.bar_offset)};
   if (threadIdx.x == 0) {
     for (int s = 0; s < kKStages; ++s) {
@@ -413,6 +431,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   }
   decode::setmaxnreg_inc<224>();  // 2 x 224 + 56 = 3 x 168, the launch allocation
   ws_consumer<S>(fp, cur, bars, smem, wg, tid);
+  if (threadIdx.x == 0) decode::clock_probe_stop();
 }
 
 }  // namespace mla::sm90::decode_fp8

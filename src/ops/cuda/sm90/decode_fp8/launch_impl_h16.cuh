@@ -6,7 +6,7 @@
 
 namespace mla::sm90::decode_fp8 {
 
-Status launch_decode_fp8_h16(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
+inline Status launch_h16_instantiation(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
   const int smem = h16::smem_layout_h16().total;
   // p.h16_early_s picks the instantiation (the forced ones exist for tests: kernel_h16.cuh, scorer).
   switch (p.h16_early_s) {
@@ -17,6 +17,14 @@ Status launch_decode_fp8_h16(const Fp8DecodeParams& p, dim3 grid, cudaStream_t s
     default:
       return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<kEarlySAuto>>(p, grid, h16::kThreads, smem, stream);
   }
+}
+
+Status launch_decode_fp8_h16(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
+  const Status st = launch_h16_instantiation(p, grid, stream);
+#ifdef MLA_DECODE_CLOCK
+  if (st.is_ok()) decode::clock_probe_fold_kernel<<<1, 1, 0, stream>>>(2);  // diagnostics (../decode/clock_probe.cuh)
+#endif
+  return st;
 }
 
 }  // namespace mla::sm90::decode_fp8

@@ -13,6 +13,9 @@ Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t st
 #ifdef MLA_DECODE_PHASES
   if (st.is_ok()) decode::phase_sums_print_kernel<<<1, 1, 0, stream>>>();  // diagnostics builds (../decode/phase_sums.cuh)
 #endif
+#ifdef MLA_DECODE_CLOCK
+  if (st.is_ok()) decode::clock_probe_fold_kernel<<<1, 1, 0, stream>>>(0);  // ../decode/clock_probe.cuh
+#endif
   return st;
 }
 
