@@ -31,8 +31,9 @@
 // the anchors, it says what a change does apart from that write-back. --flush memset0 / fill (experiment): the memset
 // always writing zeros, or a kernel storing 256 MB of zeros as torch's zero_() does; both time the memory-bound rows
 // as the default memset does, the fill kernel reads five long h_q 128 rows 0.9-1.7 % slower (session 18).
-// The rows are burst numbers: --reps 30 is at most ~20 ms of load at the card's top clock; hundreds of reps in a row
-// bring the SW power cap in and the long h_q 128 rows up to 15 % slower (docs/mla_decode.md).
+// The rows are burst numbers: --reps 30 is at most ~20 ms of load, though the busy rows already run power-capped
+// (h_q 128 at 1625-1760 MHz, session 20's clock probe); hundreds of reps in a row bring the clock further down and
+// the long h_q 128 rows up to 15 % slower (docs/mla_decode.md).
 //
 // fp8: q and the cache hold e4m3 codes of the same N(0, 1) draws (q_scale = k_scale = 1), out is bf16.
 // fp8_ds: every token is written the way concat_and_cache_mla writes N(0, 1) values (per 128-value tile
