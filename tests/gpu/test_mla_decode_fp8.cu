@@ -338,6 +338,15 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                        }});
     }
   }
+  // 64-row tiles (h_q * s_q >= 48) run again on the experimental scorer-split kernel (kernel_ws3.cuh;
+  // MLA_DECODE_FP8_VARIANT64 is read on every call), same tolerance: same operands, same rounding points.
+  if (cs.h_q * cs.s_q >= 48 && tokens <= 200000) {
+    const std::string n = name + "_ws3";
+    cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
+                       ScopedEnv env("MLA_DECODE_FP8_VARIANT64", "ws3");
+                       return run_fp8_case(n, c, rep);
+                     }});
+  }
 }
 
 constexpr DataKind kDs = DataKind::kDeepSeekLike;

@@ -21,20 +21,20 @@ const EnvKnob& l2_prefetch_knob() {
 }
 int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_knob().index; }
 
-// MLA_DECODE_FP8_VARIANT64 (read once): 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh) with
+// MLA_DECODE_FP8_VARIANT64: 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh) with
 // S's last 8 k32 steps taking Q from registers (`ws_qreg`, the default since run W17: H200 h128 b128 s8192 343-345 µs
 // in runs W17-W18 with 6 steps, 339 µs with 8 in session 18), the same kernel with Q from shared memory in every step
-// (`ws_ahead`, the default until then: 352-353 µs in the same runs), or the 256-thread mma.sync kernel (`mma_sync`,
-// kept for comparison). The variants
-// that lost are in NOTES_fp8.md (runs W2-W18).
-enum class Variant64 { kWsQReg, kMmaSync, kWsAhead };
-const EnvKnob& variant64_knob() {
-  static const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead"});
-  return k;
-}
-Variant64 variant64() {
-  const int i = variant64_knob().index;  // -1 (unset) = the default
-  return i == 1 ? Variant64::kMmaSync : i == 2 ? Variant64::kWsAhead : Variant64::kWsQReg;
+// (`ws_ahead`, the default until then: 352-353 µs in the same runs), the 256-thread mma.sync kernel (`mma_sync`,
+// kept for comparison) or the scorer-split kernel (`ws3`, kernel_ws3.cuh, experimental: 2.4 % slower on the long
+// rows in session 20). Read on every 64-row call (one getenv, as MLA_DECODE_FP8_H16_EARLY_S below), so the tests run
+// ws3 cases beside the default's. The variants that lost are in NOTES_fp8.md (runs W2-W18).
+enum class Variant64 { kWsQReg, kMmaSync, kWsAhead, kWs3 };
+Status variant64(Variant64* v) {
+  const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead", "ws3"});
+  MLA_TRY(k.status);
+  const int i = k.index;  // -1 (unset) = the default
+  *v = i == 1 ? Variant64::kMmaSync : i == 2 ? Variant64::kWsAhead : i == 3 ? Variant64::kWs3 : Variant64::kWsQReg;
+  return Status::ok();
 }
 
 // MLA_DECODE_FP8_H16_EARLY_S = auto (default) | always | never: forces the 16-row kernel's early S of page j + 1
@@ -52,7 +52,6 @@ Status h16_early_s(int* mode) {
 
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
                       int64_t num_pages, cudaStream_t stream) {
-  MLA_TRY(variant64_knob().status);
   MLA_TRY(l2_prefetch_knob().status);
   Fp8DecodeParams p{};
   p.d = kp;
@@ -72,17 +71,23 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     MLA_TRY(launch_decode_fp8_h16(p, grid, stream));
   } else if (groups == 2) {
     MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
-  } else if (variant64() == Variant64::kMmaSync) {
-    MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
   } else {
-    // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
-    MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
-    if (variant64() == Variant64::kWsAhead) {
-      MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
+    Variant64 v = Variant64::kWsQReg;
+    MLA_TRY(variant64(&v));
+    if (v == Variant64::kMmaSync) {
+      MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
     } else {
-      MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream));
+      // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
+      MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
+      if (v == Variant64::kWsAhead) {
+        MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
+      } else if (v == Variant64::kWs3) {
+        MLA_TRY(launch_decode_fp8_ws3(p, grid, stream));
+      } else {
+        MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream));
+      }
+      partials_bf16 = true;
     }
-    partials_bf16 = true;
   }
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream, partials_bf16);
 }

@@ -21,6 +21,9 @@ Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t strea
 template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
+// Scorer-split 64-row kernel (kernel_ws3.cuh, experimental): the same maps as launch_decode_fp8_ws.
+Status launch_decode_fp8_ws3(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
+
 // TMA maps of the e4m3 cache ([num_pages * 64, 576] bytes) and q ([q_rows, 576] bytes) into p (tensor_maps.cu).
 Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
 

@@ -28,6 +28,27 @@ enum WsPhase : int {
   kPhCount
 };
 static_assert(kPhCount == decode::kConsumerPhaseSlots, "one line of consumer sums");
+// The scorer-split kernel's (kernel_ws3.cuh) phases: the scorer's sums print as consumer "wg 0" (slots 0-8),
+// accumulator 0's as "wg 1" (slots 9-15), the transposers' as the producer line (WsTrPhase).
+enum Ws3Phase : int {
+  kPh3Top = 0,      // loop top, the segment's Q tile wait
+  kPh3KWait,        // page j landed
+  kPh3SIssue,       // S_j issued
+  kPh3Signal,       // P_{j-1} signalled (deferred p_full)
+  kPh3SWait,        // S_j done
+  kPh3Release,      // K stage released, visible lengths
+  kPh3PEmpty,       // P slot free
+  kPh3Softmax,      // mask, row max, exp2, P and row sums stored
+  kPh3Fence,        // proxy fence, loop bookkeeping
+  kPh3AccPFull,     // accumulator: P_j signalled
+  kPh3AccRescale,   // O rescaled
+  kPh3AccVtWait,    // V^T_j ready
+  kPh3AccPvIssue,   // P_j V_j issued
+  kPh3AccPvWait,    // P_j V_j done
+  kPh3AccRelease,   // V^T stage and P slot released
+  kPh3AccLoop,      // epilogue, loop
+};
+static_assert(kPh3AccLoop == decode::kConsumerPhaseSlots - 1, "one line of consumer sums");
 // V^T transposer phases of page j (thread 0 of the transposer warps, stored as the producer-side line).
 enum WsTrPhase : int { kTrVtWait = 0, kTrKWait, kTrTranspose, kTrLoop };
 
