@@ -18,10 +18,11 @@
 // Deferred p_full: the scorer signals P_j after it has issued S_{j+1} (or at a segment's or the part's end), so
 // P_j V_j reaches the tensor pipe behind S_{j+1}: issuing 18 wgmma behind another warpgroup's products holds the
 // issuing warps ~2.3x longer (bench_wgmma: 884 against 392 cycles).
-// Measured (H200, session 20, NOTES_plan.md items 7-10): all fp8 tests pass; 2.4 % slower than kernel_ws.cuh on the
-// long h_q 128 rows (b128 s8192 352 vs 344 us), 3-7 % faster on the b32 / b128 s512 rows. The scorer is the period
-// (~2500 cycles per page: S issue ~580, softmax ~1300 beside the transposer warps, waits); accumulators building their
-// own V^T half instead of transposer warps lost 7 % more (the K stage then waits for the accumulators' lag).
+// Measured (H200, session 20, bench/decode/NOTES_plan.md items 7-11): every fp8 test passes on it (the suite runs each
+// 64-row case on it too); against kernel_ws.cuh 2.1-2.8 % slower on the long h_q 128 rows (b128 s8192 344.9 vs 335.5
+// us), 3-7 % faster on b32 / b128 s512. The scorer is the period, ~2500 SM cycles per page: S issue ~580, the softmax
+// ~1100-1300 (its warps 1-3 share sub-partitions with the transposer warps), waits. Accumulators that build their own
+// V^T half instead of the transposer warps lost 7-10 % more, also when they transpose one page ahead.
 // Row sums: the scorer publishes each row's sum over the page (quad-reduced); accumulator 0 adds it in lane t4 == 0
 // of the row's quad and every other thread adds 0, so the epilogue's quad reduction and its sum over both
 // warpgroups (ws_publish_row_sums) give the row's total once.
