@@ -14,7 +14,8 @@ struct EnvKnob {
   Status status;   // invalid when the value is not in the list (index stays -1)
 };
 
-// Reads `name` once per call; callers cache the result in a function-local static.
+// Reads `name` once per call; callers cache the result in a function-local static, or read it on every call where
+// tests switch it between cases (the fp8 decode's MLA_DECODE_FP8_H16_EARLY_S and MLA_DECODE_FP8_VARIANT64).
 EnvKnob read_env_knob(const char* name, std::initializer_list<const char*> allowed);
 
 }  // namespace mla

@@ -1,6 +1,7 @@
 #pragma once
 // Effective SM clock of a decode kernel under the bench's load (diagnostics; compiled in only with
-// -DMLA_DECODE_CLOCK; the 64-row kernels of both families, the fp8 16-row and the 16-bit 16-row kernels). The phase
+// -DMLA_DECODE_CLOCK; the 64-row kernels of both families, the fp8 scorer-split kernel, the fp8 16-row and the 16-bit
+// 16-row kernels). The phase
 // sums (phase_sums.cuh) count SM cycles; whether a kernel's time is its cycles at 1980 MHz or fewer MHz under the
 // card's power cap is what this answers (session 20: the h_q 128 rows run at 1625-1760 MHz in the bench's bursts).
 // Thread 0 of every CTA stamps %clock64 and %globaltimer when the CTA starts (into g_clock_start, so no register is
@@ -57,7 +58,8 @@ inline __device__ __noinline__ void clock_probe_stop() {
   atomicMin(&g_clock.call_start, g_clock_start[i][1]);
   atomicMax(&g_clock.call_end, t);
 }
-// kind: 0 the fp8 64-row kernel, 1 the 16-bit / fp8_ds 64-row one, 2 the fp8 16-row kernel, 3 the 16-bit 16-row one.
+// kind: 0 the fp8 64-row kernel, 1 the 16-bit / fp8_ds 64-row one, 2 the fp8 16-row kernel, 3 the 16-bit 16-row one,
+// 4 the fp8 scorer-split kernel (kernel_ws3.cuh).
 static __global__ void clock_probe_fold_kernel(int kind) {
   ClockProbeSums& g = g_clock;
   if (g.call_end > g.call_start) {
@@ -68,7 +70,11 @@ static __global__ void clock_probe_fold_kernel(int kind) {
   g.call_end = 0;
   if (g.calls < kClockProbeCalls) return;
   const double ns = static_cast<double>(g.ns);
-  const char* name = kind == 0 ? "fp8_ws" : kind == 1 ? "ws64" : kind == 2 ? "fp8_h16" : "16bit_n16";
+  const char* name = kind == 0   ? "fp8_ws"
+                     : kind == 1 ? "ws64"
+                     : kind == 2 ? "fp8_h16"
+                     : kind == 3 ? "16bit_n16"
+                                 : "fp8_ws3";
   printf("CLOCK %s calls %llu ctas %llu | MHz %.0f | span us %.2f | CTA us %.2f\n", name, g.calls,
          g.ctas / g.calls, ns > 0 ? 1e3 * static_cast<double>(g.cycles) / ns : 0.0,
          1e-3 * static_cast<double>(g.span_ns) / static_cast<double>(g.calls),

@@ -356,13 +356,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
     mbar_init_fence();
   }
   __syncthreads();
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   PartCursor cur;
-  cur.init(p, rec);
-  if (!cur.valid()) return;  // an empty part (more CTAs than work): uniform across the CTA
-  // Warp-uniform by construction (shuffled from lane 0): ptxas then sees each role's wgmma on a
-  // convergent path and keeps them pipelined instead of serializing them.
-  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
+  if (!ws_begin_part(p, cur)) return;
+  const int wg = ws_warpgroup(), tid = threadIdx.x % 128;
   // Register split (64512 per CTA): 16-bit 40 / 232; fp8_ds 72 / 208, since the converters' two-slab steps
   // spill below 72 and the consumers still fit 208 without spilling (ptxas -v; fp8_ds run G2).
   if (wg == 2) {

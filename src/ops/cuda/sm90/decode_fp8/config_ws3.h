@@ -14,9 +14,10 @@ constexpr int kWs3KStages = 2, kWs3VStages = 2;
 constexpr int kWs3PSlots = 4;  // P halves (two per 8 KB buffer) with their row maxima and row sums
 constexpr int kWs3QRegSteps = 8;  // the scorer's S: the last 8 k32 steps take Q from registers (as WsQReg)
 static_assert(kWs3QRegSteps > 0, "kernel_ws3.cuh always loads Q fragments");
-// Register split (setmaxnreg; 4 x 128 = 512 per thread-slot at launch): accumulators hold O (128) + state; the scorer
-// S (32), 8 Q steps (32) and the softmax; the producer warpgroup the transposers (56, as in kernel_ws.cuh). ptxas checks
-// every instruction against the launch's 128, not the setmaxnreg budget (C7602): hence P.V as m64n128k32.
+// Register split (setmaxnreg; 4 x 128 = 512 per thread-slot at launch): accumulators hold O (128) + state; the
+// scorer S (32), 8 Q steps (32) and the softmax; the producer warpgroup the transposers (56, as in kernel_ws.cuh).
+// ptxas checks every instruction against the launch's 128, not the setmaxnreg budget (C7602): hence P.V as
+// m64n128k32.
 constexpr int kWs3AccRegs = 168, kWs3ScorerRegs = 120, kWs3ProducerRegs = 56;
 static_assert(2 * kWs3AccRegs + kWs3ScorerRegs + kWs3ProducerRegs == 4 * 128, "the launch's 128 registers x 512");
 

@@ -25,9 +25,10 @@ int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_
 // S's last 8 k32 steps taking Q from registers (`ws_qreg`, the default since run W17: H200 h128 b128 s8192 343-345 µs
 // in runs W17-W18 with 6 steps, 339 µs with 8 in session 18), the same kernel with Q from shared memory in every step
 // (`ws_ahead`, the default until then: 352-353 µs in the same runs), the 256-thread mma.sync kernel (`mma_sync`,
-// kept for comparison) or the scorer-split kernel (`ws3`, kernel_ws3.cuh, experimental: 2.4 % slower on the long
-// rows in session 20). Read on every 64-row call (one getenv, as MLA_DECODE_FP8_H16_EARLY_S below), so the tests run
-// ws3 cases beside the default's. The variants that lost are in NOTES_fp8.md (runs W2-W18).
+// kept for comparison) or the scorer-split kernel (`ws3`, kernel_ws3.cuh, experimental: 2.1-2.8 % slower on the long
+// h_q 128 rows in session 20). Read on every call (one getenv, as MLA_DECODE_FP8_H16_EARLY_S below), so the tests run
+// ws3 cases beside the default's; a bad value fails every fp8 call, whatever its rows. The variants that lost are in
+// NOTES_fp8.md (runs W2-W18).
 enum class Variant64 { kWsQReg, kMmaSync, kWsAhead, kWs3 };
 Status variant64(Variant64* v) {
   const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead", "ws3"});
@@ -39,8 +40,8 @@ Status variant64(Variant64* v) {
 
 // MLA_DECODE_FP8_H16_EARLY_S = auto (default) | always | never: forces the 16-row kernel's early S of page j + 1
 // (kernel_h16.cuh) on or off, for tests: by default a page takes it when page j + 1 has landed in time, so which
-// path runs depends on timing. Read on every 16-row call, unlike the knobs above, so a test can switch it between
-// cases (one getenv, ~0.1 us of host time against a call of 9+ us); strict like every knob.
+// path runs depends on timing. Read on every 16-row call, unlike the L2 prefetch knob above, so a test can switch it
+// between cases (one getenv, ~0.1 us of host time against a call of 9+ us); strict like every knob.
 Status h16_early_s(int* mode) {
   const EnvKnob k = read_env_knob("MLA_DECODE_FP8_H16_EARLY_S", {"auto", "always", "never"});
   MLA_TRY(k.status);
@@ -53,6 +54,8 @@ Status h16_early_s(int* mode) {
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
                       int64_t num_pages, cudaStream_t stream) {
   MLA_TRY(l2_prefetch_knob().status);
+  Variant64 v = Variant64::kWsQReg;
+  MLA_TRY(variant64(&v));
   Fp8DecodeParams p{};
   p.d = kp;
   p.out_scale = out_scale;
@@ -72,8 +75,6 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   } else if (groups == 2) {
     MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
   } else {
-    Variant64 v = Variant64::kWsQReg;
-    MLA_TRY(variant64(&v));
     if (v == Variant64::kMmaSync) {
       MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
     } else {

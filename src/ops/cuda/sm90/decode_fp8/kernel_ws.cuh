@@ -39,7 +39,8 @@
 
 // Knock-outs for measurements (diagnostics only: results are wrong by design; 0 in every normal build, whose SASS is
 // the same as without them): -DMLA_FP8_WS_KO=bits, 1 S not issued (scores 0), 2 no P.V wgmma (the part's last page
-// excepted), 4 no transpose (V^T stages left as they are), 16 no page TMA (k_full completed by a plain arrive).
+// excepted), 4 no transpose (V^T stages left as they are), 16 no page TMA (k_full completed by a plain arrive); bits 4
+// and 16 also act on kernel_ws3.cuh, whose producer and transposers are these.
 // What they showed: bench/decode/NOTES_plan.md sessions 18 and 20.
 #ifndef MLA_FP8_WS_KO
 #define MLA_FP8_WS_KO 0
@@ -164,18 +165,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     tl.last(7);  // timeline_ws.cuh: an epilogue started
     const unsigned long long t_epi = tl.now();
     tl.seg();
-    const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
-    const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
-    // O accumulates P times raw e4m3 V: out (and every partial) = O / l * k_scale.
-#pragma unroll
-    for (int t = 0; t < 32; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) st.o[t][e] *= fp.out_scale;
-    // Partials as bf16 values (docs/mla_decode.md: an fp8 partial needs no fp32 range; half the bytes).
-    decode::write_segment_ws<decode::Bf16Traits, true>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0,
-                                                       valid_rows, wg, warp, lane);
-    ++epi;
-    st.reset();
+    ws_fp8_epilogue(fp, st, s_l, epi, b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane);
     tl.add(kTlEpilogue, t_epi);
   };
   // Max of the other warpgroup's page jj, which also says its P is in shared memory.
@@ -412,12 +402,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
     decode::mbar_init_fence();
   }
   __syncthreads();
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   PartCursor cur;
-  cur.init(p, rec);
-  if (!cur.valid()) return;  // an empty part (more CTAs than work): uniform across the CTA
-  // Warp-uniform by construction (shuffled from lane 0), so ptxas sees each role's wgmma on a convergent path.
-  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
+  if (!decode::ws_begin_part(p, cur)) return;
+  const int wg = decode::ws_warpgroup(), tid = threadIdx.x % 128;
   if (wg == 2) {
     decode::setmaxnreg_dec<56>();
     if (tid == 0) {

@@ -15,14 +15,19 @@
 // their P.V shares the tensor pipe with the scorer's next S.
 // Slots: the scorer writes slot j % 4 once the accumulators released page j - 4 from it (p_empty); the
 // accumulators read the slot's maxima and row sums after p_full and release it (p_empty) once their P_j V_j is done.
+// Four are enough for the wait to be ~free: the scorer's k_full(j) already implies that the transposers saw
+// vt_empty(j - 4), on which both accumulators arrive right before their p_empty of page j - 4, so the ring of K and
+// V^T stages keeps the scorer at most 4 pages ahead anyway.
 // Deferred p_full: the scorer signals P_j after it has issued S_{j+1} (or at a segment's or the part's end), so
 // P_j V_j reaches the tensor pipe behind S_{j+1}: issuing 18 wgmma behind another warpgroup's products holds the
 // issuing warps ~2.3x longer (bench_wgmma: 884 against 392 cycles).
-// Measured (H200, session 20, bench/decode/NOTES_plan.md items 7-11): every fp8 test passes on it (the suite runs each
+// Measured (H200, session 20, bench/decode/NOTES_plan.md items 7-12): every fp8 test passes on it (the suite runs each
 // 64-row case on it too); against kernel_ws.cuh 2.1-2.8 % slower on the long h_q 128 rows (b128 s8192 344.9 vs 335.5
-// us), 3-7 % faster on b32 / b128 s512. The scorer is the period, ~2500 SM cycles per page: S issue ~580, the softmax
-// ~1100-1300 (its warps 1-3 share sub-partitions with the transposer warps), waits. Accumulators that build their own
-// V^T half instead of the transposer warps lost 7-10 % more, also when they transpose one page ahead.
+// us), 3-7 % faster on b32 / b128 s512. The scorer is the period, ~2500 SM cycles per page (phase sums, warp 0): S
+// issue ~580, the softmax ~1060 (its warps 1-3 share sub-partitions with the transposer warps) and ~230 more that show
+// as the P slot wait (softmax work ptxas hoisted above it: that wait is ~free, see Slots above), waits. Accumulators
+// that build their own V^T half instead of the transposer warps: +9.2 % against the default (+9.6 % transposing one
+// page ahead).
 // Row sums: the scorer publishes each row's sum over the page (quad-reduced); accumulator 0 adds it in lane t4 == 0
 // of the row's quad and every other thread adds 0, so the epilogue's quad reduction and its sum over both
 // warpgroups (ws_publish_row_sums) give the row's total once.
@@ -202,27 +207,15 @@ __device__ __forceinline__ void ws3_accumulator(const Fp8DecodeParams& fp, PartC
     mbar_arrive(bars.p_empty(slot));
     ph.mark(kPh3AccRelease);
     ph.page();
-    if (end) {
-      const int b = cur.b;
-      const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
-      const int part_slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
-      // O accumulates P times raw e4m3 V: out (and every partial) = O / l * k_scale.
-#pragma unroll
-      for (int t = 0; t < 32; ++t)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) st.o[t][e] *= fp.out_scale;
-      decode::write_segment_ws<decode::Bf16Traits, true>(p, st, s_l, epi & 1, b, part_slot, n_splits == 1, tile_row0,
-                                                         valid_rows, wg, warp, lane);
-      ++epi;
-      st.reset();
-    }
+    if (end) ws_fp8_epilogue(fp, st, s_l, epi, cur.b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane);
     cur.advance(p);
     ++j;
   }
   if (wg == 0) ph.store_consumer(1, warp, lane);  // printed as "wg 1"
 }
 
-__global__ void __launch_bounds__(kWs3Threads, 1) mla_decode_fp8_ws3_kernel(const __grid_constant__ Fp8DecodeParams fp) {
+__global__ void __launch_bounds__(kWs3Threads, 1)
+    mla_decode_fp8_ws3_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr Ws3SmemLayout L = ws3_smem_layout();
   const decode::DecodeKernelParams& p = fp.d;
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -248,12 +241,9 @@ __global__ void __launch_bounds__(kWs3Threads, 1) mla_decode_fp8_ws3_kernel(cons
     decode::mbar_init_fence();
   }
   __syncthreads();
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   PartCursor cur;
-  cur.init(p, rec);
-  if (!cur.valid()) return;  // an empty part (more CTAs than work): uniform across the CTA
-  // Warp-uniform by construction (shuffled from lane 0), so ptxas sees each role's wgmma on a convergent path.
-  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
+  if (!decode::ws_begin_part(p, cur)) return;
+  const int wg = decode::ws_warpgroup(), tid = threadIdx.x % 128;
   if (wg == kWs3Producer) {
     decode::setmaxnreg_dec<kWs3ProducerRegs>();
     if (tid == 0) {

@@ -8,15 +8,8 @@ namespace mla::sm90::decode_fp8 {
 
 template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
-  const Status st =
-      launch_fp8_kernel<&mla_decode_fp8_ws_kernel<S>>(p, grid, kWsThreads, ws_smem_layout<S>().total, stream);
-#ifdef MLA_DECODE_PHASES
-  if (st.is_ok()) decode::phase_sums_print_kernel<<<1, 1, 0, stream>>>();  // diagnostics builds (../decode/phase_sums.cuh)
-#endif
-#ifdef MLA_DECODE_CLOCK
-  if (st.is_ok()) decode::clock_probe_fold_kernel<<<1, 1, 0, stream>>>(0);  // ../decode/clock_probe.cuh
-#endif
-  return st;
+  return after_ws_launch(
+      launch_fp8_kernel<&mla_decode_fp8_ws_kernel<S>>(p, grid, kWsThreads, ws_smem_layout<S>().total, stream), stream);
 }
 
 }  // namespace mla::sm90::decode_fp8
