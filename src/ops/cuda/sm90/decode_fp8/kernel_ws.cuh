@@ -298,15 +298,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       // the sequence end may hold NaN codes: the mask replaces their scores whatever they are.
       float mx[2];
       int limit[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        // Clamped: rows past the tile's valid rows (causal position >= s_q) must not see past seqlen.
-        const int visible = p.causal ? min(cur.seqlen, cur.seqlen - p.s_q + 1 + row_i[h]) : cur.seqlen;
-        limit[h] = visible - cur.blk * kBlockN;
-      }
-      // No mask where every row of the warp sees the whole page (all pages but a sequence's last and the causal
-      // diagonal's): a compare and a select less per score (run W14).
-      const bool whole = __all_sync(0xffffffffu, min(limit[0], limit[1]) >= kBlockN);
+      const bool whole = visible_keys(p, cur, row_i, limit);
 #pragma unroll
       for (int h = 0; h < 2; ++h) mx[h] = whole ? row_max<8>(sc, h) : mask_row_max<8>(sc, h, limit[h], t4);
       float m_new[2], rowsum[2];

@@ -98,13 +98,7 @@ __device__ __forceinline__ void ws3_scorer(const decode::DecodeKernelParams& p, 
     mbar_arrive(bars.k_empty(ks));
     if (end) mbar_arrive(bars.q_empty());  // the segment's last S: the producer may bring the next Q tile
     int limit[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      // Clamped: rows past the tile's valid rows (causal position >= s_q) must not see past seqlen.
-      const int visible = p.causal ? min(cur.seqlen, cur.seqlen - p.s_q + 1 + row_i[h]) : cur.seqlen;
-      limit[h] = visible - cur.blk * kBlockN;
-    }
-    const bool whole = __all_sync(0xffffffffu, min(limit[0], limit[1]) >= kBlockN);
+    const bool whole = visible_keys(p, cur, row_i, limit);
     const int slot = j % kWs3PSlots;
     ph.mark(kPh3Release);
     if (j >= kWs3PSlots) mbar_wait(bars.p_empty(slot), phase(j - kWs3PSlots, kWs3PSlots));
@@ -169,11 +163,11 @@ __device__ __forceinline__ void ws3_accumulator(const Fp8DecodeParams& fp, PartC
   const float* s_rs = reinterpret_cast<const float*>(smem + L.rs_offset);
   float* s_l = reinterpret_cast<float*>(smem + L.l_offset);
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-  const int tile_row0 = blockIdx.y * kRowsPerCta;
-  const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
-  const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
   const bool adds_sums = wg == 0 && t4 == 0;  // see the file comment (row sums)
+  // The epilogue's rows (this CTA's head tile) and split slots (the part's first item).
+  const int tile_row0 = blockIdx.y * kRowsPerCta, valid_rows = min(kRowsPerCta, p.rows - tile_row0);
+  const int32_t* part = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int first_batch = part[kPartBeginBatch], first_split = part[kPartFirstSplit];
   WsState st;
   st.reset();
   float(&o_regs)[128] = reinterpret_cast<float(&)[128]>(st.o);

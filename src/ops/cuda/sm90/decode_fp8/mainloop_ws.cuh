@@ -9,6 +9,7 @@
 
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
+#include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"
@@ -19,6 +20,7 @@
 
 namespace mla::sm90::decode_fp8 {
 
+using decode::PartCursor;
 using decode::WsState;
 
 // Producer: a 64-row tile of 576-byte rows (a KV page, or a Q tile) as five 128 x 64 boxes onto an
@@ -112,6 +114,21 @@ __device__ __forceinline__ void pv_page_ws(WsState& st, const float (&m_page)[2]
   pv_issue_ws(d, s_p_page, s_vt, wg);
   decode::wgmma_wait_all();
   decode::fence_operands(d);
+}
+
+// Keys of the page at cur visible to this thread's two rows (row_i: their query positions): up to the sequence end
+// and, causal, the diagonal (query row i sees keys < seqlen - s_q + 1 + i), clamped to seqlen for rows past the tile's
+// valid rows (causal position >= s_q). Returns whether every row of the warp sees the whole page (all pages but a
+// sequence's last and the causal diagonal's), where the softmax skips the mask: a compare and a select less per score
+// (run W14).
+__device__ __forceinline__ bool visible_keys(const decode::DecodeKernelParams& p, const PartCursor& cur,
+                                             const int (&row_i)[2], int (&limit)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int visible = p.causal ? min(cur.seqlen, cur.seqlen - p.s_q + 1 + row_i[h]) : cur.seqlen;
+    limit[h] = visible - cur.blk * kBlockN;
+  }
+  return __all_sync(0xffffffffu, min(limit[0], limit[1]) >= kBlockN);
 }
 
 // A segment's epilogue in the fp8 64-row kernels (kernel_ws.cuh, kernel_ws3.cuh): O accumulates P times raw e4m3 V,
