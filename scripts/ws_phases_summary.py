@@ -5,6 +5,9 @@ Usage: bench_decode --format fp8 --rows 14-18 --reps 30 | python3 scripts/ws_pha
                                                                                                  [--per-warp]
   --kernel fp8  (default) the fp8 64-row kernel's phases (decode_fp8/phases_ws.cuh; producer side = V^T transposers)
   --kernel ws64 the 16-bit / fp8_ds 64-row kernel's phases (decode/phases_ws64.cuh; producer side = the TMA thread)
+  --kernel ws3  the fp8 scorer-split kernel's (decode_fp8/phases_ws.cuh Ws3Phase; run bench_decode with
+                MLA_DECODE_FP8_VARIANT64=ws3): the scorer ("wg 0", slots 0-8) and accumulator 0 ("wg 1", slots 9-15)
+                on separate lines, the transposers as the producer side
   --per-warp    also one line per consumer warp (a build with -DMLA_DECODE_PHASES_PER_WARP stores every warp's sums;
                 otherwise only warp 0 of each warpgroup's); the first line of a row averages every consumer line
                 printed (all warps in such a build)
@@ -21,6 +24,10 @@ NAMES = {
              "releases", "softmax", "vote+signal", "V^T(j) wait", "PV(j) issue", "PV(j-1) wait", "PV(j) drain",
              "between own pages", "sequence switch"],
             ["vt_empty wait", "k_full wait", "transpose", "loop"]),  # producer side = the V^T transposers
+    "ws3": (["scorer: top / Q wait", "k_full wait", "S issue", "P(j-1) signal", "S wait", "release + lengths",
+             "P slot wait", "softmax", "fence", "acc: P wait", "rescale", "V^T wait", "PV issue", "PV wait",
+             "release", "loop / epilogue"],
+            ["vt_empty wait", "k_full wait", "transpose", "loop"]),
     "ws64": (["P(j-1) wait", "PV(j-1) rescale+issue", "sequence switch", "Q wait (+tail zero)",
               "PV(j-1) wait + S (slab waits, issue, wait)", "Q release", "softmax", "signal",
               "own PV (rescale, issue, wait)", "stage release / epilogue", "between own pages"],
@@ -37,6 +44,17 @@ def report(label, cons, prod, names, per_warp):
     if not cons:
         return
     cnames, pnames = names
+    if cnames[0].startswith("scorer"):  # ws3: the two roles' slots, each from its own lines
+        for role, lo, hi in ((0, 0, 9), (1, 9, 16)):
+            c = mean_columns([v for k, v in cons if k[0] == role])
+            if c:
+                print(f"{label}: {'scorer' if role == 0 else 'accumulator 0'}, {sum(c[lo:hi]):.0f} cycles per page")
+                print("  " + ", ".join(f"{name} {v:.0f}" for name, v in zip(cnames[lo:hi], c[lo:hi])))
+        if prod:
+            p = mean_columns(prod)[:len(pnames)]
+            print(f"  producer side ({len(prod)} lines, {sum(p):.0f} cycles per page): " +
+                  ", ".join(f"{name} {v:.0f}" for name, v in zip(pnames, p)))
+        return
     c = mean_columns([v for _, v in cons])[:len(cnames)]
     print(f"{label}: {len(cons)} consumer lines, {sum(c):.0f} cycles per own page")
     print("  " + ", ".join(f"{name} {v:.0f}" for name, v in zip(cnames, c)))
