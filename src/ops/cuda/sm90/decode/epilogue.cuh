@@ -79,12 +79,14 @@ __device__ __forceinline__ void ws_publish_row_sums(const WsState& st, float* s_
     l[h] = st.l[h];
     l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
     l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+    // racecheck: hand-off (s_l for the other warpgroup, ordered by the kBarEpilogue named barrier)
     if (t4 == 0) s_l[(parity * 2 + wg) * kRowsPerCta + warp * kRowGroup + g + 8 * h] = l[h];
   }
   named_sync(kBarEpilogue, kWsConsumerThreads);
 }
 // Row row_local's sum over both warpgroups, after ws_publish_row_sums (own is this thread's l[h] for that row).
 __device__ __forceinline__ float ws_row_total(float own, const float* s_l, int parity, int wg, int row_local) {
+  // racecheck: hand-off (read after the kBarEpilogue named barrier)
   return own + s_l[(parity * 2 + (wg ^ 1)) * kRowsPerCta + row_local];
 }
 

@@ -109,6 +109,7 @@ __device__ __forceinline__ void publish_segment_totals(const float (&l)[4], cons
     lr += __shfl_xor_sync(0xffffffffu, lr, 8);
     lr += __shfl_xor_sync(0xffffffffu, lr, 16);
     const int row = row_of(r, t);
+    // racecheck: hand-off (the scorer's segment totals, read by the accumulator after the P_full named barrier)
     if (g == 0) s_lsum[(buf * 16 + row) * 4 + w] = lr;
     if (g == 0 && w == 0) s_mfin[buf * 16 + row] = m[r];
   }
@@ -120,6 +121,7 @@ __device__ __forceinline__ void read_segment_totals(const float* s_lsum, const f
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const int row = row_of(r, t);
+    // racecheck: hand-off (read after the P_full named barrier)
     const float4 v = *reinterpret_cast<const float4*>(s_lsum + (buf * 16 + row) * 4);
     lsum[r] = (v.x + v.y) + (v.z + v.w);
     mfin[r] = s_mfin[buf * 16 + row];

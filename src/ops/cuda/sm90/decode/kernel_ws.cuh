@@ -143,6 +143,7 @@ struct WsPeerSteps {
   // Max of the other warpgroup's page jj, which also says its P is in shared memory.
   __device__ __forceinline__ void wait_other(int jj, float (&mp)[2]) const {
     named_sync(kBarPReady + (jj & 1), kWsConsumerThreads);
+    // racecheck: hand-off (read after the kBarPReady named barrier)
 #pragma unroll
     for (int h = 0; h < 2; ++h) mp[h] = s_m[(jj & 1) * kRowsPerCta + row_local[h]];
   }
@@ -286,6 +287,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if constexpr (!k16) store_p(stage_ptr + kRopeSlab * kSlabBytes, row_local[h], t4, pw[h]);
+        // racecheck: hand-off (s_m for the other warpgroup, ordered by the kBarPReady named barrier)
         if (t4 == 0) s_m[stage * kRowsPerCta + row_local[h]] = m_new[h];
       }
       fence_proxy_async();  // P is a wgmma operand (async proxy) for the other warpgroup (and here for fp8_ds)

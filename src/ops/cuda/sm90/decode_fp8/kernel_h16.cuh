@@ -217,6 +217,7 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     tl.add(kTlScorerPEmpty, t1);
     store_p_packed(s_p0 + buf * kPBufBytes, pr, w, g, t);
     if (w == 0 && g == 0) {
+      // racecheck: hand-off (s_alpha for the accumulator, ordered by the P_full named barrier)
 #pragma unroll
       for (int r = 0; r < 4; ++r) s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[r];
     }
@@ -308,6 +309,7 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     decode::named_sync(kBarPFull + buf, kBarPair);
     tl.add(kTlAccPFull, t0);
     float alpha[4];
+    // racecheck: hand-off (read after the P_full named barrier)
 #pragma unroll
     for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
     // The O rescale only on pages where a row of this warp moved its running max: elsewhere every alpha is exactly 1

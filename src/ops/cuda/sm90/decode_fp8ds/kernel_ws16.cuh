@@ -320,10 +320,12 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
       }
     }
     if (w == 0 && g == 0) {
+      // racecheck: hand-off (s_alpha / s_unit for the accumulator, ordered by the P_full named barrier)
 #pragma unroll
       for (int r = 0; r < 4; ++r) s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[r];
     }
     if (w == 0 && lane == 0) {
+      // racecheck: hand-off (ordered by the P_full named barrier)
 #pragma unroll
       for (int cc = 0; cc < kTiles; ++cc) s_unit[buf * kTiles + cc] = u[cc];
     }
@@ -398,10 +400,12 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
   // powers of two: exact). (Skipping it when every factor is 1, with units kept from page to page, measured 2.7 %
   // slower: run F5, k8s.)
   float alpha[4];
+  // racecheck: hand-off (s_alpha / s_unit read after the P_full named barrier)
 #pragma unroll
   for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
 #pragma unroll
   for (int cc = 0; cc < kTiles; ++cc) {
+    // racecheck: hand-off (read after the P_full named barrier)
     const float un = s_unit[buf * kTiles + cc];
     const float ratio = u_run[cc] * inv_pow2(un);
     u_run[cc] = un;

@@ -200,6 +200,7 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         store_p(stage_ptr + kRopeSlab * kSlabBytes, row_local[h], t4, pw[h]);
+        // racecheck: hand-off (s_m for the other warpgroup, ordered by the kBarPReady named barrier)
         if (t4 == 0) s_m[stage * kRowsPerCta + row_local[h]] = m_new[h];
       }
       // Also covers this warpgroup's converted slabs, which the other warpgroup's P V reads after its
