@@ -453,6 +453,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        try_call("h_q 24", p); }
                      { ScopedEnv env("MLA_DECODE_FP8_H16_EARLY_S", "sometimes");  // not in auto / always / never
                        try_call("bad MLA_DECODE_FP8_H16_EARLY_S", good); }
+                     // Read on every call too, and checked before the row-group dispatch: a 16-row call fails with it.
+                     { ScopedEnv env("MLA_DECODE_FP8_VARIANT64", "ws4");  // not a variant
+                       try_call("bad MLA_DECODE_FP8_VARIANT64", good); }
                      MLA_CUDA_TRY("test", cudaDeviceSynchronize());
                      std::vector<uint8_t> bytes(out.bytes());
                      MLA_TRY(out.download(&bytes));
@@ -461,8 +464,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        if (st.is_ok()) {
                          ++failures;
                          std::printf("  accepted bad input: %s\n", what.c_str());
-                       } else if (what.find("EARLY_S") != std::string::npos &&
-                                  st.to_string().find("MLA_DECODE_FP8_H16_EARLY_S") == std::string::npos) {
+                       } else if (what.rfind("bad MLA_", 0) == 0 &&
+                                  st.to_string().find(what.substr(4)) == std::string::npos) {
                          ++failures;  // a bad knob value must be named in the error
                          std::printf("  %-22s -> %s (does not name the knob)\n", what.c_str(), st.to_string().c_str());
                        } else {
