@@ -12,12 +12,17 @@
 // high (the globaltimer moves in steps). The fold kernel sits between the decode and the combine kernel, so such a
 // build's bench times are a little longer. A normal build has empty functions and no launch (SASS unchanged).
 // Build: cmake -S . -B build-clock -G Ninja -DCMAKE_CUDA_FLAGS="-DMLA_DECODE_CLOCK"; ninja -C build-clock bench_decode
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #ifdef MLA_DECODE_CLOCK
 #include <cstdio>
 #endif
 
 namespace mla::sm90::decode {
+
+// The kernel a probe line names (CLOCK <name> ...), one per launcher.
+enum ClockProbeKernel : int { kClockFp8Ws = 0, kClockWs64, kClockFp8H16, kClock16BitN16, kClockFp8Ws3 };
 
 #ifdef MLA_DECODE_CLOCK
 constexpr int kClockProbeCalls = 16;   // calls per printed line
@@ -58,9 +63,7 @@ inline __device__ __noinline__ void clock_probe_stop() {
   atomicMin(&g_clock.call_start, g_clock_start[i][1]);
   atomicMax(&g_clock.call_end, t);
 }
-// kind: 0 the fp8 64-row kernel, 1 the 16-bit / fp8_ds 64-row one, 2 the fp8 16-row kernel, 3 the 16-bit 16-row one,
-// 4 the fp8 scorer-split kernel (kernel_ws3.cuh).
-static __global__ void clock_probe_fold_kernel(int kind) {
+static __global__ void clock_probe_fold_kernel(ClockProbeKernel kernel) {
   ClockProbeSums& g = g_clock;
   if (g.call_end > g.call_start) {
     g.span_ns += g.call_end - g.call_start;
@@ -70,18 +73,27 @@ static __global__ void clock_probe_fold_kernel(int kind) {
   g.call_end = 0;
   if (g.calls < kClockProbeCalls) return;
   const double ns = static_cast<double>(g.ns);
-  const char* name = kind == 0   ? "fp8_ws"
-                     : kind == 1 ? "ws64"
-                     : kind == 2 ? "fp8_h16"
-                     : kind == 3 ? "16bit_n16"
-                                 : "fp8_ws3";
+  const char* const names[] = {"fp8_ws", "ws64", "fp8_h16", "16bit_n16", "fp8_ws3"};
+  const char* name = names[kernel];
   printf("CLOCK %s calls %llu ctas %llu | MHz %.0f | span us %.2f | CTA us %.2f\n", name, g.calls,
          g.ctas / g.calls, ns > 0 ? 1e3 * static_cast<double>(g.cycles) / ns : 0.0,
          1e-3 * static_cast<double>(g.span_ns) / static_cast<double>(g.calls),
          g.ctas > 0 ? 1e-3 * ns / static_cast<double>(g.ctas) : 0.0);
   g.cycles = g.ns = g.ctas = g.span_ns = g.calls = 0;
 }
+#endif
+
+// Behind a decode launch on `stream`: the fold (and, every kClockProbeCalls calls, the printed line) in a clock build;
+// nothing otherwise. Static, like the kernel and the sums: one per translation unit.
+static inline void clock_probe_fold(cudaStream_t stream, ClockProbeKernel kernel) {
+#ifdef MLA_DECODE_CLOCK
+  clock_probe_fold_kernel<<<1, 1, 0, stream>>>(kernel);
 #else
+  (void)stream;
+  (void)kernel;
+#endif
+}
+#ifndef MLA_DECODE_CLOCK
 __device__ __forceinline__ void clock_probe_start() {}
 __device__ __forceinline__ void clock_probe_stop() {}
 #endif

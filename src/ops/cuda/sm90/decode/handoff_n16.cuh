@@ -23,8 +23,7 @@ namespace mla::sm90::decode::n16 {
 // than work).
 __device__ __forceinline__ bool begin_part(const DecodeKernelParams& p, PartCursor& c) {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  c.init(p, p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts);
-  return c.valid();
+  return c.init_part(p);
 }
 
 // The page ring's mbarriers: full[s] at base + 8s completes on one arrival plus the page's bytes; empty[s] at

@@ -359,7 +359,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   }
   __syncthreads();
   PartCursor cur;
-  if (!ws_begin_part(p, cur)) return;
+  if (!cur.init_part(p)) return;  // an empty part: uniform across the CTA
   const int wg = ws_warpgroup(), tid = threadIdx.x % 128;
   // Register split (64512 per CTA): 16-bit 40 / 232; fp8_ds 72 / 208, since the converters' two-slab steps
   // spill below 72 and the consumers still fit 208 without spilling (ptxas -v; fp8_ds run G2).

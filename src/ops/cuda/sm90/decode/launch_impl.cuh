@@ -18,9 +18,7 @@ Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream
   MLA_CUDA_TRY("mla_decode", attr);
   kernel<<<grid, kThreads, smem, stream>>>(p);
   MLA_CUDA_TRY_LAUNCH("mla_decode");
-#ifdef MLA_DECODE_CLOCK
-  clock_probe_fold_kernel<<<1, 1, 0, stream>>>(3);  // diagnostics builds only (clock_probe.cuh)
-#endif
+  clock_probe_fold(stream, kClock16BitN16);  // diagnostics builds only (clock_probe.cuh)
   return Status::ok();
 }
 
@@ -33,12 +31,8 @@ Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t str
   MLA_CUDA_TRY("mla_decode", attr);
   kernel<<<grid, kWsThreads, smem, stream>>>(p);
   MLA_CUDA_TRY_LAUNCH("mla_decode");
-#ifdef MLA_DECODE_PHASES
-  phase_sums_print_kernel<<<1, 1, 0, stream>>>();  // diagnostics builds only (phase_sums.cuh)
-#endif
-#ifdef MLA_DECODE_CLOCK
-  clock_probe_fold_kernel<<<1, 1, 0, stream>>>(1);  // diagnostics builds only (clock_probe.cuh)
-#endif
+  phase_sums_print(stream);             // diagnostics builds only (phase_sums.cuh)
+  clock_probe_fold(stream, kClockWs64);  // (clock_probe.cuh)
   return Status::ok();
 }
 

@@ -12,7 +12,6 @@
 #include "ops/cuda/sm90/decode/config.h"
 #include "ops/cuda/sm90/decode/mainloop.cuh"
 #include "ops/cuda/sm90/decode/params.h"
-#include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
@@ -234,12 +233,6 @@ __device__ __forceinline__ void softmax_page(const float (&sc)[8][4], const floa
   }
 }
 
-// Kernel entry of the warp-specialized kernels, after their barrier init: the cursor on this CTA's plan part; false
-// for an empty part (more CTAs than work), uniform across the CTA.
-__device__ __forceinline__ bool ws_begin_part(const DecodeKernelParams& p, PartCursor& cur) {
-  cur.init(p, p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts);
-  return cur.valid();
-}
 // This thread's warpgroup, warp-uniform by construction (shuffled from lane 0): ptxas then sees each role's wgmma on
 // a convergent path and keeps them pipelined instead of serializing them.
 __device__ __forceinline__ int ws_warpgroup() {

@@ -14,6 +14,8 @@
 //     (per-warp sums: -DCMAKE_CUDA_FLAGS="-DMLA_DECODE_PHASES -DMLA_DECODE_PHASES_PER_WARP")
 //   ninja -C build-phases bench_decode
 //   build-phases/bin/bench_decode --format fp8 --rows 10-18 --reps 30 | python3 scripts/ws_phases_summary.py
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #ifdef MLA_DECODE_PHASES
 #include <cstdio>
@@ -122,5 +124,15 @@ struct PhaseSums {
 using ConsumerPhaseSums = PhaseSums<kConsumerPhaseSlots>;
 using ProducerPhaseSums = PhaseSums<kProducerPhaseSlots>;
 #endif
+
+// Behind a 64-row warp-specialized decode launch on `stream`: the printer in a phases build, nothing otherwise. Static,
+// like the kernel and the sums it prints: one per translation unit.
+static inline void phase_sums_print(cudaStream_t stream) {
+#ifdef MLA_DECODE_PHASES
+  phase_sums_print_kernel<<<1, 1, 0, stream>>>();
+#else
+  (void)stream;
+#endif
+}
 
 }  // namespace mla::sm90::decode

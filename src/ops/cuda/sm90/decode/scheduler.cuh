@@ -54,6 +54,11 @@ struct PartCursor {
     }
     settle(p);
   }
+  // This CTA's plan part (record blockIdx.x); false for an empty part (more CTAs than work), uniform across the CTA.
+  __device__ bool init_part(const DecodeKernelParams& p) {
+    init(p, p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts);
+    return valid();
+  }
   __device__ bool valid() const { return b < batch; }
   // True when the current item is the last block this part computes for sequence b.
   __device__ bool last_of_sequence() const { return blk + 1 >= hi; }

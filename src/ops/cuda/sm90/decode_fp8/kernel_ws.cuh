@@ -395,7 +395,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   }
   __syncthreads();
   PartCursor cur;
-  if (!decode::ws_begin_part(p, cur)) return;
+  if (!cur.init_part(p)) return;  // an empty part: uniform across the CTA
   const int wg = decode::ws_warpgroup(), tid = threadIdx.x % 128;
   if (wg == 2) {
     decode::setmaxnreg_dec<56>();

@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(kWs3Threads, 1)
   }
   __syncthreads();
   PartCursor cur;
-  if (!decode::ws_begin_part(p, cur)) return;
+  if (!cur.init_part(p)) return;  // an empty part: uniform across the CTA
   const int wg = decode::ws_warpgroup(), tid = threadIdx.x % 128;
   if (wg == kWs3Producer) {
     decode::setmaxnreg_dec<kWs3ProducerRegs>();

@@ -6,24 +6,20 @@
 
 namespace mla::sm90::decode_fp8 {
 
-inline Status launch_h16_instantiation(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
+Status launch_decode_fp8_h16(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
   const int smem = h16::smem_layout_h16().total;
   // p.h16_early_s picks the instantiation (the forced ones exist for tests: kernel_h16.cuh, scorer).
-  switch (p.h16_early_s) {
-    case kEarlySAlways:
-      return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<kEarlySAlways>>(p, grid, h16::kThreads, smem, stream);
-    case kEarlySNever:
-      return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<kEarlySNever>>(p, grid, h16::kThreads, smem, stream);
-    default:
-      return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<kEarlySAuto>>(p, grid, h16::kThreads, smem, stream);
-  }
-}
-
-Status launch_decode_fp8_h16(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
-  const Status st = launch_h16_instantiation(p, grid, stream);
-#ifdef MLA_DECODE_CLOCK
-  if (st.is_ok()) decode::clock_probe_fold_kernel<<<1, 1, 0, stream>>>(2);  // diagnostics (../decode/clock_probe.cuh)
-#endif
+  const Status st = [&]() -> Status {
+    switch (p.h16_early_s) {
+      case kEarlySAlways:
+        return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<kEarlySAlways>>(p, grid, h16::kThreads, smem, stream);
+      case kEarlySNever:
+        return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<kEarlySNever>>(p, grid, h16::kThreads, smem, stream);
+      default:
+        return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<kEarlySAuto>>(p, grid, h16::kThreads, smem, stream);
+    }
+  }();
+  if (st.is_ok()) decode::clock_probe_fold(stream, decode::kClockFp8H16);  // diagnostics builds only
   return st;
 }
 

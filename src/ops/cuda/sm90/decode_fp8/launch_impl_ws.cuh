@@ -9,7 +9,8 @@ namespace mla::sm90::decode_fp8 {
 template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
   return after_ws_launch(
-      launch_fp8_kernel<&mla_decode_fp8_ws_kernel<S>>(p, grid, kWsThreads, ws_smem_layout<S>().total, stream), stream);
+      launch_fp8_kernel<&mla_decode_fp8_ws_kernel<S>>(p, grid, kWsThreads, ws_smem_layout<S>().total, stream), stream,
+      decode::kClockFp8Ws);
 }
 
 }  // namespace mla::sm90::decode_fp8

@@ -20,19 +20,13 @@ Status launch_fp8_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int s
   return Status::ok();
 }
 
-// Behind a 64-row warp-specialized launch (st: its status) in diagnostics builds, nothing otherwise: the phase-sum
-// printer (-DMLA_DECODE_PHASES) and the clock probe's fold (-DMLA_DECODE_CLOCK). Static, as the kernels it launches and
-// the device sums they read are static to each translation unit.
-// clock_kind: the kernel's name in the probe's lines (clock_probe_fold_kernel).
-static inline Status after_ws_launch(const Status& st, cudaStream_t stream, int clock_kind = 0) {
-#ifdef MLA_DECODE_PHASES
-  if (st.is_ok()) decode::phase_sums_print_kernel<<<1, 1, 0, stream>>>();
-#endif
-#ifdef MLA_DECODE_CLOCK
-  if (st.is_ok()) decode::clock_probe_fold_kernel<<<1, 1, 0, stream>>>(clock_kind);
-#endif
-  (void)stream;
-  (void)clock_kind;
+// Behind a 64-row warp-specialized launch (st: its status): the diagnostics builds' printer and clock fold
+// (../decode/phase_sums.cuh, clock_probe.cuh), nothing otherwise. Static, as the kernels those launch.
+static inline Status after_ws_launch(const Status& st, cudaStream_t stream, decode::ClockProbeKernel kernel) {
+  if (st.is_ok()) {
+    decode::phase_sums_print(stream);
+    decode::clock_probe_fold(stream, kernel);
+  }
   return st;
 }
 

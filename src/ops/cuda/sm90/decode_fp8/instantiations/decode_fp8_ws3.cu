@@ -8,7 +8,8 @@ namespace mla::sm90::decode_fp8 {
 
 Status launch_decode_fp8_ws3(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
   return after_ws_launch(
-      launch_fp8_kernel<&mla_decode_fp8_ws3_kernel>(p, grid, kWs3Threads, ws3_smem_layout().total, stream), stream, 4);
+      launch_fp8_kernel<&mla_decode_fp8_ws3_kernel>(p, grid, kWs3Threads, ws3_smem_layout().total, stream), stream,
+      decode::kClockFp8Ws3);
 }
 
 }  // namespace mla::sm90::decode_fp8
