@@ -33,8 +33,7 @@ enum class Variant64 { kWsQReg, kMmaSync, kWsAhead, kWs3 };
 Status variant64(Variant64* v) {
   const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead", "ws3"});
   MLA_TRY(k.status);
-  const int i = k.index;  // -1 (unset) = the default
-  *v = i == 1 ? Variant64::kMmaSync : i == 2 ? Variant64::kWsAhead : i == 3 ? Variant64::kWs3 : Variant64::kWsQReg;
+  *v = k.index < 0 ? Variant64::kWsQReg : static_cast<Variant64>(k.index);  // the list's order is Variant64's
   return Status::ok();
 }
 
@@ -74,21 +73,19 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     MLA_TRY(launch_decode_fp8_h16(p, grid, stream));
   } else if (groups == 2) {
     MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
+  } else if (v == Variant64::kMmaSync) {
+    MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
   } else {
-    if (v == Variant64::kMmaSync) {
-      MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
+    // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
+    MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
+    if (v == Variant64::kWsAhead) {
+      MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
+    } else if (v == Variant64::kWs3) {
+      MLA_TRY(launch_decode_fp8_ws3(p, grid, stream));
     } else {
-      // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
-      MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
-      if (v == Variant64::kWsAhead) {
-        MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
-      } else if (v == Variant64::kWs3) {
-        MLA_TRY(launch_decode_fp8_ws3(p, grid, stream));
-      } else {
-        MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream));
-      }
-      partials_bf16 = true;
+      MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream));
     }
+    partials_bf16 = true;
   }
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream, partials_bf16);
 }
