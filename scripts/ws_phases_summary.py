@@ -23,15 +23,17 @@ NAMES = {
     "fp8": (["k_full wait", "S issue", "P(j-1) wait", "S tail", "rescale", "V^T(j-1) wait", "PV(j-1) issue",
              "releases", "softmax", "vote+signal", "V^T(j) wait", "PV(j) issue", "PV(j-1) wait", "PV(j) drain",
              "between own pages", "sequence switch"],
-            ["vt_empty wait", "k_full wait", "transpose", "loop"]),  # producer side = the V^T transposers
+            ["vt_empty wait", "k_full wait", "transpose", "loop"], None),  # producer side = the V^T transposers
     "ws3": (["scorer: top / Q wait", "k_full wait", "S issue", "P(j-1) signal", "S wait", "release + lengths",
              "P slot wait", "softmax", "fence", "acc: P wait", "rescale", "V^T wait", "PV issue", "PV wait",
              "release", "loop / epilogue"],
-            ["vt_empty wait", "k_full wait", "transpose", "loop"]),
+            ["vt_empty wait", "k_full wait", "transpose", "loop"],
+            # (warpgroup of the lines, role, its slots): the two roles print separately
+            ((0, "scorer", 0, 9), (1, "accumulator 0", 9, 16))),
     "ws64": (["P(j-1) wait", "PV(j-1) rescale+issue", "sequence switch", "Q wait (+tail zero)",
               "PV(j-1) wait + S (slab waits, issue, wait)", "Q release", "softmax", "signal",
               "own PV (rescale, issue, wait)", "stage release / epilogue", "between own pages"],
-             ["Q slot + stage wait", "TMA issue", "loop"]),
+             ["Q slot + stage wait", "TMA issue", "loop"], None),
 }
 
 
@@ -43,26 +45,22 @@ def mean_columns(rows):
 def report(label, cons, prod, names, per_warp):
     if not cons:
         return
-    cnames, pnames = names
-    if cnames[0].startswith("scorer"):  # ws3: the two roles' slots, each from its own lines
-        for role, lo, hi in ((0, 0, 9), (1, 9, 16)):
-            c = mean_columns([v for k, v in cons if k[0] == role])
+    cnames, pnames, roles = names
+    if roles:
+        for wg, role, lo, hi in roles:
+            c = mean_columns([v for k, v in cons if k[0] == wg])
             if c:
-                print(f"{label}: {'scorer' if role == 0 else 'accumulator 0'}, {sum(c[lo:hi]):.0f} cycles per page")
+                print(f"{label}: {role}, {sum(c[lo:hi]):.0f} cycles per page")
                 print("  " + ", ".join(f"{name} {v:.0f}" for name, v in zip(cnames[lo:hi], c[lo:hi])))
-        if prod:
-            p = mean_columns(prod)[:len(pnames)]
-            print(f"  producer side ({len(prod)} lines, {sum(p):.0f} cycles per page): " +
-                  ", ".join(f"{name} {v:.0f}" for name, v in zip(pnames, p)))
-        return
-    c = mean_columns([v for _, v in cons])[:len(cnames)]
-    print(f"{label}: {len(cons)} consumer lines, {sum(c):.0f} cycles per own page")
-    print("  " + ", ".join(f"{name} {v:.0f}" for name, v in zip(cnames, c)))
+    else:
+        c = mean_columns([v for _, v in cons])[:len(cnames)]
+        print(f"{label}: {len(cons)} consumer lines, {sum(c):.0f} cycles per own page")
+        print("  " + ", ".join(f"{name} {v:.0f}" for name, v in zip(cnames, c)))
     if prod:
         p = mean_columns(prod)[:len(pnames)]
         print(f"  producer side ({len(prod)} lines, {sum(p):.0f} cycles per page): " +
               ", ".join(f"{name} {v:.0f}" for name, v in zip(pnames, p)))
-    if per_warp:
+    if per_warp and not roles:  # ws3 prints its roles above
         for key in sorted({k for k, _ in cons}):
             w = mean_columns([v for k, v in cons if k == key])[:len(cnames)]
             print(f"  warpgroup {key[0]} warp {key[1]}: {sum(w):.0f} | " +
