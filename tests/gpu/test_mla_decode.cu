@@ -19,6 +19,7 @@
 #include "common/random.h"
 #include "harness/device_buffer.h"
 #include "harness/registry.h"
+#include "harness/scoped_env.h"
 #include "mla/core/cuda_check.h"
 #include "mla/core/half.h"
 #include "mla/ops/mla_decode.h"
@@ -268,6 +269,16 @@ std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) 
 void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens) {
   const std::string name = case_name(c, lens);
   cases.push_back({"mla_decode", name, kDecodeTol, [c, name](CaseReport* rep) { return run_decode_case(name, c, rep); }});
+  // 16-row tiles (h_q 16, s_q 1) run on the warp-specialized wgmma kernel by default (kernel_n16ws.cuh) and again on
+  // the 256-thread mma.sync kernel (MLA_DECODE_N16 is read on every call), same tolerance: the same operands rounded
+  // at the same points (P to the KV type once, fp32 accumulation); only the order of the fp32 sums differs.
+  if (c.h_q * c.s_q == 16) {
+    const std::string n = name + "_n16mma";
+    cases.push_back({"mla_decode", n, kDecodeTol, [c, n](CaseReport* rep) {
+                       ScopedEnv env("MLA_DECODE_N16", "mma");
+                       return run_decode_case(n, c, rep);
+                     }});
+  }
 }
 
 DecodeCase dc(KvFormat f, int batch, int h_q, int s_q, bool causal, std::vector<int> lens, bool unsplit = true) {
@@ -394,6 +405,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      try_call("workspace too small", good, g, plan, ws.bytes() - 4);
                      { auto gg = g; gg.h_q = 32; try_call("geometry mismatch", good, gg, plan, ws.bytes()); }
                      { auto pv = plan; pv.parts = nullptr; try_call("null plan", good, g, pv, ws.bytes()); }
+                     { ScopedEnv env("MLA_DECODE_N16", "wgmma");  // not a variant
+                       try_call("bad MLA_DECODE_N16", good, g, plan, ws.bytes()); }
                      MLA_CUDA_TRY("test", cudaDeviceSynchronize());
                      std::vector<uint8_t> bytes(out.bytes());
                      MLA_TRY(out.download(&bytes));

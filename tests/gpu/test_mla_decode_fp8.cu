@@ -21,6 +21,7 @@
 #include "common/random.h"
 #include "harness/device_buffer.h"
 #include "harness/registry.h"
+#include "harness/scoped_env.h"
 #include "mla/core/cuda_check.h"
 #include "mla/core/half.h"
 #include "mla/ops/mla_decode.h"
@@ -250,31 +251,6 @@ std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) 
   for (auto& x : v) x = d(rng);
   return v;
 }
-
-// Sets an environment variable for a scope (a knob read on every call), restoring the previous value after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 struct CaseSpec {
   int batch, h_q, s_q;

@@ -89,6 +89,18 @@ const EnvKnob& variant16_knob() {
 }
 bool ws_for_short_tiles() { return variant16_knob().index == 0; }
 
+// MLA_DECODE_N16 = ws (default) | mma: 16-row tiles (h_q 16, s_q 1) on the warp-specialized wgmma kernel
+// (kernel_n16ws.cuh) or on the 256-thread mma.sync kernel (kernel.cuh), the default until session 22 (H200, 3 passes
+// each: ws -1.0..-1.2 us on the b32 rows, -1.2 / -2.3 / -3.7 on b128 s512 / s4096 / s8192, b1 within +-0.2; bench/
+// decode/NOTES.md "Session 22"). Read on every call (one getenv), so the tests run every 16-row case on both; strict
+// like every knob.
+Status n16_ws(bool* ws) {
+  const EnvKnob k = read_env_knob("MLA_DECODE_N16", {"ws", "mma"});
+  MLA_TRY(k.status);
+  *ws = k.index != 1;
+  return Status::ok();
+}
+
 template <class Traits>
 Status launch_ws(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, dim3 grid,
                  cudaStream_t stream) {
@@ -112,8 +124,15 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   if (groups <= 2 && ws64 && ws_for_short_tiles()) {
     MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
   } else if (groups == 1) {
-    MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages));  // pages.cuh TmaPages
-    MLA_TRY((launch_decode<Traits, 1, false>(kp, grid, stream)));
+    bool n16ws = false;
+    MLA_TRY(n16_ws(&n16ws));
+    MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages));  // pages.cuh TmaPages, kernel_n16ws.cuh
+    if (n16ws && kp.rows == 16) {
+      MLA_TRY(encode_tensor_map_q16(&kp, static_cast<int64_t>(g.batch) * kp.rows));
+      MLA_TRY(launch_decode_n16ws<Traits>(kp, grid, stream));
+    } else {
+      MLA_TRY((launch_decode<Traits, 1, false>(kp, grid, stream)));
+    }
   } else if (groups == 2) {
     MLA_TRY((launch_decode<Traits, 2, false>(kp, grid, stream)));
   } else if (variant64() == Variant64::kMmaSync) {

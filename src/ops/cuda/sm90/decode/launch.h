@@ -23,6 +23,13 @@ Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream
 template <class Traits, bool kPvFirst, bool kSlabBars>
 Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
 
+// Warp-specialized 16-row tiles (kernel_n16ws.cuh; h_q 16, s_q 1: one 16-row tile per CTA). p.tmap_kv from
+// encode_tensor_map_kv_slabs16, p.tmap_q from encode_tensor_map_q16 first.
+template <class Traits>
+Status launch_decode_n16ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
+// p->tmap_q over q as [q_rows, 576] 16-bit, boxes of 16 rows x 64 columns, 128-byte swizzle (the n16ws Q slabs).
+Status encode_tensor_map_q16(DecodeKernelParams* p, int64_t q_rows);
+
 // Fills p->tmap_kv ([num_pages * 64, 576]) and p->tmap_q ([q_rows, 576]) for the warp-specialized variant.
 Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
 // 16-bit 16-row tiles (pages.cuh TmaPages): p->tmap_kv over the cache as 3D (64 columns, row, slab), a page one box

@@ -15,12 +15,13 @@
 namespace mla::sm90::decode {
 namespace {
 
-// 2D map [rows, cols] of `type` elements, rows `row_bytes` apart, boxes of 64 rows x `box_cols`.
+// 2D map [rows, cols] of `type` elements, rows `row_bytes` apart, boxes of `box_rows` rows x `box_cols`.
 struct MapSpec {
   CUtensorMapDataType type;
   int64_t cols, row_bytes;
   uint32_t box_cols;
   CUtensorMapSwizzle swizzle;
+  uint32_t box_rows = kBlockN;
 };
 
 Status encode(CUtensorMap* map, const void* base, int64_t rows, const MapSpec& m, const char* what,
@@ -29,7 +30,7 @@ Status encode(CUtensorMap* map, const void* base, int64_t rows, const MapSpec& m
   if (fn == nullptr) return Status::cuda("mla_decode", "cuTensorMapEncodeTiled is not available from the driver");
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(m.cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(m.row_bytes)};
-  const cuuint32_t box[2] = {m.box_cols, static_cast<cuuint32_t>(kBlockN)};
+  const cuuint32_t box[2] = {m.box_cols, m.box_rows};
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r = fn(map, m.type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, m.swizzle, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -41,6 +42,8 @@ Status encode(CUtensorMap* map, const void* base, int64_t rows, const MapSpec& m
 
 // [rows, 576] 16-bit, boxes of 64 rows x 64 columns (128 bytes: the swizzle span), 128-byte swizzle.
 constexpr MapSpec kRows16{CU_TENSOR_MAP_DATA_TYPE_UINT16, kDimQK, kRowBytes, 64, CU_TENSOR_MAP_SWIZZLE_128B};
+// The same with boxes of 16 rows: a 16-row tile's Q slabs (kernel_n16ws.cuh).
+constexpr MapSpec kRows16Box16{CU_TENSOR_MAP_DATA_TYPE_UINT16, kDimQK, kRowBytes, 64, CU_TENSOR_MAP_SWIZZLE_128B, 16};
 // fp8_ds tokens as bytes: 64-byte boxes land as 64 rows x 64 bytes, unswizzled (raw latent slab, scale box).
 constexpr MapSpec kFp8DsBytes{CU_TENSOR_MAP_DATA_TYPE_UINT8, kFp8DsTokenBytes, kFp8DsTokenBytes, 64,
                               CU_TENSOR_MAP_SWIZZLE_NONE};
@@ -88,6 +91,10 @@ Status encode_tensor_map_kv_slabs16(DecodeKernelParams* p, int64_t num_pages) {
   MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_128B, &promotion));
   return encode_kv_slabs_3d(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, CU_TENSOR_MAP_DATA_TYPE_UINT16, kRowBytes,
                             kChunksPerRow / 8, kBlockN, promotion, "mla_decode");
+}
+
+Status encode_tensor_map_q16(DecodeKernelParams* p, int64_t q_rows) {
+  return encode(&p->tmap_q, p->q, q_rows, kRows16Box16, "q (16-row boxes)");
 }
 
 Status encode_tensor_maps_fp8ds(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {

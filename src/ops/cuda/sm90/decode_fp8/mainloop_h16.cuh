@@ -64,35 +64,9 @@ struct ScorerState {
   }
 };
 
-// Masks keys at or past `limit` (page-local) to -inf and returns the warp's max (its 16 keys) of one of this quad
-// column's 4 rows: row r = warp_max_row(g) of lane g (lanes g and g + 4 hold the same one). 4 shuffles instead of
-// 12: each round of the butterfly over the 8 lanes g sends the partner the half of the rows the lane gives up and keeps
-// the other half (after xor 4, g bit 0, a lane holds 2 rows; after xor 8, g bit 1, one; xor 16 completes it). The max
-// is exact, so this is the 12-shuffle form's result to the bit; H200 (NOTES_fp8.md session 10, fp8s runs 1-2):
-// −0.1…−0.35 µs on b32 / b128 rows alone.
-__device__ __forceinline__ int warp_max_row(int g) { return 2 * (g & 1) + ((g >> 1) & 1); }
-__device__ __forceinline__ float mask_and_warp_max(float (&s)[8], int limit, int w, int g) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (16 * w + g + 8 * h >= limit) {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) s[4 * j + 2 * h] = s[4 * j + 2 * h + 1] = -INFINITY;
-    }
-  }
-  float v[4];  // [r = 2j + e]
-#pragma unroll
-  for (int j = 0; j < 2; ++j)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) v[2 * j + e] = fmaxf(s[4 * j + e], s[4 * j + 2 + e]);
-  const bool b0 = g & 1, b1 = g & 2;
-  // Round 1: g bit 0 clear keeps rows 0, 1 and sends 2, 3; set keeps 2, 3.
-  const float k0 = b0 ? v[2] : v[0], k1 = b0 ? v[3] : v[1];
-  const float u0 = fmaxf(k0, __shfl_xor_sync(0xffffffffu, b0 ? v[0] : v[2], 4));
-  const float u1 = fmaxf(k1, __shfl_xor_sync(0xffffffffu, b0 ? v[1] : v[3], 4));
-  // Round 2: g bit 1 clear keeps row 2 b0 (u0), set keeps 2 b0 + 1 (u1).
-  const float x = fmaxf(b1 ? u1 : u0, __shfl_xor_sync(0xffffffffu, b1 ? u0 : u1, 8));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
-}
+// The masked row max of a page's S^T (decode/handoff_n16.cuh, shared with the 16-bit 16-row kernel).
+using decode::n16::mask_and_warp_max;
+using decode::n16::warp_max_row;
 
 // Byte address of P^T(row, key) in a P buffer: row-major 128-byte rows, 128B swizzle (chunk ^ row % 8), the key at
 // its kappa position.
