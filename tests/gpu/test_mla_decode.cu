@@ -347,6 +347,10 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // combine's list kernel writes the zero rows (combine_few_online, n == 0) and merges the split ones.
   add_case(cases, dc(kB, 7, 128, 1, false, {0, 65, 0, 511, 1, 0, 4096}), "with_zeros");
   add_case(cases, dc(kB, 2, 16, 2, true, {0, 0}), "all_zero");
+  // The same on the 16-row kernels (kernel_n16ws.cuh's part cursor and Q loader skip empty sequences; an all-empty
+  // batch leaves every CTA an empty part). Added in session 22 after the device time: first run in the next session.
+  add_case(cases, dc(kB, 7, 16, 1, false, {0, 65, 0, 511, 1, 0, 4096}), "with_zeros");
+  add_case(cases, dc(kB, 2, 16, 1, false, {0, 0}), "all_zero");
   // Larger batches, mixed lengths.
   add_case(cases, dc(kB, 32, 16, 1, false, random_lens("b32h16", 32, 1, 4096)), "rand1_4096");
   add_case(cases, dc(kB, 32, 128, 1, false, random_lens("b32h128", 32, 1, 4096)), "rand1_4096");

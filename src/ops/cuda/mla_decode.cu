@@ -116,6 +116,8 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   MLA_TRY(variant16_knob().status);
   MLA_TRY(force_mma_sync_knob().status);
   MLA_TRY(l2_prefetch_knob().status);
+  bool n16ws = false;
+  MLA_TRY(n16_ws(&n16ws));  // checked on every call, whatever the rows, as the other knobs
   const dim3 grid(g.num_parts, g.num_head_tiles);
   // Active 16-row groups: a single short tile (h_q 16/32 with few query rows) skips the empty groups.
   const int rows_first_tile = kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta;
@@ -124,8 +126,6 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   if (groups <= 2 && ws64 && ws_for_short_tiles()) {
     MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
   } else if (groups == 1) {
-    bool n16ws = false;
-    MLA_TRY(n16_ws(&n16ws));
     MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages));  // pages.cuh TmaPages, kernel_n16ws.cuh
     if (n16ws && kp.rows == 16) {
       MLA_TRY(encode_tensor_map_q16(&kp, static_cast<int64_t>(g.batch) * kp.rows));

@@ -14,6 +14,7 @@
 // kernel does (decode_fp8/config_h16.h); 16-bit ldmatrix.trans gives V^T's A fragments directly.
 #include "mla/core/mla_shapes.h"
 #include "ops/cuda/sm90/decode/config.h"
+#include "ops/cuda/sm90/decode/smem_n16.h"
 
 namespace mla::sm90::decode::n16ws {
 
@@ -49,21 +50,8 @@ constexpr int kBarPFull = 2;   // + buffer
 constexpr int kBarPEmpty = 4;  // + buffer
 constexpr int kBarAll = kThreads;
 
-struct SmemLayoutN16Ws {
-  int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, bar_offset, total;
-};
-constexpr SmemLayoutN16Ws smem_layout_n16ws() {
-  SmemLayoutN16Ws s{};
-  s.k_offset = 0;
-  s.q_offset = s.k_offset + kStages * kPageBytes;
-  s.p_offset = s.q_offset + kQSlots * kQTileBytes;
-  s.red_offset = s.p_offset + 2 * kPBufBytes;         // float [2][16 rows][4 scorer warps]: row-max partials
-  s.alpha_offset = s.red_offset + 2 * kRows * 4 * 4;   // float [2][16]: O rescale of page j
-  s.lsum_offset = s.alpha_offset + 2 * kRows * 4;      // float [2][16][4]: row-sum partials at a segment end
-  s.mfin_offset = s.lsum_offset + 2 * kRows * 4 * 4;   // float [2][16]: the row max at a segment end
-  s.bar_offset = s.mfin_offset + 2 * kRows * 4;        // mbarriers: full[kStages], empty[kStages], q_full[kQSlots]
-  s.total = s.bar_offset + 8 * (2 * kStages + kQSlots);
-  return s;
+constexpr SmemLayoutN16 smem_layout_n16ws() {
+  return smem_layout_n16(kPageBytes, kStages, kQTileBytes, kQSlots, kPBufBytes);
 }
 static_assert(smem_layout_n16ws().total <= 227 * 1024, "fits the sm90 shared-memory limit");
 static_assert(smem_layout_n16ws().q_offset % 1024 == 0 && smem_layout_n16ws().p_offset % 1024 == 0 &&

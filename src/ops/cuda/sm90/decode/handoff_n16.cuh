@@ -1,13 +1,13 @@
 #pragma once
 // The softmax bookkeeping and the scorer -> accumulator hand-off shared by the three 16-row wgmma decode kernels
-// (decode/kernel_n16ws.cuh, decode_fp8/kernel_h16.cuh, decode_fp8ds/kernel_ws16.cuh). Both put the 64 keys (or V dims) in the wgmma M and
-// the 16 query rows in N, so a thread's m64n16 accumulator d[4j + 2h + e] is (M row 16w + g + 8h, query row
+// (decode/kernel_n16ws.cuh, decode_fp8/kernel_h16.cuh, decode_fp8ds/kernel_ws16.cuh). All put the 64 keys (or V
+// dims) in the wgmma M and the 16 query rows in N, so a thread's m64n16 accumulator d[4j + 2h + e] is (M row 16w + g + 8h, query row
 // 8j + 2t + e): its 4 query rows are row_of(r, t), r = 2j + e, each held by the 8 lanes g = 0..7 of a quad column,
 // in d[i] and d[i + 2] with i = 4(r >> 1) + (r & 1). Exchange buffers are per P buffer (`buf`, page parity):
 //   red   float [2][16 rows][4 warps]  the scorer warps' row maxima of a page
 //   lsum  float [2][16 rows][4 warps]  the scorer warps' row sums at a segment end
 //   mfin  float [2][16 rows]           the row max at a segment end
-// Inline functions only: both kernels compile to the same code as with these lines written in place.
+// Inline functions only: the kernels compile to the same code as with these lines written in place.
 #include <cstdint>
 
 #include "mla/ops/plan_decode.h"
@@ -41,6 +41,35 @@ struct RingBars {
     }
   }
 };
+// The page ring plus the Q slots' q_full barriers at base + 8 (2 kStages + q), one arrival plus the tile's bytes.
+template <int kStages, int kQSlots>
+struct RingQBars : RingBars<kStages> {
+  __device__ uint32_t q_full(int q) const { return this->base + 8 * (2 * kStages + q); }
+};
+
+// Q tiles, run by scorer thread 0: the n-th sequence the part visits (empty ones are skipped as the part cursor skips
+// them) into slot n % kQSlots as kSlabs boxes of 16 rows x kSlabCols elements (128 bytes, 128B swizzle) through
+// p.tmap_q, completing on q_full[slot]. The scorer issues sequences 0 and 1 up front and n + 2 once all its warps
+// are past n's last S, so the Q tile never waits for the page stream's producer.
+template <int kSlabs, int kSlabCols, int kQSlabBytes, int kQSlots>
+struct QLoader {
+  PartCursor c;  // the first sequence whose Q tile is not issued yet
+  int n = 0;
+  template <class Bars>
+  __device__ __forceinline__ void issue(const DecodeKernelParams& p, const Bars& bars, uint32_t s_q0) {
+    if (!c.valid()) return;
+    const int slot = n % kQSlots;
+    const uint32_t dst = s_q0 + slot * kSlabs * kQSlabBytes;
+    mbar_expect_tx(bars.q_full(slot), kSlabs * kQSlabBytes);
+#pragma unroll
+    for (int slab = 0; slab < kSlabs; ++slab)
+      tma_load_2d(dst + slab * kQSlabBytes, &p.tmap_q, bars.q_full(slot), slab * kSlabCols, c.b * p.rows);
+    ++n;
+    c.blk = c.hi - 1;  // the sequence's last block: advance() settles on the next non-empty sequence
+    c.advance(p);
+  }
+};
+
 // Parity of the phase that use number n (0, 1, ...) of a ring slot completes, in a ring of `slots`.
 __device__ __forceinline__ uint32_t phase_of(int n, int slots) { return static_cast<uint32_t>(n / slots) & 1u; }
 
@@ -87,12 +116,13 @@ __device__ __forceinline__ void store_row_max(float* red, const float (&mx)[4], 
 
 // Scorer, after the exchange barrier: the running row max over the 4 warps' page maxima, the rescale alpha of
 // the previous partial sums and m * scale_log2 (subtracted inside exp2).
-// kExactOne (the fp8 16-row kernel): alpha = 1 exactly where the row's max did not move. Computed, it is
+// kExactOne (the fp8 and 16-bit 16-row kernels): alpha = 1 exactly where the row's max did not move. Computed, it is
 // exp2(m s - m_new s), and ptxas may fuse that into an FFMA whose result is the rounding error of m_new s, not 0, so
-// alpha comes out 1 + a few ulp; the fp8 kernel's accumulator skips its O rescale when every alpha of a warp is 1.
-// kFtzExp (the fp8 16-row kernel): the exps as ex2.approx.ftz. exp2f is the same MUFU.EX2 plus a compare, a halving
+// alpha comes out 1 + a few ulp; their accumulators skip the O rescale when every alpha of a warp is 1.
+// kFtzExp (the fp8 and 16-bit 16-row kernels): the exps as ex2.approx.ftz. exp2f is the same MUFU.EX2 plus a compare, a halving
 // and a squaring per call for results below 2^-126 (12 per page on the scorer's path); those results round to 0 in an
-// e4m3 P and vanish in a row sum >= 1, so the kernel's outputs are the same to the bit (NOTES_fp8.md session 10, fp8s).
+// e4m3 P and vanish in a row sum >= 1, so the fp8 kernel's outputs are the same to the bit (NOTES_fp8.md session 10,
+// fp8s); a 16-bit P loses values below 2^-126 that bf16 could hold, < 2^-126 against a row sum >= 1.
 template <bool kFtzExp>
 __device__ __forceinline__ float exp2_sel(float x) {
   if constexpr (kFtzExp) return ex2_ftz(x);  // ptx.h

@@ -33,9 +33,7 @@ template <class Traits>
 constexpr bool kF16 = Traits::kFormat == KvFormat::kFp16;
 
 // The page ring (full / empty per stage), then the Q slots' q_full barriers.
-struct Bars : n16::RingBars<kStages> {
-  __device__ uint32_t q_full(int q) const { return base + 8 * (2 * kStages + q); }
-};
+using Bars = n16::RingQBars<kStages, kQSlots>;
 
 // The page stream, run by accumulator 1's thread 0. step() issues the next page into its stage, waiting for that
 // stage's previous page to be released by all 12 warps.
@@ -64,27 +62,9 @@ struct PageProducer {
   }
 };
 
-// Q tiles, run by scorer thread 0: sequence n (the n-th this part visits) into slot n % kQSlots, on q_full[slot].
-struct QLoader {
-  PartCursor c;  // the first sequence whose Q tile is not issued yet
-  int n = 0;
-  __device__ __forceinline__ void issue(const DecodeKernelParams& p, const Bars& bars, uint32_t s_q0) {
-    if (!c.valid()) return;
-    const int slot = n % kQSlots;
-    const uint32_t dst = s_q0 + slot * kQTileBytes;
-    mbar_expect_tx(bars.q_full(slot), kQTileBytes);
-#pragma unroll
-    for (int slab = 0; slab < kSlabs; ++slab)
-      tma_load_2d(dst + slab * kQSlabBytes, &p.tmap_q, bars.q_full(slot), slab * 64, c.b * p.rows);
-    ++n;
-    c.blk = c.hi - 1;  // the sequence's last block: advance() settles on the next non-empty sequence
-    c.advance(p);
-  }
-};
+// Q tiles, run by scorer thread 0 (handoff_n16.cuh): nine 16 x 64-element boxes per tile.
+using QLoader = n16::QLoader<kSlabs, 64, kQSlabBytes, kQSlots>;
 
-// S^T (64 keys x 16 rows) = K . Q^T over the nine slabs of a stage and of a Q tile: +32 bytes per k16 step inside a
-// 128-byte swizzled row, 4 steps per slab. One wgmma group; the caller waits for it. The base addresses go through a
-// shuffle from lane 0 so that ptxas keeps the descriptors in uniform registers (decode_fp8/mainloop_h16.cuh).
 // S^T (64 keys x 16 rows) = K . Q^T over the nine slabs of a stage and of a Q tile: +32 bytes per k16 step inside a
 // 128-byte swizzled row, 4 steps per slab. One wgmma group; the caller waits for it. The base addresses go through a
 // shuffle from lane 0 so that ptxas keeps the descriptors in uniform registers (decode_fp8/mainloop_h16.cuh). One
@@ -188,7 +168,7 @@ __device__ __forceinline__ void pv_t(float (&o)[kMTiles][8], const uint32_t (&vf
 template <class Traits>
 __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem, int w,
                                        int lane) {
-  constexpr SmemLayoutN16Ws L = smem_layout_n16ws();
+  constexpr SmemLayoutN16 L = smem_layout_n16ws();
   const uint32_t s_k0 = smem_u32(smem + L.k_offset), s_q0 = smem_u32(smem + L.q_offset);
   const uint32_t s_p0 = smem_u32(smem + L.p_offset);
   float* s_red = reinterpret_cast<float*>(smem + L.red_offset);      // [2][16][4]
@@ -230,7 +210,9 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     // Every warp's S of this sequence has completed (wgmma waited, then this barrier): its Q slot is free.
     if (q_loader && seg_end) ql.issue(p, bars, s_q0);
     float alpha[4], m_scaled[4], pr[8];
-    n16::update_row_max<true, true>(red, m, alpha, m_scaled, p.scale_log2, t);  // alpha exactly 1 where m stays
+    // alpha exactly 1 where m stays (the accumulators' rescale skip); exps as ex2.approx.ftz: a P below 2^-126 is
+    // flushed to 0 (bf16 could hold it down to 2^-133), a change of < 2^-126 against a row sum >= 1.
+    n16::update_row_max<true, true>(red, m, alpha, m_scaled, p.scale_log2, t);
     n16::exp_and_row_sums<true>(s, pr, l, alpha, m_scaled, p.scale_log2);
     // P buffer `buf` is free once the accumulators finished P.V of page j - 2 (pre-armed for pages 0 and 1).
     named_sync(kBarPEmpty + buf, kBarAll);
@@ -293,7 +275,7 @@ __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, const
 template <class Traits>
 __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int a, int w, int lane) {
-  constexpr SmemLayoutN16Ws L = smem_layout_n16ws();
+  constexpr SmemLayoutN16 L = smem_layout_n16ws();
   const uint32_t s_k0 = smem_u32(smem + L.k_offset), s_p0 = smem_u32(smem + L.p_offset);
   const float* s_alpha = reinterpret_cast<const float*>(smem + L.alpha_offset);
   const float* s_lsum = reinterpret_cast<const float*>(smem + L.lsum_offset);
@@ -364,7 +346,7 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
 
 template <class Traits>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_n16ws_kernel(const __grid_constant__ DecodeKernelParams p) {
-  constexpr SmemLayoutN16Ws L = smem_layout_n16ws();
+  constexpr SmemLayoutN16 L = smem_layout_n16ws();
   extern __shared__ __align__(1024) uint8_t smem[];
   PartCursor c;
   if (!n16::begin_part(p, c)) return;

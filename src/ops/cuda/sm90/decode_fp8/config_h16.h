@@ -6,6 +6,7 @@
 // put the 64-wide dimension (keys, V dims) in M and the 16 query rows in N:
 //   S^T (64 keys x 16 rows) = K (64 x 576, shared) . Q^T (Q tile, shared)         wgmma m64n16k32, 18 per page
 //   O^T (512 dims x 16 rows) += V^T (registers, ldmatrix.trans) . P^T (shared)    wgmma m64n16k32, 16 per page
+#include "ops/cuda/sm90/decode/smem_n16.h"
 #include "ops/cuda/sm90/decode_fp8/config.h"
 
 namespace mla::sm90::decode_fp8::h16 {
@@ -51,21 +52,9 @@ constexpr int kBarPFull = 2;   // + buffer
 constexpr int kBarPEmpty = 4;  // + buffer
 constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
 
-struct SmemLayoutH16 {
-  int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, bar_offset, total;
-};
+using SmemLayoutH16 = decode::SmemLayoutN16;
 constexpr SmemLayoutH16 smem_layout_h16() {
-  SmemLayoutH16 s{};
-  s.k_offset = 0;
-  s.q_offset = s.k_offset + kStages * kSlabTileBytes;
-  s.p_offset = s.q_offset + kQSlots * kQTileBytes;
-  s.red_offset = s.p_offset + 2 * kPBufBytes;             // float [2][16 rows][4 scorer warps]: row-max partials
-  s.alpha_offset = s.red_offset + 2 * kRows * 4 * 4;       // float [2][16]: O rescale of page j
-  s.lsum_offset = s.alpha_offset + 2 * kRows * 4;          // float [2][16][4]: row-sum partials at a segment end
-  s.mfin_offset = s.lsum_offset + 2 * kRows * 4 * 4;       // float [2][16]: the row max at a segment end
-  s.bar_offset = s.mfin_offset + 2 * kRows * 4;            // mbarriers: full[kStages], empty[kStages], q_full[kQSlots]
-  s.total = s.bar_offset + 8 * (2 * kStages + kQSlots);
-  return s;
+  return decode::smem_layout_n16(kSlabTileBytes, kStages, kQTileBytes, kQSlots, kPBufBytes);
 }
 static_assert(smem_layout_h16().total <= 227 * 1024, "16-row wgmma kernel fits the sm90 shared-memory limit");
 static_assert(smem_layout_h16().q_offset % 1024 == 0 && smem_layout_h16().p_offset % 1024 == 0 &&

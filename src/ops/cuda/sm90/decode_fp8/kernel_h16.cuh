@@ -56,9 +56,7 @@ enum H16TlSum { kTlScorerFull = 0, kTlScorerPEmpty = 1, kTlAccPFull = 2 };
 using H16Timeline = decode::TimelineSums;
 
 // The page ring (full / empty per stage), then the Q slots' q_full barriers.
-struct Bars : decode::n16::RingBars<kStages> {
-  __device__ uint32_t q_full(int q) const { return base + 8 * (2 * kStages + q); }
-};
+using Bars = decode::n16::RingQBars<kStages, kQSlots>;
 
 // Pages the producer keeps ahead of the accumulator: kStages, or kShallowLead for a short part (config_h16.h). It
 // issues that many up front and then one per page consumed, so only the prologue's count differs; the ring's slots
@@ -72,12 +70,6 @@ __device__ __forceinline__ int producer_lead(const decode::DecodeKernelParams& p
   return sized && decode::part_pages_from_record(p) <= kShallowLeadMaxPages ? kShallowLead : kStages;
 }
 
-// Five boxes of `box_rows` x 128 bytes (128B swizzle) of a [rows, 576]-byte tensor into consecutive slabs (Q tiles;
-// KV pages go as one 3D copy, page_tma.cuh).
-__device__ __forceinline__ void tma_slabs(const CUtensorMap* map, int row0, uint32_t dst, int slab_bytes, uint32_t bar) {
-#pragma unroll
-  for (int slab = 0; slab < kSlabs; ++slab) decode::tma_load_2d(dst + slab * slab_bytes, map, bar, slab * 128, row0);
-}
 // No L2 prefetch beyond the ring: keeping 1 or 2 pages prefetched (cp.async.bulk.prefetch.L2) made every large
 // row slower (NOTES_fp8.md run H2), so MLA_DECODE_FP8_L2_PREFETCH does not apply to this kernel.
 // The page stream, run by accumulator thread 0 (no producer warp: a 9th warp put 3 warps on one SM sub-partition,
@@ -110,21 +102,8 @@ struct PageProducer {
   }
 };
 
-// Q tiles, run by scorer thread 0: sequence n (the n-th this part visits; empty ones are skipped as the part
-// cursor skips them) into slot n % kQSlots, completing on q_full[slot].
-struct QLoader {
-  PartCursor c;  // the first sequence whose Q tile is not issued yet
-  int n = 0;
-  __device__ __forceinline__ void issue(const decode::DecodeKernelParams& p, const Bars& bars, uint32_t s_q0) {
-    if (!c.valid()) return;
-    const int slot = n % kQSlots;
-    decode::mbar_expect_tx(bars.q_full(slot), kQTileBytes);
-    tma_slabs(&p.tmap_q, c.b * p.rows, s_q0 + slot * kQTileBytes, kQSlabBytes, bars.q_full(slot));
-    ++n;
-    c.blk = c.hi - 1;  // the sequence's last block: advance() settles on the next non-empty sequence
-    c.advance(p);
-  }
-};
+// Q tiles, run by scorer thread 0 (decode/handoff_n16.cuh): five 16 x 128-byte boxes per tile.
+using QLoader = decode::n16::QLoader<kSlabs, 128, kQSlabBytes, kQSlots>;
 
 // S^T of page j is waited for before its softmax. When page j + 1 (same sequence) has already landed at page j's
 // row-max exchange, its S^T is issued right after that barrier into s_next and runs on the tensor cores while page

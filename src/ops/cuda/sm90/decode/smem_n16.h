@@ -1,0 +1,28 @@
+#pragma once
+// Shared-memory layout of the 16-row warp-specialized decode kernels (decode/kernel_n16ws.cuh, 16-bit KV;
+// decode_fp8/kernel_h16.cuh, fp8 KV): the page ring, the Q slots, two P buffers, then the scorer <-> accumulator
+// exchange buffers of a 16-row tile with 4 scorer warps (decode/handoff_n16.cuh), then the mbarriers.
+namespace mla::sm90::decode {
+
+struct SmemLayoutN16 {
+  int k_offset, q_offset, p_offset, red_offset, alpha_offset, lsum_offset, mfin_offset, bar_offset, total;
+};
+
+// stage_bytes x stages of pages, q_tile_bytes x q_slots of Q tiles, two P buffers of p_buf_bytes; mbarriers full and
+// empty per stage, then q_full per Q slot.
+constexpr SmemLayoutN16 smem_layout_n16(int stage_bytes, int stages, int q_tile_bytes, int q_slots, int p_buf_bytes) {
+  constexpr int kRows = 16, kScorerWarps = 4;
+  SmemLayoutN16 s{};
+  s.k_offset = 0;
+  s.q_offset = s.k_offset + stages * stage_bytes;
+  s.p_offset = s.q_offset + q_slots * q_tile_bytes;
+  s.red_offset = s.p_offset + 2 * p_buf_bytes;                   // float [2][16 rows][4 scorer warps]: row-max partials
+  s.alpha_offset = s.red_offset + 2 * kRows * kScorerWarps * 4;  // float [2][16]: O rescale of page j
+  s.lsum_offset = s.alpha_offset + 2 * kRows * 4;                // float [2][16][4]: row-sum partials at a segment end
+  s.mfin_offset = s.lsum_offset + 2 * kRows * kScorerWarps * 4;  // float [2][16]: the row max at a segment end
+  s.bar_offset = s.mfin_offset + 2 * kRows * 4;                  // mbarriers: full[stages], empty[stages], q_full[q_slots]
+  s.total = s.bar_offset + 8 * (2 * stages + q_slots);
+  return s;
+}
+
+}  // namespace mla::sm90::decode
