@@ -55,6 +55,13 @@ template <int kSlabs, int kSlabCols, int kQSlabBytes, int kQSlots>
 struct QLoader {
   PartCursor c;  // the first sequence whose Q tile is not issued yet
   int n = 0;
+  // Sequences 0 and 1 of the part, before the scorer's first page.
+  template <class Bars>
+  __device__ __forceinline__ void start(const DecodeKernelParams& p, const Bars& bars, uint32_t s_q0) {
+    static_assert(kQSlots == 2, "sequences 0 and 1 up front, n + 2 after n");
+    issue(p, bars, s_q0);
+    issue(p, bars, s_q0);
+  }
   template <class Bars>
   __device__ __forceinline__ void issue(const DecodeKernelParams& p, const Bars& bars, uint32_t s_q0) {
     if (!c.valid()) return;

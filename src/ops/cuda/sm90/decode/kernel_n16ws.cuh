@@ -181,11 +181,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
   for (int r = 0; r < 4; ++r) m[r] = -INFINITY, l[r] = 0.f;
   const bool q_loader = w == 0 && lane == 0;
   QLoader ql{c};
-  if (q_loader) {
-    static_assert(kQSlots == 2, "sequences 0 and 1 up front, n + 2 after n");
-    ql.issue(p, bars, s_q0);
-    ql.issue(p, bars, s_q0);
-  }
+  if (q_loader) ql.start(p, bars, s_q0);
   bool seq_start = true;
   int j = 0, seq = 0;
   while (c.valid()) {

@@ -132,11 +132,7 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
   st.reset();
   const bool q_loader = w == 0 && lane == 0;
   QLoader ql{c};
-  if (q_loader) {
-    static_assert(kQSlots == 2, "sequences 0 and 1 up front, n + 2 after n");
-    ql.issue(p, bars, s_q0);
-    ql.issue(p, bars, s_q0);
-  }
+  if (q_loader) ql.start(p, bars, s_q0);
   bool seq_start = true, pre = false;
   int j = 0, seq = 0;
   H16Timeline tl;
