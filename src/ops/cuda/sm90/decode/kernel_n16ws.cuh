@@ -13,6 +13,7 @@
 // 256-thread kernel's hold), and the scorer's page j + 1 overlaps the accumulators' page j.
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/config_n16ws.h"
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
 #include "ops/cuda/sm90/decode/params.h"
@@ -344,6 +345,7 @@ template <class Traits>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_n16ws_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr SmemLayoutN16 L = smem_layout_n16ws();
   extern __shared__ __align__(1024) uint8_t smem[];
+  if (threadIdx.x == 0) clock_probe_start();  // diagnostics builds only (clock_probe.cuh)
   PartCursor c;
   if (!n16::begin_part(p, c)) return;
   const Bars bars{smem_u32(smem + L.bar_offset)};
@@ -356,6 +358,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_n16ws_kernel(const __g
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp < kScorerWarps) {
     scorer<Traits>(p, c, bars, smem, warp, lane);
+    if (threadIdx.x == 0) clock_probe_stop();  // the scorer's end: its last P handed off (as the fp8 16-row kernel)
   } else {
     const int acc_warp = warp - kScorerWarps;
     accumulator<Traits>(p, c, bars, smem, acc_warp / 4, acc_warp % 4, lane);

@@ -15,6 +15,7 @@ Status launch_decode_n16ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t 
   MLA_CUDA_TRY("mla_decode", attr);
   kernel<<<grid, n16ws::kThreads, smem, stream>>>(p);
   MLA_CUDA_TRY_LAUNCH("mla_decode");
+  clock_probe_fold(stream, kClock16BitN16Ws);  // diagnostics builds only (clock_probe.cuh)
   return Status::ok();
 }
 
