@@ -369,6 +369,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // fp16 KV / q / out.
   add_case(cases, dc(kH, 1, 16, 1, false, {65}), "len65");
   add_case(cases, dc(kH, 2, 16, 1, false, {4096, 63}), "4096_63");
+  // fp16 through the 16-row kernels with split and multi-sequence parts (session 22, added after the device time).
+  add_case(cases, dc(kH, 7, 16, 1, false, random_lens("fp16b7h16", 7, 1, 8191)), "rand1_8191");
+  add_case(cases, dc(kH, 32, 16, 1, false, random_lens("fp16b32h16", 32, 1, 4096)), "rand1_4096");
   add_case(cases, dc(kH, 7, 64, 4, false, random_lens("fp16b7", 7, 1, 4096)), "rand1_4096");
   add_case(cases, dc(kH, 32, 128, 2, true, random_lens("fp16b32", 32, 1, 2048)), "rand1_2048");
 });
