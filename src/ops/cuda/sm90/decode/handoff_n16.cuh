@@ -77,6 +77,18 @@ struct QLoader {
   }
 };
 
+// A scorer thread's running max (raw scores) and its share of the running sum, for rows r = 2j + e, at a sequence's
+// start.
+__device__ __forceinline__ void reset_rows(float (&m)[4], float (&l)[4]) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) m[r] = -INFINITY, l[r] = 0.f;
+}
+struct ScorerState {
+  float m[4];
+  float l[4];
+  __device__ __forceinline__ void reset() { reset_rows(m, l); }
+};
+
 // Parity of the phase that use number n (0, 1, ...) of a ring slot completes, in a ring of `slots`.
 __device__ __forceinline__ uint32_t phase_of(int n, int slots) { return static_cast<uint32_t>(n / slots) & 1u; }
 

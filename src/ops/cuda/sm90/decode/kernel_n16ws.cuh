@@ -140,14 +140,10 @@ __device__ __forceinline__ void load_v_frags(uint32_t (&vf)[kMTiles][kKSteps][4]
       }
     }
   }
-  // Pins the loads before the wgmma fence: a value the compiler sank past it would make ptxas put a warpgroup.arrive
-  // between the P.V wgmmas.
 #pragma unroll
   for (int i = 0; i < kMTiles; ++i)
 #pragma unroll
-    for (int ks = 0; ks < kKSteps; ++ks)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) asm volatile("" : "+r"(vf[i][ks][q])::"memory");
+    for (int ks = 0; ks < kKSteps; ++ks) fence_operands(vf[i][ks]);  // the loads stay before the P.V wgmma fence
 }
 
 // O^T (this warpgroup's 4 M tiles) += V^T . P^T for one page, then waits for it.
@@ -177,9 +173,8 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
   float* s_lsum = reinterpret_cast<float*>(smem + L.lsum_offset);    // [2][16][4]
   float* s_mfin = reinterpret_cast<float*>(smem + L.mfin_offset);    // [2][16]
   const int g = lane >> 2, t = lane & 3;
-  float m[4], l[4];
-#pragma unroll
-  for (int r = 0; r < 4; ++r) m[r] = -INFINITY, l[r] = 0.f;
+  float m[4], l[4];  // as local arrays, not n16::ScorerState: with the struct ptxas allocates the kernel differently
+  n16::reset_rows(m, l);
   const bool q_loader = w == 0 && lane == 0;
   QLoader ql{c};
   if (q_loader) ql.start(p, bars, s_q0);
@@ -221,8 +216,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     }
     if (seg_end) {
       n16::publish_segment_totals(l, m, s_lsum, s_mfin, buf, w, g, t);
-#pragma unroll
-      for (int r = 0; r < 4; ++r) m[r] = -INFINITY, l[r] = 0.f;
+      n16::reset_rows(m, l);
       ++seq;
     }
     fence_proxy_async();  // P (generic stores) is read by wgmma (async proxy) after P_full

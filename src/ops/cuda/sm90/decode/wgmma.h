@@ -35,6 +35,13 @@ __device__ __forceinline__ void fence_operands(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// The same for A fragments in registers: pins their computation before this point, so the compiler does not sink a
+// load or prmt past the wgmma_fence (ptxas would then put a warpgroup.arrive between the wgmmas, serializing them).
+template <int N>
+__device__ __forceinline__ void fence_operands(uint32_t (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
 
 // D (64 x N, fp32, registers) += A (64 x 16, smem desc) * B (16 x N, smem desc). _tb: B is MN-major.
 __device__ __forceinline__ void wgmma_m64n32k16_bf16(float (&d)[16], uint64_t desc_a, uint64_t desc_b) {

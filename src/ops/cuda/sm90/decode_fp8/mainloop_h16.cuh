@@ -54,17 +54,9 @@ __device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint
   decode::wgmma_commit();
 }
 
-// Scorer state of one thread: running max (raw scores) and its share of the running sum, for rows r = 2j + e.
-struct ScorerState {
-  float m[4];
-  float l[4];
-  __device__ __forceinline__ void reset() {
-#pragma unroll
-    for (int r = 0; r < 4; ++r) m[r] = -INFINITY, l[r] = 0.f;
-  }
-};
-
-// The masked row max of a page's S^T (decode/handoff_n16.cuh, shared with the 16-bit 16-row kernel).
+// The scorer's row state and the masked row max of a page's S^T (decode/handoff_n16.cuh, shared with the 16-bit
+// 16-row kernel).
+using decode::n16::ScorerState;
 using decode::n16::mask_and_warp_max;
 using decode::n16::warp_max_row;
 
@@ -125,9 +117,7 @@ __device__ __forceinline__ void fence_frags(uint32_t (&vf)[2][8][4]) {
 #pragma unroll
   for (int ks = 0; ks < 2; ++ks)
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(vf[ks][i][r])::"memory");
+    for (int i = 0; i < 8; ++i) decode::fence_operands(vf[ks][i]);
 }
 
 // V^T A fragments of a page in the slab layout: for k32 step ks and M tile i, one ldmatrix.x4.trans of keys

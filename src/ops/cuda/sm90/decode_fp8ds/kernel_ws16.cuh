@@ -140,7 +140,7 @@ __device__ __forceinline__ void k_frag(uint32_t (&a)[4], uint32_t wa, uint32_t w
 }
 __device__ __forceinline__ void pin_frags(uint32_t (&f)[8][4]) {
 #pragma unroll
-  for (int s = 0; s < 8; ++s) pin(f[s]);
+  for (int s = 0; s < 8; ++s) fence_operands(f[s]);
 }
 
 // The codes of tile c (blocks 2c, 2c + 1) at k0 / k1 (this thread's two tokens + 16t): a[half] / b[half].
@@ -242,7 +242,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
         fr[i][1] = word_of(b0, i);
         fr[i][2] = word_of(a1, i);
         fr[i][3] = word_of(b1, i);
-        pin(fr[i]);
+        fence_operands(fr[i]);
       }
       decode::wgmma_fence();
 #pragma unroll
@@ -361,8 +361,8 @@ __device__ __forceinline__ void v_frags(uint32_t (&f)[4][2][4], uint32_t v_lane,
       // a0 / a1 (h = 0) or a2 / a3 (h = 1) of m-block bb: rows g / g + 8 = dims 2g / 2g + 1.
       e4m3x4_to_f16x2x2(byte_perm(x, 0u, 0x3120), f[s][m >> 1][2 * (m & 1)], f[s][m >> 1][2 * (m & 1) + 1]);
     }
-    pin(f[s][0]);
-    pin(f[s][1]);
+    fence_operands(f[s][0]);
+    fence_operands(f[s][1]);
   }
 }
 __device__ __forceinline__ void issue_tile_pv(float (&o)[8][8], const uint32_t (&f)[4][2][4], uint32_t s_pc, int c) {
