@@ -491,11 +491,8 @@ std::string fmt_name(KvFormat f) { return std::string(kv_format_name(f)); }
 std::string dt_name(DType d) { return std::string(dtype_name(d)); }
 constexpr KvFormat kFormats[] = {KvFormat::kBf16, KvFormat::kFp16, KvFormat::kFp8, KvFormat::kFp8Ds};
 
-// MLA_SMALL_CASES=1 (compute-sanitizer runs in scripts/gpu_check.sh): only the cases that stay small.
-bool small_cases() {
-  const char* s = std::getenv("MLA_SMALL_CASES");
-  return s != nullptr && s[0] == '1';
-}
+// MLA_SMALL_CASES=1 (compute-sanitizer runs in scripts/gpu_check.sh; harness small_cases()): only the cases that stay
+// small.
 
 void register_cases(std::vector<GpuCase>& cases) {
   const bool small = small_cases();

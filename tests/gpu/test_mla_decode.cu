@@ -267,13 +267,8 @@ std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) 
   return v;
 }
 
-// MLA_SMALL_CASES=1 (the compute-sanitizer runs of scripts/gpu_check.sh --sanitize): only cases of at most 8 sequences
-// and 5000 tokens, which still reach every kernel (each h_q, s_q 1-4, splits, empty sequences, partial tiles).
-bool small_cases() {
-  const char* s = std::getenv("MLA_SMALL_CASES");
-  return s != nullptr && s[0] == '1';
-}
-
+// Under MLA_SMALL_CASES=1 (harness small_cases(): the compute-sanitizer runs) only cases of at most 8 sequences and
+// 5000 tokens, which still reach every kernel (each h_q, s_q 1-4, splits, empty sequences, partial tiles).
 void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens) {
   int64_t tokens = 0;
   for (int len : c.seqlens) tokens += len;

@@ -72,11 +72,6 @@ struct Fp8Case {
   float softmax_scale = kSoftmaxScale;
 };
 
-bool small_cases() {
-  const char* s = std::getenv("MLA_SMALL_CASES");
-  return s != nullptr && s[0] == '1';
-}
-
 int device_sms() {
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)

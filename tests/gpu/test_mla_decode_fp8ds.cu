@@ -79,11 +79,6 @@ bool exact_code_kernel(const DecodeShape& s) {
   return s.h_q * s.s_q == 16 && !(e != nullptr && std::string(e) == "dequant");
 }
 
-bool small_cases() {
-  const char* s = std::getenv("MLA_SMALL_CASES");
-  return s != nullptr && s[0] == '1';
-}
-
 // The cache entry of token t of sequence b.
 const uint8_t* token_bytes(const DecodeHostData& h, int b, int t) {
   const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];

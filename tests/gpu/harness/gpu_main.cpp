@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/random.h"
 #include "harness/registry.h"
@@ -12,6 +13,11 @@ namespace mla::test {
 std::vector<GpuCase>& gpu_cases() {
   static std::vector<GpuCase> cases;
   return cases;
+}
+
+bool small_cases() {
+  const char* s = std::getenv("MLA_SMALL_CASES");
+  return s != nullptr && s[0] == '1';
 }
 
 namespace {

@@ -27,6 +27,10 @@ struct GpuCase {
 
 std::vector<GpuCase>& gpu_cases();
 
+// MLA_SMALL_CASES=1 (the compute-sanitizer runs of scripts/gpu_check.sh --sanitize): a test file that honours it
+// registers only the cases it marks or bounds as small.
+bool small_cases();
+
 struct CaseRegistrar {
   explicit CaseRegistrar(std::function<void(std::vector<GpuCase>&)> add) { add(gpu_cases()); }
 };
