@@ -4,6 +4,7 @@
 #include "ops/cuda/sm90/decode/kernel.cuh"
 #include "ops/cuda/sm90/decode/kernel_ws.cuh"
 #include "ops/cuda/sm90/decode/launch.h"
+#include "ops/cuda/sm90/decode/launch_kernel.cuh"
 #include "ops/cuda/sm90/decode/traits.h"
 
 namespace mla::sm90::decode {
@@ -12,12 +13,7 @@ template <class Traits, int RG, bool kWg>
 Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = PageLoaderOf<Traits, RG, kWg>::type::layout(RG, WarpShape<RG>::kSlices).total;
   static_assert(smem <= 227 * 1024, "fits the sm90 shared-memory limit");
-  auto* kernel = &mla_decode_kernel<Traits, RG, kWg>;
-  // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
-  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  MLA_CUDA_TRY("mla_decode", attr);
-  kernel<<<grid, kThreads, smem, stream>>>(p);
-  MLA_CUDA_TRY_LAUNCH("mla_decode");
+  MLA_TRY((launch_kernel<&mla_decode_kernel<Traits, RG, kWg>>(p, grid, kThreads, smem, stream)));
   clock_probe_fold(stream, kClock16BitN16);  // diagnostics builds only (clock_probe.cuh)
   return Status::ok();
 }
@@ -26,11 +22,7 @@ template <class Traits, bool kPvFirst, bool kSlabBars>
 Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   static_assert(kPvFirst && kSlabBars, "only the pvfirst schedule with per-slab barriers is built (kernel_ws.cuh)");
   constexpr int smem = ws_smem_layout(Traits::kFormat == KvFormat::kFp8Ds).total;
-  auto* kernel = &mla_decode_ws_kernel<Traits>;
-  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  MLA_CUDA_TRY("mla_decode", attr);
-  kernel<<<grid, kWsThreads, smem, stream>>>(p);
-  MLA_CUDA_TRY_LAUNCH("mla_decode");
+  MLA_TRY(launch_kernel<&mla_decode_ws_kernel<Traits>>(p, grid, kWsThreads, smem, stream));
   phase_sums_print(stream);             // diagnostics builds only (phase_sums.cuh)
   clock_probe_fold(stream, kClockWs64);  // (clock_probe.cuh)
   return Status::ok();

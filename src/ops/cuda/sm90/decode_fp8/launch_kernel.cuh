@@ -4,20 +4,16 @@
 
 #include "mla/core/cuda_check.h"
 #include "ops/cuda/sm90/decode/clock_probe.cuh"
+#include "ops/cuda/sm90/decode/launch_kernel.cuh"
 #include "ops/cuda/sm90/decode/phase_sums.cuh"
 #include "ops/cuda/sm90/decode_fp8/params.h"
 
 namespace mla::sm90::decode_fp8 {
 
-// kKernel: the kernel's address (a template argument, so each instantiation raises its own limit once).
+// kKernel: the kernel's address (../decode/launch_kernel.cuh), errors named "mla_decode (fp8)".
 template <auto kKernel>
 Status launch_fp8_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int smem, cudaStream_t stream) {
-  // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
-  static const cudaError_t attr = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  MLA_CUDA_TRY("mla_decode (fp8)", attr);
-  kKernel<<<grid, threads, smem, stream>>>(p);
-  MLA_CUDA_TRY_LAUNCH("mla_decode (fp8)");
-  return Status::ok();
+  return decode::launch_kernel<kKernel>(p, grid, threads, smem, stream, "mla_decode (fp8)");
 }
 
 // Behind a 64-row warp-specialized launch (st: its status): the diagnostics builds' printer and clock fold

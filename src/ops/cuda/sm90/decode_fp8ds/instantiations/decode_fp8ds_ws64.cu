@@ -1,5 +1,6 @@
 // The owner-converts fp8_ds kernel for 64-row tiles (kernel_ws64.cuh) and its launcher.
 #include "mla/core/cuda_check.h"
+#include "ops/cuda/sm90/decode/launch_kernel.cuh"
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8ds/kernel_ws64.cuh"
 #include "ops/cuda/sm90/decode_fp8ds/launch_ws64.h"
@@ -8,13 +9,7 @@ namespace mla::sm90::decode_fp8ds {
 
 Status launch_decode_fp8ds_ws64(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = decode::ws_smem_layout(true).total;
-  auto* kernel = &ws64::mla_decode_fp8ds_ws64_kernel;
-  // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
-  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  MLA_CUDA_TRY("mla_decode", attr);
-  kernel<<<grid, decode::kWsThreads, smem, stream>>>(p);
-  MLA_CUDA_TRY_LAUNCH("mla_decode");
-  return Status::ok();
+  return decode::launch_kernel<&ws64::mla_decode_fp8ds_ws64_kernel>(p, grid, decode::kWsThreads, smem, stream);
 }
 
 }  // namespace mla::sm90::decode_fp8ds
