@@ -278,6 +278,16 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
   // 16-row tiles (h_q 16, s_q 1) run on the warp-specialized wgmma kernel by default (kernel_n16ws.cuh) and again on
   // the 256-thread mma.sync kernel (MLA_DECODE_N16 is read on every call), same tolerance: the same operands rounded
   // at the same points (P to the KV type once, fp32 accumulation); only the order of the fp32 sums differs.
+  // Tiles of 32-47 rows (h_q 32 s_q 1, h_q 16 s_q 2) run on the 64-row warp-specialized kernel by default and again on
+  // the two-row-group mma.sync kernel (MLA_DECODE_N32, read on every call), same tolerance and reasoning.
+  const int rows = c.h_q * c.s_q;
+  if (rows >= 32 && rows < 48) {
+    const std::string n = name + "_n32mma";
+    cases.push_back({"mla_decode", n, kDecodeTol, [c, n](CaseReport* rep) {
+                       ScopedEnv env("MLA_DECODE_N32", "mma");
+                       return run_decode_case(n, c, rep);
+                     }});
+  }
   if (c.h_q * c.s_q == 16) {
     const std::string n = name + "_n16mma";
     cases.push_back({"mla_decode", n, kDecodeTol, [c, n](CaseReport* rep) {
@@ -420,6 +430,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      { auto pv = plan; pv.parts = nullptr; try_call("null plan", good, g, pv, ws.bytes()); }
                      { ScopedEnv env("MLA_DECODE_N16", "wgmma");  // not a variant
                        try_call("bad MLA_DECODE_N16", good, g, plan, ws.bytes()); }
+                     { ScopedEnv env("MLA_DECODE_N32", "wgmma");  // not a variant (read on every call, any rows)
+                       try_call("bad MLA_DECODE_N32", good, g, plan, ws.bytes()); }
                      MLA_CUDA_TRY("test", cudaDeviceSynchronize());
                      std::vector<uint8_t> bytes(out.bytes());
                      MLA_TRY(out.download(&bytes));

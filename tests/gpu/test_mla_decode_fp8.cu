@@ -309,6 +309,16 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                        }});
     }
   }
+  // Tiles of 32-47 rows run on the 64-row warp-specialized kernel by default (bf16 partials, as the 48-row tiles) and
+  // again on the two-row-group mma.sync kernel (MLA_DECODE_N32, read on every call), same tolerance: the same operands
+  // rounded at the same points.
+  if (cs.h_q * cs.s_q >= 32 && cs.h_q * cs.s_q < 48 && tokens <= 200000) {
+    const std::string n = name + "_n32mma";
+    cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
+                       ScopedEnv env("MLA_DECODE_N32", "mma");
+                       return run_fp8_case(n, c, rep);
+                     }});
+  }
   // 64-row tiles (h_q * s_q >= 48) run again on the experimental scorer-split kernel (kernel_ws3.cuh;
   // MLA_DECODE_FP8_VARIANT64 is read on every call), same tolerance: the same operands rounded at the same points (Q,
   // K, V, P in e4m3); only the order in which the row sums add up differs (per page and quad, then per page), far

@@ -34,6 +34,7 @@
 #include "decode_device_run.h"
 #include "harness/device_buffer.h"
 #include "harness/registry.h"
+#include "harness/scoped_env.h"
 #include "mla/core/cuda_check.h"
 #include "mla/core/fp8.h"
 #include "mla/core/half.h"
@@ -220,6 +221,16 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
                      auto rng = case_rng(name);
                      return run_fp8ds_case(name, make_decode_data(shape, rng), rep);
                    }});
+  // Tiles of 32-47 rows run on the 64-row producer-converts kernel by default and again on the two-row-group
+  // dequantizing kernel (MLA_DECODE_N32, read on every call), same tolerance: both dequantize to bf16 the same way.
+  if (sp.h_q * sp.s_q >= 32 && sp.h_q * sp.s_q < 48) {
+    const std::string n = name + "_n32mma";
+    cases.push_back({"mla_decode", n, kFp8DsTol, [shape, n](CaseReport* rep) {
+                       ScopedEnv env("MLA_DECODE_N32", "mma");
+                       auto rng = case_rng(n);
+                       return run_fp8ds_case(n, make_decode_data(shape, rng), rep);
+                     }});
+  }
 }
 
 constexpr DataKind kDs = DataKind::kDeepSeekLike;

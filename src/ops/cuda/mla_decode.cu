@@ -101,6 +101,18 @@ Status n16_ws(bool* ws) {
   return Status::ok();
 }
 
+// MLA_DECODE_N32 = ws (default) | mma: tiles of 32-47 query rows (h_q 32 s_q 1, h_q 16 s_q 2) on the formats' 64-row
+// warp-specialized kernels, whose rows past the tile compute the next sequence's q (finite, never written), or on
+// the 256-thread mma.sync kernels of two row groups, the default until session 22. Those ran 1.5-2.7x slower than
+// the same bytes at h_q 64 (H200, b128 s4096: bf16 227.3 us against h_q 64's 154.5, fp8 216.6 against 105.9;
+// bench/decode/NOTES.md "Session 22"). Read on every call, so the tests run each such case on both.
+Status n32_ws(bool* ws) {
+  const EnvKnob k = read_env_knob("MLA_DECODE_N32", {"ws", "mma"});
+  MLA_TRY(k.status);
+  *ws = k.index != 1;
+  return Status::ok();
+}
+
 template <class Traits>
 Status launch_ws(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, dim3 grid,
                  cudaStream_t stream) {
@@ -123,7 +135,9 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   const int rows_first_tile = kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta;
   const int groups = rows_first_tile / 16;
   const bool ws64 = variant64() != Variant64::kWgmma && variant64() != Variant64::kMmaSync;
-  if (groups <= 2 && ws64 && ws_for_short_tiles()) {
+  bool ws32 = false;
+  MLA_TRY(n32_ws(&ws32));
+  if (ws64 && (ws_for_short_tiles() || (groups == 2 && ws32))) {
     MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
   } else if (groups == 1) {
     MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages));  // pages.cuh TmaPages, kernel_n16ws.cuh
@@ -140,7 +154,8 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   } else if (variant64() == Variant64::kWgmma) {
     MLA_TRY((launch_decode<Traits, 4, true>(kp, grid, stream)));  // 3 groups: one row group computes zeros
   } else {
-    // 3 groups: the 4th computes rows of the next sequence's q (finite), never written.
+    // 3 groups: the 4th computes rows of the next sequence's q (finite), never written (2 groups, above: the 3rd and
+    // 4th).
     MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
   }
   return launch_combine<Traits>(kp, stream);
@@ -175,11 +190,13 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   kp.l2_prefetch = 0;
   const dim3 grid(g.num_parts, g.num_head_tiles);
   const int groups = (kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta) / 16;
+  bool ws32 = false;
+  MLA_TRY(n32_ws(&ws32));
   if (groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant()) {
     MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws16(kp, grid, stream));  // exact codes, wgmma
   } else if (groups == 1) {
     MLA_TRY((launch_decode<Fp8DsTraits, 1, false>(kp, grid, stream)));
-  } else if (groups == 2) {
+  } else if (groups == 2 && !ws32) {
     MLA_TRY((launch_decode<Fp8DsTraits, 2, false>(kp, grid, stream)));
   } else {
     MLA_TRY(encode_tensor_maps_fp8ds(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
@@ -233,7 +250,9 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
     // caller's units); the output is scaled by k_scale in the kernel's epilogue (src/ops/cuda/sm90/decode_fp8).
     kp.softmax_scale = p.softmax_scale * p.q_scale * p.k_scale;
     kp.scale_log2 = kp.softmax_scale * 1.4426950408889634f;
-    return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, p.kv_cache.shape[0], s);
+    bool ws32 = false;
+    MLA_TRY(n32_ws(&ws32));
+    return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, p.kv_cache.shape[0], ws32, s);
   }
   const int64_t num_pages = p.kv_cache.shape[0];
   if (p.format == KvFormat::kFp8Ds) return launch_fp8ds(kp, g, num_pages, s);

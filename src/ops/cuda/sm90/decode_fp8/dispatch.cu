@@ -51,7 +51,7 @@ Status h16_early_s(int* mode) {
 }  // namespace
 
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
-                      int64_t num_pages, cudaStream_t stream) {
+                      int64_t num_pages, bool ws32, cudaStream_t stream) {
   MLA_TRY(l2_prefetch_knob().status);
   Variant64 v = Variant64::kWsQReg;
   MLA_TRY(variant64(&v));
@@ -71,12 +71,12 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     MLA_TRY(h16_early_s(&p.h16_early_s));
     MLA_TRY(encode_tensor_maps_fp8_h16(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
     MLA_TRY(launch_decode_fp8_h16(p, grid, stream));
-  } else if (groups == 2) {
+  } else if (groups == 2 && (!ws32 || v == Variant64::kMmaSync)) {
     MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
   } else if (v == Variant64::kMmaSync) {
     MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
   } else {
-    // 3 groups: the 4th computes rows of the next sequence's q (or TMA zeros past q's end), never written.
+    // 2-3 groups: the rows past them compute rows of the next sequence's q (or TMA zeros past q's end), never written.
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
     if (v == Variant64::kWsAhead) {
       MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));

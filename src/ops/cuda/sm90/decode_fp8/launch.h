@@ -35,8 +35,9 @@ Status encode_tensor_maps_fp8_h16(decode::DecodeKernelParams* p, int64_t num_pag
 
 // Picks the row-group variant from the first head tile's rows, launches decode + the shared combine
 // (bf16 output). kp must be filled as for the 16-bit kernel, with softmax_scale / scale_log2 already
-// multiplied by q_scale * k_scale; out_scale = k_scale; num_pages = the cache's first dimension.
+// multiplied by q_scale * k_scale; out_scale = k_scale; num_pages = the cache's first dimension. ws32: tiles of 32-47
+// rows on the 64-row warp-specialized kernel (the launcher's MLA_DECODE_N32), else on the two-row-group mma.sync one.
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
-                      int64_t num_pages, cudaStream_t stream);
+                      int64_t num_pages, bool ws32, cudaStream_t stream);
 
 }  // namespace mla::sm90::decode_fp8
