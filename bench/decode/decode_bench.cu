@@ -5,7 +5,7 @@
 // over --reps calls. Rows print in DESIGN.md §6 column order.
 //
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
-//                [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] [--shape H,B,S ...] [--prewarm none|same|other|FORMAT]
+//                [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm none|same|other|FORMAT]
 //                [--flush memset|read|memset0|fill]  (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
@@ -18,8 +18,9 @@
 // --parts N: N CTA columns per head tile instead of the geometry's num_sms / head tiles (fewer, fuller CTAs;
 // mla_decode accepts any num_parts >= 1 whose max_splits matches); --tune: the plan's DecodePlanTuning
 // (seq_cost, split_cost, min_part_cost; default 4,4,1); --price N: the geometry's split_price replaced by N.
-// All three are experiments: the engine uses the defaults. --shape H_Q,BATCH,SEQLEN (repeatable): time these shapes
-// instead of the grid's rows (no anchor: plan experiments off the grid, e.g. h_q 64 or small batches); with --rows
+// All three are experiments: the engine uses the defaults. --shape H_Q,BATCH,SEQLEN[,S_Q] (repeatable): time these
+// shapes instead of the grid's rows (no anchor: plan experiments off the grid, e.g. h_q 64 or small batches; S_Q 2-4
+// is causal MTP / speculative decode, printed in an s_q column, its FLOPs counting only the visible keys); with --rows
 // it is an error (the rows would be ignored). Every parse error repeats the value it rejects.
 // --prewarm (experiment): what warm kernel code is worth. After each flush, outside the events, one call of the same
 // shape on a few pages of its own, in this format (same: the kernels' code in L2 and the SMs' instruction caches),
@@ -66,6 +67,7 @@ using mla::Status;
 struct Row {
   int h_q, batch, seqlen;
   double anchor_us;  // best of "FlashMLA bf16" and "FlashMLA PR54 bf16" for this row
+  int s_q = 1;       // query tokens per sequence (--shape's fourth value; causal when > 1: MTP / speculative decode)
 };
 
 // ANCHORS.md, same table, column "FlashMLA PR54 fp8" (the fp8 anchor, issue 4), in kRows order.
@@ -239,12 +241,13 @@ Status parse(int argc, char** argv, Options* o) {
     } else if (a == "--shape" && has_val) {
       const std::string v = argv[++i];
       const std::vector<int64_t> t = mla::bench::parse_int_list(v);
-      if (t.size() != 3 || (t[0] != 16 && t[0] != 32 && t[0] != 64 && t[0] != 128) || t[1] < 1 || t[1] > 4096 ||
-          t[2] < 64 || t[2] > 131072 || t[2] % 64 != 0)
-        return Status::invalid("bench decode", "--shape wants H_Q,BATCH,SEQLEN (16|32|64|128, 1..4096, a multiple "
-                                               "of 64 in 64..131072); got '" + v + "'");
+      if ((t.size() != 3 && t.size() != 4) || (t[0] != 16 && t[0] != 32 && t[0] != 64 && t[0] != 128) || t[1] < 1 ||
+          t[1] > 4096 || t[2] < 64 || t[2] > 131072 || t[2] % 64 != 0 || (t.size() == 4 && (t[3] < 1 || t[3] > 4)))
+        return Status::invalid("bench decode", "--shape wants H_Q,BATCH,SEQLEN[,S_Q] (16|32|64|128, 1..4096, a "
+                                               "multiple of 64 in 64..131072, 1..4); got '" + v + "'");
       shape_args += (shape_args.empty() ? "'" : " '") + v + "'";
-      o->shapes.push_back({static_cast<int>(t[0]), static_cast<int>(t[1]), static_cast<int>(t[2]), 0.0});
+      o->shapes.push_back({static_cast<int>(t[0]), static_cast<int>(t[1]), static_cast<int>(t[2]), 0.0,
+                           t.size() == 4 ? static_cast<int>(t[3]) : 1});
     } else if (a == "--prewarm" && has_val) {
       const std::string v = argv[++i];
       if (v == "none") o->prewarm = Options::kNone;
@@ -510,12 +513,12 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
                        const mla::DecodePlanTuning& tune, cudaStream_t s, Capture capture, WarmCall* w) {
   const int pages_per_seq = r.seqlen / mla::kDecodePageSize, num_pages = r.batch * pages_per_seq;
   const int kind = fill_kind_of(wf);
-  const size_t q_elems = size_t(r.batch) * r.h_q * mla::kDimQK;
+  const size_t q_elems = size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK;
   const size_t cache_elems = size_t(pages_per_seq) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: any format fits
   MLA_TRY(w->q.alloc(q_elems));
   MLA_TRY(w->cache.alloc(cache_elems));
-  MLA_TRY(w->out.alloc(size_t(r.batch) * r.h_q * mla::kDimV));
-  MLA_TRY(w->lse.alloc(size_t(r.batch) * r.h_q));
+  MLA_TRY(w->out.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimV));
+  MLA_TRY(w->lse.alloc(size_t(r.batch) * r.h_q * r.s_q));
   MLA_TRY(w->table.alloc(num_pages));
   MLA_TRY(w->parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
   MLA_TRY(w->offsets.alloc(r.batch + 1));
@@ -534,13 +537,13 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
                                                          cudaMemcpyHostToDevice, s));
   mla::MlaDecodeParams wp = p;
   wp.format = wf;
-  wp.q = mla::TensorView::contiguous(w->q.p, mla::kv_query_dtype(wf), {r.batch, 1, r.h_q, mla::kDimQK});
+  wp.q = mla::TensorView::contiguous(w->q.p, mla::kv_query_dtype(wf), {r.batch, r.s_q, r.h_q, mla::kDimQK});
   wp.kv_cache = mla::TensorView::contiguous(w->cache.p, mla::kv_cache_dtype(wf),
                                             {pages_per_seq, mla::kDecodePageSize, mla::kv_token_elems(wf)});
   wp.block_table = mla::TensorView::contiguous(w->table.p, mla::DType::kInt32, {r.batch, pages_per_seq});
   wp.out = mla::TensorView::contiguous(w->out.p, wf == mla::KvFormat::kFp16 ? mla::DType::kFp16 : mla::DType::kBf16,
-                                       {r.batch, 1, r.h_q, mla::kDimV});
-  wp.lse = mla::TensorView::contiguous(w->lse.p, mla::DType::kFp32, {r.batch, r.h_q, 1});
+                                       {r.batch, r.s_q, r.h_q, mla::kDimV});
+  wp.lse = mla::TensorView::contiguous(w->lse.p, mla::DType::kFp32, {r.batch, r.h_q, r.s_q});
   const mla::DecodePlanView plan{w->parts.p, w->offsets.p, g.num_parts};
   MLA_TRY(mla::cuda::plan_decode(wp.seqlens, wp.block_table, g, plan, s, tune));
   const size_t ws_bytes = mla::decode_workspace_bytes(g);
@@ -593,7 +596,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_CUDA_TRY("bench decode", cudaGetDevice(&dev));
   MLA_CUDA_TRY("bench decode", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   mla::DecodePlanGeometry g;
-  MLA_TRY(mla::decode_plan_geometry(r.batch, 1, r.h_q, sms, &g));
+  MLA_TRY(mla::decode_plan_geometry(r.batch, r.s_q, r.h_q, sms, &g));
   if (o.parts > 0) {  // experiment: another CTA count (mla_decode checks only max_splits == batch + parts - 1)
     g.num_parts = o.parts;
     g.max_splits = g.batch + g.num_parts - 1;
@@ -605,16 +608,16 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   DevMem<float> lse;
   DevMem<uint8_t> ws;
   const size_t cache_elems = size_t(num_pages) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: room for any format
-  MLA_TRY(q.alloc(size_t(r.batch) * r.h_q * mla::kDimQK));
+  MLA_TRY(q.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK));
   MLA_TRY(cache.alloc(cache_elems));
-  MLA_TRY(out.alloc(size_t(r.batch) * r.h_q * mla::kDimV));
-  MLA_TRY(lse.alloc(size_t(r.batch) * r.h_q));
+  MLA_TRY(out.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimV));
+  MLA_TRY(lse.alloc(size_t(r.batch) * r.h_q * r.s_q));
   MLA_TRY(bt.alloc(num_pages));
   MLA_TRY(sl.alloc(r.batch));
   MLA_TRY(parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
   MLA_TRY(off.alloc(r.batch + 1));
   MLA_TRY(ws.alloc(mla::decode_workspace_bytes(g)));
-  fill_normal<<<1024, 256, 0, s>>>(q.p, size_t(r.batch) * r.h_q * mla::kDimQK, 0x1234u + r.h_q, fill_kind);
+  fill_normal<<<1024, 256, 0, s>>>(q.p, size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK, 0x1234u + r.h_q, fill_kind);
   if (fp8ds) {
     fill_fp8ds<<<4096, 256, 0, s>>>(reinterpret_cast<uint8_t*>(cache.p), size_t(num_pages) * mla::kDecodePageSize,
                                     0xBEEFu + r.batch);
@@ -629,13 +632,14 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(sl.p, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice, s));
 
   mla::MlaDecodeParams p;
-  p.q = mla::TensorView::contiguous(q.p, q_dt, {r.batch, 1, r.h_q, mla::kDimQK});
+  p.q = mla::TensorView::contiguous(q.p, q_dt, {r.batch, r.s_q, r.h_q, mla::kDimQK});
   p.kv_cache = mla::TensorView::contiguous(cache.p, dt, {num_pages, mla::kDecodePageSize, mla::kv_token_elems(o.format)});
   p.block_table = mla::TensorView::contiguous(bt.p, mla::DType::kInt32, {r.batch, pages_per_seq});
   p.seqlens = mla::TensorView::contiguous(sl.p, mla::DType::kInt32, {r.batch});
-  p.out = mla::TensorView::contiguous(out.p, out_dt, {r.batch, 1, r.h_q, mla::kDimV});
-  p.lse = mla::TensorView::contiguous(lse.p, mla::DType::kFp32, {r.batch, r.h_q, 1});
+  p.out = mla::TensorView::contiguous(out.p, out_dt, {r.batch, r.s_q, r.h_q, mla::kDimV});
+  p.lse = mla::TensorView::contiguous(lse.p, mla::DType::kFp32, {r.batch, r.h_q, r.s_q});
   p.format = o.format;
+  p.causal = r.s_q > 1;  // MTP / speculative decode: query i of s_q sees keys < seqlen - s_q + 1 + i
   p.softmax_scale = 0.0721687836f;
   const mla::DecodePlanView plan{parts.p, off.p, g.num_parts};
 
@@ -724,8 +728,11 @@ Status bench(const Options& o) {
   }
   cudaDeviceProp prop{};
   MLA_CUDA_TRY("bench decode", cudaGetDeviceProperties(&prop, 0));
-  std::printf("# mla_decode, %s, %d SMs, format %s, s_q 1, reps %d (median, L2 flushed, CUDA graph)\n", prop.name,
-              prop.multiProcessorCount, std::string(mla::kv_format_name(o.format)).c_str(), o.reps);
+  // An s_q column only when a --shape asks for s_q > 1 (the grid's table keeps the anchors' columns).
+  const bool show_sq = std::any_of(o.shapes.begin(), o.shapes.end(), [](const Row& r) { return r.s_q > 1; });
+  std::printf("# mla_decode, %s, %d SMs, format %s, %s, reps %d (median, L2 flushed, CUDA graph)\n", prop.name,
+              prop.multiProcessorCount, std::string(mla::kv_format_name(o.format)).c_str(),
+              show_sq ? "s_q per row (causal when > 1)" : "s_q 1", o.reps);
   const bool fp8 = o.format == mla::KvFormat::kFp8, fp8ds = o.format == mla::KvFormat::kFp8Ds;
   std::printf(fp8     ? "# anchor = the FlashMLA PR54 fp8 column of ANCHORS.md\n"
               : fp8ds ? "# anchor = the FlashMLA sparse fp8 (656 B/token) column of ANCHORS.md\n"
@@ -736,9 +743,9 @@ Status bench(const Options& o) {
               o.parts > 0 ? std::to_string(o.parts).c_str() : "the geometry's",
               o.price >= 0 ? std::to_string(o.price).c_str() : "the geometry's", o.tune.seq_cost, o.tune.split_cost,
               o.tune.min_part_cost);
-  std::printf("| format | h_q | batch | seqlen | µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |%s\n",
-              ab ? " on 2 | on 3 | off 1 | off 2 | off-on |" : "");
-  std::printf("|---|---|---|---|---|---|---|---|---|%s\n", ab ? "---|---|---|---|---|" : "");
+  std::printf("| format | h_q | batch | seqlen |%s µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |%s\n",
+              show_sq ? " s_q |" : "", ab ? " on 2 | on 3 | off 1 | off 2 | off-on |" : "");
+  std::printf("|---|---|---|---|%s---|---|---|---|---|%s\n", show_sq ? "---|" : "", ab ? "---|---|---|---|---|" : "");
   {
     // The floor under the plan column: one empty kernel timed the same way (flush, events, graph launch).
     cudaGraph_t graph;
@@ -765,11 +772,14 @@ Status bench(const Options& o) {
     MLA_TRY(run_row(r, o, s, flush, &t));
     // ANCHORS.md: cache bytes + q bytes (1 per value for fp8) + 16-bit out bytes.
     const double bytes = double(r.batch) * r.seqlen * mla::kv_bytes_per_token(o.format) +
-                         double(r.batch) * r.h_q * (mla::kDimQK * (fp8 ? 1 : 2) + mla::kDimV * 2);
+                         double(r.batch) * r.s_q * r.h_q * (mla::kDimQK * (fp8 ? 1 : 2) + mla::kDimV * 2);
     const double anchor_us = !grid ? 0.0 : fp8 ? kAnchorFp8Us[i - 1] : fp8ds ? kAnchorFp8DsUs[i - 1] : r.anchor_us;
-    const double flops = double(r.batch) * r.h_q * r.seqlen * (mla::kDimQK + mla::kDimV) * 2;
-    std::printf("| %s | %d | %d | %d | %.1f | %.2f | %.0f | %.1f | %.2f |",
-                std::string(mla::kv_format_name(o.format)).c_str(), r.h_q, r.batch, r.seqlen, t.decode_us,
+    // Causal s_q > 1: query i sees seqlen - s_q + 1 + i keys, s_q seqlen - s_q (s_q - 1) / 2 in all.
+    const double keys = double(r.s_q) * r.seqlen - r.s_q * (r.s_q - 1) / 2;
+    const double flops = double(r.batch) * r.h_q * keys * (mla::kDimQK + mla::kDimV) * 2;
+    std::printf("| %s | %d | %d | %d |", std::string(mla::kv_format_name(o.format)).c_str(), r.h_q, r.batch, r.seqlen);
+    if (show_sq) std::printf(" %d |", r.s_q);
+    std::printf(" %.1f | %.2f | %.0f | %.1f | %.2f |", t.decode_us,
                 bytes / t.decode_us * 1e-6, flops / t.decode_us * 1e-6, anchor_us, anchor_us / t.decode_us);
     if (ab) {
       const double on = (t.ab_us[0] + t.ab_us[2]) / 2, off = (t.ab_us[1] + t.ab_us[3]) / 2;
