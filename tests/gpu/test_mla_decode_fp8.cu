@@ -295,12 +295,12 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
     c.softmax_scale = 4.f / (24.f * v * v);
   }
   cases.push_back({"mla_decode", name, kFp8Tol, [c, name](CaseReport* rep) { return run_fp8_case(name, c, rep); }});
-  // The 16-row kernel's early S (kernel_h16.cuh) is taken per page when the next page has landed in time, so a
-  // default run may reach either path or both: each 16-row case runs again with it forced always and never
+  // The 16- and 32-row kernel's early S (kernel_h16.cuh) is taken per page when the next page has landed in time, so
+  // a default run may reach either path or both: each 16- and 32-row case runs again with it forced always and never
   // (MLA_DECODE_FP8_H16_EARLY_S, read on every call). Not for the b128 x 4096 case: its CPU reference takes ~16 s.
   int64_t tokens = 0;
   for (int len : cs.lens) tokens += len;
-  if (cs.h_q * cs.s_q == 16 && tokens <= 200000) {
+  if ((cs.h_q * cs.s_q == 16 || cs.h_q * cs.s_q == 32) && tokens <= 200000) {
     for (const char* mode : {"always", "never"}) {
       const std::string n = name + "_early_" + mode;
       cases.push_back({"mla_decode", n, kFp8Tol, [c, n, mode](CaseReport* rep) {
@@ -309,15 +309,18 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                        }});
     }
   }
-  // Tiles of 32-47 rows run on the 64-row warp-specialized kernel by default (bf16 partials, as the 48-row tiles) and
-  // again on the two-row-group mma.sync kernel (MLA_DECODE_N32, read on every call), same tolerance: the same operands
-  // rounded at the same points.
+  // Tiles of exactly 32 rows run on the keys-as-M wgmma kernel with two row groups by default (kernel_h16.cuh, RG 2),
+  // and again on the 64-row warp-specialized kernel (bf16 partials, as the 48-row tiles) and on the two-row-group
+  // mma.sync kernel (MLA_DECODE_N32 = ws / mma, read on every call), same tolerance: the same operands rounded at the
+  // same points.
   if (cs.h_q * cs.s_q >= 32 && cs.h_q * cs.s_q < 48 && tokens <= 200000) {
-    const std::string n = name + "_n32mma";
-    cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
-                       ScopedEnv env("MLA_DECODE_N32", "mma");
-                       return run_fp8_case(n, c, rep);
-                     }});
+    for (const char* mode : {"ws", "mma"}) {
+      const std::string n = name + "_n32" + mode;
+      cases.push_back({"mla_decode", n, kFp8Tol, [c, n, mode](CaseReport* rep) {
+                         ScopedEnv env("MLA_DECODE_N32", mode);
+                         return run_fp8_case(n, c, rep);
+                       }});
+    }
   }
   // 64-row tiles (h_q * s_q >= 48) run again on the experimental scorer-split kernel (kernel_ws3.cuh;
   // MLA_DECODE_FP8_VARIANT64 is read on every call), same tolerance: the same operands rounded at the same points (Q,
@@ -391,6 +394,12 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {128, 16, 4, true, random_lens("b128h16", 128, 60, 70), "rand60_70", 0.02f});
   add(cases, {128, 128, 1, false, random_lens("b128h128", 128, 1, 511), "rand1_511", 1.f, 1.f, kDs, false});
   add(cases, {128, 32, 1, false, random_lens("b128h32", 128, 1, 1024), "rand1_1024", 3.f, 1.f, DataKind::kNormal, false});
+  // 32-row tiles on the keys-as-M kernel (kernel_h16.cuh RG 2): h_q 16 s_q 2 causal, its two row groups with their own
+  // limits (query 0 of a 1-token sequence sees no key), split sequences, and many short sequences per CTA (Q slots).
+  add(cases, {5, 16, 2, true, {1, 2, 64, 65, 129}, "tiny_causal", 1.f, 1.f, DataKind::kNormal, true, true});
+  add(cases, {7, 16, 2, true, random_lens("b7h16sq2", 7, 1, 8191), "rand1_8191", 0.02f, 1.f, kDs});
+  add(cases, {32, 32, 1, false, random_lens("b32h32", 32, 1, 4096), "rand1_4096", 1.f});
+  add(cases, {64, 16, 2, true, random_lens("b64h16sq2short", 64, 1, 130), "rand1_130", 1.f, 1.f, kDs});
 });
 
 // Bad fp8 input: each call must return an error Status and launch nothing (out stays poisoned).

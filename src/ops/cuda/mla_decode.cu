@@ -101,15 +101,23 @@ Status n16_ws(bool* ws) {
   return Status::ok();
 }
 
-// MLA_DECODE_N32 = ws (default) | mma: tiles of 32-47 query rows (h_q 32 s_q 1, h_q 16 s_q 2) on the formats' 64-row
-// warp-specialized kernels, whose rows past the tile compute the next sequence's q (finite, never written), or on
-// the 256-thread mma.sync kernels of two row groups, the default until session 22. Those ran 1.5-2.7x slower than
-// the same bytes at h_q 64 (H200, b128 s4096: bf16 227.3 us against h_q 64's 154.5, fp8 216.6 against 105.9;
-// bench/decode/NOTES.md "Session 22"). Read on every call, so the tests run each such case on both.
-Status n32_ws(bool* ws) {
-  const EnvKnob k = read_env_knob("MLA_DECODE_N32", {"ws", "mma"});
+// MLA_DECODE_N32 = auto (default) | ws | mma: tiles of 32-47 query rows (h_q 32 s_q 1, h_q 16 s_q 2) on the formats'
+// 64-row warp-specialized kernels (ws), whose rows past the tile compute the next sequence's q (finite, never
+// written), or on the 256-thread mma.sync kernels of two row groups (mma), the default until session 22: those ran
+// 1.5-2.7x slower than the same bytes at h_q 64 (H200, b128 s4096: bf16 227.3 us against h_q 64's 154.5, fp8 216.6
+// against 105.9; bench/decode/NOTES.md "Session 22"). auto is ws, but for fp8 tiles of exactly 32 rows, which run the
+// 16-row keys-as-M wgmma kernel with two row groups (decode_fp8/kernel_h16.cuh, session 23). Read on every call, so
+// the tests run each such case on every choice.
+Status n32_mode(sm90::decode_fp8::N32Mode* mode) {
+  const EnvKnob k = read_env_knob("MLA_DECODE_N32", {"auto", "ws", "mma"});
   MLA_TRY(k.status);
-  *ws = k.index != 1;
+  *mode = k.index < 0 ? sm90::decode_fp8::N32Mode::kAuto : static_cast<sm90::decode_fp8::N32Mode>(k.index);
+  return Status::ok();
+}
+Status n32_ws(bool* ws) {
+  sm90::decode_fp8::N32Mode m{};
+  MLA_TRY(n32_mode(&m));
+  *ws = m != sm90::decode_fp8::N32Mode::kMma;
   return Status::ok();
 }
 
@@ -250,9 +258,9 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
     // caller's units); the output is scaled by k_scale in the kernel's epilogue (src/ops/cuda/sm90/decode_fp8).
     kp.softmax_scale = p.softmax_scale * p.q_scale * p.k_scale;
     kp.scale_log2 = kp.softmax_scale * 1.4426950408889634f;
-    bool ws32 = false;
-    MLA_TRY(n32_ws(&ws32));
-    return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, p.kv_cache.shape[0], ws32, s);
+    sm90::decode_fp8::N32Mode n32{};
+    MLA_TRY(n32_mode(&n32));
+    return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, p.kv_cache.shape[0], n32, s);
   }
   const int64_t num_pages = p.kv_cache.shape[0];
   if (p.format == KvFormat::kFp8Ds) return launch_fp8ds(kp, g, num_pages, s);

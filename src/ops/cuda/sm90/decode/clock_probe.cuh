@@ -22,7 +22,9 @@
 namespace mla::sm90::decode {
 
 // The kernel a probe line names (CLOCK <name> ...), one per launcher.
-enum ClockProbeKernel : int { kClockFp8Ws = 0, kClockWs64, kClockFp8H16, kClock16BitN16, kClockFp8Ws3, kClock16BitN16Ws };
+enum ClockProbeKernel : int {
+  kClockFp8Ws = 0, kClockWs64, kClockFp8H16, kClock16BitN16, kClockFp8Ws3, kClock16BitN16Ws, kClockFp8N32
+};
 
 #ifdef MLA_DECODE_CLOCK
 constexpr int kClockProbeCalls = 16;   // calls per printed line
@@ -73,7 +75,7 @@ static __global__ void clock_probe_fold_kernel(ClockProbeKernel kernel) {
   g.call_end = 0;
   if (g.calls < kClockProbeCalls) return;
   const double ns = static_cast<double>(g.ns);
-  const char* const names[] = {"fp8_ws", "ws64", "fp8_h16", "16bit_n16", "fp8_ws3", "16bit_n16ws"};
+  const char* const names[] = {"fp8_ws", "ws64", "fp8_h16", "16bit_n16", "fp8_ws3", "16bit_n16ws", "fp8_n32"};
   const char* name = names[kernel];
   printf("CLOCK %s calls %llu ctas %llu | MHz %.0f | span us %.2f | CTA us %.2f\n", name, g.calls,
          g.ctas / g.calls, ns > 0 ? 1e3 * static_cast<double>(g.cycles) / ns : 0.0,

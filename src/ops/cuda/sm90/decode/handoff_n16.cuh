@@ -48,11 +48,13 @@ struct RingQBars : RingBars<kStages> {
 };
 
 // Q tiles, run by scorer thread 0: the n-th sequence the part visits (empty ones are skipped as the part cursor skips
-// them) into slot n % kQSlots as kSlabs boxes of 16 rows x kSlabCols elements (128 bytes, 128B swizzle) through
-// p.tmap_q, completing on q_full[slot]. The scorer issues sequences 0 and 1 up front and n + 2 once all its warps
-// are past n's last S, so the Q tile never waits for the page stream's producer.
-template <int kSlabs, int kSlabCols, int kQSlabBytes, int kQSlots>
+// them) into slot n % kQSlots as kSlabs x kRowBoxes boxes of 16 rows x kSlabCols elements (128 bytes, 128B swizzle)
+// through p.tmap_q, completing on q_full[slot]; box k of a slab holds the tile's rows 16k .. 16k + 15, 2048 bytes
+// into it (kRowBoxes 2: the fp8 kernel's 32-row tiles). The scorer issues sequences 0 and 1 up front and n + 2 once
+// all its warps are past n's last S, so the Q tile never waits for the page stream's producer.
+template <int kSlabs, int kSlabCols, int kQSlabBytes, int kQSlots, int kRowBoxes = 1>
 struct QLoader {
+  static_assert(kQSlabBytes == kRowBoxes * 2048, "a slab holds kRowBoxes boxes of 16 rows x 128 bytes");
   PartCursor c;  // the first sequence whose Q tile is not issued yet
   int n = 0;
   // Sequences 0 and 1 of the part, before the scorer's first page.
@@ -70,7 +72,10 @@ struct QLoader {
     mbar_expect_tx(bars.q_full(slot), kSlabs * kQSlabBytes);
 #pragma unroll
     for (int slab = 0; slab < kSlabs; ++slab)
-      tma_load_2d(dst + slab * kQSlabBytes, &p.tmap_q, bars.q_full(slot), slab * kSlabCols, c.b * p.rows);
+#pragma unroll
+      for (int k = 0; k < kRowBoxes; ++k)
+        tma_load_2d(dst + slab * kQSlabBytes + k * 2048, &p.tmap_q, bars.q_full(slot), slab * kSlabCols,
+                    c.b * p.rows + 16 * k);
     ++n;
     c.blk = c.hi - 1;  // the sequence's last block: advance() settles on the next non-empty sequence
     c.advance(p);

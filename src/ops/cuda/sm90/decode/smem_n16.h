@@ -9,18 +9,22 @@ struct SmemLayoutN16 {
 };
 
 // stage_bytes x stages of pages, q_tile_bytes x q_slots of Q tiles, two P buffers of p_buf_bytes; mbarriers full and
-// empty per stage, then q_full per Q slot.
-constexpr SmemLayoutN16 smem_layout_n16(int stage_bytes, int stages, int q_tile_bytes, int q_slots, int p_buf_bytes) {
-  constexpr int kRows = 16, kScorerWarps = 4;
+// empty per stage, then q_full per Q slot. The exchange buffers are per 16-row group (row_groups of them, each as
+// below; the fp8 kernel's 32-row form has 2): group q's red is at red_offset + q * red_group_bytes(), and so on.
+constexpr int kN16ExchangeRows = 16, kN16ScorerWarps = 4;
+constexpr int red_group_bytes() { return 2 * kN16ExchangeRows * kN16ScorerWarps * 4; }   // also lsum's
+constexpr int alpha_group_bytes() { return 2 * kN16ExchangeRows * 4; }                   // also mfin's
+constexpr SmemLayoutN16 smem_layout_n16(int stage_bytes, int stages, int q_tile_bytes, int q_slots, int p_buf_bytes,
+                                        int row_groups = 1) {
   SmemLayoutN16 s{};
   s.k_offset = 0;
   s.q_offset = s.k_offset + stages * stage_bytes;
   s.p_offset = s.q_offset + q_slots * q_tile_bytes;
-  s.red_offset = s.p_offset + 2 * p_buf_bytes;                   // float [2][16 rows][4 scorer warps]: row-max partials
-  s.alpha_offset = s.red_offset + 2 * kRows * kScorerWarps * 4;  // float [2][16]: O rescale of page j
-  s.lsum_offset = s.alpha_offset + 2 * kRows * 4;                // float [2][16][4]: row-sum partials at a segment end
-  s.mfin_offset = s.lsum_offset + 2 * kRows * kScorerWarps * 4;  // float [2][16]: the row max at a segment end
-  s.bar_offset = s.mfin_offset + 2 * kRows * 4;                  // mbarriers: full[stages], empty[stages], q_full[q_slots]
+  s.red_offset = s.p_offset + 2 * p_buf_bytes;                          // float [2][16 rows][4 scorer warps]: row-max partials
+  s.alpha_offset = s.red_offset + row_groups * red_group_bytes();       // float [2][16]: O rescale of page j
+  s.lsum_offset = s.alpha_offset + row_groups * alpha_group_bytes();    // float [2][16][4]: row-sum partials at a segment end
+  s.mfin_offset = s.lsum_offset + row_groups * red_group_bytes();       // float [2][16]: the row max at a segment end
+  s.bar_offset = s.mfin_offset + row_groups * alpha_group_bytes();      // mbarriers: full[stages], empty[stages], q_full[q_slots]
   s.total = s.bar_offset + 8 * (2 * stages + q_slots);
   return s;
 }

@@ -1,23 +1,44 @@
 #pragma once
-// Constants of the 16-row fp8 decode kernel on 8-bit wgmma (kernel_h16.cuh): tiles of exactly 16 query rows
-// (h_q 16, s_q 1: DeepSeek-V2-Lite's decode). Why a separate kernel: sm_90 has no native mma.sync for e4m3
+// Constants of the 16- and 32-row fp8 decode kernel on 8-bit wgmma (kernel_h16.cuh): tiles of exactly 16 query rows
+// (h_q 16, s_q 1: DeepSeek-V2-Lite's decode) or 32 (Tile<2>: h_q 32 s_q 1, h_q 16 s_q 2). Why a separate kernel: sm_90 has no native mma.sync for e4m3
 // (ptxas lowers mma.sync.m16n8k32.e4m3 to e4m3 -> f16 conversions of both operands plus two HMMA.16816), so the
 // mma.sync 16-row kernel spends its time converting; wgmma runs e4m3 natively. wgmma's M is 64, so both products
 // put the 64-wide dimension (keys, V dims) in M and the 16 query rows in N:
 //   S^T (64 keys x 16 rows) = K (64 x 576, shared) . Q^T (Q tile, shared)         wgmma m64n16k32, 18 per page
 //   O^T (512 dims x 16 rows) += V^T (registers, ldmatrix.trans) . P^T (shared)    wgmma m64n16k32, 16 per page
+// (32 rows: m64n32k32, 18 for S and 8 per accumulator warpgroup for its 256 dims.)
 #include "ops/cuda/sm90/decode/smem_n16.h"
 #include "ops/cuda/sm90/decode_fp8/config.h"
 
 namespace mla::sm90::decode_fp8::h16 {
 
-constexpr int kRows = 16;  // query rows per tile: the N of both products
 // Roles: warpgroup 0 = scorer (S^T, softmax, P; its thread 0 loads the Q tiles), warpgroup 1 = accumulator (V^T
 // fragments, O^T; its thread 0 issues the pages). No separate producer warp: with 9 warps one SM sub-partition
 // holds 3 of them and ptxas caps each thread at 168 registers (3 x 32 x 168 <= 16384), which spilled; with 8 warps
 // the kernel takes 194 registers without spills (NOTES_fp8.md runs H4-H5).
-constexpr int kScorerWarps = 4, kAccWarps = 4;
-constexpr int kThreads = 32 * (kScorerWarps + kAccWarps);
+constexpr int kScorerWarps = 4, kAccWarps = 4;  // per warpgroup
+
+// The tile height: RG 16-row groups, RG = 1 (16 rows: h_q 16 s_q 1) or 2 (32 rows: h_q 32 s_q 1, h_q 16 s_q 2, the
+// n32 form, session 23). N of both products is 16 RG; one scorer warpgroup computes S^T for all rows (m64n32k32 at
+// RG 2, its softmax helpers run per 16-row group), and RG accumulator warpgroups each hold 512 / RG V dims of O^T for
+// all rows (8 / RG M tiles of 64 dims x 16 RG rows: 64 registers of O at either height), so an accumulator's
+// registers stay those of the 16-row form.
+template <int RG>
+struct Tile {
+  static_assert(RG == 1 || RG == 2, "16- or 32-row tiles");
+  static constexpr int kRows = 16 * RG;       // query rows per tile: the N of both products
+  static constexpr int kAccWGs = RG;          // accumulator warpgroups
+  static constexpr int kMTiles = 8 / RG;      // 64-dim M tiles of O^T per accumulator warpgroup
+  static constexpr int kThreads = 128 * (1 + kAccWGs);
+  static constexpr int kConsumerWarps = kScorerWarps + kAccWarps * kAccWGs;  // arrivals that release a stage
+  static constexpr int kQSlabBytes = kRows * 128;           // 16 RG rows x 128 bytes, 128B swizzle (2048 at RG 1)
+  static constexpr int kQTileBytes = kSlabs * kQSlabBytes;  // 10240 at RG 1
+  // P (e4m3, 16 RG rows x 64 keys) as the K-major B operand of P.V: 128B-swizzled 128-byte rows (64 bytes used), so
+  // the descriptor is the one S uses for Q. Two buffers: the scorer writes P_{j+1} while the accumulators read P_j.
+  static constexpr int kPBufBytes = kRows * 128;
+  static constexpr int kBarPair = kThreads;  // the P hand-off barriers: every thread of the CTA
+};
+using Tile16 = Tile<1>;
 // Pages in the ring: two are being computed (scorer on j + 1, accumulator on j), the rest (two) in flight. Each stage
 // is five 64 x 128-byte swizzled slabs (config.h slab layout, 40 KB; the fifth slab's upper half holds the next token's
 // first 64 bytes or TMA zeros, never read: page_tma.cuh). Four, not five: with every CTA streaming at once, a deeper
@@ -38,27 +59,25 @@ constexpr int kShallowLead = 3, kShallowLeadMaxPages = 64;
 // into n's slot once every scorer warp is past n's last S), completing on the slot's q_full barrier. Loading them
 // apart from the pages keeps the page producer (in the accumulator) from waiting on the scorer's progress.
 constexpr int kQSlots = 2;
-constexpr int kQSlabBytes = kRows * 128;           // 2048: 16 rows x 128 bytes, 128B swizzle
-constexpr int kQTileBytes = kSlabs * kQSlabBytes;  // 10240
-// P (e4m3, 16 rows x 64 keys) as the K-major B operand of P.V: 128B-swizzled 128-byte rows (64 bytes used), so
-// the descriptor is the one S uses for Q. Two buffers: the scorer writes P_{j+1} while the accumulator reads P_j.
-constexpr int kPBufBytes = kRows * 128;  // 2048
-static_assert(kRows % 8 == 0 && kRows * 1 == 16, "one 16-row tile: two 8-row swizzle groups (sbo 1024)");
 
 // Named barriers (0 is __syncthreads). P_full[b] / P_empty[b]: scorer <-> accumulator hand-off of P buffer b
-// (arrive by one side, sync by the other, 256 threads); kBarScorer: the scorer's row-max exchange (128).
+// (arrive by one side, sync by the other, Tile::kBarPair threads); kBarScorer: the scorer's row-max exchange (128).
 constexpr int kBarScorer = 1;
 constexpr int kBarPFull = 2;   // + buffer
 constexpr int kBarPEmpty = 4;  // + buffer
-constexpr int kBarPair = 32 * (kScorerWarps + kAccWarps);
 
 using SmemLayoutH16 = decode::SmemLayoutN16;
+// The exchange buffers (decode/smem_n16.h) once per 16-row group.
+template <int RG>
 constexpr SmemLayoutH16 smem_layout_h16() {
-  return decode::smem_layout_n16(kSlabTileBytes, kStages, kQTileBytes, kQSlots, kPBufBytes);
+  using T = Tile<RG>;
+  return decode::smem_layout_n16(kSlabTileBytes, kStages, T::kQTileBytes, kQSlots, T::kPBufBytes, RG);
 }
-static_assert(smem_layout_h16().total <= 227 * 1024, "16-row wgmma kernel fits the sm90 shared-memory limit");
-static_assert(smem_layout_h16().q_offset % 1024 == 0 && smem_layout_h16().p_offset % 1024 == 0 &&
-                  kQSlabBytes % 1024 == 0 && kPBufBytes % 1024 == 0,
+static_assert(smem_layout_h16<1>().total <= 227 * 1024 && smem_layout_h16<2>().total <= 227 * 1024,
+              "16- and 32-row wgmma kernels fit the sm90 shared-memory limit");
+static_assert(smem_layout_h16<1>().q_offset % 1024 == 0 && smem_layout_h16<1>().p_offset % 1024 == 0 &&
+                  smem_layout_h16<2>().q_offset % 1024 == 0 && smem_layout_h16<2>().p_offset % 1024 == 0 &&
+                  Tile<1>::kQSlabBytes % 1024 == 0 && Tile<2>::kQSlabBytes % 1024 == 0,
               "wgmma operands start on 1024-byte swizzle-atom boundaries");
 
 }  // namespace mla::sm90::decode_fp8::h16

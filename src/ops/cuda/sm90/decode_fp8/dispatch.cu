@@ -51,7 +51,7 @@ Status h16_early_s(int* mode) {
 }  // namespace
 
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
-                      int64_t num_pages, bool ws32, cudaStream_t stream) {
+                      int64_t num_pages, N32Mode n32, cudaStream_t stream) {
   MLA_TRY(l2_prefetch_knob().status);
   Variant64 v = Variant64::kWsQReg;
   MLA_TRY(variant64(&v));
@@ -66,11 +66,13 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   const int rows_first_tile = kp.rows < kRowsPerCta ? kp.rows : kRowsPerCta;
   const int groups = rows_first_tile / kRowGroup;
   bool partials_bf16 = false;  // the 64-row kernel writes bf16 partials (decode::write_segment_ws), the others fp32
-  if (groups == 1) {
-    // 16 rows (h_q 16, s_q 1: a tile of exactly 16 rows): the wgmma kernel.
+  const bool ws32 = n32 != N32Mode::kMma;
+  if (groups == 1 || (kp.rows == 32 && n32 == N32Mode::kAuto)) {
+    // 16 rows (h_q 16, s_q 1) or 32 (h_q 32 s_q 1, h_q 16 s_q 2; the only tile of its sequence): the keys-as-M wgmma
+    // kernel, one or two row groups.
     MLA_TRY(h16_early_s(&p.h16_early_s));
     MLA_TRY(encode_tensor_maps_fp8_h16(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
-    MLA_TRY(launch_decode_fp8_h16(p, grid, stream));
+    MLA_TRY(groups == 1 ? launch_decode_fp8_h16(p, grid, stream) : launch_decode_fp8_n32(p, grid, stream));
   } else if (groups == 2 && (!ws32 || v == Variant64::kMmaSync)) {
     MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
   } else if (v == Variant64::kMmaSync) {

@@ -1,6 +1,9 @@
 #pragma once
 // Split-KV fp8 decode for 16-row tiles on 8-bit wgmma (constants and rationale: config_h16.h). Same plan, part
-// cursor, partials layout and combine as every decode kernel; one CTA per (part, head tile), 256 threads:
+// cursor, partials layout and combine as every decode kernel; one CTA per (part, head tile), 256 threads.
+// The same kernel runs 32-row tiles (RG = 2: h_q 32 s_q 1, h_q 16 s_q 2; session 23) with 384 threads: the scorer's S^T
+// is m64n32k32 and its softmax runs per 16-row group (each group its own exchange buffers, its own causal limit), and
+// two accumulator warpgroups take V dims [0, 256) and [256, 512) of all 32 rows. Below, for RG 1:
 //   warpgroup 0 (scorer): S^T_j = K_j Q^T (18 x m64n16k32), release the stage, mask, row max (shuffles + one
 //     128-thread exchange), P_j = exp2(S scale - m) as e4m3 into P buffer j % 2, alpha_j (and the row sums / max
 //     at a segment end) -> P_full[j % 2]; its thread 0 also loads the Q tiles (five 16 x 128 B boxes, sequence n
@@ -102,8 +105,30 @@ struct PageProducer {
   }
 };
 
-// Q tiles, run by scorer thread 0 (decode/handoff_n16.cuh): five 16 x 128-byte boxes per tile.
-using QLoader = decode::n16::QLoader<kSlabs, 128, kQSlabBytes, kQSlots>;
+// Q tiles, run by scorer thread 0 (decode/handoff_n16.cuh): five 16 x 128-byte boxes per 16-row group of the tile.
+template <int RG>
+using QLoader = decode::n16::QLoader<kSlabs, 128, Tile<RG>::kQSlabBytes, kQSlots, RG>;
+
+// Row group q's share of a float array: elements [8q, 8q + 8) of an m64n(16 RG) accumulator are its rows' (j = 2q,
+// 2q + 1 of decode/handoff_n16.cuh's layout), which the 16-row helpers take as their 8.
+template <int N>
+__device__ __forceinline__ float (&group8(float (&a)[N], int q))[8] {
+  return *reinterpret_cast<float (*)[8]>(a + 8 * q);
+}
+template <int N>
+__device__ __forceinline__ const float (&group8(const float (&a)[N], int q))[8] {
+  return *reinterpret_cast<const float (*)[8]>(a + 8 * q);
+}
+
+// Keys row group q of a 32-row tile does not see at the sequence's end: the causal diagonal (s_q > 1: query row i sees
+// keys < seqlen - s_q + 1 + i). The tile is the sequence's only one (32 rows = s_q h_q), so its group q holds query
+// index 16q / h_q (h_q a multiple of 16).
+__device__ __forceinline__ int hidden_keys(const decode::DecodeKernelParams& p, int q) {
+  return p.causal ? p.s_q - 1 - (16 * q) / p.h_q : 0;
+}
+// Offsets (floats) of row group q's exchange buffers (decode/smem_n16.h).
+__device__ __forceinline__ int red_of(int q) { return q * decode::red_group_bytes() / 4; }
+__device__ __forceinline__ int alpha_of(int q) { return q * decode::alpha_group_bytes() / 4; }
 
 // S^T of page j is waited for before its softmax. When page j + 1 (same sequence) has already landed at page j's
 // row-max exchange, its S^T is issued right after that barrier into s_next and runs on the tensor cores while page
@@ -117,59 +142,67 @@ using QLoader = decode::n16::QLoader<kSlabs, 128, kQSlabBytes, kQSlots>;
 // which one a page takes by default depends on timing, so a default run cannot be relied on to reach both. A template
 // parameter, not a kernel argument: as a uniform argument the default kernel read +0.1-0.5 µs on short rows and
 // +0.6 % at b128 s8192 (h16fix run 1).
-template <int kEarlyS>
+template <int RG, int kEarlyS>
 __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, PartCursor c, const Bars& bars,
                                        uint8_t* smem, int w, int lane) {
-  constexpr SmemLayoutH16 L = smem_layout_h16();
+  using T = Tile<RG>;
+  constexpr SmemLayoutH16 L = smem_layout_h16<RG>();
   const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_q0 = decode::smem_u32(smem + L.q_offset);
   const uint32_t s_p0 = decode::smem_u32(smem + L.p_offset);
-  float* s_red = reinterpret_cast<float*>(smem + L.red_offset);      // [2][16][4]
-  float* s_alpha = reinterpret_cast<float*>(smem + L.alpha_offset);  // [2][16]
-  float* s_lsum = reinterpret_cast<float*>(smem + L.lsum_offset);    // [2][16][4]
-  float* s_mfin = reinterpret_cast<float*>(smem + L.mfin_offset);    // [2][16]
+  float* s_red = reinterpret_cast<float*>(smem + L.red_offset);      // [RG][2][16][4]
+  float* s_alpha = reinterpret_cast<float*>(smem + L.alpha_offset);  // [RG][2][16]
+  float* s_lsum = reinterpret_cast<float*>(smem + L.lsum_offset);    // [RG][2][16][4]
+  float* s_mfin = reinterpret_cast<float*>(smem + L.mfin_offset);    // [RG][2][16]
   const int g = lane >> 2, t = lane & 3;
-  ScorerState st;
-  st.reset();
+  ScorerState st[RG];
+#pragma unroll
+  for (int q = 0; q < RG; ++q) st[q].reset();
+  int hidden[RG];  // per row group (0 for RG 1: s_q 1)
+#pragma unroll
+  for (int q = 0; q < RG; ++q) hidden[q] = RG == 1 ? 0 : hidden_keys(p, q);
   const bool q_loader = w == 0 && lane == 0;
-  QLoader ql{c};
+  QLoader<RG> ql{c};
   if (q_loader) ql.start(p, bars, s_q0);
   bool seq_start = true, pre = false;
   int j = 0, seq = 0;
   H16Timeline tl;
   tl.init(p, q_loader);
-  float s_next[8];
+  float s_next[8 * RG];
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
     const bool seg_end = c.last_of_sequence();
     if (seq_start) mbar_wait(bars.q_full(seq % kQSlots), phase_of(seq, kQSlots));
     seq_start = seg_end;
-    float s[8];
+    float s[8 * RG];
     if (!pre) {
       const unsigned long long t0 = tl.now();
       mbar_wait(bars.full(stage), phase_of(j, kStages));
       tl.add(kTlScorerFull, t0);
       if (j == 0) tl.first(4);
-      issue_scores_t(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+      issue_scores_t<RG>(s, s_k0 + stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * T::kQTileBytes);
       decode::wgmma_wait_all();
       decode::fence_operands(s);
     } else {
       decode::wgmma_wait_all();
       decode::fence_operands(s_next);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) s[i] = s_next[i];
+      for (int i = 0; i < 8 * RG; ++i) s[i] = s_next[i];
     }
     if (j == 0) tl.first(5);
     if (j == kStages - 1) tl.first(9);
     if (seg_end) tl.last(11);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));
-    // s_q 1 (this kernel's tiles): every row sees keys < seqlen.
+    // s_q 1 (16-row tiles): every row sees keys < seqlen; a 32-row group q sees hidden[q] fewer (causal).
     // Row-max exchange across the 4 warps: [buf][row][warp], so one float4 per row. buf alternates by page: a warp
     // writing page j + 1's entries has passed page j's barrier, so nobody still reads page j - 1's.
-    float* red = s_red + buf * kRows * 4;
-    // Lanes g < 4 hold one row each (mask_and_warp_max).
-    const float mx = mask_and_warp_max(s, c.seqlen - c.blk * kBlockN, w, g);
-    if (g < 4) red[decode::n16::row_of(warp_max_row(g), t) * 4 + w] = mx;
+#pragma unroll
+    for (int q = 0; q < RG; ++q) {
+      float* red = s_red + red_of(q) + buf * 16 * 4;
+      // Lanes g < 4 hold one row each (mask_and_warp_max).
+      const float mx = mask_and_warp_max(group8(s, q), c.seqlen - hidden[q] - c.blk * kBlockN, w, g);
+      if (g < 4) red[decode::n16::row_of(warp_max_row(g), t) * 4 + w] = mx;
+    }
     const int next_stage = (j + 1) % kStages;
     const bool probe = q_loader && !seg_end && kEarlyS != kEarlySNever &&
                        (kEarlyS == kEarlySAlways || decode::mbar_test(bars.full(next_stage), phase_of(j + 1, kStages)));
@@ -178,31 +211,42 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
       // Completed (auto: each thread observes it itself) or not yet (always: this is the wait). No deadlock with
       // `always`: page j + 1 is issued after the P.V of page j + 1 - kStages, whose P this warpgroup handed off.
       mbar_wait(bars.full(next_stage), phase_of(j + 1, kStages));
-      issue_scores_t(s_next, s_k0 + next_stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+      issue_scores_t<RG>(s_next, s_k0 + next_stage * kSlabTileBytes, s_q0 + (seq % kQSlots) * T::kQTileBytes);
     }
     // Every warp's S of this sequence has completed (wgmma waited, then this barrier): its Q slot is free.
     if (q_loader && seg_end) ql.issue(p, bars, s_q0);
-    float alpha[4], m_scaled[4], pr[8];
+    float alpha[RG][4], m_scaled[RG][4], pr[8 * RG];
     // The exps as ex2.approx.ftz (ptx.h ex2_ftz; fp8s run 2: b128 s4096 / s8192 −0.3…−0.9 µs alone).
-    decode::n16::update_row_max<true, true>(red, st.m, alpha, m_scaled, p.scale_log2, t);  // alpha exactly 1: see below
-    decode::n16::exp_and_row_sums<true>(s, pr, st.l, alpha, m_scaled, p.scale_log2);
-    // P buffer `buf` is free once the accumulator finished P.V of page j - 2 (pre-armed for pages 0 and 1).
-    const unsigned long long t1 = tl.now();
-    decode::named_sync(kBarPEmpty + buf, kBarPair);
-    tl.add(kTlScorerPEmpty, t1);
-    store_p_packed(s_p0 + buf * kPBufBytes, pr, w, g, t);
-    if (w == 0 && g == 0) {
-      // racecheck: hand-off (s_alpha for the accumulator, ordered by the P_full named barrier)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[r];
+    for (int q = 0; q < RG; ++q) {
+      const float* red = s_red + red_of(q) + buf * 16 * 4;
+      decode::n16::update_row_max<true, true>(red, st[q].m, alpha[q], m_scaled[q], p.scale_log2, t);  // alpha exactly 1: see below
+      decode::n16::exp_and_row_sums<true>(group8(s, q), group8(pr, q), st[q].l, alpha[q], m_scaled[q], p.scale_log2);
+    }
+    // P buffer `buf` is free once the accumulators finished P.V of page j - 2 (pre-armed for pages 0 and 1).
+    const unsigned long long t1 = tl.now();
+    decode::named_sync(kBarPEmpty + buf, T::kBarPair);
+    tl.add(kTlScorerPEmpty, t1);
+    // Group q's rows 16q .. 16q + 15 of the P buffer: 2048 bytes in (the swizzle is by row % 8).
+#pragma unroll
+    for (int q = 0; q < RG; ++q) store_p_packed(s_p0 + buf * T::kPBufBytes + 2048 * q, group8(pr, q), w, g, t);
+    if (w == 0 && g == 0) {
+      // racecheck: hand-off (s_alpha for the accumulators, ordered by the P_full named barrier)
+#pragma unroll
+      for (int q = 0; q < RG; ++q)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) s_alpha[alpha_of(q) + buf * 16 + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[q][r];
     }
     if (seg_end) {
-      decode::n16::publish_segment_totals(st.l, st.m, s_lsum, s_mfin, buf, w, g, t);
-      st.reset();
+#pragma unroll
+      for (int q = 0; q < RG; ++q) {
+        decode::n16::publish_segment_totals(st[q].l, st[q].m, s_lsum + red_of(q), s_mfin + alpha_of(q), buf, w, g, t);
+        st[q].reset();
+      }
       ++seq;
     }
     decode::fence_proxy_async();  // P (generic stores) is read by wgmma (async proxy) after P_full
-    decode::named_arrive(kBarPFull + buf, kBarPair);
+    decode::named_arrive(kBarPFull + buf, T::kBarPair);
     if (seg_end) tl.last(6);
     c.advance(p);
     ++j;
@@ -210,40 +254,51 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
   tl.flush();
 }
 
-// Epilogue of one segment (accumulator warpgroup): out = O / l * k_scale as bf16 (single split) or the fp32
-// partial and its lse into the split slot, in the partials layout the combine kernel reads.
-__device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, const float (&o)[8][8], const float (&lsum)[4],
-                                                  const float (&mfin)[4], int b, int slot, bool direct, int w, int lane) {
+// Epilogue of one segment (accumulator warpgroup a, V dims [64 MT a, 64 MT (a + 1))): out = O / l * k_scale as bf16
+// (single split) or the fp32 partial and its lse into the split slot, in the partials layout the combine kernel
+// reads. Row group q's rows are 16q + row_of(r, t), in o[i][8q + 4jj + ..].
+template <int RG, int MT>
+__device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, const float (&o)[MT][8 * RG],
+                                                  const float (&lsum)[RG][4], const float (&mfin)[RG][4], int b, int slot,
+                                                  bool direct, int a, int w, int lane) {
   const decode::DecodeKernelParams& p = fp.d;
   const int g = lane >> 2, t = lane & 3;
+  const int col0 = 64 * MT * a + 16 * w + 2 * g;
+#pragma unroll
+  for (int q = 0; q < RG; ++q)
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const int row = 8 * (r >> 1) + 2 * t + (r & 1), jj = r >> 1, e = r & 1;
-    const float total = lsum[r];
+    const int row = 16 * q + 8 * (r >> 1) + 2 * t + (r & 1), jj = 8 * q + 4 * (r >> 1), e = r & 1;
+    const float total = lsum[q][r];
     const float inv = total > 0.f ? fp.out_scale / total : 0.f;
-    const float lse = total > 0.f ? mfin[r] * p.softmax_scale + logf(total) : -INFINITY;
+    const float lse = total > 0.f ? mfin[q][r] * p.softmax_scale + logf(total) : -INFINITY;
     if (direct) {
-      uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + 16 * w + 2 * g;
+      uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + col0;
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
-        *reinterpret_cast<uint32_t*>(out + 64 * i) = pack_bf16x2(o[i][4 * jj + e] * inv, o[i][4 * jj + 2 + e] * inv);
-      if (w == 0 && g == 0) p.lse[(static_cast<int64_t>(b) * p.h_q + row % p.h_q) * p.s_q + row / p.h_q] = lse;
+      for (int i = 0; i < MT; ++i)
+        *reinterpret_cast<uint32_t*>(out + 64 * i) = pack_bf16x2(o[i][jj + e] * inv, o[i][jj + 2 + e] * inv);
+      if (a == 0 && w == 0 && g == 0) p.lse[(static_cast<int64_t>(b) * p.h_q + row % p.h_q) * p.s_q + row / p.h_q] = lse;
     } else {
-      // Dims 64 i + 16 w + 2 g + {0, 1}: one pair, stored where decode/partials.h puts it (the 8 lanes g of a row
-      // still fill its 64 B).
-      float* acc = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV +
+      // Dims 64 i + 16 w + 2 g + {0, 1} (+ 64 MT a): one pair, stored where decode/partials.h puts it (the 8 lanes g
+      // of a row still fill its 64 B; the permutation is within 16-column groups).
+      float* acc = p.o_accum + (static_cast<int64_t>(slot) * p.rows + row) * kDimV + 64 * MT * a +
                    decode::partial_pair_offset(16 * w + 2 * g);
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
-        *reinterpret_cast<float2*>(acc + 64 * i) = make_float2(o[i][4 * jj + e] * inv, o[i][4 * jj + 2 + e] * inv);
-      if (w == 0 && g == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
+      for (int i = 0; i < MT; ++i)
+        *reinterpret_cast<float2*>(acc + 64 * i) = make_float2(o[i][jj + e] * inv, o[i][jj + 2 + e] * inv);
+      if (a == 0 && w == 0 && g == 0) p.lse_accum[static_cast<int64_t>(slot) * p.rows + row] = lse;
     }
   }
 }
 
+// Accumulator warpgroup a (of RG): O^T for V dims [64 MT a, 64 MT (a + 1)) of all rows; its thread 0 (a = 0) issues the
+// pages.
+template <int RG>
 __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCursor c, const Bars& bars, uint8_t* smem,
-                                            int w, int lane) {
-  constexpr SmemLayoutH16 L = smem_layout_h16();
+                                            int a, int w, int lane) {
+  using T = Tile<RG>;
+  constexpr int MT = T::kMTiles;
+  constexpr SmemLayoutH16 L = smem_layout_h16<RG>();
   const decode::DecodeKernelParams& p = fp.d;
   const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_p0 = decode::smem_u32(smem + L.p_offset);
   const float* s_alpha = reinterpret_cast<const float*>(smem + L.alpha_offset);
@@ -252,14 +307,14 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   const int t = lane & 3;
   const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
-  decode::named_arrive(kBarPEmpty + 0, kBarPair);  // both P buffers start free
-  decode::named_arrive(kBarPEmpty + 1, kBarPair);
-  float o[8][8];
+  decode::named_arrive(kBarPEmpty + 0, T::kBarPair);  // both P buffers start free
+  decode::named_arrive(kBarPEmpty + 1, T::kBarPair);
+  float o[MT][8 * RG];
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < MT; ++i)
 #pragma unroll
-    for (int e = 0; e < 8; ++e) o[i][e] = 0.f;
-  const bool is_producer = w == 0 && lane == 0;
+    for (int e = 0; e < 8 * RG; ++e) o[i][e] = 0.f;
+  const bool is_producer = a == 0 && w == 0 && lane == 0;
   PageProducer prod;
   if (is_producer) {
     prod.init(p, c, fp.last_page);
@@ -276,54 +331,66 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
     mbar_wait(bars.full(stage), phase_of(j, kStages));
-    uint32_t vf[2][8][4];
-    load_v_frags(vf, s_k0 + stage * kSlabTileBytes, c.seqlen - c.blk * kBlockN, w, lane);
+    uint32_t vf[2][MT][4];
+    // Keys past the sequence's end are zeroed; causal rows that see fewer get P = 0 there (finite V).
+    load_v_frags<MT>(vf, s_k0 + stage * kSlabTileBytes, c.seqlen - c.blk * kBlockN, w, lane, MT * a);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));  // release orders the ldmatrix reads before the refill
     const unsigned long long t0 = tl.now();
-    decode::named_sync(kBarPFull + buf, kBarPair);
+    decode::named_sync(kBarPFull + buf, T::kBarPair);
     tl.add(kTlAccPFull, t0);
-    float alpha[4];
-    // racecheck: hand-off (read after the P_full named barrier)
+    float alpha[RG][4];
 #pragma unroll
-    for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + 8 * (r >> 1) + 2 * t + (r & 1)];
+    for (int q = 0; q < RG; ++q)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        // racecheck: hand-off (read after the P_full named barrier)
+        alpha[q][r] = s_alpha[alpha_of(q) + buf * 16 + 8 * (r >> 1) + 2 * t + (r & 1)];
+    bool moved = alpha[0][0] != 1.f || alpha[0][1] != 1.f || alpha[0][2] != 1.f || alpha[0][3] != 1.f;
+    if constexpr (RG == 2) moved = moved || alpha[1][0] != 1.f || alpha[1][1] != 1.f || alpha[1][2] != 1.f || alpha[1][3] != 1.f;
     // The O rescale only on pages where a row of this warp moved its running max: elsewhere every alpha is exactly 1
     // (update_row_max<true>) and the 64 multiplies would leave O as it is. Once the max settles most pages skip them,
     // and the accumulator's per-page instructions are on the page rate's path (the bare page stream runs at 1.04 µs per
     // page, the kernel at 1.12). H200 (NOTES_fp8.md session 9, fp8b32 run B3, one call, two passes): b128 s8192
     // −2.5 µs, clean-L2 slope 1.14 -> 1.12 µs per page; b1 / s512 rows +0.1…+0.35 µs. A warp vote: a uniform branch.
-    if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f || alpha[2] != 1.f || alpha[3] != 1.f)) {
+    if (__any_sync(0xffffffffu, moved)) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+      for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int jj = 0; jj < 2; ++jj)
+        for (int q = 0; q < RG; ++q)
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            o[i][4 * jj + e] *= alpha[2 * jj + e];
-            o[i][4 * jj + 2 + e] *= alpha[2 * jj + e];
-          }
+          for (int jj = 0; jj < 2; ++jj)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              o[i][8 * q + 4 * jj + e] *= alpha[q][2 * jj + e];
+              o[i][8 * q + 4 * jj + 2 + e] *= alpha[q][2 * jj + e];
+            }
     }
-    issue_pv_t(o, vf, s_p0 + buf * kPBufBytes);
+    issue_pv_t<RG, MT>(o, vf, s_p0 + buf * T::kPBufBytes);
     // Page j + kStages into this stage (once all 8 warps released it) while the P.V wgmmas run. Before the
     // P_full barrier, warp 0's step held up the barrier and with it the other three warps (the scorer waited 28 %
     // of its time for P_empty, the accumulator 23 % for P_full): -4 % at b128 s8192 (NOTES_fp8.md runs H7-H8).
     if (is_producer) prod.step(p, bars, s_k0);
     __syncwarp();
-    wait_pv_t(o);
+    wait_pv_t<RG, MT>(o);
     const bool seg_end = c.last_of_sequence();
-    float lsum[4], mfin[4];
-    if (seg_end) decode::n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
-    decode::named_arrive(kBarPEmpty + buf, kBarPair);
+    float lsum[RG][4], mfin[RG][4];
+    if (seg_end) {
+#pragma unroll
+      for (int q = 0; q < RG; ++q)
+        decode::n16::read_segment_totals(s_lsum + red_of(q), s_mfin + alpha_of(q), buf, t, lsum[q], mfin[q]);
+    }
+    decode::named_arrive(kBarPEmpty + buf, T::kBarPair);
     if (seg_end) {
       tl.last(7);
       tl.seg();
       const decode::n16::SegmentDest d = decode::n16::segment_dest(p, c.b, first_batch, first_split);
-      write_segment_h16(fp, o, lsum, mfin, c.b, d.slot, d.n_splits == 1, w, lane);
+      write_segment_h16<RG, MT>(fp, o, lsum, mfin, c.b, d.slot, d.n_splits == 1, a, w, lane);
       if (lane == 0) MLA_TL_MARK_LAST(p.timeline, 8);
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+      for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int e = 0; e < 8; ++e) o[i][e] = 0.f;
+        for (int e = 0; e < 8 * RG; ++e) o[i][e] = 0.f;
     }
     c.advance(p);
     ++j;
@@ -331,9 +398,10 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   tl.flush();
 }
 
-template <int kEarlyS>
-__global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const __grid_constant__ Fp8DecodeParams fp) {
-  constexpr SmemLayoutH16 L = smem_layout_h16();
+template <int RG, int kEarlyS>
+__global__ void __launch_bounds__(Tile<RG>::kThreads, 1)
+    mla_decode_fp8_h16_kernel(const __grid_constant__ Fp8DecodeParams fp) {
+  constexpr SmemLayoutH16 L = smem_layout_h16<RG>();
   const decode::DecodeKernelParams& p = fp.d;
   extern __shared__ __align__(1024) uint8_t smem[];
   if (threadIdx.x == 0) decode::clock_probe_start();  // diagnostics builds only (../decode/clock_probe.cuh)
@@ -341,17 +409,18 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_h16_kernel(const _
   if (!decode::n16::begin_part(p, c)) return;
   const Bars bars{decode::smem_u32(smem + L.bar_offset)};
   if (threadIdx.x == 0) {
-    bars.init(kScorerWarps + kAccWarps);
+    bars.init(Tile<RG>::kConsumerWarps);
     for (int q = 0; q < kQSlots; ++q) decode::mbar_init(bars.q_full(q), 1);
     decode::mbar_init_fence();
   }
   __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (warp < kScorerWarps) {
-    scorer<kEarlyS>(p, c, bars, smem, warp, lane);
+    scorer<RG, kEarlyS>(p, c, bars, smem, warp, lane);
     if (threadIdx.x == 0) decode::clock_probe_stop();
   } else {
-    accumulator(fp, c, bars, smem, warp - kScorerWarps, lane);
+    const int acc_warp = warp - kScorerWarps;  // (RG 1: a = 0 as a constant, the 16-row kernel's code)
+    accumulator<RG>(fp, c, bars, smem, RG == 1 ? 0 : acc_warp / kAccWarps, RG == 1 ? acc_warp : acc_warp % kAccWarps, lane);
   }
 }
 

@@ -32,12 +32,19 @@ Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, 
 // boxes of 16 rows), and p.last_page the cache's last page.
 Status launch_decode_fp8_h16(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 Status encode_tensor_maps_fp8_h16(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
+// 32-row tiles (exactly 32 rows: h_q 32 s_q 1, h_q 16 s_q 2) on the same kernel with two row groups (RG 2): the same
+// maps (q in boxes of 16 rows, two per slab of a tile), grid = (num_parts, 1).
+Status launch_decode_fp8_n32(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
+
+// How tiles of 32-47 rows run (mla_decode.cu's MLA_DECODE_N32): the fp8 32-row wgmma kernel where the tile is exactly
+// 32 rows (kN32Auto; else as kN32Ws), the 64-row warp-specialized kernel (kN32Ws) or the two-row-group mma.sync one.
+enum class N32Mode { kAuto, kWs, kMma };
 
 // Picks the row-group variant from the first head tile's rows, launches decode + the shared combine
 // (bf16 output). kp must be filled as for the 16-bit kernel, with softmax_scale / scale_log2 already
-// multiplied by q_scale * k_scale; out_scale = k_scale; num_pages = the cache's first dimension. ws32: tiles of 32-47
-// rows on the 64-row warp-specialized kernel (the launcher's MLA_DECODE_N32), else on the two-row-group mma.sync one.
+// multiplied by q_scale * k_scale; out_scale = k_scale; num_pages = the cache's first dimension; n32: where tiles of
+// 32-47 rows run (N32Mode).
 Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, const DecodePlanGeometry& g,
-                      int64_t num_pages, bool ws32, cudaStream_t stream);
+                      int64_t num_pages, N32Mode n32, cudaStream_t stream);
 
 }  // namespace mla::sm90::decode_fp8

@@ -1,5 +1,5 @@
 #pragma once
-// Per-page math of the 16-row wgmma kernel (kernel_h16.cuh, constants in config_h16.h).
+// Per-page math of the 16- and 32-row wgmma kernel (kernel_h16.cuh, constants in config_h16.h).
 //
 // Scorer thread (warp w of warpgroup 0, g = lane / 4, t = lane % 4) after S^T: s[4j + 2h + e] = score of key
 // 16w + g + 8h (page-local) for query row 8j + 2t + e. Its four rows are indexed r = 2j + e below.
@@ -32,11 +32,14 @@ namespace mla::sm90::decode_fp8::h16 {
 // accumulator's pace loses 0.3-0.4 µs per page). H200, fp8acc run A3, against HEAD's kernel as two binaries of one
 // tree, two passes: b128 s8192 −3.4 µs (−2.1 %), s4096 −1.55, s512 −0.4, b32 −0.25…−0.35, b1 −0.1…−0.25 (run A2, knob
 // instantiations in one binary: −3.55 / −1.35 / −0.35, b32 −0.05…−0.6).
-__device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint32_t s_q) {
+// 32 rows (RG 2): the same over a 32-row Q tile (4 KB slabs), m64n32k32.
+template <int RG>
+__device__ __forceinline__ void issue_scores_t(float (&s)[8 * RG], uint32_t s_k, uint32_t s_q) {
+  constexpr int kQSlabBytes = Tile<RG>::kQSlabBytes;
   s_k = __shfl_sync(0xffffffffu, s_k, 0);
   s_q = __shfl_sync(0xffffffffu, s_q, 0);
 #pragma unroll
-  for (int i = 0; i < 8; ++i) s[i] = 0.f;
+  for (int i = 0; i < 8 * RG; ++i) s[i] = 0.f;
   decode::fence_operands(s);
   decode::wgmma_fence();
   uint64_t da = decode::make_smem_desc(s_k, 16, 1024);
@@ -44,13 +47,13 @@ __device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint
 #pragma unroll
   for (int slab = 0; slab < kDimQK / 128; ++slab) {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) wgmma_m64n16k32_ss(s, da + 2 * k, db + 2 * k);
+    for (int k = 0; k < 4; ++k) wgmma_nrows_ss<RG>(s, da + 2 * k, db + 2 * k);
     da += kSlabBytes >> 4;
     db += kQSlabBytes >> 4;
   }
   static_assert(kDimQK % 128 == 64, "the fifth slab holds 64 bytes: two k32 steps");
-  wgmma_m64n16k32_ss(s, da, db);
-  wgmma_m64n16k32_ss(s, da + 2, db + 2);
+  wgmma_nrows_ss<RG>(s, da, db);
+  wgmma_nrows_ss<RG>(s, da + 2, db + 2);
   decode::wgmma_commit();
 }
 
@@ -92,38 +95,44 @@ __device__ __forceinline__ void store_p_packed(uint32_t s_pb, const float (&pr)[
   asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(p_byte(s_pb, row0 + 8, key)), "r"(w1) : "memory");
 }
 
-// O^T (this thread's 8 M tiles) += V^T . P^T for one page, in issue / wait halves so that the caller can run the
-// page stream while the tensor cores work. vf: A fragments [k32 step][M tile], built by load_v_frags; s_pb: the P
-// buffer.
-__device__ __forceinline__ void issue_pv_t(float (&o)[8][8], const uint32_t (&vf)[2][8][4], uint32_t s_pb) {
+// O^T (this thread's MT M tiles of 16 RG rows) += V^T . P^T for one page, in issue / wait halves so that the caller
+// can run the page stream while the tensor cores work. vf: A fragments [k32 step][M tile], built by load_v_frags;
+// s_pb: the P buffer (16 RG rows: the descriptor's 8-row groups 1024 bytes apart, as for 16).
+template <int RG, int MT>
+__device__ __forceinline__ void issue_pv_t(float (&o)[MT][8 * RG], const uint32_t (&vf)[2][MT][4], uint32_t s_pb) {
   decode::wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < 2; ++ks) {
     const uint64_t db = decode::make_smem_desc(s_pb + ks * 32, 16, 1024);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) wgmma_m64n16k32_rs(o[i], vf[ks][i], db);
+    for (int i = 0; i < MT; ++i) wgmma_nrows_rs<RG>(o[i], vf[ks][i], db);
   }
   decode::wgmma_commit();
 }
-__device__ __forceinline__ void wait_pv_t(float (&o)[8][8]) {
+template <int RG, int MT>
+__device__ __forceinline__ void wait_pv_t(float (&o)[MT][8 * RG]) {
   decode::wgmma_wait_all();
 #pragma unroll
-  for (int i = 0; i < 8; ++i) decode::fence_operands(o[i]);
+  for (int i = 0; i < MT; ++i) decode::fence_operands(o[i]);
 }
 
 // Pins the fragments' computation before this point: a prmt the compiler sinks past wgmma_fence would make ptxas
 // inject a warpgroup.arrive between the P.V wgmmas (serializing them).
-__device__ __forceinline__ void fence_frags(uint32_t (&vf)[2][8][4]) {
+template <int MT>
+__device__ __forceinline__ void fence_frags(uint32_t (&vf)[2][MT][4]) {
 #pragma unroll
   for (int ks = 0; ks < 2; ++ks)
 #pragma unroll
-    for (int i = 0; i < 8; ++i) decode::fence_operands(vf[ks][i]);
+    for (int i = 0; i < MT; ++i) decode::fence_operands(vf[ks][i]);
 }
 
-// V^T A fragments of a page in the slab layout: for k32 step ks and M tile i, one ldmatrix.x4.trans of keys
-// 32ks + lane at chunk 4i + w (matrix q = keys 32ks + 8q ..), then the even/odd selects. Keys at or past
-// `limit` become zeros (their cache slots hold garbage, and P = 0 times NaN would still be NaN).
-__device__ __forceinline__ void load_v_frags(uint32_t (&vf)[2][8][4], uint32_t s_stage, int limit, int w, int lane) {
+// V^T A fragments of a page in the slab layout: for k32 step ks and M tile i (V dims 64 (i0 + i) ..), one
+// ldmatrix.x4.trans of keys 32ks + lane at chunk 4 (i0 + i) + w (matrix q = keys 32ks + 8q ..), then the even/odd
+// selects. Keys at or past `limit` become zeros (their cache slots hold garbage, and P = 0 times NaN would still be
+// NaN).
+template <int MT>
+__device__ __forceinline__ void load_v_frags(uint32_t (&vf)[2][MT][4], uint32_t s_stage, int limit, int w, int lane,
+                                             int i0) {
   const int t = lane & 3;
 #pragma unroll
   for (int ks = 0; ks < 2; ++ks) {
@@ -135,9 +144,9 @@ __device__ __forceinline__ void load_v_frags(uint32_t (&vf)[2][8][4], uint32_t s
     }
     const int key = 32 * ks + lane;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < MT; ++i) {
       uint32_t v[4];
-      decode::ldmatrix_x4_trans(v, s_stage + slab_offset(key, 4 * i + w));
+      decode::ldmatrix_x4_trans(v, s_stage + slab_offset(key, 4 * (i0 + i) + w));
       if (limit < kBlockN) {
 #pragma unroll
         for (int q = 0; q < 4; ++q) v[q] &= keep[q];
