@@ -231,11 +231,12 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
 #pragma unroll
     for (int q = 0; q < RG; ++q) store_p_packed(s_p0 + buf * T::kPBufBytes + 2048 * q, group8(pr, q), w, g, t);
     if (w == 0 && g == 0) {
-      // racecheck: hand-off (s_alpha for the accumulators, ordered by the P_full named barrier)
 #pragma unroll
       for (int q = 0; q < RG; ++q)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) s_alpha[alpha_of(q) + buf * 16 + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[q][r];
+        for (int r = 0; r < 4; ++r)
+          // racecheck: hand-off (s_alpha for the accumulators, ordered by the P_full named barrier)
+          s_alpha[alpha_of(q) + buf * 16 + 8 * (r >> 1) + 2 * t + (r & 1)] = alpha[q][r];
     }
     if (seg_end) {
 #pragma unroll
