@@ -11,6 +11,13 @@
 //     into stage j % kStages once all 12 warps released page j (one 3D TMA copy per page).
 // A stage is held from its landing only until S_j and the V loads are done, not through the softmax and P.V (the
 // 256-thread kernel's hold), and the scorer's page j + 1 overlaps the accumulators' page j.
+// Timeline marks (bench_decode --timeline in a -DMLA_DECODE_TIMELINE build; nothing otherwise): those of the fp8 16-row
+// kernel (decode_fp8/kernel_h16.cuh), the same numbers with the same meaning; the page-issuing thread (the first
+// accumulator warpgroup's thread 0) stands for the accumulators:
+//   4 / 5 / 9 FIRST scorer: page 0 landed / page 0's S done / S of page kStages - 1 done; 6 LAST scorer: a segment's
+//   last P handed off; 7 LAST accumulator: an epilogue started; 8 LAST: a segment's stores issued (the CTA's end);
+//   10 LAST producer: the part's last page issued; 11 LAST scorer: S of the part's last page done;
+//   sums 12 segments, 13 scorer full waits, 14 scorer P_empty waits, 15 accumulator P_full waits (ns).
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
@@ -20,6 +27,7 @@
 #include "ops/cuda/sm90/decode/partials.h"
 #include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/timeline.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
@@ -35,6 +43,9 @@ constexpr bool kF16 = Traits::kFormat == KvFormat::kFp16;
 
 // The page ring (full / empty per stage), then the Q slots' q_full barriers.
 using Bars = n16::RingQBars<kStages, kQSlots>;
+
+// The three timeline sums (marks 13..15; empty in a normal build).
+enum N16TlSum { kTlScorerFull = 0, kTlScorerPEmpty = 1, kTlAccPFull = 2 };
 
 // The page stream, run by accumulator 1's thread 0. step() issues the next page into its stage, waiting for that
 // stage's previous page to be released by all 12 warps.
@@ -57,6 +68,7 @@ struct PageProducer {
       tma_load_3d_hint(dst, &p.tmap_kv, bars.full(stage), 0, c.page * kBlockN, 0, l2_evict_first_fraction(1.f));
     else
       tma_load_3d(dst, &p.tmap_kv, bars.full(stage), 0, c.page * kBlockN, 0);
+    if (c.last_of_sequence()) MLA_TL_MARK_LAST(p.timeline, 10);  // the last call: the part's last page
     c.advance(p);
     c.fetch_page(p);  // the next block-table entry loads while the warp computes
     ++j;
@@ -180,16 +192,24 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
   if (q_loader) ql.start(p, bars, s_q0);
   bool seq_start = true;
   int j = 0, seq = 0;
+  TimelineSums tl;
+  tl.init(p, q_loader);
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
     const bool seg_end = c.last_of_sequence();
     if (seq_start) mbar_wait(bars.q_full(seq % kQSlots), phase_of(seq, kQSlots));
     seq_start = seg_end;
+    const unsigned long long t0 = tl.now();
     mbar_wait(bars.full(stage), phase_of(j, kStages));
+    tl.add(kTlScorerFull, t0);
+    if (j == 0) tl.first(4);
     float s[8];
     issue_scores_t<Traits>(s, s_k0 + stage * kPageBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
     wgmma_wait_all();
     fence_operands(s);
+    if (j == 0) tl.first(5);
+    if (j == kStages - 1) tl.first(9);
+    if (seg_end) tl.last(11);
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.empty(stage));
     // s_q 1 (this kernel's tiles): every row sees keys < seqlen. Row-max exchange across the 4 warps: [buf][row][warp];
@@ -207,7 +227,9 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     n16::update_row_max<true, true>(red, m, alpha, m_scaled, p.scale_log2, t);
     n16::exp_and_row_sums<true>(s, pr, l, alpha, m_scaled, p.scale_log2);
     // P buffer `buf` is free once the accumulators finished P.V of page j - 2 (pre-armed for pages 0 and 1).
+    const unsigned long long t1 = tl.now();
     named_sync(kBarPEmpty + buf, kBarAll);
+    tl.add(kTlScorerPEmpty, t1);
     store_p<Traits>(s_p0 + buf * kPBufBytes, pr, w, g, t);
     if (w == 0 && g == 0) {
       // racecheck: hand-off (s_alpha for the accumulators, ordered by the P_full named barrier)
@@ -221,9 +243,11 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     }
     fence_proxy_async();  // P (generic stores) is read by wgmma (async proxy) after P_full
     named_arrive(kBarPFull + buf, kBarAll);
+    if (seg_end) tl.last(6);
     c.advance(p);
     ++j;
   }
+  tl.flush();
 }
 
 // Epilogue of one segment (accumulator warpgroup a): out = O / l as 16-bit (single split) or the fp32 partial and its
@@ -290,6 +314,8 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   }
   __syncwarp();
   int j = 0;
+  TimelineSums tl;
+  tl.init(p, a == 0 && w == 0 && lane == 0);
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
     mbar_wait(bars.full(stage), phase_of(j, kStages));
@@ -301,7 +327,9 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     // handed off, so the wait costs this warpgroup nothing it would not wait for below.
     if (is_producer) prod.step(p, bars, s_k0);
     __syncwarp();
+    const unsigned long long t0 = tl.now();
     named_sync(kBarPFull + buf, kBarAll);
+    tl.add(kTlAccPFull, t0);
     float alpha[4];
     // racecheck: hand-off (read after the P_full named barrier)
 #pragma unroll
@@ -324,7 +352,10 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     if (seg_end) n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
     named_arrive(kBarPEmpty + buf, kBarAll);
     if (seg_end) {
+      tl.last(7);
+      tl.seg();
       write_segment<Traits>(p, o, lsum, mfin, c.b, n16::segment_dest(p, c.b, first_batch, first_split), a, w, lane);
+      if (lane == 0) MLA_TL_MARK_LAST(p.timeline, 8);
 #pragma unroll
       for (int i = 0; i < kMTiles; ++i)
 #pragma unroll
@@ -333,6 +364,7 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     c.advance(p);
     ++j;
   }
+  tl.flush();
 }
 
 template <class Traits>
