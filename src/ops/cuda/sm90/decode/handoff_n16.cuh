@@ -14,6 +14,7 @@
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/smem_n16.h"
 #include "ops/cuda/sm90/decode/tma.h"
 
 namespace mla::sm90::decode::n16 {
@@ -209,6 +210,21 @@ __device__ __forceinline__ void read_segment_totals(const float* s_lsum, const f
     lsum[r] = (v.x + v.y) + (v.z + v.w);
     mfin[r] = s_mfin[buf * 16 + row];
   }
+}
+
+// The accumulator side of a 16-row kernel's hand-off: the scorer's exchange buffers (read-only here; row group 0's at
+// the layout's offsets) and the part's first sequence and its split (for segment_dest).
+struct AccExchange {
+  const float* alpha;  // [2][16] per row group
+  const float* lsum;   // [2][16][4]
+  const float* mfin;   // [2][16]
+  int first_batch, first_split;
+};
+__device__ __forceinline__ AccExchange acc_exchange(const DecodeKernelParams& p, const uint8_t* smem,
+                                                    const SmemLayoutN16& L) {
+  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  return {reinterpret_cast<const float*>(smem + L.alpha_offset), reinterpret_cast<const float*>(smem + L.lsum_offset),
+          reinterpret_cast<const float*>(smem + L.mfin_offset), rec[kPartBeginBatch], rec[kPartFirstSplit]};
 }
 
 // Where a segment of sequence b goes: straight to out (n_splits 1) or into partial slot `slot` (this part's split

@@ -292,12 +292,8 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
                                             int a, int w, int lane) {
   constexpr SmemLayoutN16 L = smem_layout_n16ws();
   const uint32_t s_k0 = smem_u32(smem + L.k_offset), s_p0 = smem_u32(smem + L.p_offset);
-  const float* s_alpha = reinterpret_cast<const float*>(smem + L.alpha_offset);
-  const float* s_lsum = reinterpret_cast<const float*>(smem + L.lsum_offset);
-  const float* s_mfin = reinterpret_cast<const float*>(smem + L.mfin_offset);
+  const n16::AccExchange x = n16::acc_exchange(p, smem, L);
   const int t = lane & 3;
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
-  const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
   named_arrive(kBarPEmpty + 0, kBarAll);  // both P buffers start free
   named_arrive(kBarPEmpty + 1, kBarAll);
   float o[kMTiles][8];
@@ -333,7 +329,7 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     float alpha[4];
     // racecheck: hand-off (read after the P_full named barrier)
 #pragma unroll
-    for (int r = 0; r < 4; ++r) alpha[r] = s_alpha[buf * kRows + row_of(r, t)];
+    for (int r = 0; r < 4; ++r) alpha[r] = x.alpha[buf * kRows + row_of(r, t)];
     // The O rescale only where a row of this warp moved its running max (alpha exactly 1 elsewhere: update_row_max
     // <true>); a warp vote, so a uniform branch.
     if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f || alpha[2] != 1.f || alpha[3] != 1.f)) {
@@ -349,12 +345,12 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     pv_t<Traits>(o, vf, s_p0 + buf * kPBufBytes);
     const bool seg_end = c.last_of_sequence();
     float lsum[4], mfin[4];
-    if (seg_end) n16::read_segment_totals(s_lsum, s_mfin, buf, t, lsum, mfin);
+    if (seg_end) n16::read_segment_totals(x.lsum, x.mfin, buf, t, lsum, mfin);
     named_arrive(kBarPEmpty + buf, kBarAll);
     if (seg_end) {
       tl.last(7);
       tl.seg();
-      write_segment<Traits>(p, o, lsum, mfin, c.b, n16::segment_dest(p, c.b, first_batch, first_split), a, w, lane);
+      write_segment<Traits>(p, o, lsum, mfin, c.b, n16::segment_dest(p, c.b, x.first_batch, x.first_split), a, w, lane);
       if (lane == 0) MLA_TL_MARK_LAST(p.timeline, 8);
 #pragma unroll
       for (int i = 0; i < kMTiles; ++i)

@@ -39,8 +39,9 @@ Status variant64(Variant64* v) {
 
 // MLA_DECODE_FP8_H16_EARLY_S = auto (default) | always | never: forces the 16- and 32-row kernel's early S of page
 // j + 1 (kernel_h16.cuh) on or off, for tests: by default a 16-row page takes it when page j + 1 has landed in time, so
-// which path runs depends on timing (the 32-row form takes it always: launch_impl_h16.cuh). Read on every 16-row call, unlike the L2 prefetch knob above, so a test can switch it
-// between cases (one getenv, ~0.1 us of host time against a call of 9+ us); strict like every knob.
+// which path runs depends on timing (the 32-row form takes it always: launch_impl_h16.cuh). Read on every 16- and
+// 32-row call, unlike the L2 prefetch knob above, so a test can switch it between cases (one getenv, ~0.1 us of host
+// time against a call of 9+ us); strict like every knob.
 Status h16_early_s(int* mode) {
   const EnvKnob k = read_env_knob("MLA_DECODE_FP8_H16_EARLY_S", {"auto", "always", "never"});
   MLA_TRY(k.status);

@@ -115,10 +115,6 @@ template <int N>
 __device__ __forceinline__ float (&group8(float (&a)[N], int q))[8] {
   return *reinterpret_cast<float (*)[8]>(a + 8 * q);
 }
-template <int N>
-__device__ __forceinline__ const float (&group8(const float (&a)[N], int q))[8] {
-  return *reinterpret_cast<const float (*)[8]>(a + 8 * q);
-}
 
 // Keys row group q of a 32-row tile does not see at the sequence's end: the causal diagonal (s_q > 1: query row i sees
 // keys < seqlen - s_q + 1 + i). The tile is the sequence's only one (32 rows = s_q h_q), so its group q holds query
@@ -302,12 +298,8 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   constexpr SmemLayoutH16 L = smem_layout_h16<RG>();
   const decode::DecodeKernelParams& p = fp.d;
   const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_p0 = decode::smem_u32(smem + L.p_offset);
-  const float* s_alpha = reinterpret_cast<const float*>(smem + L.alpha_offset);
-  const float* s_lsum = reinterpret_cast<const float*>(smem + L.lsum_offset);
-  const float* s_mfin = reinterpret_cast<const float*>(smem + L.mfin_offset);
+  const decode::n16::AccExchange x = decode::n16::acc_exchange(p, smem, L);
   const int t = lane & 3;
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
-  const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
   decode::named_arrive(kBarPEmpty + 0, T::kBarPair);  // both P buffers start free
   decode::named_arrive(kBarPEmpty + 1, T::kBarPair);
   float o[MT][8 * RG];
@@ -346,9 +338,11 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
 #pragma unroll
       for (int r = 0; r < 4; ++r)
         // racecheck: hand-off (read after the P_full named barrier)
-        alpha[q][r] = s_alpha[alpha_of(q) + buf * 16 + 8 * (r >> 1) + 2 * t + (r & 1)];
-    bool moved = alpha[0][0] != 1.f || alpha[0][1] != 1.f || alpha[0][2] != 1.f || alpha[0][3] != 1.f;
-    if constexpr (RG == 2) moved = moved || alpha[1][0] != 1.f || alpha[1][1] != 1.f || alpha[1][2] != 1.f || alpha[1][3] != 1.f;
+        alpha[q][r] = x.alpha[alpha_of(q) + buf * 16 + 8 * (r >> 1) + 2 * t + (r & 1)];
+    bool moved = false;
+#pragma unroll
+    for (int q = 0; q < RG; ++q)
+      moved = moved || alpha[q][0] != 1.f || alpha[q][1] != 1.f || alpha[q][2] != 1.f || alpha[q][3] != 1.f;
     // The O rescale only on pages where a row of this warp moved its running max: elsewhere every alpha is exactly 1
     // (update_row_max<true>) and the 64 multiplies would leave O as it is. Once the max settles most pages skip them,
     // and the accumulator's per-page instructions are on the page rate's path (the bare page stream runs at 1.04 µs per
@@ -379,13 +373,13 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     if (seg_end) {
 #pragma unroll
       for (int q = 0; q < RG; ++q)
-        decode::n16::read_segment_totals(s_lsum + red_of(q), s_mfin + alpha_of(q), buf, t, lsum[q], mfin[q]);
+        decode::n16::read_segment_totals(x.lsum + red_of(q), x.mfin + alpha_of(q), buf, t, lsum[q], mfin[q]);
     }
     decode::named_arrive(kBarPEmpty + buf, T::kBarPair);
     if (seg_end) {
       tl.last(7);
       tl.seg();
-      const decode::n16::SegmentDest d = decode::n16::segment_dest(p, c.b, first_batch, first_split);
+      const decode::n16::SegmentDest d = decode::n16::segment_dest(p, c.b, x.first_batch, x.first_split);
       write_segment_h16<RG, MT>(fp, o, lsum, mfin, c.b, d.slot, d.n_splits == 1, a, w, lane);
       if (lane == 0) MLA_TL_MARK_LAST(p.timeline, 8);
 #pragma unroll

@@ -15,15 +15,14 @@ Status launch_decode_fp8_tile(const Fp8DecodeParams& p, dim3 grid, cudaStream_t 
   // default is `always`: its scorer's page is long enough that page j + 1 has nearly always landed, and the probe cost
   // it more than it saved (H200 session 23 call 4, h32: b128 s8192 172.0-172.4 us always, 175.2-175.7 auto; b32 s8192
   // 57.6-57.9 / 58.6-58.8; no row slower), so it has no `auto` instantiation.
-  const int mode = RG == 2 && p.h16_early_s == kEarlySAuto ? kEarlySAlways : p.h16_early_s;
   const Status st = [&]() -> Status {
-    if (mode == kEarlySAlways)
-      return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<RG, kEarlySAlways>>(p, grid, kThreads, smem, stream);
-    if (mode == kEarlySNever)
+    if (p.h16_early_s == kEarlySNever)
       return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<RG, kEarlySNever>>(p, grid, kThreads, smem, stream);
-    if constexpr (RG == 1)
-      return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<RG, kEarlySAuto>>(p, grid, kThreads, smem, stream);
-    return Status::internal("mla_decode (fp8)", "no early-S mode for this tile height");  // (not reached)
+    if constexpr (RG == 1) {
+      if (p.h16_early_s == kEarlySAuto)
+        return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<RG, kEarlySAuto>>(p, grid, kThreads, smem, stream);
+    }
+    return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<RG, kEarlySAlways>>(p, grid, kThreads, smem, stream);
   }();
   // Diagnostics builds only.
   if (st.is_ok()) decode::clock_probe_fold(stream, RG == 1 ? decode::kClockFp8H16 : decode::kClockFp8N32);
