@@ -487,7 +487,7 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, const std::v
 // launched after each flush, outside the events.
 struct WarmCall {
   DevMem<uint16_t> q, cache, out;
-  DevMem<int32_t> table, parts, offsets;
+  DevMem<int32_t> table, parts, offsets, counters;
   DevMem<float> lse;
   DevMem<uint8_t> ws;
   cudaGraphExec_t exec = nullptr;
@@ -522,6 +522,7 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
   MLA_TRY(w->table.alloc(num_pages));
   MLA_TRY(w->parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
   MLA_TRY(w->offsets.alloc(r.batch + 1));
+  MLA_TRY(w->counters.alloc(size_t(mla::decode_plan_counters(g))));
   MLA_TRY(w->ws.alloc(mla::decode_workspace_bytes(g)));
   fill_normal<<<1024, 256, 0, s>>>(w->q.p, q_elems, 0x4321u, kind);
   if (wf == mla::KvFormat::kFp8Ds) {
@@ -544,7 +545,7 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
   wp.out = mla::TensorView::contiguous(w->out.p, wf == mla::KvFormat::kFp16 ? mla::DType::kFp16 : mla::DType::kBf16,
                                        {r.batch, r.s_q, r.h_q, mla::kDimV});
   wp.lse = mla::TensorView::contiguous(w->lse.p, mla::DType::kFp32, {r.batch, r.h_q, r.s_q});
-  const mla::DecodePlanView plan{w->parts.p, w->offsets.p, g.num_parts};
+  const mla::DecodePlanView plan{w->parts.p, w->offsets.p, g.num_parts, w->counters.p};
   MLA_TRY(mla::cuda::plan_decode(wp.seqlens, wp.block_table, g, plan, s, tune));
   const size_t ws_bytes = mla::decode_workspace_bytes(g);
   MLA_TRY(mla::cuda::mla_decode(wp, g, plan, w->ws.p, ws_bytes, s));  // warm-up, attributes
@@ -604,7 +605,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   if (o.price >= 0) g.split_price = o.price;  // experiment: another price of a cut (host and device plans read g)
 
   DevMem<uint16_t> q, cache, out;
-  DevMem<int32_t> bt, sl, parts, off;
+  DevMem<int32_t> bt, sl, parts, off, counters;
   DevMem<float> lse;
   DevMem<uint8_t> ws;
   const size_t cache_elems = size_t(num_pages) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: room for any format
@@ -616,6 +617,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_TRY(sl.alloc(r.batch));
   MLA_TRY(parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
   MLA_TRY(off.alloc(r.batch + 1));
+  MLA_TRY(counters.alloc(size_t(mla::decode_plan_counters(g))));  // the fused merge's (zeroed by plan_decode)
   MLA_TRY(ws.alloc(mla::decode_workspace_bytes(g)));
   fill_normal<<<1024, 256, 0, s>>>(q.p, size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK, 0x1234u + r.h_q, fill_kind);
   if (fp8ds) {
@@ -641,7 +643,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   p.format = o.format;
   p.causal = r.s_q > 1;  // MTP / speculative decode: query i of s_q sees keys < seqlen - s_q + 1 + i
   p.softmax_scale = 0.0721687836f;
-  const mla::DecodePlanView plan{parts.p, off.p, g.num_parts};
+  const mla::DecodePlanView plan{parts.p, off.p, g.num_parts, counters.p};
 
   WarmCall warm;  // --prewarm: built below, launched after each flush of the decode graph's timings
   auto time_graph = [&](cudaGraphExec_t exec, double* median_us) {

@@ -27,6 +27,18 @@ inline int device_sm_count() {
   return sms;
 }
 
+// The fused merge's counters (DecodePlanView::merge_counters): plan_decode zeroes them and every mla_decode call must
+// leave them zero, or the next layer's call of the step would merge at the wrong arrival.
+inline Status check_merge_counters_zero(const DeviceBuffer& d_cnt, const std::string& name) {
+  std::vector<int32_t> cnt(d_cnt.bytes() / 4);
+  MLA_TRY(d_cnt.download(&cnt));
+  for (size_t i = 0; i < cnt.size(); ++i)
+    if (cnt[i] != 0)
+      return Status::internal("mla_decode", "merge counter " + std::to_string(i) + " = " + std::to_string(cnt[i]) +
+                                                " after the call, not 0 (" + name + ")");
+  return Status::ok();
+}
+
 struct DecodeDeviceResult {
   DecodePlanGeometry g;
   std::vector<int32_t> parts_ref, off_ref;  // the host plan (ref::plan_decode)
@@ -41,8 +53,9 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &r->g));
   const DecodePlanGeometry& g = r->g;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
-  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws;
+  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws, d_cnt;
   MLA_TRY(d_q.alloc(h.q.size()));
+  MLA_TRY(d_cnt.alloc(decode_plan_counters(g) * 4));  // poisoned: plan_decode must zero them
   MLA_TRY(d_cache.alloc(h.cache.size()));
   MLA_TRY(d_bt.alloc(h.block_table.size() * 4));
   MLA_TRY(d_sl.alloc(h.seqlens.size() * 4));
@@ -64,7 +77,7 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   cudaStream_t stream;
   MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
   const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {s.batch});
-  const DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts};
+  const DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts, d_cnt.as<int32_t>()};
   const MlaDecodeParams p =
       h.params(d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data(), softmax_scale);
   // The eager call's plan carries the start hints (block table given: the engine's path, whose records the
@@ -86,6 +99,7 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   MLA_TRY(d_off.download(&off_dev));
   if (parts_dev != r->parts_ref || off_dev != r->off_ref)
     return finish(Status::internal("plan_decode", "device plan differs from the host plan (" + name + ")"));
+  if (Status st = check_merge_counters_zero(d_cnt, name); !st.is_ok()) return finish(st);
   r->out.assign(h.out_elems(), 0);
   r->lse.assign(h.lse_elems(), 0.f);
   MLA_TRY(d_out.download(&r->out));
@@ -113,7 +127,8 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   if (std::memcmp(out_g.data(), r->out.data(), out_g.size() * 2) != 0 ||
       std::memcmp(lse_g.data(), r->lse.data(), lse_g.size() * 4) != 0)
     return finish(Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")"));
-  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws})
+  if (Status st = check_merge_counters_zero(d_cnt, name); !st.is_ok()) return finish(st);
+  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws, &d_cnt})
     if (Status st = b->check_guards(name); !st.is_ok()) return finish(st);
   return finish(Status::ok());
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "decode_device_run.h"
 #include "harness/device_buffer.h"
 #include "harness/registry.h"
 #include "harness/scoped_env.h"
@@ -131,7 +132,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   const size_t lse_elems = static_cast<size_t>(c.batch) * c.h_q * c.s_q;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
 
-  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws;
+  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws, d_cnt;
   MLA_TRY(d_q.alloc(h.q.size() * 2));
   MLA_TRY(d_cache.alloc(h.cache.size() * 2));
   MLA_TRY(d_bt.alloc(h.block_table.size() * 4));
@@ -141,6 +142,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   MLA_TRY(d_parts.alloc(parts_ints * 4));
   MLA_TRY(d_off.alloc((c.batch + 1) * 4));
   MLA_TRY(d_ws.alloc(decode_workspace_bytes(g)));
+  MLA_TRY(d_cnt.alloc(decode_plan_counters(g) * 4));  // poisoned: plan_decode must zero the fused merge's counters
   MLA_TRY(d_q.upload(h.q));
   MLA_TRY(d_cache.upload(h.cache));
   MLA_TRY(d_bt.upload(h.block_table));
@@ -154,7 +156,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   cudaStream_t stream;
   MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
   const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {c.batch});
-  DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts};
+  DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts, d_cnt.as<int32_t>()};
   const MlaDecodeParams p = make_params(c, h, d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data());
   // The eager call's plan carries the start hints (block table given: the engine's path, whose records the
   // host plan must equal); the graph below is captured without the page hints, so its bit-for-bit match with
@@ -182,6 +184,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   if (parts_dev != parts_ref || off_dev != off_ref)
     return Status::internal("plan_decode", "device plan differs from compute_decode_plan on the host (" + name + ")");
   rep->add("plan", compare_vec(parts_dev, parts_ref));
+  MLA_TRY(check_merge_counters_zero(d_cnt, name));  // the next layer's call needs them at zero
 
   std::vector<uint16_t> out(out_elems);
   std::vector<float> lse(lse_elems);
@@ -220,7 +223,8 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   cudaStreamDestroy(stream);
   if (std::memcmp(out_g.data(), out.data(), out_elems * 2) != 0 || std::memcmp(lse_g.data(), lse.data(), lse_elems * 4) != 0)
     return Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")");
-  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws})
+  MLA_TRY(check_merge_counters_zero(d_cnt, name));
+  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws, &d_cnt})
     MLA_TRY(b->check_guards(name));
 
   // References on the host copies.
@@ -295,6 +299,14 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
                        return run_decode_case(n, c, rep);
                      }});
   }
+  // The split sequences merged the other way (MLA_DECODE_MERGE, read on every call; auto fuses from batch 64): by
+  // the decode kernel (fused_merge.cuh) below that, by the combine grid from there. Same tolerance: the merge is the
+  // combine's math on the same fp32 partials, in another order of the same sums.
+  const std::string n = name + (c.batch < 64 ? "_fused" : "_combine");
+  cases.push_back({"mla_decode", n, kDecodeTol, [c, n](CaseReport* rep) {
+                     ScopedEnv env("MLA_DECODE_MERGE", c.batch < 64 ? "fused" : "combine");
+                     return run_decode_case(n, c, rep);
+                   }});
 }
 
 DecodeCase dc(KvFormat f, int batch, int h_q, int s_q, bool causal, std::vector<int> lens, bool unsplit = true) {

@@ -19,6 +19,7 @@
 
 #include "common/decode_data.h"
 #include "common/random.h"
+#include "decode_device_run.h"
 #include "harness/device_buffer.h"
 #include "harness/registry.h"
 #include "harness/scoped_env.h"
@@ -140,8 +141,9 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sms(), &g));
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
 
-  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws;
+  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws, d_cnt;
   MLA_TRY(d_q.alloc(h.q.size()));
+  MLA_TRY(d_cnt.alloc(decode_plan_counters(g) * 4));  // poisoned: plan_decode must zero the fused merge's counters
   MLA_TRY(d_cache.alloc(h.cache.size()));
   MLA_TRY(d_bt.alloc(h.block_table.size() * 4));
   MLA_TRY(d_sl.alloc(h.seqlens.size() * 4));
@@ -163,7 +165,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   cudaStream_t stream;
   MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
   const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {s.batch});
-  DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts};
+  DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts, d_cnt.as<int32_t>()};
   const MlaDecodeParams p = h.params(d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data(),
                                      c.softmax_scale);
   // The eager call's plan carries the start hints (block table given: the engine's path, whose records the
@@ -180,6 +182,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   MLA_TRY(d_off.download(&off_dev));
   if (parts_dev != parts_ref || off_dev != off_ref)
     return Status::internal("plan_decode", "device plan differs from compute_decode_plan on the host (" + name + ")");
+  MLA_TRY(check_merge_counters_zero(d_cnt, name));  // the next layer's call needs them at zero
 
   std::vector<uint16_t> out(h.out_elems());
   std::vector<float> lse(h.lse_elems());
@@ -209,7 +212,8 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   cudaStreamDestroy(stream);
   if (std::memcmp(out_g.data(), out.data(), out.size() * 2) != 0 || std::memcmp(lse_g.data(), lse.data(), lse.size() * 4) != 0)
     return Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")");
-  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws})
+  MLA_TRY(check_merge_counters_zero(d_cnt, name));
+  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws, &d_cnt})
     MLA_TRY(b->check_guards(name));
 
   // Split reference on the host copies, same plan.
@@ -332,6 +336,25 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                        ScopedEnv env("MLA_DECODE_FP8_VARIANT64", "ws3");
                        return run_fp8_case(n, c, rep);
                      }});
+  }
+  // The split sequences merged the other way (MLA_DECODE_MERGE, read on every call; auto fuses from batch 64): by the
+  // decode kernel (fused_merge.cuh) below that, by the combine grid from there; same tolerance (the combine's math on
+  // the same partials, in another order of the same sums). The 32-row cases also on the 64-row ws kernel.
+  if (tokens <= 200000) {
+    const bool fused = cs.batch < 64;
+    const std::string n = name + (fused ? "_fused" : "_combine");
+    cases.push_back({"mla_decode", n, kFp8Tol, [c, n, fused](CaseReport* rep) {
+                       ScopedEnv env("MLA_DECODE_MERGE", fused ? "fused" : "combine");
+                       return run_fp8_case(n, c, rep);
+                     }});
+    if (cs.h_q * cs.s_q == 32 && fused) {
+      const std::string n2 = name + "_fused_n32ws";
+      cases.push_back({"mla_decode", n2, kFp8Tol, [c, n2](CaseReport* rep) {
+                         ScopedEnv env("MLA_DECODE_MERGE", "fused");
+                         ScopedEnv env2("MLA_DECODE_N32", "ws");
+                         return run_fp8_case(n2, c, rep);
+                       }});
+    }
   }
 }
 

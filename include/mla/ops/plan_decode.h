@@ -104,7 +104,16 @@ struct DecodePlanView {
   int32_t* parts = nullptr;          // [num_parts, kPlanPartInts]
   int32_t* split_offsets = nullptr;  // [batch + 1]: splits of sequence b are slots [off[b], off[b+1])
   int num_parts = 0;
+  // Optional [decode_plan_counters(g)] int32: arrival counters of the fused merge (the decode kernel merges split
+  // sequences itself and no combine grid is launched; mla_decode picks it for large batches). plan_decode zeroes them
+  // and every mla_decode call leaves them zero; nullptr: every call launches the combine.
+  int32_t* merge_counters = nullptr;
 };
+
+// Entries of DecodePlanView::merge_counters: one per (sequence, head tile).
+inline int64_t decode_plan_counters(const DecodePlanGeometry& g) {
+  return static_cast<int64_t>(g.batch) * g.num_head_tiles;
+}
 
 // Workspace for split partials: o_accum fp32 [max_splits, s_q * h_q, 512] at offset 0, then lse_accum
 // fp32 [max_splits, s_q * h_q] at decode_workspace_lse_offset(g). Fixed-size from the geometry. (The plan

@@ -129,6 +129,9 @@ Status launch_ws(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t nu
   return launch_decode_ws<Traits, true, true>(kp, grid, stream);
 }
 
+// The 16-bit kernels; the warp-specialized ones (kWs, kN16Ws) can merge split sequences themselves (fused_merge.cuh).
+enum class Kernel16 { kWs, kN16Ws, kMma16, kMma32, kMma64, kWgmma64 };
+
 template <class Traits>
 Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, cudaStream_t stream) {
   using namespace sm90::decode;
@@ -145,28 +148,39 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   const bool ws64 = variant64() != Variant64::kWgmma && variant64() != Variant64::kMmaSync;
   bool ws32 = false;
   MLA_TRY(n32_ws(&ws32));
-  if (ws64 && (ws_for_short_tiles() || (groups == 2 && ws32))) {
-    MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
-  } else if (groups == 1) {
-    MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages));  // pages.cuh TmaPages, kernel_n16ws.cuh
-    if (n16ws && kp.rows == 16) {
+  // 3 groups run a 64-row kernel: kWs computes rows of the next sequence's q in the 4th (finite, never written; 2
+  // groups on kWs: the 3rd and 4th), kMma64 leaves one warp row idle, kWgmma64 computes zeros there.
+  const Kernel16 k = ws64 && (ws_for_short_tiles() || (groups == 2 && ws32)) ? Kernel16::kWs
+                     : groups == 1 ? (n16ws && kp.rows == 16 ? Kernel16::kN16Ws : Kernel16::kMma16)
+                     : groups == 2 ? Kernel16::kMma32
+                     : variant64() == Variant64::kMmaSync ? Kernel16::kMma64
+                     : variant64() == Variant64::kWgmma   ? Kernel16::kWgmma64
+                                                          : Kernel16::kWs;
+  if (k != Kernel16::kWs && k != Kernel16::kN16Ws) kp.merge_counters = nullptr;  // these need the combine
+  switch (k) {
+    case Kernel16::kWs:
+      MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
+      break;
+    case Kernel16::kN16Ws:
+      MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages));  // pages.cuh TmaPages, kernel_n16ws.cuh
       MLA_TRY(encode_tensor_map_q16(&kp, static_cast<int64_t>(g.batch) * kp.rows));
       MLA_TRY(launch_decode_n16ws<Traits>(kp, grid, stream));
-    } else {
+      break;
+    case Kernel16::kMma16:
+      MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages));  // pages.cuh TmaPages
       MLA_TRY((launch_decode<Traits, 1, false>(kp, grid, stream)));
-    }
-  } else if (groups == 2) {
-    MLA_TRY((launch_decode<Traits, 2, false>(kp, grid, stream)));
-  } else if (variant64() == Variant64::kMmaSync) {
-    MLA_TRY((launch_decode<Traits, 4, false>(kp, grid, stream)));  // 3 groups: one warp row idle
-  } else if (variant64() == Variant64::kWgmma) {
-    MLA_TRY((launch_decode<Traits, 4, true>(kp, grid, stream)));  // 3 groups: one row group computes zeros
-  } else {
-    // 3 groups: the 4th computes rows of the next sequence's q (finite), never written (2 groups, above: the 3rd and
-    // 4th).
-    MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
+      break;
+    case Kernel16::kMma32:
+      MLA_TRY((launch_decode<Traits, 2, false>(kp, grid, stream)));
+      break;
+    case Kernel16::kMma64:
+      MLA_TRY((launch_decode<Traits, 4, false>(kp, grid, stream)));
+      break;
+    case Kernel16::kWgmma64:
+      MLA_TRY((launch_decode<Traits, 4, true>(kp, grid, stream)));
+      break;
   }
-  return launch_combine<Traits>(kp, stream);
+  return kp.merge_counters != nullptr ? Status::ok() : launch_combine<Traits>(kp, stream);
 }
 
 // 16-row fp8_ds tiles run the warp-specialized exact-code kernel (sm90/decode_fp8ds/kernel_ws16.cuh);
@@ -217,6 +231,23 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   return launch_combine<Bf16Traits>(kp, stream);  // bf16 output, as for bf16 KV
 }
 
+// MLA_DECODE_MERGE = auto (default) | combine | fused: who merges the split sequences. fused: the decode kernel
+// itself (fused_merge.cuh; needs the plan's merge_counters, and only the warp-specialized 16-bit kernels and the fp8
+// wgmma kernels have it: the others launch the combine whatever the knob says), combine: the combine grid. auto:
+// fused from kFusedMergeMinBatch sequences on, where few sequences split and the combine grid's existence is most
+// of its cost. Read on every call (the tests run cases both ways); strict like every knob.
+constexpr int kFusedMergeMinBatch = 64;
+Status merge_counters_for(const DecodePlanGeometry& g, const DecodePlanView& plan, int32_t** counters) {
+  const EnvKnob k = read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"});
+  MLA_TRY(k.status);
+  const bool fused = k.index == 2 || (k.index <= 0 && g.batch >= kFusedMergeMinBatch);
+  if (k.index == 2 && plan.merge_counters == nullptr)
+    return Status::invalid(kOp, "MLA_DECODE_MERGE=fused needs the plan's merge_counters [" +
+                                    std::to_string(decode_plan_counters(g)) + "] (DecodePlanView)");
+  *counters = fused ? plan.merge_counters : nullptr;
+  return Status::ok();
+}
+
 }  // namespace
 
 Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const DecodePlanView& plan, void* workspace,
@@ -239,6 +270,7 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   kp.lse_accum = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) + decode_workspace_lse_offset(g));
   kp.parts = plan.parts;
   kp.split_offsets = plan.split_offsets;
+  MLA_TRY(merge_counters_for(g, plan, &kp.merge_counters));
   kp.batch = g.batch;
   kp.s_q = g.s_q;
   kp.h_q = g.h_q;
@@ -263,7 +295,10 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
     return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, p.kv_cache.shape[0], n32, s);
   }
   const int64_t num_pages = p.kv_cache.shape[0];
-  if (p.format == KvFormat::kFp8Ds) return launch_fp8ds(kp, g, num_pages, s);
+  if (p.format == KvFormat::kFp8Ds) {
+    kp.merge_counters = nullptr;  // its kernels leave the merge to the combine
+    return launch_fp8ds(kp, g, num_pages, s);
+  }
   if (p.format == KvFormat::kFp16) return launch<sm90::decode::Fp16Traits>(kp, g, num_pages, s);
   return launch<sm90::decode::Bf16Traits>(kp, g, num_pages, s);
 }

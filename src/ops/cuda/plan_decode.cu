@@ -124,7 +124,9 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
                                                                      int num_parts, int split_price,
                                                                      DecodePlanTuning tune, DecodePlanPages pages,
                                                                      int32_t* __restrict__ parts,
-                                                                     int32_t* __restrict__ split_offsets) {
+                                                                     int32_t* __restrict__ split_offsets,
+                                                                     int32_t* __restrict__ merge_counters,
+                                                                     int64_t num_counters) {
   __shared__ int64_t incl[kMaxParallelBatch];  // inclusive cost prefix
   __shared__ int32_t nblk[kMaxParallelBatch];
   __shared__ int32_t count[kMaxParallelBatch];  // splits per sequence
@@ -258,13 +260,15 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
     run += count[b];
   }
   if (t == 0) split_offsets[batch] = static_cast<int32_t>(splits);
+  for (int64_t i = t; i < num_counters; i += kPlanThreads) merge_counters[i] = 0;
 }
 
 // The serial definition itself, for batches beyond the shared-memory arrays.
 __global__ void plan_serial_kernel(const int32_t* seqlens, int batch, int num_parts, int split_price,
                                    DecodePlanTuning tune, DecodePlanPages pages, int32_t* parts,
-                                   int32_t* split_offsets) {
+                                   int32_t* split_offsets, int32_t* merge_counters, int64_t num_counters) {
   compute_decode_plan(seqlens, batch, num_parts, split_price, tune, parts, split_offsets, pages);
+  for (int64_t i = 0; i < num_counters; ++i) merge_counters[i] = 0;
 }
 
 }  // namespace
@@ -296,12 +300,15 @@ Status plan_decode(const TensorView& seqlens, const TensorView& block_table, con
                                               std::to_string(g.split_price) + ") must be >= 0, min_part_cost >= 1");
   auto* s = reinterpret_cast<cudaStream_t>(stream);
   const auto* sl = seqlens.ptr<const int32_t>();
+  // The fused merge's counters (optional): zeroed with the plan, so a step starts from a known state.
+  const int64_t num_counters = plan.merge_counters != nullptr ? decode_plan_counters(g) : 0;
   if (g.batch <= kMaxParallelBatch && g.num_parts <= kMaxParallelParts) {
     plan_parallel_kernel<<<1, kPlanThreads, 0, s>>>(sl, g.batch, g.num_parts, g.split_price, tune, pages,
-                                                     plan.parts, plan.split_offsets);
+                                                     plan.parts, plan.split_offsets, plan.merge_counters,
+                                                     num_counters);
   } else {
     plan_serial_kernel<<<1, 1, 0, s>>>(sl, g.batch, g.num_parts, g.split_price, tune, pages, plan.parts,
-                                       plan.split_offsets);
+                                       plan.split_offsets, plan.merge_counters, num_counters);
   }
   MLA_CUDA_TRY_LAUNCH("plan_decode");
   return Status::ok();

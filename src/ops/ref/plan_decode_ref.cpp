@@ -35,6 +35,8 @@ Status plan_decode(const TensorView& seqlens, const TensorView& block_table, con
         return Status::invalid("plan_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(sl[b]) +
                                                   " needs more blocks than block_table " + block_table.str() + " holds");
   compute_decode_plan(sl, g.batch, g.num_parts, g.split_price, tune, plan.parts, plan.split_offsets, pages);
+  if (plan.merge_counters != nullptr)
+    for (int64_t i = 0; i < decode_plan_counters(g); ++i) plan.merge_counters[i] = 0;
   return Status::ok();
 }
 

@@ -16,6 +16,7 @@
 #include "mla/core/cuda_check.h"
 #include "mla/core/mla_shapes.h"
 #include "ops/cuda/sm90/decode/launch.h"
+#include "ops/cuda/sm90/decode/merge_store.cuh"
 #include "ops/cuda/sm90/decode/partials.h"
 #ifdef MLA_DECODE_TIMELINE
 #include "ops/cuda/sm90/decode/timeline.cuh"
@@ -27,19 +28,6 @@ namespace {
 
 constexpr int kCombineThreads = 256;
 constexpr int kMaxChunks = 8;  // column chunks per row: 512 / 8 = 64 columns = 16 float4 lanes x 16 split lanes
-
-template <class Traits>
-__device__ __forceinline__ void store_pair(const DecodeKernelParams& p, int b, int row, int col, float2 v) {
-  uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + col;
-  *reinterpret_cast<uint32_t*>(out) = Traits::pack(v.x, v.y);
-}
-
-// The merged float4 read at partials offset off (a multiple of 4): two pairs, each to its logical columns.
-template <class Traits>
-__device__ __forceinline__ void store_partial_quad(const DecodeKernelParams& p, int b, int row, int off, float4 v) {
-  store_pair<Traits>(p, b, row, partial_pair_col(off), make_float2(v.x, v.y));
-  store_pair<Traits>(p, b, row, partial_pair_col(off + 2), make_float2(v.z, v.w));
-}
 
 // Up to this many splits a row is merged by one group of threads over all of them (combine_few_group /
 // combine_few_online); more go through combine_many's column chunks.

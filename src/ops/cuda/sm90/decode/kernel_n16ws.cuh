@@ -22,6 +22,7 @@
 
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/config_n16ws.h"
+#include "ops/cuda/sm90/decode/fused_merge.cuh"
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/partials.h"
@@ -287,7 +288,7 @@ __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, const
   }
 }
 
-template <class Traits>
+template <class Traits, bool kFused>
 __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int a, int w, int lane) {
   constexpr SmemLayoutN16 L = smem_layout_n16ws();
@@ -296,6 +297,8 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   const int t = lane & 3;
   named_arrive(kBarPEmpty + 0, kBarAll);  // both P buffers start free
   named_arrive(kBarPEmpty + 1, kBarAll);
+  FusedMerges<kFused>::zero_empty(p, a * 128 + w * 32 + lane, 128 * kAccWarpgroups);
+  FusedMerges<kFused> merges;  // split sequences this CTA merges after its part (fused mode)
   float o[kMTiles][8];
 #pragma unroll
   for (int i = 0; i < kMTiles; ++i)
@@ -351,6 +354,7 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
       tl.last(7);
       tl.seg();
       write_segment<Traits>(p, o, lsum, mfin, c.b, n16::segment_dest(p, c.b, x.first_batch, x.first_split), a, w, lane);
+      if constexpr (kFused) merges.note(c.b, n16::segment_dest(p, c.b, x.first_batch, x.first_split).n_splits);
       if (lane == 0) MLA_TL_MARK_LAST(p.timeline, 8);
 #pragma unroll
       for (int i = 0; i < kMTiles; ++i)
@@ -361,15 +365,20 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     ++j;
   }
   tl.flush();
+  merges.template finish<Traits, float, 128 * kAccWarpgroups>(p, a * 128 + w * 32 + lane);
 }
 
-template <class Traits>
+// kFused: the fused merge (fused_merge.cuh; the combine-mode instantiation has none of its code).
+template <class Traits, bool kFused>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_n16ws_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr SmemLayoutN16 L = smem_layout_n16ws();
   extern __shared__ __align__(1024) uint8_t smem[];
   if (threadIdx.x == 0) clock_probe_start();  // diagnostics builds only (clock_probe.cuh)
   PartCursor c;
-  if (!n16::begin_part(p, c)) return;
+  if (!n16::begin_part(p, c)) {  // an empty part: uniform across the CTA
+    FusedMerges<kFused>::zero_empty(p, threadIdx.x, blockDim.x);
+    return;
+  }
   const Bars bars{smem_u32(smem + L.bar_offset)};
   if (threadIdx.x == 0) {
     bars.init(kScorerWarps + kAccWarps);
@@ -383,7 +392,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_n16ws_kernel(const __g
     if (threadIdx.x == 0) clock_probe_stop();  // the scorer's end: its last P handed off (as the fp8 16-row kernel)
   } else {
     const int acc_warp = warp - kScorerWarps;
-    accumulator<Traits>(p, c, bars, smem, acc_warp / 4, acc_warp % 4, lane);
+    accumulator<Traits, kFused>(p, c, bars, smem, acc_warp / 4, acc_warp % 4, lane);
   }
 }
 

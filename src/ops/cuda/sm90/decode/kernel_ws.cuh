@@ -33,6 +33,7 @@
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/epilogue_tma_ws.cuh"
+#include "ops/cuda/sm90/decode/fused_merge.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode/phases_ws64.cuh"  // per-phase clock sums (nothing outside a -DMLA_DECODE_PHASES build)
 #include "ops/cuda/sm90/decode/producer_ws_fp8ds.cuh"
@@ -104,7 +105,7 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
 // What a 64-row consumer does with the other warpgroup's pages and at a segment's end, shared by this file's
 // ws_consumer and decode_fp8ds/kernel_ws64.cuh's consumer: a view on the consumer's own state (references, as the
 // lambdas it replaces captured them), so it compiles to the same code.
-template <class Traits>
+template <class Traits, bool kFused = false>
 struct WsPeerSteps {
   const DecodeKernelParams& p;
   const WsBarriers& bars;
@@ -115,6 +116,7 @@ struct WsPeerSteps {
   uint32_t s_kv0;
   int wg, warp, lane, tile_row0, valid_rows, first_batch, first_split;
   int epi = 0;  // segments written so far (parity of the s_l buffer)
+  FusedMerges<kFused> merges{};  // split sequences this CTA merges after its part (fused mode)
 
   // Writes the segment of sequence b (out / lse, or its split slot) and starts the next one. stage >= 0: the stage of
   // the segment's last page, where a direct segment of a 16-bit format is staged and TMA-stored
@@ -127,6 +129,7 @@ struct WsPeerSteps {
                                    s_kv0 + stage * kPageBytes);
     } else {
       write_segment_ws<Traits>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0, valid_rows, wg, warp, lane);
+      merges.note(b, n_splits);
     }
     ++epi;
     st.reset();
@@ -179,7 +182,7 @@ __device__ __forceinline__ void acquire_q(const WsBarriers& bars, int seg, int& 
   }
 }
 
-template <class Traits>
+template <class Traits, bool kFused>
 __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCursor cur, const WsBarriers& bars,
                                             uint8_t* smem, int wg, int tid) {
   constexpr WsSmemLayout L = ws_smem_layout();
@@ -199,6 +202,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
     row_i[h] = (tile_row0 + row_local[h]) / p.h_q;  // query position of the row (causal mask)
   }
 
+  FusedMerges<kFused>::zero_empty(p, wg * 128 + tid, kWsConsumerThreads);
   WsState st;
   st.reset();
   // The softmax path of bench/decode/NOTES.md run 31: mask_row_max_tree (every format; fp8_ds since session 9,
@@ -206,7 +210,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   constexpr bool k16 = Traits::kFormat != KvFormat::kFp8Ds;
   PStoreAddrs p_addrs;
   if constexpr (k16) p_addrs.init(s_kv0 + wg * kPageBytes, row_local[0], t4);
-  WsPeerSteps<Traits> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
+  WsPeerSteps<Traits, kFused> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
                            first_batch, first_split};
 
   Ws64Timeline tl;  // diagnostics only (timeline_ws64.cuh), empty in a normal build
@@ -332,9 +336,11 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   tl.last(8);  // timeline_ws64.cuh: CTA done (the last epilogue's stores issued)
   tl.flush();
   ph.store_consumer(wg, warp, lane);
+  peer.merges.template finish<Traits, float, kWsConsumerThreads>(p, wg * 128 + tid);
 }
 
-template <class Traits>
+// kFused: the fused merge (fused_merge.cuh; the combine-mode instantiation has none of its code).
+template <class Traits, bool kFused>
 __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __grid_constant__ DecodeKernelParams p) {
   // fp8_ds: the producer warpgroup dequantizes latent slabs (producer_ws_fp8ds.cuh), which then complete
   // one by one on the per-slab full barriers.
@@ -359,7 +365,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   }
   __syncthreads();
   PartCursor cur;
-  if (!cur.init_part(p)) return;  // an empty part: uniform across the CTA
+  if (!cur.init_part(p)) {  // an empty part: uniform across the CTA
+    FusedMerges<kFused>::zero_empty(p, threadIdx.x, blockDim.x);
+    return;
+  }
   const int wg = ws_warpgroup(), tid = threadIdx.x % 128;
   // Register split (64512 per CTA): 16-bit 40 / 232; fp8_ds 72 / 208, since the converters' two-slab steps
   // spill below 72 and the consumers still fit 208 without spilling (ptxas -v; fp8_ds run G2).
@@ -386,7 +395,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   } else {
     setmaxnreg_inc<232>();
   }
-  ws_consumer<Traits>(p, cur, bars, smem, wg, tid);
+  ws_consumer<Traits, kFused>(p, cur, bars, smem, wg, tid);
   if (threadIdx.x == 0) clock_probe_stop();
 }
 

@@ -20,6 +20,8 @@ struct DecodeKernelParams {
   float* lse_accum;               // [max_splits, rows] fp32: natural-log partial lse
   const int32_t* parts;           // [num_parts, kPlanPartInts]
   const int32_t* split_offsets;   // [b + 1]
+  int32_t* merge_counters;        // [b, num_head_tiles] zeros, or nullptr: split sequences are merged in the decode
+                                  // kernel (fused_merge.cuh), or by the combine grid
   int batch;
   int s_q;
   int h_q;

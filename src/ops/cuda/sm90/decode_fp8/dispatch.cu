@@ -68,7 +68,12 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   const int groups = rows_first_tile / kRowGroup;
   bool partials_bf16 = false;  // the 64-row kernel writes bf16 partials (decode::write_segment_ws), the others fp32
   const bool ws32 = n32 != N32Mode::kMma;
-  if (groups == 1 || (kp.rows == 32 && n32 == N32Mode::kAuto)) {
+  // The fused merge (kp.merge_counters set by the caller) is in the keys-as-M kernel and the 64-row ws kernel (ws_qreg,
+  // ws_ahead); the mma.sync kernels and ws3 leave it to the combine.
+  const bool h16 = groups == 1 || (kp.rows == 32 && n32 == N32Mode::kAuto);
+  const bool mma = !h16 && ((groups == 2 && !ws32) || v == Variant64::kMmaSync);
+  if (mma || (!h16 && v == Variant64::kWs3)) p.d.merge_counters = nullptr;
+  if (h16) {
     // 16 rows (h_q 16, s_q 1) or 32 (h_q 32 s_q 1, h_q 16 s_q 2; the only tile of its sequence): the keys-as-M wgmma
     // kernel, one or two row groups.
     MLA_TRY(h16_early_s(&p.h16_early_s));
@@ -90,6 +95,7 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     }
     partials_bf16 = true;
   }
+  if (p.d.merge_counters != nullptr) return Status::ok();  // merged by the decode kernel
   return decode::launch_combine<decode::Bf16Traits>(p.d, stream, partials_bf16);
 }
 

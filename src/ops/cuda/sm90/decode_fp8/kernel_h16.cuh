@@ -40,6 +40,8 @@
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
+#include "ops/cuda/sm90/decode/fused_merge.cuh"
+#include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/epilogue.cuh"
 #include "ops/cuda/sm90/decode_fp8/mainloop_h16.cuh"
 #include "ops/cuda/sm90/decode_fp8/page_tma.cuh"
@@ -290,7 +292,7 @@ __device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, con
 
 // Accumulator warpgroup a (of RG): O^T for V dims [64 MT a, 64 MT (a + 1)) of all rows; its thread 0 (a = 0) issues the
 // pages.
-template <int RG>
+template <int RG, bool kFused>
 __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int a, int w, int lane) {
   using T = Tile<RG>;
@@ -302,6 +304,8 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
   const int t = lane & 3;
   decode::named_arrive(kBarPEmpty + 0, T::kBarPair);  // both P buffers start free
   decode::named_arrive(kBarPEmpty + 1, T::kBarPair);
+  decode::FusedMerges<kFused>::zero_empty(p, a * 128 + w * 32 + lane, 128 * RG);
+  decode::FusedMerges<kFused> merges;  // split sequences this CTA merges after its part (fused mode)
   float o[MT][8 * RG];
 #pragma unroll
   for (int i = 0; i < MT; ++i)
@@ -381,6 +385,7 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
       tl.seg();
       const decode::n16::SegmentDest d = decode::n16::segment_dest(p, c.b, x.first_batch, x.first_split);
       write_segment_h16<RG, MT>(fp, o, lsum, mfin, c.b, d.slot, d.n_splits == 1, a, w, lane);
+      merges.note(c.b, d.n_splits);
       if (lane == 0) MLA_TL_MARK_LAST(p.timeline, 8);
 #pragma unroll
       for (int i = 0; i < MT; ++i)
@@ -391,9 +396,11 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     ++j;
   }
   tl.flush();
+  merges.template finish<decode::Bf16Traits, float, 128 * RG, RG == 1 ? 8 : 4>(p, a * 128 + w * 32 + lane);
 }
 
-template <int RG, int kEarlyS>
+// kFused: the fused merge (../decode/fused_merge.cuh; the combine-mode instantiation has none of its code).
+template <int RG, int kEarlyS, bool kFused>
 __global__ void __launch_bounds__(Tile<RG>::kThreads, 1)
     mla_decode_fp8_h16_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr SmemLayoutH16 L = smem_layout_h16<RG>();
@@ -401,7 +408,10 @@ __global__ void __launch_bounds__(Tile<RG>::kThreads, 1)
   extern __shared__ __align__(1024) uint8_t smem[];
   if (threadIdx.x == 0) decode::clock_probe_start();  // diagnostics builds only (../decode/clock_probe.cuh)
   PartCursor c;
-  if (!decode::n16::begin_part(p, c)) return;
+  if (!decode::n16::begin_part(p, c)) {  // an empty part: uniform across the CTA
+    decode::FusedMerges<kFused>::zero_empty(p, threadIdx.x, blockDim.x);
+    return;
+  }
   const Bars bars{decode::smem_u32(smem + L.bar_offset)};
   if (threadIdx.x == 0) {
     bars.init(Tile<RG>::kConsumerWarps);
@@ -415,7 +425,7 @@ __global__ void __launch_bounds__(Tile<RG>::kThreads, 1)
     if (threadIdx.x == 0) decode::clock_probe_stop();
   } else {
     const int acc_warp = warp - kScorerWarps;  // (RG 1: a = 0 as a constant, the 16-row kernel's code)
-    accumulator<RG>(fp, c, bars, smem, RG == 1 ? 0 : acc_warp / kAccWarps, RG == 1 ? acc_warp : acc_warp % kAccWarps, lane);
+    accumulator<RG, kFused>(fp, c, bars, smem, RG == 1 ? 0 : acc_warp / kAccWarps, RG == 1 ? acc_warp : acc_warp % kAccWarps, lane);
   }
 }
 

@@ -129,7 +129,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
   if (tw == 0) ph.store_producer();
 }
 
-template <class S>
+template <class S, bool kFused>
 __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCursor cur,
                                             const WsBarriers<S::kKStages, S::kVStages>& bars, uint8_t* smem, int wg,
                                             int tid) {
@@ -157,15 +157,17 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
 
   WsTimeline tl;  // diagnostics only (timeline_ws.cuh), empty in a normal build
   tl.init(p, tid == 0);
+  decode::FusedMerges<kFused>::zero_empty(p, wg * 128 + tid, kWsConsumerThreads);
   WsState st;
   st.reset();
   decode::ConsumerPhaseSums ph;  // diagnostics only (../decode/phase_sums.cuh, phases_ws.cuh)
   int epi = 0;  // segments written so far (parity of the s_l buffer)
+  decode::FusedMerges<kFused> merges;  // split sequences this CTA merges after its part (fused mode)
   auto epilogue = [&](int b) {
     tl.last(7);  // timeline_ws.cuh: an epilogue started
     const unsigned long long t_epi = tl.now();
     tl.seg();
-    ws_fp8_epilogue(fp, st, s_l, epi, b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane);
+    ws_fp8_epilogue(fp, st, s_l, epi, b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane, merges);
     tl.add(kTlEpilogue, t_epi);
   };
   // Max of the other warpgroup's page jj, which also says its P is in shared memory.
@@ -368,9 +370,11 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   tl.last(8);  // timeline_ws.cuh: CTA done
   tl.flush();
   ph.store_consumer(wg, warp, lane);
+  merges.template finish<decode::Bf16Traits, __nv_bfloat16, kWsConsumerThreads>(p, tid + 128 * wg);
 }
 
-template <class S>
+// kFused: the fused merge (../decode/fused_merge.cuh; the combine-mode instantiation has none of its code).
+template <class S, bool kFused>
 __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   constexpr WsSmemLayout L = ws_smem_layout<S>();
@@ -395,7 +399,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   }
   __syncthreads();
   PartCursor cur;
-  if (!cur.init_part(p)) return;  // an empty part: uniform across the CTA
+  if (!cur.init_part(p)) {  // an empty part: uniform across the CTA
+    decode::FusedMerges<kFused>::zero_empty(p, threadIdx.x, blockDim.x);
+    return;
+  }
   const int wg = decode::ws_warpgroup(), tid = threadIdx.x % 128;
   if (wg == 2) {
     decode::setmaxnreg_dec<56>();
@@ -409,7 +416,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
     return;
   }
   decode::setmaxnreg_inc<224>();  // 2 x 224 + 56 = 3 x 168, the launch allocation
-  ws_consumer<S>(fp, cur, bars, smem, wg, tid);
+  ws_consumer<S, kFused>(fp, cur, bars, smem, wg, tid);
   if (threadIdx.x == 0) decode::clock_probe_stop();
 }
 

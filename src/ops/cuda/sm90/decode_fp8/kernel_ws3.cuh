@@ -172,6 +172,7 @@ __device__ __forceinline__ void ws3_accumulator(const Fp8DecodeParams& fp, PartC
   st.reset();
   float(&o_regs)[128] = reinterpret_cast<float(&)[128]>(st.o);
   int j = 0, epi = 0;
+  decode::FusedMerges<false> merges;  // empty: ws3 leaves the merge to the combine (dispatch.cu)
   decode::ConsumerPhaseSums ph;  // diagnostics only (phases_ws.cuh Ws3Phase)
   while (cur.valid()) {
     const bool end = cur.last_of_sequence();
@@ -201,7 +202,8 @@ __device__ __forceinline__ void ws3_accumulator(const Fp8DecodeParams& fp, PartC
     mbar_arrive(bars.p_empty(slot));
     ph.mark(kPh3AccRelease);
     ph.page();
-    if (end) ws_fp8_epilogue(fp, st, s_l, epi, cur.b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane);
+    if (end) ws_fp8_epilogue(fp, st, s_l, epi, cur.b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane,
+                             merges);
     cur.advance(p);
     ++j;
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/epilogue.cuh"
+#include "ops/cuda/sm90/decode/fused_merge.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
@@ -134,9 +135,10 @@ __device__ __forceinline__ bool visible_keys(const decode::DecodeKernelParams& p
 // A segment's epilogue in the fp8 64-row kernels (kernel_ws.cuh, kernel_ws3.cuh): O accumulates P times raw e4m3 V,
 // so out (and every partial) = O / l * k_scale; partials as bf16 values (docs/mla_decode.md: an fp8 partial needs no
 // fp32 range; half the bytes). Then the next segment's state; epi counts the segments written (s_l's parity).
+template <bool kFused>
 __device__ __forceinline__ void ws_fp8_epilogue(const Fp8DecodeParams& fp, WsState& st, float* s_l, int& epi, int b,
                                                 int first_batch, int first_split, int tile_row0, int valid_rows, int wg,
-                                                int warp, int lane) {
+                                                int warp, int lane, decode::FusedMerges<kFused>& merges) {
   const decode::DecodeKernelParams& p = fp.d;
   const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
   const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
@@ -146,6 +148,7 @@ __device__ __forceinline__ void ws_fp8_epilogue(const Fp8DecodeParams& fp, WsSta
     for (int e = 0; e < 4; ++e) st.o[t][e] *= fp.out_scale;
   decode::write_segment_ws<decode::Bf16Traits, true>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0,
                                                      valid_rows, wg, warp, lane);
+  merges.note(b, n_splits);
   ++epi;
   st.reset();
 }
