@@ -487,7 +487,7 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, const std::v
 // launched after each flush, outside the events.
 struct WarmCall {
   DevMem<uint16_t> q, cache, out;
-  DevMem<int32_t> table, parts, offsets, counters;
+  DevMem<int32_t> table, parts, offsets;
   DevMem<float> lse;
   DevMem<uint8_t> ws;
   cudaGraphExec_t exec = nullptr;
@@ -522,7 +522,6 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
   MLA_TRY(w->table.alloc(num_pages));
   MLA_TRY(w->parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
   MLA_TRY(w->offsets.alloc(r.batch + 1));
-  MLA_TRY(w->counters.alloc(size_t(mla::decode_plan_counters(g))));
   MLA_TRY(w->ws.alloc(mla::decode_workspace_bytes(g)));
   fill_normal<<<1024, 256, 0, s>>>(w->q.p, q_elems, 0x4321u, kind);
   if (wf == mla::KvFormat::kFp8Ds) {
@@ -545,7 +544,7 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
   wp.out = mla::TensorView::contiguous(w->out.p, wf == mla::KvFormat::kFp16 ? mla::DType::kFp16 : mla::DType::kBf16,
                                        {r.batch, r.s_q, r.h_q, mla::kDimV});
   wp.lse = mla::TensorView::contiguous(w->lse.p, mla::DType::kFp32, {r.batch, r.h_q, r.s_q});
-  const mla::DecodePlanView plan{w->parts.p, w->offsets.p, g.num_parts, w->counters.p};
+  const mla::DecodePlanView plan{w->parts.p, w->offsets.p, g.num_parts};  // (untimed: the combine path)
   MLA_TRY(mla::cuda::plan_decode(wp.seqlens, wp.block_table, g, plan, s, tune));
   const size_t ws_bytes = mla::decode_workspace_bytes(g);
   MLA_TRY(mla::cuda::mla_decode(wp, g, plan, w->ws.p, ws_bytes, s));  // warm-up, attributes
@@ -643,7 +642,8 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   p.format = o.format;
   p.causal = r.s_q > 1;  // MTP / speculative decode: query i of s_q sees keys < seqlen - s_q + 1 + i
   p.softmax_scale = 0.0721687836f;
-  const mla::DecodePlanView plan{parts.p, off.p, g.num_parts, counters.p};
+  // merge_counters dropped below unless the host plan says the fused merge pays (decode_plan_wants_fused_merge).
+  mla::DecodePlanView plan{parts.p, off.p, g.num_parts, counters.p};
 
   WarmCall warm;  // --prewarm: built below, launched after each flush of the decode graph's timings
   auto time_graph = [&](cudaGraphExec_t exec, double* median_us) {
@@ -683,6 +683,8 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
                              mla::DecodePlanPages{perm.data(), pages_per_seq});
     if (dev != host || dev_off != host_off)
       return Status::internal("bench decode", "device plan differs from compute_decode_plan on the host");
+    // As an engine with the step's seqlens on the host would: the fused merge only where it pays.
+    if (!mla::decode_plan_wants_fused_merge(g, host_off.data())) plan.merge_counters = nullptr;
   }
   if (o.hints == Options::kOff) MLA_TRY(clear_hints());
   MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));  // warm-up, attributes

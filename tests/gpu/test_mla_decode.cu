@@ -299,12 +299,12 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
                        return run_decode_case(n, c, rep);
                      }});
   }
-  // The split sequences merged the other way (MLA_DECODE_MERGE, read on every call; auto fuses from batch 64): by
-  // the decode kernel (fused_merge.cuh) below that, by the combine grid from there. Same tolerance: the merge is the
-  // combine's math on the same fp32 partials, in another order of the same sums.
-  const std::string n = name + (c.batch < 64 ? "_fused" : "_combine");
+  // Every case passes the plan's merge_counters, so its split sequences are merged by the decode kernel where it can
+  // (fused_merge.cuh), and again by the combine grid (MLA_DECODE_MERGE=combine, read on every call). Same tolerance:
+  // the fused merge is the combine's math on the same fp32 partials, in another order of the same sums.
+  const std::string n = name + "_combine";
   cases.push_back({"mla_decode", n, kDecodeTol, [c, n](CaseReport* rep) {
-                     ScopedEnv env("MLA_DECODE_MERGE", c.batch < 64 ? "fused" : "combine");
+                     ScopedEnv env("MLA_DECODE_MERGE", "combine");
                      return run_decode_case(n, c, rep);
                    }});
 }
@@ -444,6 +444,10 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        try_call("bad MLA_DECODE_N16", good, g, plan, ws.bytes()); }
                      { ScopedEnv env("MLA_DECODE_N32", "wgmma");  // not a variant (read on every call, any rows)
                        try_call("bad MLA_DECODE_N32", good, g, plan, ws.bytes()); }
+                     { ScopedEnv env("MLA_DECODE_MERGE", "both");  // not a mode
+                       try_call("bad MLA_DECODE_MERGE", good, g, plan, ws.bytes()); }
+                     { ScopedEnv env("MLA_DECODE_MERGE", "fused");  // this plan has no merge_counters
+                       try_call("MLA_DECODE_MERGE=fused without merge_counters", good, g, plan, ws.bytes()); }
                      MLA_CUDA_TRY("test", cudaDeviceSynchronize());
                      std::vector<uint8_t> bytes(out.bytes());
                      MLA_TRY(out.download(&bytes));

@@ -337,24 +337,15 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                        return run_fp8_case(n, c, rep);
                      }});
   }
-  // The split sequences merged the other way (MLA_DECODE_MERGE, read on every call; auto fuses from batch 64): by the
-  // decode kernel (fused_merge.cuh) below that, by the combine grid from there; same tolerance (the combine's math on
-  // the same partials, in another order of the same sums). The 32-row cases also on the 64-row ws kernel.
+  // Every case passes the plan's merge_counters, so its split sequences are merged by the decode kernel where it can
+  // (fused_merge.cuh), and again by the combine grid (MLA_DECODE_MERGE=combine, read on every call); same tolerance
+  // (the combine's math on the same partials, in another order of the same sums).
   if (tokens <= 200000) {
-    const bool fused = cs.batch < 64;
-    const std::string n = name + (fused ? "_fused" : "_combine");
-    cases.push_back({"mla_decode", n, kFp8Tol, [c, n, fused](CaseReport* rep) {
-                       ScopedEnv env("MLA_DECODE_MERGE", fused ? "fused" : "combine");
+    const std::string n = name + "_combine";
+    cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
+                       ScopedEnv env("MLA_DECODE_MERGE", "combine");
                        return run_fp8_case(n, c, rep);
                      }});
-    if (cs.h_q * cs.s_q == 32 && fused) {
-      const std::string n2 = name + "_fused_n32ws";
-      cases.push_back({"mla_decode", n2, kFp8Tol, [c, n2](CaseReport* rep) {
-                         ScopedEnv env("MLA_DECODE_MERGE", "fused");
-                         ScopedEnv env2("MLA_DECODE_N32", "ws");
-                         return run_fp8_case(n2, c, rep);
-                       }});
-    }
   }
 }
 

@@ -104,15 +104,31 @@ struct DecodePlanView {
   int32_t* parts = nullptr;          // [num_parts, kPlanPartInts]
   int32_t* split_offsets = nullptr;  // [batch + 1]: splits of sequence b are slots [off[b], off[b+1])
   int num_parts = 0;
-  // Optional [decode_plan_counters(g)] int32: arrival counters of the fused merge (the decode kernel merges split
-  // sequences itself and no combine grid is launched; mla_decode picks it for large batches). plan_decode zeroes them
-  // and every mla_decode call leaves them zero; nullptr: every call launches the combine.
+  // Optional [decode_plan_counters(g)] int32: arrival counters of the fused merge. Given, mla_decode has the decode
+  // kernel merge the split sequences itself and launches no combine grid (the 16-bit ws / n16ws and fp8 wgmma kernels;
+  // the others still launch it); nullptr: the combine grid merges. plan_decode zeroes them and every mla_decode call
+  // leaves them zero. Pass them for a step only where decode_plan_wants_fused_merge says so (the fused merge is
+  // correct for any plan, but slow for a sequence of many pieces).
   int32_t* merge_counters = nullptr;
 };
 
 // Entries of DecodePlanView::merge_counters: one per (sequence, head tile).
 inline int64_t decode_plan_counters(const DecodePlanGeometry& g) {
   return static_cast<int64_t>(g.batch) * g.num_head_tiles;
+}
+
+// Whether a step should pass merge_counters, from its plan's split_offsets [batch + 1] on the host (the host plan, or
+// a copy): batches of at least kFusedMergeMinBatch sequences, none cut into more than kFusedMergeMaxPieces pieces.
+// The fused merge does a sequence's whole merge on the CTA of its last piece (no CTA waits for another), so it beats
+// the combine grid, whose existence alone costs 1-3 us a call, only where few sequences split into few pieces (H200,
+// bench/decode/NOTES.md "Session 24": b128 rows, where nothing splits, -0.5..-3.5 us; b32 rows, every sequence in 2-4
+// pieces, +4..+16 us; a 128-piece sequence +165 us).
+constexpr int kFusedMergeMinBatch = 64, kFusedMergeMaxPieces = 2;
+inline bool decode_plan_wants_fused_merge(const DecodePlanGeometry& g, const int32_t* host_split_offsets) {
+  if (g.batch < kFusedMergeMinBatch) return false;
+  for (int b = 0; b < g.batch; ++b)
+    if (host_split_offsets[b + 1] - host_split_offsets[b] > kFusedMergeMaxPieces) return false;
+  return true;
 }
 
 // Workspace for split partials: o_accum fp32 [max_splits, s_q * h_q, 512] at offset 0, then lse_accum

@@ -211,11 +211,9 @@ Status CudaBackend::plan_step() {
     st.plan.num_parts = st.geom.num_parts;
     st.plan.parts = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * st.geom.num_parts * kPlanPartInts));
     st.plan.split_offsets = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * (st.num_abs + 1)));
-    // The fused merge's counters (zeroed by plan_decode below): large batches then launch no combine grid per layer.
-    st.plan.merge_counters = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * decode_plan_counters(st.geom)));
     st.dec_workspace_bytes = decode_workspace_bytes(st.geom);
     st.dec_workspace = s.act.alloc(st.dec_workspace_bytes);
-    if (!st.plan.parts || !st.plan.split_offsets || !st.plan.merge_counters || !st.dec_workspace)
+    if (!st.plan.parts || !st.plan.split_offsets || !st.dec_workspace)
       return Status::oom(kOp, "activation arena exhausted by the decode plan (" + std::to_string(st.num_abs) + " rows)");
     // With the block table (uploaded above on this stream) the plan's records carry each CTA's first pages.
     MLA_TRY(cuda::plan_decode(TensorView::contiguous(st.dec_seqlens, DType::kInt32, {st.num_abs}),

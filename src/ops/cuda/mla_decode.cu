@@ -231,16 +231,15 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   return launch_combine<Bf16Traits>(kp, stream);  // bf16 output, as for bf16 KV
 }
 
-// MLA_DECODE_MERGE = auto (default) | combine | fused: who merges the split sequences. fused: the decode kernel
-// itself (fused_merge.cuh; needs the plan's merge_counters, and only the warp-specialized 16-bit kernels and the fp8
-// wgmma kernels have it: the others launch the combine whatever the knob says), combine: the combine grid. auto:
-// fused from kFusedMergeMinBatch sequences on, where few sequences split and the combine grid's existence is most
-// of its cost. Read on every call (the tests run cases both ways); strict like every knob.
-constexpr int kFusedMergeMinBatch = 64;
+// Who merges the split sequences: the decode kernel itself when the caller passes the plan's merge_counters
+// (fused_merge.cuh; the caller decides, decode_plan_wants_fused_merge; only the warp-specialized 16-bit kernels and the
+// fp8 wgmma kernels have it, the others launch the combine anyway), else the combine grid. MLA_DECODE_MERGE = auto
+// (default: as the plan says) | combine (the combine grid even with counters) | fused (an error without them): tests
+// and benchmarks. Read on every call (the tests run cases both ways); strict like every knob.
 Status merge_counters_for(const DecodePlanGeometry& g, const DecodePlanView& plan, int32_t** counters) {
   const EnvKnob k = read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"});
   MLA_TRY(k.status);
-  const bool fused = k.index == 2 || (k.index <= 0 && g.batch >= kFusedMergeMinBatch);
+  const bool fused = k.index != 1;
   if (k.index == 2 && plan.merge_counters == nullptr)
     return Status::invalid(kOp, "MLA_DECODE_MERGE=fused needs the plan's merge_counters [" +
                                     std::to_string(decode_plan_counters(g)) + "] (DecodePlanView)");
