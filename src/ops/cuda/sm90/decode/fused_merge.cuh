@@ -2,7 +2,9 @@
 // The fused merge: with DecodeKernelParams::merge_counters set, a decode kernel merges the split sequences itself and
 // the call launches no combine grid. Where nothing merges (large batches of whole sequences), the combine grid's mere
 // existence cost 1.7-3.3 us a call at h_q 128 and 0.7-1.1 at h_q 16 (H200, bench/decode/NOTES_plan.md "Session 21"
-// item 2; "Session 10, tail" ko 1: 2-6 us on the b128 rows); the host picks this mode (mla_decode.cu).
+// item 2; "Session 10, tail" ko 1: 2-6 us on the b128 rows). The caller picks it per step by passing the plan's
+// merge_counters (decode_plan_wants_fused_merge: one CTA merging a sequence of many pieces is far slower than the
+// combine grid, NOTES.md "Session 24"); mla_decode.cu then launches the kernels' kFused instantiations.
 //
 // Protocol, per (sequence b, head tile) with n >= 2 pieces: the CTA writing a piece stores its partial as for the
 // combine; after its part its writer threads meet at a named barrier, one of them adds 1 to b's counter (release), and
