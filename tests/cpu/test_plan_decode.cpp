@@ -528,5 +528,45 @@ TEST(PlanDecode, RejectsABlockTableThatCannotHoldTheSequences) {
   EXPECT_FALSE(ref::plan_decode(slv, strided, g, plan).is_ok());
 }
 
+// The host plan zeroes the fused merge's counters when it is given them (the device plan does too: GPU tests).
+TEST(PlanDecode, ZeroesTheMergeCounters) {
+  const std::vector<int32_t> sl = {5000, 0, 64, 9000};
+  DecodePlanGeometry g;
+  ASSERT_TRUE(decode_plan_geometry(4, 2, 128, 132, &g).is_ok());  // 256 rows: 4 head tiles
+  ASSERT_EQ(decode_plan_counters(g), 4 * 4);
+  std::vector<int32_t> parts(size_t(g.num_parts) * kPlanPartInts), off(5), cnt(decode_plan_counters(g) + 1, -9);
+  const DecodePlanView plan{parts.data(), off.data(), g.num_parts, cnt.data()};
+  ASSERT_TRUE(ref::plan_decode(TensorView::contiguous(sl.data(), DType::kInt32, {4}), g, plan).is_ok());
+  for (int64_t i = 0; i < decode_plan_counters(g); ++i) EXPECT_EQ(cnt[i], 0) << i;
+  EXPECT_EQ(cnt.back(), -9);  // and nothing past them
+}
+
+// The caller's rule for the fused merge: large batches whose sequences are cut into at most 2 pieces.
+TEST(PlanDecode, FusedMergeRuleWantsLargeBatchesOfFewPieces) {
+  auto pieces_ok = [](const std::vector<int32_t>& sl, int h_q) {
+    const Plan p = make_plan(sl, 1, h_q, 132);
+    return decode_plan_wants_fused_merge(p.g, p.offsets.data());
+  };
+  EXPECT_TRUE(pieces_ok(std::vector<int32_t>(128, 8192), 16));   // uniform b128: nothing is cut
+  EXPECT_TRUE(pieces_ok(std::vector<int32_t>(128, 512), 128));
+  EXPECT_TRUE(pieces_ok(std::vector<int32_t>(64, 4096), 16));    // b64 on 132 parts: at most 2 pieces each
+  EXPECT_FALSE(pieces_ok(std::vector<int32_t>(63, 4096), 16));   // below the batch threshold
+  EXPECT_FALSE(pieces_ok(std::vector<int32_t>(32, 4096), 128));
+  EXPECT_FALSE(pieces_ok(std::vector<int32_t>(1, 8192), 16));
+  std::vector<int32_t> skewed(64, 64);  // 63 one-page sequences and one of 128k tokens: cut into many pieces
+  skewed[17] = 131072;
+  EXPECT_FALSE(pieces_ok(skewed, 16));
+  // The rule reads split_offsets alone: one piece per sequence but sequence 1, which gets `extra` more.
+  DecodePlanGeometry g;
+  ASSERT_TRUE(decode_plan_geometry(64, 1, 16, 132, &g).is_ok());
+  auto offsets = [](int extra) {
+    std::vector<int32_t> off(65);
+    for (int b = 0; b <= 64; ++b) off[b] = b + (b >= 2 ? extra : 0);
+    return off;
+  };
+  EXPECT_TRUE(decode_plan_wants_fused_merge(g, offsets(1).data()));   // 2 pieces
+  EXPECT_FALSE(decode_plan_wants_fused_merge(g, offsets(2).data()));  // 3 pieces
+}
+
 }  // namespace
 }  // namespace mla
