@@ -56,6 +56,7 @@
 #include "common/args.h"
 #include "common/timing.h"
 #include "mla/core/cuda_check.h"
+#include "mla/core/env_knob.h"
 #include "mla/ops/decode_timeline.h"
 #include "mla/ops/mla_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
@@ -683,8 +684,11 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
                              mla::DecodePlanPages{perm.data(), pages_per_seq});
     if (dev != host || dev_off != host_off)
       return Status::internal("bench decode", "device plan differs from compute_decode_plan on the host");
-    // As an engine with the step's seqlens on the host would: the fused merge only where it pays.
-    if (!mla::decode_plan_wants_fused_merge(g, host_off.data())) plan.merge_counters = nullptr;
+    // As an engine with the step's seqlens on the host would: the fused merge only where it pays. Under
+    // MLA_DECODE_MERGE=fused the counters stay on every row, so the fused merge's cost can be timed where the rule
+    // says no (an unknown value is mla_decode's error to report, below).
+    const bool forced = mla::read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"}).index == 2;
+    if (!forced && !mla::decode_plan_wants_fused_merge(g, host_off.data())) plan.merge_counters = nullptr;
   }
   if (o.hints == Options::kOff) MLA_TRY(clear_hints());
   MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));  // warm-up, attributes
