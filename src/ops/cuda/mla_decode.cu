@@ -214,28 +214,33 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   const int groups = (kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta) / 16;
   bool ws32 = false;
   MLA_TRY(n32_ws(&ws32));
+  const bool ws = groups > 2 || (groups == 2 && ws32);  // 32-64-row tiles on a warp-specialized kernel
+  const bool owner_converts = ws && fp8ds_owner_converts(kp.h_q);
+  // Only the owner-converts kernel has the fused merge (a kFused instantiation); the others leave it to the combine.
+  if (!owner_converts) kp.merge_counters = nullptr;
   if (groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant()) {
     MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws16(kp, grid, stream));  // exact codes, wgmma
   } else if (groups == 1) {
     MLA_TRY((launch_decode<Fp8DsTraits, 1, false>(kp, grid, stream)));
-  } else if (groups == 2 && !ws32) {
+  } else if (!ws) {
     MLA_TRY((launch_decode<Fp8DsTraits, 2, false>(kp, grid, stream)));
   } else {
     MLA_TRY(encode_tensor_maps_fp8ds(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
-    if (fp8ds_owner_converts(kp.h_q)) {
+    if (owner_converts) {
       MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws64(kp, grid, stream));
     } else {
       MLA_TRY((launch_decode_ws<Fp8DsTraits, true, true>(kp, grid, stream)));
     }
   }
-  return launch_combine<Bf16Traits>(kp, stream);  // bf16 output, as for bf16 KV
+  return kp.merge_counters != nullptr ? Status::ok() : launch_combine<Bf16Traits>(kp, stream);  // bf16 out, as bf16 KV
 }
 
 // Who merges the split sequences: the decode kernel itself when the caller passes the plan's merge_counters
-// (fused_merge.cuh; the caller decides, decode_plan_wants_fused_merge; only the warp-specialized 16-bit kernels and the
-// fp8 wgmma kernels have it, the others launch the combine anyway), else the combine grid. MLA_DECODE_MERGE = auto
-// (default: as the plan says) | combine (the combine grid even with counters) | fused (an error without them): tests
-// and benchmarks. Read on every call (the tests run cases both ways); strict like every knob.
+// (fused_merge.cuh; the caller decides, decode_plan_wants_fused_merge; only the warp-specialized 16-bit kernels, the
+// fp8 wgmma kernels and the fp8_ds owner-converts kernel have it, the others launch the combine anyway), else the
+// combine grid. MLA_DECODE_MERGE = auto (default: as the plan says) | combine (the combine grid even with counters) |
+// fused (an error without them): tests and benchmarks. Read on every call (the tests run cases both ways); strict like
+// every knob.
 Status merge_counters_for(const DecodePlanGeometry& g, const DecodePlanView& plan, int32_t** counters) {
   const EnvKnob k = read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"});
   MLA_TRY(k.status);
@@ -294,10 +299,7 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
     return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, p.kv_cache.shape[0], n32, s);
   }
   const int64_t num_pages = p.kv_cache.shape[0];
-  if (p.format == KvFormat::kFp8Ds) {
-    kp.merge_counters = nullptr;  // its kernels leave the merge to the combine
-    return launch_fp8ds(kp, g, num_pages, s);
-  }
+  if (p.format == KvFormat::kFp8Ds) return launch_fp8ds(kp, g, num_pages, s);
   if (p.format == KvFormat::kFp16) return launch<sm90::decode::Fp16Traits>(kp, g, num_pages, s);
   return launch<sm90::decode::Bf16Traits>(kp, g, num_pages, s);
 }

@@ -19,6 +19,8 @@
 //   - wg 0, 1: consumers (below);
 //   - wg 2: lane 0 of warp 8 issues TMA (producer_ws_fp8ds.cuh ws_issue_fp8ds: raw latent slabs into the upper
 //     half of the stage, the scale box, the RoPE slab straight into slab 8); warps 9-11 leave.
+// kFused: a second instantiation with the fused merge (decode/fused_merge.cuh, as kernel_ws.cuh's; session 25: fp8_ds
+// h128 b128 s512 -2.0 us, s4096 -1.3, s8192 +-0); the combine-mode instantiation's SASS is the kernel's as before.
 // Arithmetic and rounding of each value as producer_ws_fp8ds.cuh's dequant4: bf16(f32(e4m3) * scale), the
 // reference's (ref::mla_decode's load_token; the tests' "bf16 K" comparison holds it to the bf16 kernel's level).
 #include <cstdint>
@@ -119,7 +121,9 @@ __device__ __forceinline__ void scores_page(float (&s)[8][4], uint32_t s_q_tile,
   fence_operands(d);
 }
 
-// kernel_ws.cuh's ws_consumer (read there for the schedule and its reasons) with the owner's conversion.
+// kernel_ws.cuh's ws_consumer (read there for the schedule and its reasons) with the owner's conversion. kFused: the
+// fused merge (decode/fused_merge.cuh), as in ws_consumer.
+template <bool kFused>
 __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor cur, const WsBarriers& bars,
                                          uint8_t* smem, int wg, int tid) {
   using Traits = Fp8DsTraits;
@@ -140,9 +144,10 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
     row_i[h] = (tile_row0 + row_local[h]) / p.h_q;
   }
 
+  FusedMerges<kFused>::zero_empty(p, wg * 128 + tid, kWsConsumerThreads);
   WsState st;
   st.reset();
-  WsPeerSteps<Traits> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
+  WsPeerSteps<Traits, kFused> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
                            first_batch, first_split};
 
   int j = 0, seg = -1, q_seg = -1;
@@ -218,8 +223,11 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
     ++j;
   }
   peer.finish_part(j, prev_b);
+  peer.merges.template finish<Traits, float, kWsConsumerThreads>(p, wg * 128 + tid);
 }
 
+// kFused: the fused merge (decode/fused_merge.cuh; the combine-mode instantiation has none of its code).
+template <bool kFused>
 __global__ void __launch_bounds__(kWsThreads, 1)
     mla_decode_fp8ds_ws64_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr WsSmemLayout L = ws_smem_layout(true);
@@ -242,7 +250,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
   PartCursor cur;
   cur.init(p, rec);
-  if (!cur.valid()) return;
+  if (!cur.valid()) {  // an empty part: uniform across the CTA
+    FusedMerges<kFused>::zero_empty(p, threadIdx.x, blockDim.x);
+    return;
+  }
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0), tid = threadIdx.x % 128;
   if (wg == 2) {
     setmaxnreg_dec<kProducerRegs>();
@@ -252,7 +263,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
-  consumer(p, cur, bars, smem, wg, tid);
+  consumer<kFused>(p, cur, bars, smem, wg, tid);
 }
 
 }  // namespace ws64
