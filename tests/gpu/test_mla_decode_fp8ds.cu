@@ -221,10 +221,11 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
                      auto rng = case_rng(name);
                      return run_fp8ds_case(name, make_decode_data(shape, rng), rep);
                    }});
-  // Every case passes the plan's merge_counters: 64-row tiles of h_q >= 64 (the owner-converts kernel) merge their
-  // split sequences in the decode kernel (fused_merge.cuh), and again by the combine grid (MLA_DECODE_MERGE=combine,
-  // read on every call); same tolerance (the combine's math on the same partials, in another order of the same sums).
-  if (sp.h_q >= 64) {
+  // Every case passes the plan's merge_counters: 64-row tiles of h_q >= 64 (the owner-converts kernel) and 16-row
+  // tiles (the exact-code kernel) merge their split sequences in the decode kernel (fused_merge.cuh), and again by the
+  // combine grid (MLA_DECODE_MERGE=combine, read on every call); same tolerance (the combine's math on the same
+  // partials, in another order of the same sums).
+  if (sp.h_q >= 64 || sp.h_q * sp.s_q == 16) {
     const std::string n = name + "_combine";
     cases.push_back({"mla_decode", n, kFp8DsTol, [shape, n](CaseReport* rep) {
                        ScopedEnv env("MLA_DECODE_MERGE", "combine");

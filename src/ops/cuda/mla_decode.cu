@@ -216,9 +216,11 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   MLA_TRY(n32_ws(&ws32));
   const bool ws = groups > 2 || (groups == 2 && ws32);  // 32-64-row tiles on a warp-specialized kernel
   const bool owner_converts = ws && fp8ds_owner_converts(kp.h_q);
-  // Only the owner-converts kernel has the fused merge (a kFused instantiation); the others leave it to the combine.
-  if (!owner_converts) kp.merge_counters = nullptr;
-  if (groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant()) {
+  const bool exact16 = groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant();
+  // Only the owner-converts and exact-code kernels have the fused merge (a kFused instantiation each); the others
+  // leave it to the combine.
+  if (!owner_converts && !exact16) kp.merge_counters = nullptr;
+  if (exact16) {
     MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws16(kp, grid, stream));  // exact codes, wgmma
   } else if (groups == 1) {
     MLA_TRY((launch_decode<Fp8DsTraits, 1, false>(kp, grid, stream)));
@@ -237,10 +239,10 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
 
 // Who merges the split sequences: the decode kernel itself when the caller passes the plan's merge_counters
 // (fused_merge.cuh; the caller decides, decode_plan_wants_fused_merge; only the warp-specialized 16-bit kernels, the
-// fp8 wgmma kernels and the fp8_ds owner-converts kernel have it, the others launch the combine anyway), else the
-// combine grid. MLA_DECODE_MERGE = auto (default: as the plan says) | combine (the combine grid even with counters) |
-// fused (an error without them): tests and benchmarks. Read on every call (the tests run cases both ways); strict like
-// every knob.
+// fp8 wgmma kernels and fp8_ds's exact-code 16-row and owner-converts kernels have it, the others launch the combine
+// anyway), else the combine grid. MLA_DECODE_MERGE = auto (default: as the plan says) | combine (the combine grid even
+// with counters) | fused (an error without them): tests and benchmarks. Read on every call (the tests run cases both
+// ways); strict like every knob.
 Status merge_counters_for(const DecodePlanGeometry& g, const DecodePlanView& plan, int32_t** counters) {
   const EnvKnob k = read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"});
   MLA_TRY(k.status);

@@ -28,14 +28,19 @@
 //  - RoPE: thread t holds dims 8t + 2i, +1 (k slots 2t, 2t + 1 of k16 step i) and 32 + 8t + 2i, +1 (slots 2t + 8,
 //    2t + 9): two 16-byte loads 64 bytes apart per token, conflict-free (32 contiguous bytes were 2-way; run F9).
 //  - O^T M row 16w + g + 8h of m-block 2c + bb is dim 128c + 64bb + 16w + 2g + h (v_frags); keys in natural order.
+// kFused: a second instantiation whose accumulator warpgroup merges the split sequences it completes
+// (decode/fused_merge.cuh; session 25: h16 b128 s512 -1.3 us, s4096 -0.7, s8192 within the spread); the combine-mode
+// instantiation's SASS is the kernel's as before.
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/fused_merge.cuh"
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/partials.h"
 #include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
+#include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
 #include "ops/cuda/sm90/decode_fp8ds/config_ws16.h"
 #include "ops/cuda/sm90/decode_fp8ds/fragments.cuh"
@@ -435,6 +440,8 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
   for (int i = 0; i < 8; ++i) decode::fence_operands(o[i]);
 }
 
+// kFused: the fused merge (decode/fused_merge.cuh: the split sequences this CTA completes are merged after its part).
+template <bool kFused>
 __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCursor c, const Bars& bars, uint8_t* smem,
                                             int w, int lane) {
   constexpr Layout L = layout();
@@ -451,6 +458,8 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   const uint32_t lane_row = (8 * ((lane >> 3) & 1) + (lane & 7)) * kTokenBytes + 64 * (lane >> 4) + 16 * w;
   decode::named_arrive(kBarPEmpty + 0, kBarPair);  // both P' buffers start free
   decode::named_arrive(kBarPEmpty + 1, kBarPair);
+  decode::FusedMerges<kFused>::zero_empty(p, 32 * w + lane, 32 * kAccWarps);
+  decode::FusedMerges<kFused> merges;  // split sequences this CTA merges after its part (fused mode)
   const bool is_stream = w == 0 && lane == 0;
   PageStream ps;
   if (is_stream) {
@@ -518,18 +527,25 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
             p.lse_accum[static_cast<int64_t>(d.slot) * p.rows + row] = lse;
         }
       }
+      merges.note(b, d.n_splits);
       reset();
     }
     c.advance(p);
     ++j;
   }
+  merges.template finish<decode::Bf16Traits, float, 32 * kAccWarps>(p, 32 * w + lane);
 }
 
+// kFused: the fused merge (decode/fused_merge.cuh; the combine-mode instantiation has none of its code).
+template <bool kFused>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr Layout L = layout();
   extern __shared__ __align__(1024) uint8_t smem[];
   PartCursor c;
-  if (!decode::n16::begin_part(p, c)) return;
+  if (!decode::n16::begin_part(p, c)) {  // an empty part: uniform across the CTA
+    decode::FusedMerges<kFused>::zero_empty(p, threadIdx.x, blockDim.x);
+    return;
+  }
   const Bars bars{decode::smem_u32(smem + L.bar)};
   if (threadIdx.x == 0) {
     bars.init(kScorerWarps + kAccWarps);
@@ -540,7 +556,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8ds_ws16_kernel(cons
   if (warp < kScorerWarps)
     scorer(p, c, bars, smem, warp, lane);
   else
-    accumulator(p, c, bars, smem, warp - kScorerWarps, lane);
+    accumulator<kFused>(p, c, bars, smem, warp - kScorerWarps, lane);
 }
 
 }  // namespace mla::sm90::decode_fp8ds::ws16
