@@ -225,7 +225,7 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
   // tiles (the exact-code kernel) merge their split sequences in the decode kernel (fused_merge.cuh), and again by the
   // combine grid (MLA_DECODE_MERGE=combine, read on every call); same tolerance (the combine's math on the same
   // partials, in another order of the same sums).
-  if (sp.h_q >= 64 || sp.h_q * sp.s_q == 16) {
+  if (sp.h_q >= 64 || exact_code_kernel(shape)) {
     const std::string n = name + "_combine";
     cases.push_back({"mla_decode", n, kFp8DsTol, [shape, n](CaseReport* rep) {
                        ScopedEnv env("MLA_DECODE_MERGE", "combine");

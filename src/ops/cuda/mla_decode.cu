@@ -214,7 +214,8 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   const int groups = (kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta) / 16;
   bool ws32 = false;
   MLA_TRY(n32_ws(&ws32));
-  const bool ws = groups > 2 || (groups == 2 && ws32);  // 32-64-row tiles on a warp-specialized kernel
+  // A warp-specialized 64-row kernel: tiles of 48 or more rows, and of 32-47 where MLA_DECODE_N32 picks ws.
+  const bool ws = groups > 2 || (groups == 2 && ws32);
   const bool owner_converts = ws && fp8ds_owner_converts(kp.h_q);
   const bool exact16 = groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant();
   // Only the owner-converts and exact-code kernels have the fused merge (a kFused instantiation each); the others

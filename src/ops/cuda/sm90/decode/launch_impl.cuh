@@ -22,8 +22,8 @@ template <class Traits, bool kPvFirst, bool kSlabBars>
 Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   static_assert(kPvFirst && kSlabBars, "only the pvfirst schedule with per-slab barriers is built (kernel_ws.cuh)");
   constexpr int smem = ws_smem_layout(Traits::kFormat == KvFormat::kFp8Ds).total;
-  // The fused merge's instantiation when the call asks for it (mla_decode.cu; 16-bit formats only: fp8_ds gets no
-  // fused instantiation), else the combine's.
+  // The fused merge's instantiation when the call asks for it (mla_decode.cu; 16-bit formats only: fp8_ds's
+  // producer-converts path gets none, its ws16 and owner-converts kernels have their own), else the combine's.
   MLA_TRY(([&]() -> Status {
     if constexpr (Traits::kFormat != KvFormat::kFp8Ds) {
       if (p.merge_counters != nullptr)
