@@ -488,7 +488,7 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, const std::v
 // launched after each flush, outside the events.
 struct WarmCall {
   DevMem<uint16_t> q, cache, out;
-  DevMem<int32_t> table, parts, offsets;
+  DevMem<int32_t> table, parts, offsets, counters;
   DevMem<float> lse;
   DevMem<uint8_t> ws;
   cudaGraphExec_t exec = nullptr;
@@ -545,7 +545,13 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
   wp.out = mla::TensorView::contiguous(w->out.p, wf == mla::KvFormat::kFp16 ? mla::DType::kFp16 : mla::DType::kBf16,
                                        {r.batch, r.s_q, r.h_q, mla::kDimV});
   wp.lse = mla::TensorView::contiguous(w->lse.p, mla::DType::kFp32, {r.batch, r.h_q, r.s_q});
-  const mla::DecodePlanView plan{w->parts.p, w->offsets.p, g.num_parts};  // (untimed: the combine path)
+  // Untimed: the combine path, or the fused merge under MLA_DECODE_MERGE=fused (which mla_decode refuses without
+  // counters).
+  mla::DecodePlanView plan{w->parts.p, w->offsets.p, g.num_parts};
+  if (mla::read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"}).index == 2) {
+    MLA_TRY(w->counters.alloc(mla::decode_plan_counters(g)));
+    plan.merge_counters = w->counters.p;
+  }
   MLA_TRY(mla::cuda::plan_decode(wp.seqlens, wp.block_table, g, plan, s, tune));
   const size_t ws_bytes = mla::decode_workspace_bytes(g);
   MLA_TRY(mla::cuda::mla_decode(wp, g, plan, w->ws.p, ws_bytes, s));  // warm-up, attributes
@@ -643,7 +649,8 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   p.format = o.format;
   p.causal = r.s_q > 1;  // MTP / speculative decode: query i of s_q sees keys < seqlen - s_q + 1 + i
   p.softmax_scale = 0.0721687836f;
-  // merge_counters dropped below unless the host plan says the fused merge pays (decode_plan_wants_fused_merge).
+  // merge_counters dropped below unless the host plan says the fused merge pays (decode_plan_wants_fused_merge) or
+  // MLA_DECODE_MERGE=fused forces it.
   mla::DecodePlanView plan{parts.p, off.p, g.num_parts, counters.p};
 
   WarmCall warm;  // --prewarm: built below, launched after each flush of the decode graph's timings

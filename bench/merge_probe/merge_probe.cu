@@ -6,8 +6,9 @@
 // partial), arrives on a counter (bar.sync, fence, atomicAdd), and the last arriver sums the G pieces and stores the sum
 // with one of the read methods below. The merge's cost is the kernel's time minus the time of the same kernel whose
 // last arriver reads nothing (method kNone). Every method's sum is checked against the host's.
-// H200, session 25 (bench/decode/NOTES.md "Session 25"): 8 x 2 loads in flight per thread read 128 pieces of 32 KB
-// in 30 us (139 GB/s) where the fused merge of the same bytes took ~165 us; the merge was instruction-bound.
+// H200, session 25 (bench/decode/NOTES.md "Session 25", with one launch per event pair then): 8 x 2 loads in flight
+// per thread read 128 pieces of 32 KB in 30 us (139 GB/s) where the fused merge of the same bytes took ~165 us; the
+// merge was instruction-bound.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,10 +18,12 @@
 #include <vector>
 
 #include "merge_probe.h"
+#include "mla/core/cuda_check.h"
 
 namespace mla::bench {
 namespace {
 
+constexpr const char* kOp = "merge_probe";
 constexpr int kThreads = 256;
 
 enum Method : int { kNone = 0, kLdcg8 = 1, kLdcg16 = 2, kNumMethods = 3 };
@@ -87,32 +90,46 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(float4* parts, float
   }
 }
 
-#define PROBE_TRY(x)                                                                                    \
-  do {                                                                                                  \
-    const cudaError_t e_ = (x);                                                                         \
-    if (e_ != cudaSuccess) {                                                                            \
-      std::fprintf(stderr, "merge_probe: %s: %s\n", #x, cudaGetErrorString(e_));                        \
-      return 1;                                                                                         \
-    }                                                                                                   \
-  } while (0)
+// Device memory released on every path.
+template <class T>
+struct ProbeMem {
+  T* p = nullptr;
+  ~ProbeMem() { if (p) cudaFree(p); }
+  Status alloc(size_t n) { return cuda_status(cudaMalloc(&p, n * sizeof(T)), kOp, "cudaMalloc"); }
+};
+struct ProbeEvents {
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  ~ProbeEvents() {
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+  }
+};
+
+// Launches per event pair: a single merge of 2-8 pieces is ~1 us, near the events' resolution, so each timing spans
+// kLaunches launches back to back (each one's last arriver resets the counter for the next).
+constexpr int kLaunches = 10;
 
 }  // namespace
 
-int run_merge_probe(int reps) {
+Status run_merge_probe(int reps) {
+  if (reps < 1) return Status::invalid(kOp, "reps must be >= 1, got " + std::to_string(reps));
   const int grids[] = {2, 4, 8, 32, 128};
   const int piece_kb[] = {32, 128};
+  const int in_flight_cols[kNumMethods] = {0, 8, 16};  // kCols of each register method (columns per thread and batch)
   const int max_q = 128 * 1024 / 16;
-  float4 *parts = nullptr, *out = nullptr;
-  int* counter = nullptr;
-  PROBE_TRY(cudaMalloc(&parts, static_cast<size_t>(128) * max_q * 16));
-  PROBE_TRY(cudaMalloc(&out, static_cast<size_t>(max_q) * 16));
-  PROBE_TRY(cudaMalloc(&counter, 4));
-  PROBE_TRY(cudaMemset(counter, 0, 4));
-  cudaEvent_t e0, e1;
-  PROBE_TRY(cudaEventCreate(&e0));
-  PROBE_TRY(cudaEventCreate(&e1));
-  std::printf("# merge_probe: G CTAs store a piece each, the last arriver sums them; median of %d launches, us\n", reps);
-  std::printf("# merge = kernel - kernel(none); GB/s = G x piece / merge\n");
+  ProbeMem<float4> parts, out;
+  ProbeMem<int> counter;
+  MLA_TRY(parts.alloc(static_cast<size_t>(128) * max_q));
+  MLA_TRY(out.alloc(max_q));
+  MLA_TRY(counter.alloc(1));
+  MLA_CUDA_TRY(kOp, cudaMemset(counter.p, 0, 4));
+  ProbeEvents ev;
+  MLA_CUDA_TRY(kOp, cudaEventCreate(&ev.e0));
+  MLA_CUDA_TRY(kOp, cudaEventCreate(&ev.e1));
+  std::printf("# merge_probe: G CTAs store a piece each, the last arriver sums them; median of %d timings of %d "
+              "launches, us per launch\n", reps, kLaunches);
+  std::printf("# merge = kernel - kernel(none); GB/s = G x piece / merge; n/a: a piece narrower than the method's "
+              "256 threads x columns (its loads would repeat addresses)\n");
   std::printf("| piece KB | G | none us |");
   for (int m = 1; m < kNumMethods; ++m) std::printf(" %s merge us (GB/s) |", kMethodNames[m]);
   std::printf("\n");
@@ -121,46 +138,46 @@ int run_merge_probe(int reps) {
       const int q = kb * 1024 / 16;
       double med[kNumMethods];
       for (int m = 0; m < kNumMethods; ++m) {
+        med[m] = -1.0;
+        if (m != kNone && q < kThreads * in_flight_cols[m]) continue;
+        MLA_CUDA_TRY(kOp, cudaMemset(out.p, 0xFF, static_cast<size_t>(q) * 16));  // NaN: a method must write it all
         std::vector<float> t;
-        for (int r = 0; r < reps + 5; ++r) {
-          PROBE_TRY(cudaEventRecord(e0));
-          probe_kernel<<<g, kThreads>>>(parts, out, counter, q, m);
-          PROBE_TRY(cudaEventRecord(e1));
-          PROBE_TRY(cudaEventSynchronize(e1));
+        for (int r = 0; r < reps + 2; ++r) {
+          MLA_CUDA_TRY(kOp, cudaEventRecord(ev.e0));
+          for (int l = 0; l < kLaunches; ++l) probe_kernel<<<g, kThreads>>>(parts.p, out.p, counter.p, q, m);
+          MLA_CUDA_TRY(kOp, cudaEventRecord(ev.e1));
+          MLA_CUDA_TRY(kOp, cudaEventSynchronize(ev.e1));
           float ms = 0.f;
-          PROBE_TRY(cudaEventElapsedTime(&ms, e0, e1));
-          if (r >= 5) t.push_back(ms * 1000.f);
+          MLA_CUDA_TRY(kOp, cudaEventElapsedTime(&ms, ev.e0, ev.e1));
+          if (r >= 2) t.push_back(ms * 1000.f / kLaunches);
         }
-        PROBE_TRY(cudaGetLastError());
+        MLA_CUDA_TRY_LAUNCH(kOp);
         std::sort(t.begin(), t.end());
         med[m] = t[t.size() / 2];
-        if (m != kNone) {
-          // The sum: every method must read every piece.
-          std::vector<float> host(static_cast<size_t>(q) * 4);
-          PROBE_TRY(cudaMemcpy(host.data(), out, host.size() * 4, cudaMemcpyDeviceToHost));
-          for (int i = 0; i < q * 4; i += 97) {
-            float want = 0.f;
-            for (int k = 0; k < g; ++k) want += static_cast<float>((k * 7 + i) % 13) - 6.f;
-            if (host[i] != want) {
-              std::fprintf(stderr, "merge_probe: %s G %d piece %d KB: out[%d] = %g, want %g\n", kMethodNames[m], g, kb,
-                           i, host[i], want);
-              return 1;
-            }
-          }
-          PROBE_TRY(cudaMemset(out, 0xFF, static_cast<size_t>(q) * 16));
+        if (m == kNone) continue;
+        // The sum: every method must read every piece.
+        std::vector<float> host(static_cast<size_t>(q) * 4);
+        MLA_CUDA_TRY(kOp, cudaMemcpy(host.data(), out.p, host.size() * 4, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < q * 4; i += 97) {
+          float want = 0.f;
+          for (int k = 0; k < g; ++k) want += static_cast<float>((k * 7 + i) % 13) - 6.f;
+          if (host[i] != want)
+            return Status::internal(kOp, std::string(kMethodNames[m]) + " G " + std::to_string(g) + " piece " +
+                                             std::to_string(kb) + " KB: out[" + std::to_string(i) + "] = " +
+                                             std::to_string(host[i]) + ", want " + std::to_string(want));
         }
       }
       std::printf("| %d | %d | %.2f |", kb, g, med[0]);
       for (int m = 1; m < kNumMethods; ++m) {
         const double us = med[m] - med[0];
-        std::printf(" %.2f (%.0f) |", us, us > 0 ? g * kb * 1024.0 / (us * 1e3) : 0.0);
+        if (med[m] < 0)
+          std::printf(" n/a |");
+        else
+          std::printf(" %.2f (%.0f) |", us, us > 0 ? g * kb * 1024.0 / (us * 1e3) : 0.0);
       }
       std::printf("\n");
     }
-  cudaFree(parts);
-  cudaFree(out);
-  cudaFree(counter);
-  return 0;
+  return Status::ok();
 }
 
 }  // namespace mla::bench

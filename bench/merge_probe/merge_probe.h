@@ -1,5 +1,7 @@
 #pragma once
 // bench_merge_probe: one CTA reading partials its grid has just written (merge_probe.cu).
+#include "mla/core/status.h"
+
 namespace mla::bench {
-int run_merge_probe(int reps);
+Status run_merge_probe(int reps);
 }
