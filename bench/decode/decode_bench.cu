@@ -486,6 +486,10 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, const std::v
 // --prewarm: a call of the row's shape in format `wf` whose sequences all read the same pages_per_seq pages, with its
 // own q, cache, out, lse, plan and workspace (so the timed call finds none of its data in L2), captured once and
 // launched after each flush, outside the events.
+// MLA_DECODE_MERGE=fused (mla_decode.cu's knob): the plans keep their merge counters on every row, so the fused merge
+// is timed where decode_plan_wants_fused_merge says no. An unknown value is mla_decode's error to report.
+bool fused_merge_forced() { return mla::read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"}).index == 2; }
+
 struct WarmCall {
   DevMem<uint16_t> q, cache, out;
   DevMem<int32_t> table, parts, offsets, counters;
@@ -548,7 +552,7 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
   // Untimed: the combine path, or the fused merge under MLA_DECODE_MERGE=fused (which mla_decode refuses without
   // counters).
   mla::DecodePlanView plan{w->parts.p, w->offsets.p, g.num_parts};
-  if (mla::read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"}).index == 2) {
+  if (fused_merge_forced()) {
     MLA_TRY(w->counters.alloc(mla::decode_plan_counters(g)));
     plan.merge_counters = w->counters.p;
   }
@@ -691,11 +695,8 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
                              mla::DecodePlanPages{perm.data(), pages_per_seq});
     if (dev != host || dev_off != host_off)
       return Status::internal("bench decode", "device plan differs from compute_decode_plan on the host");
-    // As an engine with the step's seqlens on the host would: the fused merge only where it pays. Under
-    // MLA_DECODE_MERGE=fused the counters stay on every row, so the fused merge's cost can be timed where the rule
-    // says no (an unknown value is mla_decode's error to report, below).
-    const bool forced = mla::read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"}).index == 2;
-    if (!forced && !mla::decode_plan_wants_fused_merge(g, host_off.data())) plan.merge_counters = nullptr;
+    // As an engine with the step's seqlens on the host would: the fused merge only where it pays (or forced).
+    if (!fused_merge_forced() && !mla::decode_plan_wants_fused_merge(g, host_off.data())) plan.merge_counters = nullptr;
   }
   if (o.hints == Options::kOff) MLA_TRY(clear_hints());
   MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));  // warm-up, attributes

@@ -36,11 +36,11 @@
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
+#include "ops/cuda/sm90/decode/fused_merge.cuh"
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
-#include "ops/cuda/sm90/decode/fused_merge.cuh"
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/epilogue.cuh"
 #include "ops/cuda/sm90/decode_fp8/mainloop_h16.cuh"
