@@ -22,15 +22,11 @@ template <class Traits, bool kPvFirst, bool kSlabBars>
 Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   static_assert(kPvFirst && kSlabBars, "only the pvfirst schedule with per-slab barriers is built (kernel_ws.cuh)");
   constexpr int smem = ws_smem_layout(Traits::kFormat == KvFormat::kFp8Ds).total;
-  // The fused merge's instantiation when the call asks for it (mla_decode.cu; 16-bit formats only: fp8_ds's
-  // producer-converts path gets none, its ws16 and owner-converts kernels have their own), else the combine's.
-  MLA_TRY(([&]() -> Status {
-    if constexpr (Traits::kFormat != KvFormat::kFp8Ds) {
-      if (p.merge_counters != nullptr)
-        return launch_kernel<&mla_decode_ws_kernel<Traits, true>>(p, grid, kWsThreads, smem, stream);
-    }
-    return launch_kernel<&mla_decode_ws_kernel<Traits, false>>(p, grid, kWsThreads, smem, stream);
-  }()));
+  // A fused-merge instantiation for the 16-bit formats only: fp8_ds's producer-converts path has none (its ws16 and
+  // owner-converts kernels have their own; mla_decode.cu passes no counters here), so both choices are its one kernel.
+  constexpr bool kFusedForm = Traits::kFormat != KvFormat::kFp8Ds;
+  MLA_TRY((launch_merging_kernel<&mla_decode_ws_kernel<Traits, kFusedForm>, &mla_decode_ws_kernel<Traits, false>>(
+      p, grid, kWsThreads, smem, stream)));
   phase_sums_print(stream);             // diagnostics builds only (phase_sums.cuh)
   clock_probe_fold(stream, kClockWs64);  // (clock_probe.cuh)
   return Status::ok();

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "mla/core/cuda_check.h"
+#include "ops/cuda/sm90/decode/params.h"
 
 namespace mla::sm90::decode {
 
@@ -17,6 +18,20 @@ Status launch_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t 
   kKernel<<<grid, threads, smem, stream>>>(p);
   MLA_CUDA_TRY_LAUNCH(op);
   return Status::ok();
+}
+
+// The decode parameters inside a kernel's parameter struct (the fp8 kernels' overload: decode_fp8/params.h).
+inline const DecodeKernelParams& decode_params_of(const DecodeKernelParams& p) { return p; }
+
+// The choice of every decode kernel with a fused-merge instantiation (fused_merge.cuh): kFusedKernel when the call
+// carries the plan's merge counters (mla_decode.cu keeps them only for kernels that have one), else kCombineKernel,
+// whose split sequences the combine grid merges. Arguments as launch_kernel's.
+template <auto kFusedKernel, auto kCombineKernel, class P>
+Status launch_merging_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t stream,
+                             const char* op = "mla_decode") {
+  if (decode_params_of(p).merge_counters != nullptr)
+    return launch_kernel<kFusedKernel>(p, grid, threads, smem, stream, op);
+  return launch_kernel<kCombineKernel>(p, grid, threads, smem, stream, op);
 }
 
 }  // namespace mla::sm90::decode

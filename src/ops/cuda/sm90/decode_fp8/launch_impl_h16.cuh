@@ -15,21 +15,19 @@ Status launch_decode_fp8_tile(const Fp8DecodeParams& p, dim3 grid, cudaStream_t 
   // default is `always`: its scorer's page is long enough that page j + 1 has nearly always landed, and the probe cost
   // it more than it saved (H200 session 23 call 4, h32: b128 s8192 172.0-172.4 us always, 175.2-175.7 auto; b32 s8192
   // 57.6-57.9 / 58.6-58.8; no row slower), so it has no `auto` instantiation.
-  // p.d.merge_counters picks the fused merge's instantiations (mla_decode.cu), else the combine's.
-  auto launch = [&]<bool kFused>() -> Status {
-    if (p.h16_early_s == kEarlySNever)
-      return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<RG, kEarlySNever, kFused>>(p, grid, kThreads, smem,
-                                                                                         stream);
-    if constexpr (RG == 1) {
-      if (p.h16_early_s == kEarlySAuto)
-        return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<RG, kEarlySAuto, kFused>>(p, grid, kThreads, smem,
-                                                                                          stream);
-    }
-    return launch_fp8_kernel<&h16::mla_decode_fp8_h16_kernel<RG, kEarlySAlways, kFused>>(p, grid, kThreads, smem,
-                                                                                        stream);
+  // Each schedule's fused-merge or combine-mode instantiation (decode/launch_kernel.cuh, mla_decode.cu).
+  auto launch = [&]<H16EarlyS kEarly>() -> Status {
+    return decode::launch_merging_kernel<&h16::mla_decode_fp8_h16_kernel<RG, kEarly, true>,
+                                         &h16::mla_decode_fp8_h16_kernel<RG, kEarly, false>>(p, grid, kThreads, smem,
+                                                                                             stream, "mla_decode (fp8)");
   };
-  const Status st =
-      p.d.merge_counters != nullptr ? launch.template operator()<true>() : launch.template operator()<false>();
+  const Status st = [&]() -> Status {
+    if (p.h16_early_s == kEarlySNever) return launch.template operator()<kEarlySNever>();
+    if constexpr (RG == 1) {
+      if (p.h16_early_s == kEarlySAuto) return launch.template operator()<kEarlySAuto>();
+    }
+    return launch.template operator()<kEarlySAlways>();
+  }();
   // Diagnostics builds only.
   if (st.is_ok()) decode::clock_probe_fold(stream, RG == 1 ? decode::kClockFp8H16 : decode::kClockFp8N32);
   return st;

@@ -8,12 +8,11 @@ namespace mla::sm90::decode_fp8 {
 
 template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
-  // p.d.merge_counters picks the fused merge's instantiation (mla_decode.cu), else the combine's.
   constexpr int smem = ws_smem_layout<S>().total;
-  return after_ws_launch(p.d.merge_counters != nullptr
-                             ? launch_fp8_kernel<&mla_decode_fp8_ws_kernel<S, true>>(p, grid, kWsThreads, smem, stream)
-                             : launch_fp8_kernel<&mla_decode_fp8_ws_kernel<S, false>>(p, grid, kWsThreads, smem, stream),
-                         stream, decode::kClockFp8Ws);
+  return after_ws_launch(
+      decode::launch_merging_kernel<&mla_decode_fp8_ws_kernel<S, true>, &mla_decode_fp8_ws_kernel<S, false>>(
+          p, grid, kWsThreads, smem, stream, "mla_decode (fp8)"),
+      stream, decode::kClockFp8Ws);
 }
 
 }  // namespace mla::sm90::decode_fp8

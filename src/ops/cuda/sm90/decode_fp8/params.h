@@ -25,4 +25,7 @@ struct Fp8DecodeParams {
   int last_page;    // num_pages - 1: the 16-row kernel loads this page with 2D boxes (page_tma.cuh)
 };
 
+// The shared block (decode/launch_kernel.cuh's launch_merging_kernel reads merge_counters through it).
+inline const decode::DecodeKernelParams& decode_params_of(const Fp8DecodeParams& p) { return p.d; }
+
 }  // namespace mla::sm90::decode_fp8

@@ -8,10 +8,8 @@ namespace mla::sm90::decode_fp8ds {
 
 Status launch_decode_fp8ds_ws16(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = ws16::layout().total;
-  // p.merge_counters picks the fused merge's instantiation (mla_decode.cu), else the combine's.
-  if (p.merge_counters != nullptr)
-    return decode::launch_kernel<&ws16::mla_decode_fp8ds_ws16_kernel<true>>(p, grid, ws16::kThreads, smem, stream);
-  return decode::launch_kernel<&ws16::mla_decode_fp8ds_ws16_kernel<false>>(p, grid, ws16::kThreads, smem, stream);
+  return decode::launch_merging_kernel<&ws16::mla_decode_fp8ds_ws16_kernel<true>,
+                                       &ws16::mla_decode_fp8ds_ws16_kernel<false>>(p, grid, ws16::kThreads, smem, stream);
 }
 
 }  // namespace mla::sm90::decode_fp8ds

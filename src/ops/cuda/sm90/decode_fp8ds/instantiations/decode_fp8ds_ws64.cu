@@ -9,10 +9,9 @@ namespace mla::sm90::decode_fp8ds {
 
 Status launch_decode_fp8ds_ws64(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = decode::ws_smem_layout(true).total;
-  // p.merge_counters picks the fused merge's instantiation (mla_decode.cu), else the combine's.
-  if (p.merge_counters != nullptr)
-    return decode::launch_kernel<&ws64::mla_decode_fp8ds_ws64_kernel<true>>(p, grid, decode::kWsThreads, smem, stream);
-  return decode::launch_kernel<&ws64::mla_decode_fp8ds_ws64_kernel<false>>(p, grid, decode::kWsThreads, smem, stream);
+  return decode::launch_merging_kernel<&ws64::mla_decode_fp8ds_ws64_kernel<true>,
+                                       &ws64::mla_decode_fp8ds_ws64_kernel<false>>(p, grid, decode::kWsThreads, smem,
+                                                                                   stream);
 }
 
 }  // namespace mla::sm90::decode_fp8ds
