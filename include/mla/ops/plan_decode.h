@@ -107,8 +107,8 @@ struct DecodePlanView {
   // Optional [decode_plan_counters(g)] int32: arrival counters of the fused merge. Given, mla_decode has the decode
   // kernel merge the split sequences itself and launches no combine grid (the 16-bit ws / n16ws, fp8 wgmma and fp8_ds
   // ws16 / owner-converts kernels; the others still launch it); nullptr: the combine grid merges. plan_decode zeroes
-  // them and every mla_decode call leaves them zero. Pass them for a step only where decode_plan_wants_fused_merge says so (the fused merge is
-  // correct for any plan, but slow for a sequence of many pieces).
+  // them and every mla_decode call leaves them zero. Pass them for a step only where decode_plan_wants_fused_merge
+  // says so (the fused merge is correct for any plan, but slow for a sequence of many pieces).
   int32_t* merge_counters = nullptr;
 };
 

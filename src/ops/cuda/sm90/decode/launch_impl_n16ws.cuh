@@ -11,7 +11,8 @@ template <class Traits>
 Status launch_decode_n16ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = n16ws::smem_layout_n16ws().total;
   MLA_TRY((launch_merging_kernel<&n16ws::mla_decode_n16ws_kernel<Traits, true>,
-                                 &n16ws::mla_decode_n16ws_kernel<Traits, false>>(p, grid, n16ws::kThreads, smem, stream)));
+                                 &n16ws::mla_decode_n16ws_kernel<Traits, false>>(p, grid, n16ws::kThreads, smem,
+                                                                                 stream)));
   clock_probe_fold(stream, kClock16BitN16Ws);  // diagnostics builds only (clock_probe.cuh)
   return Status::ok();
 }

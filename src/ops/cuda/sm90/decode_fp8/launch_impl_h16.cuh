@@ -17,9 +17,9 @@ Status launch_decode_fp8_tile(const Fp8DecodeParams& p, dim3 grid, cudaStream_t 
   // 57.6-57.9 / 58.6-58.8; no row slower), so it has no `auto` instantiation.
   // Each schedule's fused-merge or combine-mode instantiation (decode/launch_kernel.cuh, mla_decode.cu).
   auto launch = [&]<H16EarlyS kEarly>() -> Status {
-    return decode::launch_merging_kernel<&h16::mla_decode_fp8_h16_kernel<RG, kEarly, true>,
-                                         &h16::mla_decode_fp8_h16_kernel<RG, kEarly, false>>(p, grid, kThreads, smem,
-                                                                                             stream, "mla_decode (fp8)");
+    constexpr auto fused = &h16::mla_decode_fp8_h16_kernel<RG, kEarly, true>;
+    constexpr auto combine = &h16::mla_decode_fp8_h16_kernel<RG, kEarly, false>;
+    return launch_fp8_merging_kernel<fused, combine>(p, grid, kThreads, smem, stream);
   };
   const Status st = [&]() -> Status {
     if (p.h16_early_s == kEarlySNever) return launch.template operator()<kEarlySNever>();

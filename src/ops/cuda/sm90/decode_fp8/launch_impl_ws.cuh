@@ -9,10 +9,9 @@ namespace mla::sm90::decode_fp8 {
 template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = ws_smem_layout<S>().total;
-  return after_ws_launch(
-      decode::launch_merging_kernel<&mla_decode_fp8_ws_kernel<S, true>, &mla_decode_fp8_ws_kernel<S, false>>(
-          p, grid, kWsThreads, smem, stream, "mla_decode (fp8)"),
-      stream, decode::kClockFp8Ws);
+  constexpr auto fused = &mla_decode_fp8_ws_kernel<S, true>, combine = &mla_decode_fp8_ws_kernel<S, false>;
+  return after_ws_launch(launch_fp8_merging_kernel<fused, combine>(p, grid, kWsThreads, smem, stream), stream,
+                         decode::kClockFp8Ws);
 }
 
 }  // namespace mla::sm90::decode_fp8

@@ -16,6 +16,13 @@ Status launch_fp8_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int s
   return decode::launch_kernel<kKernel>(p, grid, threads, smem, stream, "mla_decode (fp8)");
 }
 
+// A kernel with a fused-merge instantiation (../decode/launch_kernel.cuh launch_merging_kernel), errors named as above.
+template <auto kFusedKernel, auto kCombineKernel>
+Status launch_fp8_merging_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int smem, cudaStream_t stream) {
+  return decode::launch_merging_kernel<kFusedKernel, kCombineKernel>(p, grid, threads, smem, stream,
+                                                                     "mla_decode (fp8)");
+}
+
 // Behind a 64-row warp-specialized launch (st: its status): the diagnostics builds' printer and clock fold
 // (../decode/phase_sums.cuh, clock_probe.cuh), nothing otherwise. Static, as the kernels those launch.
 static inline Status after_ws_launch(const Status& st, cudaStream_t stream, decode::ClockProbeKernel kernel) {
