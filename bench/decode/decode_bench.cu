@@ -56,7 +56,6 @@
 #include "common/args.h"
 #include "common/timing.h"
 #include "mla/core/cuda_check.h"
-#include "mla/core/env_knob.h"
 #include "mla/ops/decode_timeline.h"
 #include "mla/ops/mla_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
@@ -486,9 +485,9 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, const std::v
 // --prewarm: a call of the row's shape in format `wf` whose sequences all read the same pages_per_seq pages, with its
 // own q, cache, out, lse, plan and workspace (so the timed call finds none of its data in L2), captured once and
 // launched after each flush, outside the events.
-// MLA_DECODE_MERGE=fused (mla_decode.cu's knob): the plans keep their merge counters on every row, so the fused merge
-// is timed where decode_plan_wants_fused_merge says no. An unknown value is mla_decode's error to report.
-bool fused_merge_forced() { return mla::read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"}).index == 2; }
+// MLA_DECODE_MERGE=fused (mla::cuda::decode_merge_knob): the plans keep their merge counters on every row, so the fused
+// merge is timed where decode_plan_wants_fused_merge says no. An unknown value is mla_decode's error to report.
+bool fused_merge_forced() { return mla::cuda::decode_merge_knob().index == 2; }
 
 struct WarmCall {
   DevMem<uint16_t> q, cache, out;

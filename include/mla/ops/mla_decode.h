@@ -8,6 +8,7 @@
 // visible(b, i) = seqlen[b] when not causal, seqlen[b] - s_q + 1 + i when causal (the s_q new tokens are
 // the last s_q keys). A row that sees no key gets out = 0 and lse = -inf. For the fp8 format, q and K are
 // e4m3 codes and the scores use the dequantized values (q * q_scale, K * k_scale).
+#include "mla/core/env_knob.h"
 #include "mla/core/kv_format.h"
 #include "mla/core/status.h"
 #include "mla/core/tensor.h"
@@ -63,6 +64,11 @@ namespace cuda {
 // synchronization: capturable in a CUDA graph. All pointers in `p` are device pointers.
 Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const DecodePlanView& plan, void* workspace,
                   size_t workspace_bytes, Stream stream);
+
+// MLA_DECODE_MERGE (tests and benchmarks), read by mla_decode on every call: who merges the split sequences.
+// index 0 (auto, or unset): the decode kernel where the call passes the plan's merge_counters; 1 (combine): the
+// combine grid even then; 2 (fused): the decode kernel, an error without counters.
+EnvKnob decode_merge_knob();
 }  // namespace cuda
 
 }  // namespace mla

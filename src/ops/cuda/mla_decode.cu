@@ -241,11 +241,10 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
 // Who merges the split sequences: the decode kernel itself when the caller passes the plan's merge_counters
 // (fused_merge.cuh; the caller decides, decode_plan_wants_fused_merge; only the warp-specialized 16-bit kernels, the
 // fp8 wgmma kernels and fp8_ds's exact-code 16-row and owner-converts kernels have it, the others launch the combine
-// anyway), else the combine grid. MLA_DECODE_MERGE = auto (default: as the plan says) | combine (the combine grid even
-// with counters) | fused (an error without them): tests and benchmarks. Read on every call (the tests run cases both
-// ways); strict like every knob.
+// anyway), else the combine grid. MLA_DECODE_MERGE (decode_merge_knob, below) overrides it for tests and benchmarks;
+// read on every call (the tests run cases both ways), strict like every knob.
 Status merge_counters_for(const DecodePlanGeometry& g, const DecodePlanView& plan, int32_t** counters) {
-  const EnvKnob k = read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"});
+  const EnvKnob k = decode_merge_knob();
   MLA_TRY(k.status);
   const bool fused = k.index != 1;
   if (k.index == 2 && plan.merge_counters == nullptr)
@@ -256,6 +255,8 @@ Status merge_counters_for(const DecodePlanGeometry& g, const DecodePlanView& pla
 }
 
 }  // namespace
+
+EnvKnob decode_merge_knob() { return read_env_knob("MLA_DECODE_MERGE", {"auto", "combine", "fused"}); }
 
 Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const DecodePlanView& plan, void* workspace,
                   size_t workspace_bytes, Stream stream) {
