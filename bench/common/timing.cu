@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/dev_mem.h"
 #include "mla/core/cuda_check.h"
 
 namespace mla::bench {
@@ -40,22 +41,10 @@ L2Flusher::~L2Flusher() {
   if (buf_) cudaFree(buf_);
 }
 
-namespace {
-// Two events, destroyed at scope exit whatever path returns.
-struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ~EventPair() {
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
-  }
-};
-}  // namespace
-
 Status time_median_ms(const std::function<Status()>& run, const L2Flusher& l2, const TimingOptions& opts, float* ms) {
   for (int i = 0; i < opts.warmup; ++i) MLA_TRY(run());
   EventPair ev;
-  MLA_CUDA_TRY("bench", cudaEventCreate(&ev.start));
-  MLA_CUDA_TRY("bench", cudaEventCreate(&ev.stop));
+  MLA_TRY(ev.create("bench"));
   std::vector<float> t;
   for (int i = 0; i < opts.reps; ++i) {
     MLA_TRY(l2.flush(nullptr));
@@ -77,8 +66,7 @@ Status time_graph_median_us(cudaGraphExec_t exec, cudaStream_t s, const std::fun
                             double* median_us) {
   constexpr int kWarmup = 3;
   EventPair ev;
-  MLA_CUDA_TRY("bench", cudaEventCreate(&ev.start));
-  MLA_CUDA_TRY("bench", cudaEventCreate(&ev.stop));
+  MLA_TRY(ev.create("bench"));
   std::vector<float> ms;
   for (int i = 0; i < reps + kWarmup; ++i) {
     MLA_TRY(flush(i));

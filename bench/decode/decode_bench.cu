@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "common/args.h"
+#include "common/dev_mem.h"
 #include "common/timing.h"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/decode_timeline.h"
@@ -63,6 +64,9 @@
 namespace {
 
 using mla::Status;
+using mla::bench::DevMem;
+
+constexpr const char* kOp = "bench decode";  // the op this benchmark's errors name (a few add their step: "(timeline)")
 
 struct Row {
   int h_q, batch, seqlen;
@@ -196,7 +200,7 @@ Status parse_int_arg(const std::string& opt, const std::string& v, long lo, long
   char* end = nullptr;
   const long n = std::strtol(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0' || n < lo || n > hi)
-    return Status::invalid("bench decode", opt + " wants an integer in " + std::to_string(lo) + ".." +
+    return Status::invalid(kOp, opt + " wants an integer in " + std::to_string(lo) + ".." +
                                                std::to_string(hi) + "; got '" + v + "'");
   *out = static_cast<int>(n);
   return Status::ok();
@@ -216,9 +220,9 @@ Status parse(int argc, char** argv, Options* o) {
       const std::vector<int64_t> t = mla::bench::parse_int_list(v);
       for (int64_t r : t)
         if (r < 1 || r > kNumRows)
-          return Status::invalid("bench decode", "--rows wants row numbers 1.." + std::to_string(kNumRows) +
+          return Status::invalid(kOp, "--rows wants row numbers 1.." + std::to_string(kNumRows) +
                                                      " (lists 1,2,5 and ranges 10-18); got '" + v + "'");
-      if (t.empty()) return Status::invalid("bench decode", "--rows names no row; got '" + v + "'");
+      if (t.empty()) return Status::invalid(kOp, "--rows names no row; got '" + v + "'");
       o->rows.insert(o->rows.end(), t.begin(), t.end());
       rows_arg += (rows_arg.empty() ? "'" : " '") + v + "'";
     } else if (a == "--reps" && has_val) {
@@ -233,7 +237,7 @@ Status parse(int argc, char** argv, Options* o) {
       const std::string v = argv[++i];
       const std::vector<int64_t> t = mla::bench::parse_int_list(v);
       if (t.size() != 3 || t[0] < 0 || t[1] < 0 || t[2] < 1 || t[0] > 64 || t[1] > 64 || t[2] > 4096)
-        return Status::invalid("bench decode", "--tune wants SEQ_COST,SPLIT_COST,MIN_PART_COST (0..64, 0..64, "
+        return Status::invalid(kOp, "--tune wants SEQ_COST,SPLIT_COST,MIN_PART_COST (0..64, 0..64, "
                                                "1..4096); got '" + v + "'");
       o->tune.seq_cost = static_cast<int>(t[0]);
       o->tune.split_cost = static_cast<int>(t[1]);
@@ -243,7 +247,7 @@ Status parse(int argc, char** argv, Options* o) {
       const std::vector<int64_t> t = mla::bench::parse_int_list(v);
       if ((t.size() != 3 && t.size() != 4) || (t[0] != 16 && t[0] != 32 && t[0] != 64 && t[0] != 128) || t[1] < 1 ||
           t[1] > 4096 || t[2] < 64 || t[2] > 131072 || t[2] % 64 != 0 || (t.size() == 4 && (t[3] < 1 || t[3] > 4)))
-        return Status::invalid("bench decode", "--shape wants H_Q,BATCH,SEQLEN[,S_Q] (16|32|64|128, 1..4096, a "
+        return Status::invalid(kOp, "--shape wants H_Q,BATCH,SEQLEN[,S_Q] (16|32|64|128, 1..4096, a "
                                                "multiple of 64 in 64..131072, 1..4); got '" + v + "'");
       shape_args += (shape_args.empty() ? "'" : " '") + v + "'";
       o->shapes.push_back({static_cast<int>(t[0]), static_cast<int>(t[1]), static_cast<int>(t[2]), 0.0,
@@ -254,22 +258,22 @@ Status parse(int argc, char** argv, Options* o) {
       else if (v == "same") o->prewarm = Options::kSame;
       else if (v == "other") o->prewarm = Options::kOther;
       else if (mla::parse_kv_format(v, &o->prewarm_format).is_ok()) o->prewarm = Options::kFormat;
-      else return Status::invalid("bench decode", "--prewarm wants none, same, other or a format; got '" + v + "'");
+      else return Status::invalid(kOp, "--prewarm wants none, same, other or a format; got '" + v + "'");
     } else if (a == "--flush" && has_val) {
       const std::string v = argv[++i];
       if (v == "memset") o->flush = Options::kMemset;
       else if (v == "read") o->flush = Options::kRead;
       else if (v == "memset0") o->flush = Options::kMemset0;
       else if (v == "fill") o->flush = Options::kFill;
-      else return Status::invalid("bench decode", "--flush wants memset, read, memset0 or fill; got '" + v + "'");
+      else return Status::invalid(kOp, "--flush wants memset, read, memset0 or fill; got '" + v + "'");
     } else if (a == "--hints" && has_val) {
       const std::string v = argv[++i];
       if (v == "on") o->hints = Options::kOn;
       else if (v == "off") o->hints = Options::kOff;
       else if (v == "ab") o->hints = Options::kAb;
-      else return Status::invalid("bench decode", "--hints wants on, off or ab; got '" + v + "'");
+      else return Status::invalid(kOp, "--hints wants on, off or ab; got '" + v + "'");
     } else {
-      return Status::invalid("bench decode",
+      return Status::invalid(kOp,
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
                              "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] "
                              "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill]; got '" + a + "'");
@@ -277,17 +281,10 @@ Status parse(int argc, char** argv, Options* o) {
   }
   // --shape replaces the grid, so --rows would select nothing it runs: refuse rather than ignore it.
   if (!o->shapes.empty() && !o->rows.empty())
-    return Status::invalid("bench decode", "--shape " + shape_args + " times its own shapes instead of the grid's "
+    return Status::invalid(kOp, "--shape " + shape_args + " times its own shapes instead of the grid's "
                                            "rows: drop --rows " + rows_arg + " (or --shape)");
   return Status::ok();
 }
-
-template <class T>
-struct DevMem {
-  T* p = nullptr;
-  ~DevMem() { if (p) cudaFree(p); }
-  Status alloc(size_t n) { return mla::cuda_status(cudaMalloc(&p, n * sizeof(T)), "bench decode", "cudaMalloc"); }
-};
 
 struct Timing {
   double decode_us, plan_us;
@@ -316,12 +313,12 @@ Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int 
     } else if (g_flush == Options::kFill) {
       const size_t n = kFlushBytes / 16;
       fill_zero_kernel<<<unsigned((n + 127) / 128), 128, 0, s>>>(static_cast<uint4*>(flush), n);
-      MLA_TRY(mla::cuda_status(cudaGetLastError(), "bench decode", "flush fill"));
+      MLA_TRY(mla::cuda_status(cudaGetLastError(), kOp, "flush fill"));
     } else {
       const int value = g_flush == Options::kMemset0 ? 0 : (i & 0xFF);
-      MLA_TRY(mla::cuda_status(cudaMemsetAsync(flush, value, kFlushBytes, s), "bench decode", "flush memset"));
+      MLA_TRY(mla::cuda_status(cudaMemsetAsync(flush, value, kFlushBytes, s), kOp, "flush memset"));
     }
-    if (warm) MLA_CUDA_TRY("bench decode", cudaGraphLaunch(warm, s));
+    if (warm) MLA_CUDA_TRY(kOp, cudaGraphLaunch(warm, s));
     return Status::ok();
   };
   return mla::bench::time_graph_median_us(exec, s, memset_flush, reps, median_us);
@@ -366,7 +363,7 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, const std::v
     return Status::ok();
   }
   DevMem<unsigned long long> buf;
-  MLA_TRY(buf.alloc(mla::cuda::kTimelineSlots));
+  MLA_TRY(buf.alloc(mla::cuda::kTimelineSlots, kOp));
   cudaGraphExec_t exec;
   mla::cuda::set_decode_timeline(buf.p);
   const Status cap = capture(call, &exec);
@@ -428,7 +425,7 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, const std::v
       std::fprintf(stderr, "tl h%d b%d s%d combine %d sm %llu in %.2f waited %.2f done %.2f\n", r.h_q, r.batch, r.seqlen,
                    j, c[3], cin.back(), cwait.back(), cdone.back());
   }
-  if (start.empty()) return Status::internal("bench decode", "timeline: no decode CTA stamped");
+  if (start.empty()) return Status::internal(kOp, "timeline: no decode CTA stamped");
   auto mx = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
   auto mn = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end()); };
   std::printf("# timeline h%d b%d s%d (us from the first decode CTA): %zu decode CTAs start <= %.2f, chain med %.2f "
@@ -519,14 +516,14 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
   const int kind = fill_kind_of(wf);
   const size_t q_elems = size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK;
   const size_t cache_elems = size_t(pages_per_seq) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: any format fits
-  MLA_TRY(w->q.alloc(q_elems));
-  MLA_TRY(w->cache.alloc(cache_elems));
-  MLA_TRY(w->out.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimV));
-  MLA_TRY(w->lse.alloc(size_t(r.batch) * r.h_q * r.s_q));
-  MLA_TRY(w->table.alloc(num_pages));
-  MLA_TRY(w->parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
-  MLA_TRY(w->offsets.alloc(r.batch + 1));
-  MLA_TRY(w->ws.alloc(mla::decode_workspace_bytes(g)));
+  MLA_TRY(w->q.alloc(q_elems, kOp));
+  MLA_TRY(w->cache.alloc(cache_elems, kOp));
+  MLA_TRY(w->out.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimV, kOp));
+  MLA_TRY(w->lse.alloc(size_t(r.batch) * r.h_q * r.s_q, kOp));
+  MLA_TRY(w->table.alloc(num_pages, kOp));
+  MLA_TRY(w->parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts, kOp));
+  MLA_TRY(w->offsets.alloc(r.batch + 1, kOp));
+  MLA_TRY(w->ws.alloc(mla::decode_workspace_bytes(g), kOp));
   fill_normal<<<1024, 256, 0, s>>>(w->q.p, q_elems, 0x4321u, kind);
   if (wf == mla::KvFormat::kFp8Ds) {
     fill_fp8ds<<<1024, 256, 0, s>>>(reinterpret_cast<uint8_t*>(w->cache.p), size_t(pages_per_seq) * mla::kDecodePageSize,
@@ -552,7 +549,7 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
   // counters).
   mla::DecodePlanView plan{w->parts.p, w->offsets.p, g.num_parts};
   if (fused_merge_forced()) {
-    MLA_TRY(w->counters.alloc(mla::decode_plan_counters(g)));
+    MLA_TRY(w->counters.alloc(mla::decode_plan_counters(g), kOp));
     plan.merge_counters = w->counters.p;
   }
   MLA_TRY(mla::cuda::plan_decode(wp.seqlens, wp.block_table, g, plan, s, tune));
@@ -582,7 +579,7 @@ Status print_read_probe(cudaStream_t s, void* flush, int reps) {
   }
   if (err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
   double us = 0;
-  const Status st = err != cudaSuccess ? mla::cuda_status(err, "bench decode", "read probe setup")
+  const Status st = err != cudaSuccess ? mla::cuda_status(err, kOp, "read probe setup")
                                       : time_graph_median(exec, s, flush, reps, &us);
   if (exec != nullptr) cudaGraphExecDestroy(exec);
   if (graph != nullptr) cudaGraphDestroy(graph);
@@ -603,8 +600,8 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   const mla::DType dt = mla::kv_cache_dtype(o.format), q_dt = mla::kv_query_dtype(o.format);
   const mla::DType out_dt = fp16 ? mla::DType::kFp16 : mla::DType::kBf16;
   int dev = 0, sms = 0;
-  MLA_CUDA_TRY("bench decode", cudaGetDevice(&dev));
-  MLA_CUDA_TRY("bench decode", cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  MLA_CUDA_TRY(kOp, cudaGetDevice(&dev));
+  MLA_CUDA_TRY(kOp, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   mla::DecodePlanGeometry g;
   MLA_TRY(mla::decode_plan_geometry(r.batch, r.s_q, r.h_q, sms, &g));
   if (o.parts > 0) {  // experiment: another CTA count (mla_decode checks only max_splits == batch + parts - 1)
@@ -618,16 +615,16 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   DevMem<float> lse;
   DevMem<uint8_t> ws;
   const size_t cache_elems = size_t(num_pages) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: room for any format
-  MLA_TRY(q.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK));
-  MLA_TRY(cache.alloc(cache_elems));
-  MLA_TRY(out.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimV));
-  MLA_TRY(lse.alloc(size_t(r.batch) * r.h_q * r.s_q));
-  MLA_TRY(bt.alloc(num_pages));
-  MLA_TRY(sl.alloc(r.batch));
-  MLA_TRY(parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts));
-  MLA_TRY(off.alloc(r.batch + 1));
-  MLA_TRY(counters.alloc(size_t(mla::decode_plan_counters(g))));  // the fused merge's (zeroed by plan_decode)
-  MLA_TRY(ws.alloc(mla::decode_workspace_bytes(g)));
+  MLA_TRY(q.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK, kOp));
+  MLA_TRY(cache.alloc(cache_elems, kOp));
+  MLA_TRY(out.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimV, kOp));
+  MLA_TRY(lse.alloc(size_t(r.batch) * r.h_q * r.s_q, kOp));
+  MLA_TRY(bt.alloc(num_pages, kOp));
+  MLA_TRY(sl.alloc(r.batch, kOp));
+  MLA_TRY(parts.alloc(size_t(g.num_parts) * mla::kPlanPartInts, kOp));
+  MLA_TRY(off.alloc(r.batch + 1, kOp));
+  MLA_TRY(counters.alloc(size_t(mla::decode_plan_counters(g)), kOp));  // the fused merge's (zeroed by plan_decode)
+  MLA_TRY(ws.alloc(mla::decode_workspace_bytes(g), kOp));
   fill_normal<<<1024, 256, 0, s>>>(q.p, size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK, 0x1234u + r.h_q, fill_kind);
   if (fp8ds) {
     fill_fp8ds<<<4096, 256, 0, s>>>(reinterpret_cast<uint8_t*>(cache.p), size_t(num_pages) * mla::kDecodePageSize,
@@ -635,12 +632,12 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   } else {
     fill_normal<<<4096, 256, 0, s>>>(cache.p, cache_elems, 0xBEEFu + r.batch, fill_kind);
   }
-  MLA_CUDA_TRY_LAUNCH("bench decode");
+  MLA_CUDA_TRY_LAUNCH(kOp);
   std::vector<int32_t> perm(num_pages), lens(r.batch, r.seqlen);
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), std::mt19937_64(42 + r.batch * 7 + r.seqlen));
-  MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(bt.p, perm.data(), perm.size() * 4, cudaMemcpyHostToDevice, s));
-  MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(sl.p, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice, s));
+  MLA_CUDA_TRY(kOp, cudaMemcpyAsync(bt.p, perm.data(), perm.size() * 4, cudaMemcpyHostToDevice, s));
+  MLA_CUDA_TRY(kOp, cudaMemcpyAsync(sl.p, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice, s));
 
   mla::MlaDecodeParams p;
   p.q = mla::TensorView::contiguous(q.p, q_dt, {r.batch, r.s_q, r.h_q, mla::kDimQK});
@@ -662,11 +659,11 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   };
   auto capture = [&](auto&& body, cudaGraphExec_t* exec) -> Status {
     cudaGraph_t graph;
-    MLA_CUDA_TRY("bench decode", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    MLA_CUDA_TRY(kOp, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     const Status st = body();
-    MLA_CUDA_TRY("bench decode", cudaStreamEndCapture(s, &graph));
+    MLA_CUDA_TRY(kOp, cudaStreamEndCapture(s, &graph));
     MLA_TRY(st);
-    MLA_CUDA_TRY("bench decode", cudaGraphInstantiate(exec, graph, 0));
+    MLA_CUDA_TRY(kOp, cudaGraphInstantiate(exec, graph, 0));
     cudaGraphDestroy(graph);
     return Status::ok();
   };
@@ -677,7 +674,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   auto clear_hints = [&] {
     return mla::cuda_status(cudaMemset2DAsync(parts.p + mla::kPartFirstSeqlen, mla::kPlanPartInts * 4, 0xFF,
                                               (mla::kPlanPartInts - mla::kPartFirstSeqlen) * 4, g.num_parts, s),
-                            "bench decode", "cudaMemset2DAsync");
+                            kOp, "cudaMemset2DAsync");
   };
   MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune));
   // The plan's records (host copy, checked equal to the device's): --timeline reads each CTA's pages from them.
@@ -687,19 +684,19 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
     // or a --tune / --price / --parts row would time a plan nobody checked.
     std::vector<int32_t> dev(host.size());
     std::vector<int32_t> dev_off(r.batch + 1), host_off(r.batch + 1);
-    MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(dev.data(), parts.p, dev.size() * 4, cudaMemcpyDeviceToHost, s));
-    MLA_CUDA_TRY("bench decode", cudaMemcpyAsync(dev_off.data(), off.p, dev_off.size() * 4, cudaMemcpyDeviceToHost, s));
-    MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
+    MLA_CUDA_TRY(kOp, cudaMemcpyAsync(dev.data(), parts.p, dev.size() * 4, cudaMemcpyDeviceToHost, s));
+    MLA_CUDA_TRY(kOp, cudaMemcpyAsync(dev_off.data(), off.p, dev_off.size() * 4, cudaMemcpyDeviceToHost, s));
+    MLA_CUDA_TRY(kOp, cudaStreamSynchronize(s));
     mla::compute_decode_plan(lens.data(), r.batch, g.num_parts, g.split_price, o.tune, host.data(), host_off.data(),
                              mla::DecodePlanPages{perm.data(), pages_per_seq});
     if (dev != host || dev_off != host_off)
-      return Status::internal("bench decode", "device plan differs from compute_decode_plan on the host");
+      return Status::internal(kOp, "device plan differs from compute_decode_plan on the host");
     // As an engine with the step's seqlens on the host would: the fused merge only where it pays (or forced).
     if (!fused_merge_forced() && !mla::decode_plan_wants_fused_merge(g, host_off.data())) plan.merge_counters = nullptr;
   }
   if (o.hints == Options::kOff) MLA_TRY(clear_hints());
   MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));  // warm-up, attributes
-  MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
+  MLA_CUDA_TRY(kOp, cudaStreamSynchronize(s));
   cudaGraphExec_t decode_exec, plan_exec;
   MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, &decode_exec));
   MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune); }, &plan_exec));
@@ -721,15 +718,15 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   }
   cudaGraphExecDestroy(decode_exec);
   cudaGraphExecDestroy(plan_exec);
-  MLA_CUDA_TRY("bench decode", cudaStreamSynchronize(s));
+  MLA_CUDA_TRY(kOp, cudaStreamSynchronize(s));
   return Status::ok();
 }
 
 Status bench(const Options& o) {
   cudaStream_t s;
-  MLA_CUDA_TRY("bench decode", cudaStreamCreate(&s));
+  MLA_CUDA_TRY(kOp, cudaStreamCreate(&s));
   void* flush = nullptr;
-  MLA_CUDA_TRY("bench decode", cudaMalloc(&flush, kFlushBytes));
+  MLA_CUDA_TRY(kOp, cudaMalloc(&flush, kFlushBytes));
   static mla::bench::L2Flusher read_flush;  // --flush read (lives as long as the timings that use it)
   g_flush = o.flush;
   if (o.flush == Options::kRead) {
@@ -742,7 +739,7 @@ Status bench(const Options& o) {
                                                            : "a 256 MB memset of zeros");
   }
   cudaDeviceProp prop{};
-  MLA_CUDA_TRY("bench decode", cudaGetDeviceProperties(&prop, 0));
+  MLA_CUDA_TRY(kOp, cudaGetDeviceProperties(&prop, 0));
   // An s_q column only when a --shape asks for s_q > 1 (the grid's table keeps the anchors' columns).
   const bool show_sq = std::any_of(o.shapes.begin(), o.shapes.end(), [](const Row& r) { return r.s_q > 1; });
   std::printf("# mla_decode, %s, %d SMs, format %s, %s, reps %d (median, L2 flushed, CUDA graph)\n", prop.name,
@@ -765,10 +762,10 @@ Status bench(const Options& o) {
     // The floor under the plan column: one empty kernel timed the same way (flush, events, graph launch).
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    MLA_CUDA_TRY("bench decode", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    MLA_CUDA_TRY(kOp, cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     empty_kernel<<<1, 512, 0, s>>>();
-    MLA_CUDA_TRY("bench decode", cudaStreamEndCapture(s, &graph));
-    MLA_CUDA_TRY("bench decode", cudaGraphInstantiate(&exec, graph, 0));
+    MLA_CUDA_TRY(kOp, cudaStreamEndCapture(s, &graph));
+    MLA_CUDA_TRY(kOp, cudaGraphInstantiate(&exec, graph, 0));
     double floor_us = 0;
     const Status st = time_graph_median(exec, s, flush, o.reps, &floor_us);
     cudaGraphExecDestroy(exec);

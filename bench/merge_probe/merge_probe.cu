@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dev_mem.h"
 #include "merge_probe.h"
 #include "mla/core/cuda_check.h"
 
@@ -90,21 +91,6 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(float4* parts, float
   }
 }
 
-// Device memory released on every path.
-template <class T>
-struct ProbeMem {
-  T* p = nullptr;
-  ~ProbeMem() { if (p) cudaFree(p); }
-  Status alloc(size_t n) { return cuda_status(cudaMalloc(&p, n * sizeof(T)), kOp, "cudaMalloc"); }
-};
-struct ProbeEvents {
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
-  ~ProbeEvents() {
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-  }
-};
-
 // Launches per event pair: a single merge of 2-8 pieces is ~1 us, near the events' resolution, so each timing spans
 // kLaunches launches back to back (each one's last arriver resets the counter for the next).
 constexpr int kLaunches = 10;
@@ -117,15 +103,14 @@ Status run_merge_probe(int reps) {
   const int piece_kb[] = {32, 128};
   const int in_flight_cols[kNumMethods] = {0, 8, 16};  // kCols of each register method (columns per thread and batch)
   const int max_q = 128 * 1024 / 16;
-  ProbeMem<float4> parts, out;
-  ProbeMem<int> counter;
-  MLA_TRY(parts.alloc(static_cast<size_t>(128) * max_q));
-  MLA_TRY(out.alloc(max_q));
-  MLA_TRY(counter.alloc(1));
+  DevMem<float4> parts, out;
+  DevMem<int> counter;
+  MLA_TRY(parts.alloc(static_cast<size_t>(128) * max_q, kOp));
+  MLA_TRY(out.alloc(max_q, kOp));
+  MLA_TRY(counter.alloc(1, kOp));
   MLA_CUDA_TRY(kOp, cudaMemset(counter.p, 0, 4));
-  ProbeEvents ev;
-  MLA_CUDA_TRY(kOp, cudaEventCreate(&ev.e0));
-  MLA_CUDA_TRY(kOp, cudaEventCreate(&ev.e1));
+  EventPair ev;
+  MLA_TRY(ev.create(kOp));
   std::printf("# merge_probe: G CTAs store a piece each, the last arriver sums them; median of %d timings of %d "
               "launches, us per launch\n", reps, kLaunches);
   std::printf("# merge = kernel - kernel(none); GB/s = G x piece / merge; n/a: a piece narrower than the method's "
@@ -143,12 +128,12 @@ Status run_merge_probe(int reps) {
         MLA_CUDA_TRY(kOp, cudaMemset(out.p, 0xFF, static_cast<size_t>(q) * 16));  // NaN: a method must write it all
         std::vector<float> t;
         for (int r = 0; r < reps + 2; ++r) {
-          MLA_CUDA_TRY(kOp, cudaEventRecord(ev.e0));
+          MLA_CUDA_TRY(kOp, cudaEventRecord(ev.start));
           for (int l = 0; l < kLaunches; ++l) probe_kernel<<<g, kThreads>>>(parts.p, out.p, counter.p, q, m);
-          MLA_CUDA_TRY(kOp, cudaEventRecord(ev.e1));
-          MLA_CUDA_TRY(kOp, cudaEventSynchronize(ev.e1));
+          MLA_CUDA_TRY(kOp, cudaEventRecord(ev.stop));
+          MLA_CUDA_TRY(kOp, cudaEventSynchronize(ev.stop));
           float ms = 0.f;
-          MLA_CUDA_TRY(kOp, cudaEventElapsedTime(&ms, ev.e0, ev.e1));
+          MLA_CUDA_TRY(kOp, cudaEventElapsedTime(&ms, ev.start, ev.stop));
           if (r >= 2) t.push_back(ms * 1000.f / kLaunches);
         }
         MLA_CUDA_TRY_LAUNCH(kOp);
