@@ -602,8 +602,9 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   int dev = 0, sms = 0;
   MLA_CUDA_TRY(kOp, cudaGetDevice(&dev));
   MLA_CUDA_TRY(kOp, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const std::vector<int32_t> lens(r.batch, r.seqlen);
   mla::DecodePlanGeometry g;
-  MLA_TRY(mla::decode_plan_geometry(r.batch, r.s_q, r.h_q, sms, &g));
+  MLA_TRY(mla::decode_plan_geometry(r.batch, r.s_q, r.h_q, sms, &g, lens.data()));  // the head tiles an engine would get
   if (o.parts > 0) {  // experiment: another CTA count (mla_decode checks only max_splits == batch + parts - 1)
     g.num_parts = o.parts;
     g.max_splits = g.batch + g.num_parts - 1;
@@ -633,7 +634,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
     fill_normal<<<4096, 256, 0, s>>>(cache.p, cache_elems, 0xBEEFu + r.batch, fill_kind);
   }
   MLA_CUDA_TRY_LAUNCH(kOp);
-  std::vector<int32_t> perm(num_pages), lens(r.batch, r.seqlen);
+  std::vector<int32_t> perm(num_pages);
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), std::mt19937_64(42 + r.batch * 7 + r.seqlen));
   MLA_CUDA_TRY(kOp, cudaMemcpyAsync(bt.p, perm.data(), perm.size() * 4, cudaMemcpyHostToDevice, s));
@@ -755,6 +756,9 @@ Status bench(const Options& o) {
               o.parts > 0 ? std::to_string(o.parts).c_str() : "the geometry's",
               o.price >= 0 ? std::to_string(o.price).c_str() : "the geometry's", o.tune.seq_cost, o.tune.split_cost,
               o.tune.min_part_cost);
+  std::printf("# head tiles: 64 query rows, 16 where s_q is 1, h_q >= 64 and the pages fit one per CTA column "
+              "(decode_plan_narrow_tiles; MLA_DECODE_TILE_ROWS=%s)\n",
+              std::getenv("MLA_DECODE_TILE_ROWS") != nullptr ? std::getenv("MLA_DECODE_TILE_ROWS") : "auto");
   std::printf("| format | h_q | batch | seqlen |%s µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |%s\n",
               show_sq ? " s_q |" : "", ab ? " on 2 | on 3 | off 1 | off 2 | off-on |" : "");
   std::printf("|---|---|---|---|%s---|---|---|---|---|%s\n", show_sq ? "---|" : "", ab ? "---|---|---|---|---|" : "");

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <random>
 #include <utility>
 #include <vector>
@@ -119,6 +121,58 @@ TEST(PlanDecode, GeometryFillsTheMachine) {
   EXPECT_EQ(g.max_splits, 8 + 132 - 1);
   ASSERT_TRUE(decode_plan_geometry(2, 4, 128, 132, &g).is_ok());
   EXPECT_EQ(g.num_head_tiles, 8);
+}
+
+// Narrow tiles: a step of s_q 1 and h_q 64 / 128 whose seqlens (given on the host) come to at most 1.5 KV pages per
+// CTA column of the narrow grid cuts its rows into 16-row head tiles (the 16-row kernels), num_sms / tiles columns
+// each; more pages, no seqlens, s_q > 1 and h_q 16 / 32 keep 64-row tiles. MLA_DECODE_TILE_ROWS forces either (16
+// only where s_q is 1 and h_q >= 64) and is strict like every knob.
+TEST(PlanDecode, GeometryNarrowTilesForFewPages) {
+  unsetenv("MLA_DECODE_TILE_ROWS");
+  const std::vector<int32_t> s512 = {512}, s1536 = {1536}, s1537 = {1537}, two768 = {768, 768}, s2048 = {2048},
+                             s3136 = {3136}, s3137 = {3137}, empty = {0};
+  DecodePlanGeometry g;
+  ASSERT_TRUE(decode_plan_geometry(1, 1, 128, 132, &g, s512.data()).is_ok());
+  EXPECT_EQ(g.tile_rows, 16);
+  EXPECT_EQ(g.num_head_tiles, 8);
+  EXPECT_EQ(g.num_parts, 16);
+  EXPECT_EQ(g.max_splits, 16);
+  EXPECT_EQ(g.split_price, 0);  // a 16-row tile's partial, as h_q 16's
+  auto tile_of = [&](int b, int s_q, int h_q, const std::vector<int32_t>& lens) {
+    EXPECT_TRUE(decode_plan_geometry(b, s_q, h_q, 132, &g, lens.data()).is_ok());
+    return g.tile_rows;
+  };
+  EXPECT_EQ(tile_of(1, 1, 128, s1536), 16);    // 24 pages on 16 columns
+  EXPECT_EQ(tile_of(1, 1, 128, s1537), 64);    // 25
+  EXPECT_EQ(tile_of(2, 1, 128, two768), 16);   // 12 + 12
+  EXPECT_EQ(tile_of(1, 1, 128, empty), 16);    // nothing to read: either is right
+  EXPECT_EQ(tile_of(1, 1, 64, s3136), 16);     // 49 pages on 33 columns (4 tiles)
+  EXPECT_EQ(g.num_head_tiles, 4);
+  EXPECT_EQ(g.num_parts, 33);
+  EXPECT_EQ(tile_of(1, 1, 64, s3137), 64);     // 50
+  EXPECT_EQ(g.num_head_tiles, 1);
+  EXPECT_EQ(tile_of(1, 2, 128, s512), 64);     // causal rows: 64-row kernels only
+  EXPECT_EQ(tile_of(1, 1, 32, s512), 64);      // one short tile
+  EXPECT_EQ(g.num_head_tiles, 1);
+  EXPECT_EQ(tile_of(1, 1, 128, s2048), 64);
+  ASSERT_TRUE(decode_plan_geometry(1, 1, 128, 132, &g).is_ok());  // no seqlens: the shapes' geometry
+  EXPECT_EQ(g.tile_rows, 64);
+  EXPECT_EQ(g.num_head_tiles, 2);
+  EXPECT_EQ(g.num_parts, 66);
+
+  setenv("MLA_DECODE_TILE_ROWS", "64", 1);
+  EXPECT_EQ(tile_of(1, 1, 128, s512), 64);
+  setenv("MLA_DECODE_TILE_ROWS", "16", 1);
+  EXPECT_EQ(tile_of(1, 1, 128, s2048), 16);
+  ASSERT_TRUE(decode_plan_geometry(32, 1, 128, 132, &g).is_ok());  // forced: no seqlens needed
+  EXPECT_EQ(g.tile_rows, 16);
+  EXPECT_EQ(g.num_head_tiles, 8);
+  EXPECT_EQ(tile_of(1, 4, 128, s512), 64);  // not possible at s_q 4
+  setenv("MLA_DECODE_TILE_ROWS", "32", 1);
+  const Status bad = decode_plan_geometry(1, 1, 128, 132, &g, s512.data());
+  EXPECT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.to_string().find("MLA_DECODE_TILE_ROWS"), std::string::npos) << bad.to_string();
+  unsetenv("MLA_DECODE_TILE_ROWS");
 }
 
 // The split price: a piece's fp32 partial (rows of a head tile x 512 x 4 B) over three pages of 64 x 576
@@ -412,7 +466,7 @@ TEST(PlanDecode, PerPartWeighsPagesAgainstPartials) {
   EXPECT_EQ(decode_plan_per_part(132, 1, 66, {}, 0), 2);
 }
 
-// The h_q 128 batch-1 rows (2 head tiles x 66 parts, price 1, raise weight 3): 1-page pieces at s512 (8 splits),
+// The h_q 128 batch-1 rows on 64-row tiles (2 head tiles x 66 parts, price 1, raise weight 3): 1-page pieces at s512 (8 splits),
 // 2 at s4096 (32) and s8192 (64; 43 of 3 with session 8's weight 4.5, which lost 1.5 us fp8_ds and gained at most
 // 0.2 fp8 with fcb23dd's partials: NOTES_plan.md "Session 9, price"), every piece within 2 pages; h_q 16 (price 0)
 // keeps its 1-page pieces.

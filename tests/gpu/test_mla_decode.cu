@@ -127,7 +127,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   auto rng = case_rng(name);
   const HostProblem h = make_problem(c, rng);
   DecodePlanGeometry g;
-  MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sms(), &g));
+  MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sms(), &g, h.seqlens.data()));  // as an engine would
   const size_t out_elems = static_cast<size_t>(c.batch) * c.s_q * c.h_q * kDimV;
   const size_t lse_elems = static_cast<size_t>(c.batch) * c.h_q * c.s_q;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
@@ -296,6 +296,20 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
     const std::string n = name + "_n16mma";
     cases.push_back({"mla_decode", n, kDecodeTol, [c, n](CaseReport* rep) {
                        ScopedEnv env("MLA_DECODE_N16", "mma");
+                       return run_decode_case(n, c, rep);
+                     }});
+  }
+  // s_q 1 and h_q 64 / 128, up to 8 sequences: the case runs on the head tiles its seqlens pick (the call passes them:
+  // decode_plan_narrow_tiles) and again on the other ones (MLA_DECODE_TILE_ROWS, read by every decode_plan_geometry
+  // call): narrow 16-row tiles run the 16-row kernel, one tile of 16 rows per grid.y. Same tolerance: the same
+  // operands rounded at the same points, as the 16-row twins above.
+  if (c.s_q == 1 && c.h_q >= 64 && c.batch <= 8) {
+    const std::string n = name + "_othertile";
+    cases.push_back({"mla_decode", n, kDecodeTol, [c, n](CaseReport* rep) {
+                       bool narrow = false;
+                       const std::vector<int32_t> lens(c.seqlens.begin(), c.seqlens.end());
+                       MLA_TRY(decode_plan_narrow_tiles(c.batch, c.s_q, c.h_q, device_sms(), lens.data(), &narrow));
+                       ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
                        return run_decode_case(n, c, rep);
                      }});
   }

@@ -138,7 +138,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   const DecodeHostData h = make_decode_data(c.shape, rng);
   const DecodeShape& s = h.shape;
   DecodePlanGeometry g;
-  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sms(), &g));
+  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sms(), &g, h.seqlens.data()));  // as an engine would
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
 
   DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws, d_cnt;
@@ -334,6 +334,20 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
     const std::string n = name + "_ws3";
     cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
                        ScopedEnv env("MLA_DECODE_FP8_VARIANT64", "ws3");
+                       return run_fp8_case(n, c, rep);
+                     }});
+  }
+  // s_q 1 and h_q 64 / 128, up to 8 sequences: the case runs on the head tiles its seqlens pick (the call passes them:
+  // decode_plan_narrow_tiles) and again on the other ones (MLA_DECODE_TILE_ROWS, read by every decode_plan_geometry
+  // call): narrow 16-row tiles run the keys-as-M kernel, one tile of 16 rows per grid.y. Same tolerance: the same
+  // operands rounded at the same points (Q, K, V, P in e4m3), as the 32-row twins above.
+  if (cs.s_q == 1 && cs.h_q >= 64 && cs.batch <= 8 && tokens <= 200000) {
+    const std::string n = name + "_othertile";
+    cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
+                       bool narrow = false;
+                       const std::vector<int32_t> lens(c.shape.seqlens.begin(), c.shape.seqlens.end());
+                       MLA_TRY(decode_plan_narrow_tiles(c.shape.batch, 1, c.shape.h_q, device_sms(), lens.data(), &narrow));
+                       ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
                        return run_fp8_case(n, c, rep);
                      }});
   }

@@ -75,7 +75,14 @@ constexpr double kBf16KRelL2 = 2e-3, kBf16KMaxAbs = 1.5625e-2, kBf16KLseAbs = 1e
 // MLA_DECODE_FP8DS_RG1=dequant; every other shape runs a dequantizing kernel with the same bf16(e4m3 x scale) values:
 // the bf16 kernels with a dequantizing page loader or producer warpgroup, or, for h_q 64/128, the owner-converts
 // kernel (sm90/decode_fp8ds/kernel_ws64.cuh; MLA_DECODE_FP8DS_WS64=producer runs the producer kernel instead).
+// Narrow 16-row tiles (decode_plan_narrow_tiles: s_q 1, h_q 64 / 128 with few pages, or forced by
+// MLA_DECODE_TILE_ROWS) always run the exact-code kernel; other 16-row tiles unless MLA_DECODE_FP8DS_RG1 says dequant.
 bool exact_code_kernel(const DecodeShape& s) {
+  bool narrow = false;
+  const std::vector<int32_t> lens(s.seqlens.begin(), s.seqlens.end());
+  if (!decode_plan_narrow_tiles(s.batch, s.s_q, s.h_q, device_sm_count(), lens.data(), &narrow).is_ok())
+    return false;  // the decode call fails the case with the knob's error
+  if (narrow) return true;
   const char* e = std::getenv("MLA_DECODE_FP8DS_RG1");
   return s.h_q * s.s_q == 16 && !(e != nullptr && std::string(e) == "dequant");
 }
@@ -229,6 +236,21 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
     const std::string n = name + "_combine";
     cases.push_back({"mla_decode", n, kFp8DsTol, [shape, n](CaseReport* rep) {
                        ScopedEnv env("MLA_DECODE_MERGE", "combine");
+                       auto rng = case_rng(n);
+                       return run_fp8ds_case(n, make_decode_data(shape, rng), rep);
+                     }});
+  }
+  // s_q 1 and h_q 64 / 128, up to 8 sequences: the case runs on the head tiles its seqlens pick (the call passes them:
+  // decode_plan_narrow_tiles) and again on the other ones (MLA_DECODE_TILE_ROWS, read by every decode_plan_geometry
+  // call): narrow tiles run the exact-code kernel, 64-row ones the owner-converts kernel. Each run is compared with
+  // the reference of the kernel it ran (exact_code_kernel).
+  if (sp.s_q == 1 && sp.h_q >= 64 && sp.batch <= 8) {
+    const std::string n = name + "_othertile";
+    cases.push_back({"mla_decode", n, kFp8DsTol, [shape, n](CaseReport* rep) {
+                       bool narrow = false;
+                       const std::vector<int32_t> lens(shape.seqlens.begin(), shape.seqlens.end());
+                       MLA_TRY(decode_plan_narrow_tiles(shape.batch, 1, shape.h_q, device_sm_count(), lens.data(), &narrow));
+                       ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
                        auto rng = case_rng(n);
                        return run_fp8ds_case(n, make_decode_data(shape, rng), rep);
                      }});

@@ -24,8 +24,10 @@
 
 namespace mla {
 
-// Query rows one CTA handles: s_q * h_q rows are cut into tiles of 64 (one wgmma M tile).
+// Query rows one CTA handles: s_q * h_q rows are cut into tiles of 64 (one wgmma M tile), or of 16 (narrow tiles,
+// decode_plan_narrow_tiles: batch-1 steps of h_q 64 / 128, whose few pages would otherwise keep most SMs idle).
 constexpr int kDecodeRowsPerCta = 64;
+constexpr int kDecodeNarrowTileRows = 16;
 constexpr int kPlanPartInts = 8;  // ints per part record (padded for 32-byte loads)
 
 // Fields of one part record: the part covers blocks [begin_block, nblk) of begin_batch, all blocks of
@@ -60,7 +62,8 @@ struct DecodePlanGeometry {
   int batch = 0;
   int s_q = 0;
   int h_q = 0;
-  int num_head_tiles = 0;  // ceil(s_q * h_q / 64): grid.y
+  int tile_rows = kDecodeRowsPerCta;  // query rows per head tile: 64, or kDecodeNarrowTileRows
+  int num_head_tiles = 0;             // ceil(s_q * h_q / tile_rows): grid.y
   int num_parts = 0;       // grid.x
   int max_splits = 0;      // batch + num_parts - 1: partial-result slots the workspace must hold
   // What a split costs beyond DecodePlanTuning::split_cost, in blocks (decode_split_price): charged per true
@@ -71,8 +74,22 @@ struct DecodePlanGeometry {
   int split_price = 0;
 };
 
-// Shape validation + geometry. num_sms: the device's multiprocessor count (132 on H200).
-Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out);
+// Shape validation + geometry. num_sms: the device's multiprocessor count (132 on H200). host_seqlens (optional, host
+// int32 [batch]): the step's sequence lengths, read only for the head-tile choice (decode_plan_narrow_tiles); without
+// them the tiles are 64 rows, so the geometry of a step is a function of its shapes alone -- what a CUDA graph
+// replayed across steps needs (it holds the grid it was captured with).
+Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out,
+                            const int32_t* host_seqlens = nullptr);
+
+// Whether a step cuts its query rows into 16-row head tiles (kDecodeNarrowTileRows) instead of 64-row ones: s_q 1,
+// h_q 64 or 128, and with the step's seqlens given, at most 1.5 KV pages per CTA column of the narrow grid (pages of
+// all sequences <= 1.5 num_sms / tiles: h_q 128 24, h_q 64 49). Such a step has few pages for many SMs; as 8 tiles of
+// 16 rows (h_q 128; 16 columns each, instead of 2 tiles x 66) every CTA takes 8 times fewer rows of its pages, read 8
+// times (from L2 after the first), and a page's chain -- S, softmax, P.V of 16 rows -- is the h_q 16 kernels' short
+// one. H200 (bench/decode/NOTES.md "Session 28"): h_q 128 b1 s512 bf16 13.2 -> 11.6 us, fp8 12.1 -> 10.45; at 4 pages
+// per CTA (b1 s4096) 17.7 -> 19.9 (bf16), so the choice needs the pages. MLA_DECODE_TILE_ROWS = auto (default) | 16 |
+// 64 forces either tile (16 only where s_q is 1 and h_q >= 64; tests and benchmarks), read on every call.
+Status decode_plan_narrow_tiles(int batch, int s_q, int h_q, int num_sms, const int32_t* host_seqlens, bool* narrow);
 
 // split_price of a head tile of `rows` query rows (<= 64): the fp32 partial one piece writes and the combine
 // reads back (rows x 512 x 4 B) over three KV pages of 64 x 576 one-byte values, rounded down: 1 for a 64-row tile

@@ -1,11 +1,33 @@
 #include <string>
 
 #include "mla/core/check.h"
+#include "mla/core/env_knob.h"
 #include "mla/ops/plan_decode.h"
 
 namespace mla {
 
-Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out) {
+Status decode_plan_narrow_tiles(int batch, int s_q, int h_q, int num_sms, const int32_t* host_seqlens, bool* narrow) {
+  *narrow = false;
+  const EnvKnob k = read_env_knob("MLA_DECODE_TILE_ROWS", {"auto", "16", "64"});
+  MLA_TRY(k.status);
+  // Only the 16-row kernels (s_q 1: no causal rows) take narrow tiles; h_q 16 / 32 keep their one short tile.
+  if (s_q != 1 || h_q < 64 || k.index == 2) return Status::ok();
+  if (k.index == 1) {
+    *narrow = true;
+    return Status::ok();
+  }
+  if (host_seqlens == nullptr) return Status::ok();
+  int64_t pages = 0;
+  for (int b = 0; b < batch; ++b) pages += decode_num_blocks(host_seqlens[b]);
+  // Up to 1.5 pages per CTA column of the narrow grid (H200, session 28 c2: h_q 128 b1 s1536 = 24 pages on 16
+  // columns -0.4 / -0.9 us bf16 / fp8, s2048 = 32 pages +1.4 / +0.3; h_q 64 s3072 = 48 pages on 33 columns -0.4 / -1.0).
+  const int tiles = (s_q * h_q + kDecodeNarrowTileRows - 1) / kDecodeNarrowTileRows;
+  *narrow = 2 * pages <= 3 * static_cast<int64_t>(num_sms / tiles);
+  return Status::ok();
+}
+
+Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out,
+                            const int32_t* host_seqlens) {
   const std::string shape = "batch " + std::to_string(batch) + ", s_q " + std::to_string(s_q) + ", h_q " +
                             std::to_string(h_q) + ", num_sms " + std::to_string(num_sms);
   if (batch < 1) return Status::invalid("plan_decode", "batch must be >= 1 (" + shape + ")");
@@ -18,11 +40,14 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
   g.batch = batch;
   g.s_q = s_q;
   g.h_q = h_q;
-  g.num_head_tiles = (s_q * h_q + kDecodeRowsPerCta - 1) / kDecodeRowsPerCta;
+  bool narrow = false;
+  MLA_TRY(decode_plan_narrow_tiles(batch, s_q, h_q, num_sms, host_seqlens, &narrow));
+  g.tile_rows = narrow ? kDecodeNarrowTileRows : kDecodeRowsPerCta;
+  g.num_head_tiles = (s_q * h_q + g.tile_rows - 1) / g.tile_rows;
   // Fill the machine once: each head tile gets num_sms / num_head_tiles CTA columns.
   g.num_parts = num_sms / g.num_head_tiles > 0 ? num_sms / g.num_head_tiles : 1;
   g.max_splits = batch + g.num_parts - 1;
-  g.split_price = decode_split_price(s_q * h_q < kDecodeRowsPerCta ? s_q * h_q : kDecodeRowsPerCta);
+  g.split_price = decode_split_price(s_q * h_q < g.tile_rows ? s_q * h_q : g.tile_rows);
   *out = g;
   return Status::ok();
 }

@@ -34,10 +34,13 @@ Status check_plan(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   if (g.batch != b || g.s_q != s_q || g.h_q != h_q)
     return Status::invalid(kOp, "plan geometry (batch " + std::to_string(g.batch) + ", s_q " + std::to_string(g.s_q) +
                                     ", h_q " + std::to_string(g.h_q) + ") does not match q " + p.q.str());
-  if (g.num_head_tiles != (s_q * h_q + kDecodeRowsPerCta - 1) / kDecodeRowsPerCta || g.num_parts < 1 ||
+  // Narrow (16-row) tiles run only on the 16-row kernels, which have no causal rows: s_q 1.
+  const bool tile_ok = g.tile_rows == kDecodeRowsPerCta || (g.tile_rows == kDecodeNarrowTileRows && s_q == 1);
+  if (!tile_ok || g.num_head_tiles != (s_q * h_q + g.tile_rows - 1) / g.tile_rows || g.num_parts < 1 ||
       g.max_splits != g.batch + g.num_parts - 1)
-    return Status::invalid(kOp, "plan geometry is not from decode_plan_geometry (num_head_tiles " +
-                                    std::to_string(g.num_head_tiles) + ", num_parts " + std::to_string(g.num_parts) + ")");
+    return Status::invalid(kOp, "plan geometry is not from decode_plan_geometry (tile_rows " +
+                                    std::to_string(g.tile_rows) + ", num_head_tiles " + std::to_string(g.num_head_tiles) +
+                                    ", num_parts " + std::to_string(g.num_parts) + ")");
   if (plan.parts == nullptr || plan.split_offsets == nullptr || plan.num_parts != g.num_parts)
     return Status::invalid(kOp, "plan buffers missing or plan.num_parts " + std::to_string(plan.num_parts) +
                                     " != geometry num_parts " + std::to_string(g.num_parts));
@@ -143,20 +146,25 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   MLA_TRY(n16_ws(&n16ws));  // checked on every call, whatever the rows, as the other knobs
   const dim3 grid(g.num_parts, g.num_head_tiles);
   // Active 16-row groups: a single short tile (h_q 16/32 with few query rows) skips the empty groups.
-  const int rows_first_tile = kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta;
+  const int rows_first_tile = kp.rows < g.tile_rows ? kp.rows : g.tile_rows;
   const int groups = rows_first_tile / 16;
+  // Narrow tiles (decode_plan_narrow_tiles) always run the warp-specialized 16-row kernel, whatever MLA_DECODE_N16 /
+  // VARIANT16 say (the others take 64-row tile offsets), and leave the merge to the combine (fused_merge.cuh merges
+  // 64-row tiles).
+  const bool narrow = g.tile_rows == kDecodeNarrowTileRows;
   const bool ws64 = variant64() != Variant64::kWgmma && variant64() != Variant64::kMmaSync;
   bool ws32 = false;
   MLA_TRY(n32_ws(&ws32));
   // 3 groups run a 64-row kernel: kWs computes rows of the next sequence's q in the 4th (finite, never written; 2
   // groups on kWs: the 3rd and 4th), kMma64 leaves one warp row idle, kWgmma64 computes zeros there.
-  const Kernel16 k = ws64 && (ws_for_short_tiles() || (groups == 2 && ws32)) ? Kernel16::kWs
+  const Kernel16 k = narrow ? Kernel16::kN16Ws
+                     : ws64 && (ws_for_short_tiles() || (groups == 2 && ws32)) ? Kernel16::kWs
                      : groups == 1 ? (n16ws && kp.rows == 16 ? Kernel16::kN16Ws : Kernel16::kMma16)
                      : groups == 2 ? Kernel16::kMma32
                      : variant64() == Variant64::kMmaSync ? Kernel16::kMma64
                      : variant64() == Variant64::kWgmma   ? Kernel16::kWgmma64
                                                           : Kernel16::kWs;
-  if (k != Kernel16::kWs && k != Kernel16::kN16Ws) kp.merge_counters = nullptr;  // these need the combine
+  if (narrow || (k != Kernel16::kWs && k != Kernel16::kN16Ws)) kp.merge_counters = nullptr;  // these need the combine
   switch (k) {
     case Kernel16::kWs:
       MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
@@ -211,16 +219,18 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   MLA_TRY(fp8ds_ws64_knob().status);
   kp.l2_prefetch = 0;
   const dim3 grid(g.num_parts, g.num_head_tiles);
-  const int groups = (kp.rows < kDecodeRowsPerCta ? kp.rows : kDecodeRowsPerCta) / 16;
+  const int groups = (kp.rows < g.tile_rows ? kp.rows : g.tile_rows) / 16;
   bool ws32 = false;
   MLA_TRY(n32_ws(&ws32));
   // A warp-specialized 64-row kernel: tiles of 48 or more rows, and of 32-47 where MLA_DECODE_N32 picks ws.
   const bool ws = groups > 2 || (groups == 2 && ws32);
   const bool owner_converts = ws && fp8ds_owner_converts(kp.h_q);
-  const bool exact16 = groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant();
+  // Narrow tiles (decode_plan_narrow_tiles) always run the exact-code 16-row kernel, merged by the combine.
+  const bool narrow = g.tile_rows == kDecodeNarrowTileRows;
+  const bool exact16 = narrow || (groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant());
   // Only the owner-converts and exact-code kernels have the fused merge (a kFused instantiation each); the others
   // leave it to the combine.
-  if (!owner_converts && !exact16) kp.merge_counters = nullptr;
+  if (narrow || (!owner_converts && !exact16)) kp.merge_counters = nullptr;
   if (exact16) {
     MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws16(kp, grid, stream));  // exact codes, wgmma
   } else if (groups == 1) {

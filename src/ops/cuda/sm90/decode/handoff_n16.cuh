@@ -48,6 +48,14 @@ struct RingQBars : RingBars<kStages> {
   __device__ uint32_t q_full(int q) const { return this->base + 8 * (2 * kStages + q); }
 };
 
+// First query row of this CTA's head tile among a sequence's s_q * h_q rows: tiles of 16 * kRowBoxes rows along
+// grid.y. The 16- and 32-row kernels run a single tile (h_q 16 / 32) or narrow tiles (16 rows of h_q 64 / 128 at batch 1,
+// decode_plan_narrow_tiles); every row index they store or load from global memory is offset by it.
+template <int kRowBoxes = 1>
+__device__ __forceinline__ int tile_row0() {
+  return static_cast<int>(blockIdx.y) * 16 * kRowBoxes;
+}
+
 // Q tiles, run by scorer thread 0: the n-th sequence the part visits (empty ones are skipped as the part cursor skips
 // them) into slot n % kQSlots as kSlabs x kRowBoxes boxes of 16 rows x kSlabCols elements (128 bytes, 128B swizzle)
 // through p.tmap_q, completing on q_full[slot]; box k of a slab holds the tile's rows 16k .. 16k + 15, 2048 bytes
@@ -76,7 +84,7 @@ struct QLoader {
 #pragma unroll
       for (int k = 0; k < kRowBoxes; ++k)
         tma_load_2d(dst + slab * kQSlabBytes + k * 2048, &p.tmap_q, bars.q_full(slot), slab * kSlabCols,
-                    c.b * p.rows + 16 * k);
+                    c.b * p.rows + tile_row0<kRowBoxes>() + 16 * k);
     ++n;
     c.blk = c.hi - 1;  // the sequence's last block: advance() settles on the next non-empty sequence
     c.advance(p);

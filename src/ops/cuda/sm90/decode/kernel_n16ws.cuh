@@ -261,9 +261,10 @@ __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, const
                                               n16::SegmentDest d, int a, int w, int lane) {
   const int g = lane >> 2, t = lane & 3;
   const bool odd = g & 1, direct = d.n_splits == 1;
+  const int row0 = n16::tile_row0();
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const int row = row_of(r, t), j = r >> 1, e = r & 1;
+    const int row = row0 + row_of(r, t), j = r >> 1, e = r & 1;
     const float total = lsum[r];
     const float inv = total > 0.f ? 1.f / total : 0.f;
 #pragma unroll

@@ -263,11 +263,12 @@ __device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, con
   const decode::DecodeKernelParams& p = fp.d;
   const int g = lane >> 2, t = lane & 3;
   const int col0 = 64 * MT * a + 16 * w + 2 * g;
+  const int row0 = decode::n16::tile_row0<RG>();
 #pragma unroll
   for (int q = 0; q < RG; ++q)
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const int row = 16 * q + 8 * (r >> 1) + 2 * t + (r & 1), jj = 8 * q + 4 * (r >> 1), e = r & 1;
+    const int row = row0 + 16 * q + 8 * (r >> 1) + 2 * t + (r & 1), jj = 8 * q + 4 * (r >> 1), e = r & 1;
     const float total = lsum[q][r];
     const float inv = total > 0.f ? fp.out_scale / total : 0.f;
     const float lse = total > 0.f ? mfin[q][r] * p.softmax_scale + logf(total) : -INFINITY;

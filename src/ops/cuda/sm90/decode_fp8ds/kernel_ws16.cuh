@@ -102,7 +102,9 @@ __device__ __forceinline__ void store_rope_q(uint8_t* s_q, int row, int kb, cons
 // 2i + 1 (slots 8-15) of slab kb; slot 2t + e + 8h' holds dim 64kb + 16t + 4i + 2h' + e. RoPE: bf16, same order.
 __device__ __forceinline__ void convert_q(const DecodeKernelParams& p, int b, uint8_t* s_q, float* s_qdiv, int tid) {
   const int row = tid >> 3, kb = tid & 7;
-  const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + (static_cast<int64_t>(b) * kRows + row) * kDimQK);
+  // The tile's rows of sequence b: q is [b, rows] (rows = h_q at s_q 1; 16 of them per narrow tile).
+  const int64_t q_row = static_cast<int64_t>(b) * p.rows + decode::n16::tile_row0() + row;
+  const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + q_row * kDimQK);
   uint4 c[8];
 #pragma unroll
   for (int x = 0; x < 8; ++x) c[x] = src[8 * kb + x];
@@ -497,9 +499,10 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     if (seg_end) {
       const int b = c.b;
       const decode::n16::SegmentDest d = decode::n16::segment_dest(p, b, first_batch, first_split);
+      const int row0 = decode::n16::tile_row0();
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const int row = 8 * (r >> 1) + 2 * t + (r & 1), i0 = 4 * (r >> 1) + (r & 1);
+        const int row = row0 + 8 * (r >> 1) + 2 * t + (r & 1), i0 = 4 * (r >> 1) + (r & 1);
         const float total = lsum[r];
         const float inv = total > 0.f ? 1.f / total : 0.f;
         const float lse = total > 0.f ? mfin[r] * p.softmax_scale + logf(total) : -INFINITY;
