@@ -58,6 +58,10 @@ struct CudaBackend::State {
     int64_t num_abs = 0;                 // rows taking the absorbed path (== tokens: no gather/scatter)
     int32_t* abs_rows = nullptr;         // [num_abs] rows of the step
     int32_t* dec_seqlens = nullptr;      // [num_abs]
+    // Host copy of dec_seqlens in the staging block (valid until the next step stages), for the decode geometry's
+    // head-tile choice (decode_plan_narrow_tiles); nullptr on padded (graph) steps, whose geometry must be the
+    // shapes' alone.
+    const int32_t* dec_seqlens_host = nullptr;
     int32_t* dec_block_table = nullptr;  // [num_abs, table_width]
     int64_t table_width = 0;
     DecodePlanGeometry geom{};

@@ -192,6 +192,7 @@ Status CudaBackend::stage(const ForwardBatch& b, int64_t pad_rows) {
   st.exp_max_q = max_q;
   st.token_ids = d.ids, st.positions = d.pos, st.slots = d.slots, st.logits_rows = d.logit_rows;
   st.abs_rows = d.abs_rows, st.dec_seqlens = d.seqlens, st.dec_block_table = d.abs_table;
+  st.dec_seqlens_host = padded ? nullptr : h.seqlens;
   st.exp_seqs = d.exp_seqs, st.exp_cu_ctx = d.exp_cu, st.exp_block_table = d.exp_table;
   st.sampling = num_samples > 0 ? d.sampling : nullptr;
   st.num_samples = num_samples;
@@ -207,7 +208,10 @@ Status CudaBackend::plan_step() {
   State& s = *s_;
   State::Step& st = s.step;
   if (st.num_abs > 0) {
-    MLA_TRY(decode_plan_geometry(static_cast<int>(st.num_abs), 1, s.padded_heads, s.num_sms, &st.geom));
+    // An eager step's seqlens pick its head tiles (narrow 16-row tiles for few pages at h_q >= 64); a graph step's
+    // geometry is the shapes' alone, as the captured grid.
+    MLA_TRY(decode_plan_geometry(static_cast<int>(st.num_abs), 1, s.padded_heads, s.num_sms, &st.geom,
+                                 st.dec_seqlens_host));
     st.plan.num_parts = st.geom.num_parts;
     st.plan.parts = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * st.geom.num_parts * kPlanPartInts));
     st.plan.split_offsets = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * (st.num_abs + 1)));
