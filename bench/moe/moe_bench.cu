@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/args.h"
+#include "common/dev_mem.h"
 #include "common/device_data.cuh"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/grouped_gemm.h"
@@ -63,21 +64,19 @@ using bench::fill_bf16;
 
 // Median microseconds of `run(rep)`, one event pair per rep, after three warm-up calls.
 Status time_us(const std::function<Status(int)>& run, int reps, double* us) {
-  cudaEvent_t a, b;
-  MLA_CUDA_TRY("bench_moe", cudaEventCreate(&a));
-  MLA_CUDA_TRY("bench_moe", cudaEventCreate(&b));
+  bench::EventPair ev;  // destroyed on every return path (a failing run used to leak the pair)
+  MLA_TRY(ev.create("bench_moe"));
   for (int r = 0; r < 3; ++r) MLA_TRY(run(r));
   std::vector<double> v;
   for (int r = 0; r < reps; ++r) {
-    MLA_CUDA_TRY("bench_moe", cudaEventRecord(a));
+    MLA_CUDA_TRY("bench_moe", cudaEventRecord(ev.start));
     MLA_TRY(run(r));
-    MLA_CUDA_TRY("bench_moe", cudaEventRecord(b));
-    MLA_CUDA_TRY("bench_moe", cudaEventSynchronize(b));
+    MLA_CUDA_TRY("bench_moe", cudaEventRecord(ev.stop));
+    MLA_CUDA_TRY("bench_moe", cudaEventSynchronize(ev.stop));
     float ms = 0;
-    MLA_CUDA_TRY("bench_moe", cudaEventElapsedTime(&ms, a, b));
+    MLA_CUDA_TRY("bench_moe", cudaEventElapsedTime(&ms, ev.start, ev.stop));
     v.push_back(ms * 1e3);
   }
-  cudaEventDestroy(a), cudaEventDestroy(b);
   std::sort(v.begin(), v.end());
   *us = v[v.size() / 2];
   return Status::ok();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/args.h"
+#include "common/dev_mem.h"
 #include "common/timing.h"
 #include "mla/core/cuda_check.h"
 #include "mla/core/half.h"
@@ -46,16 +47,11 @@ __global__ void fill_bf16(uint16_t* p, size_t n, uint32_t seed) {
   }
 }
 
-struct DeviceArray {
-  void* p = nullptr;
-  ~DeviceArray() {
-    if (p) cudaFree(p);
-  }
-};
+constexpr const char* kOp = "bench prefill";
 
-Status alloc_fill(DeviceArray* a, size_t elems, uint32_t seed) {
-  MLA_CUDA_TRY("bench prefill", cudaMalloc(&a->p, elems * 2));
-  fill_bf16<<<132 * 8, 256>>>(static_cast<uint16_t*>(a->p), elems, seed);
+Status alloc_fill(bench::DevMem<uint16_t>* a, size_t elems, uint32_t seed) {
+  MLA_TRY(a->alloc(elems, kOp));
+  fill_bf16<<<132 * 8, 256>>>(a->p, elems, seed);
   MLA_CUDA_TRY_LAUNCH("bench prefill fill");
   return Status::ok();
 }
@@ -69,14 +65,16 @@ Status run_row(int64_t h, const Row& r, const bench::L2Flusher& l2, const bench:
     seqs.insert(seqs.end(), {b * r.q_len, r.q_len, b * r.k_len, r.k_len});
     visible += double(r.q_len) * (r.k_len - r.q_len) + double(r.q_len) * (r.q_len + 1) / 2;
   }
-  DeviceArray q, kv, lat, out, lse, dseqs;
+  bench::DevMem<uint16_t> q, kv, lat, out;
+  bench::DevMem<float> lse;
+  bench::DevMem<int32_t> dseqs;
   MLA_TRY(alloc_fill(&q, size_t(tq * h * kPrefillDimQK), 1));
   MLA_TRY(alloc_fill(&kv, size_t(tk * h * dkv), 2));
   MLA_TRY(alloc_fill(&lat, size_t(tk * 576), 3));
-  MLA_CUDA_TRY("bench prefill", cudaMalloc(&out.p, size_t(tq * h * kPrefillDimV) * 2));
-  MLA_CUDA_TRY("bench prefill", cudaMalloc(&lse.p, size_t(h * tq) * 4));
-  MLA_CUDA_TRY("bench prefill", cudaMalloc(&dseqs.p, seqs.size() * 4));
-  MLA_CUDA_TRY("bench prefill", cudaMemcpy(dseqs.p, seqs.data(), seqs.size() * 4, cudaMemcpyHostToDevice));
+  MLA_TRY(out.alloc(size_t(tq * h * kPrefillDimV), kOp));
+  MLA_TRY(lse.alloc(size_t(h * tq), kOp));
+  MLA_TRY(dseqs.alloc(seqs.size(), kOp));
+  MLA_CUDA_TRY(kOp, cudaMemcpy(dseqs.p, seqs.data(), seqs.size() * 4, cudaMemcpyHostToDevice));
 
   auto v3 = [](void* d, int64_t rows, int64_t heads, int64_t w, int64_t rs, int64_t hs) {
     TensorView v = TensorView::contiguous(d, DType::kBf16, {rows, heads, w});
@@ -86,8 +84,8 @@ Status run_row(int64_t h, const Row& r, const bench::L2Flusher& l2, const bench:
   PrefillAttentionParams p;
   p.q = v3(q.p, tq, h, kPrefillDimQK, h * kPrefillDimQK, kPrefillDimQK);
   p.k_nope = v3(kv.p, tk, h, kPrefillDimNope, h * dkv, dkv);
-  p.v = v3(static_cast<uint16_t*>(kv.p) + kPrefillDimNope, tk, h, kPrefillDimV, h * dkv, dkv);
-  p.k_pe = TensorView::contiguous(static_cast<uint16_t*>(lat.p) + 512, DType::kBf16, {tk, kPrefillDimRope});
+  p.v = v3(kv.p + kPrefillDimNope, tk, h, kPrefillDimV, h * dkv, dkv);
+  p.k_pe = TensorView::contiguous(lat.p + 512, DType::kBf16, {tk, kPrefillDimRope});
   p.k_pe.stride[0] = 576;
   p.out = v3(out.p, tq, h, kPrefillDimV, h * kPrefillDimV, kPrefillDimV);
   p.lse = TensorView::contiguous(lse.p, DType::kFp32, {h, tq});
