@@ -70,6 +70,14 @@ constexpr Tolerance kFp8DsTol{5e-2, 1.25e-1,
 // the output to bf16 in both, so the same limits hold with room; scores differ only by fp32 summation order
 // (f16 x f16 products are exact in fp32, the query is scaled by a power of two).
 constexpr double kBf16KRelL2 = 2e-3, kBf16KMaxAbs = 1.5625e-2, kBf16KLseAbs = 1e-4;
+// The exact-code kernel's rel_l2 limit: kernel and reference both round the output to bf16 once, from values that
+// differ by the f16 rounding of P * scale / u (<= 2^-11, one factor per 128-value tile); where that carries a value
+// across a bf16 rounding boundary the two land one bf16 ulp apart (2^-8..2^-7 of the value). Many keys average such
+// flips out, but a sequence of one key does not (its 16 rows are the same V row: 512 values decide the statistic):
+// b1 h16 len1 read 2.01e-3 with MLA_TEST_SEED=2803 (session 28; the kernel's code there is the one of earlier
+// sessions). The limit 2^-8 is every value one bf16 ulp off where an ulp is smallest against it (the top of its
+// binade); a layout, scale-tile or permutation error is O(1).
+constexpr double kExactCodeRelL2 = 3.90625e-3;
 
 // 16-row tiles (h_q 16, s_q 1) run the exact-code kernel (sm90/decode_fp8ds/kernel_ws16.cuh) unless
 // MLA_DECODE_FP8DS_RG1=dequant; every other shape runs a dequantizing kernel with the same bf16(e4m3 x scale) values:
@@ -155,7 +163,8 @@ Status run_fp8ds_case(const std::string& name, DecodeHostData h, CaseReport* rep
   std::vector<uint16_t> out2(h.out_elems(), 0xFFFFu);
   std::vector<float> lse2(h.lse_elems(), NAN);
   std::string what;
-  if (exact_code_kernel(s)) {
+  const bool exact = exact_code_kernel(s);
+  if (exact) {
     // Exact-code kernel: K and V exact, P unrounded in the reference (the kernel rounds P * scale / u once
     // to f16, 2^-11, finer than the bf16 P of comparison 1).
     MlaDecodeRefOptions opts;
@@ -179,7 +188,8 @@ Status run_fp8ds_case(const std::string& name, DecodeHostData h, CaseReport* rep
     rep->add("lse vs bf16 K", compare_lse(r.lse, lse2));
   }
   const ErrorStats so = compare_out(r.out, out2, vmax), sl = compare_lse(r.lse, lse2);
-  if (!(so.rel_l2 <= kBf16KRelL2 && so.max_abs <= kBf16KMaxAbs && sl.max_abs <= kBf16KLseAbs) || so.nonfinite_got ||
+  const double rel_limit = exact ? kExactCodeRelL2 : kBf16KRelL2;
+  if (!(so.rel_l2 <= rel_limit && so.max_abs <= kBf16KMaxAbs && sl.max_abs <= kBf16KLseAbs) || so.nonfinite_got ||
       so.mismatched_nan || sl.nonfinite_got || sl.mismatched_nan)
     return Status::internal("mla_decode", "fp8_ds kernel vs " + what + ": out " + so.str() + ", lse " + sl.str() +
                                               " exceeds the tight tolerance (" + name + ")");
