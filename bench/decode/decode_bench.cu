@@ -756,7 +756,7 @@ Status bench(const Options& o) {
               o.parts > 0 ? std::to_string(o.parts).c_str() : "the geometry's",
               o.price >= 0 ? std::to_string(o.price).c_str() : "the geometry's", o.tune.seq_cost, o.tune.split_cost,
               o.tune.min_part_cost);
-  std::printf("# head tiles: 64 query rows, 16 where s_q is 1, h_q >= 64 and the pages fit one per CTA column "
+  std::printf("# head tiles: 64 query rows, 16 where s_q is 1, h_q >= 64 and the pages are at most 1.5 per CTA column "
               "(decode_plan_narrow_tiles; MLA_DECODE_TILE_ROWS=%s)\n",
               std::getenv("MLA_DECODE_TILE_ROWS") != nullptr ? std::getenv("MLA_DECODE_TILE_ROWS") : "auto");
   std::printf("| format | h_q | batch | seqlen |%s µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |%s\n",
