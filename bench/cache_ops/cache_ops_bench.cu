@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cache_ops/gather_study.h"
+#include "common/dev_mem.h"
 #include "common/timing.h"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/concat_and_cache_mla.h"
@@ -39,22 +40,8 @@ struct Args {
   TimingOptions timing;
 };
 
-// A device allocation released at scope exit.
-struct Dev {
-  void* p = nullptr;
-  ~Dev() { if (p) cudaFree(p); }
-  Status alloc(size_t bytes) {
-    MLA_CUDA_TRY("bench", cudaMalloc(&p, bytes));
-    MLA_CUDA_TRY("bench", cudaMemset(p, 0, bytes));  // defined contents (bf16/fp16/e4m3 zeros)
-    return Status::ok();
-  }
-  template <class T>
-  Status upload(const std::vector<T>& v) {
-    MLA_TRY(alloc(v.size() * sizeof(T)));
-    MLA_CUDA_TRY("bench", cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return Status::ok();
-  }
-};
+using bench::DevMem;
+constexpr const char* kOp = "bench_cache_ops";  // names this benchmark in its set-up errors
 
 // Random bf16 values N(0, 1) as bits, generated on the host once per size.
 std::vector<uint16_t> random_bf16(size_t n, std::mt19937_64& rng) {
@@ -93,15 +80,17 @@ Status bench_concat(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
   const std::vector<int32_t> pages = shuffled_pages(num_pages, rng);
   std::vector<int64_t> slots(t);
   for (int64_t i = 0; i < t; ++i) slots[i] = int64_t(pages[i / kPage]) * kPage + i % kPage;
-  Dev rows, slot_map, cache;
-  MLA_TRY(rows.upload(random_bf16(size_t(t) * kDimQK, rng)));
-  MLA_TRY(slot_map.upload(slots));
-  MLA_TRY(cache.alloc(size_t(num_pages) * kPage * Fp8DsLayout::kBytes * 2));  // fits every format
+  DevMem<uint16_t> rows;
+  DevMem<int64_t> slot_map;
+  DevMem<uint8_t> cache;
+  MLA_TRY(rows.upload(random_bf16(size_t(t) * kDimQK, rng), kOp));
+  MLA_TRY(slot_map.upload(slots, kOp));
+  MLA_TRY(cache.alloc_zeroed(size_t(num_pages) * kPage * Fp8DsLayout::kBytes * 2, kOp));  // fits every format
   for (KvFormat f : kFormats) {
     ConcatAndCacheMlaParams p;
     p.kv_c = TensorView::contiguous(rows.p, DType::kBf16, {t, kDimLatent});
     p.kv_c.stride[0] = kDimQK;  // column split of the [t, 576] kv_a_proj output, as in the model
-    p.k_pe = TensorView::contiguous(static_cast<uint16_t*>(rows.p) + kDimLatent, DType::kBf16, {t, kDimRope});
+    p.k_pe = TensorView::contiguous(rows.p + kDimLatent, DType::kBf16, {t, kDimRope});
     p.k_pe.stride[0] = kDimQK;
     p.slot_mapping = TensorView::contiguous(slot_map.p, DType::kInt64, {t});
     p.kv_cache = TensorView::contiguous(cache.p, kv_cache_dtype(f), {num_pages, kPage, kv_token_elems(f)});
@@ -131,11 +120,12 @@ Status bench_gather(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
   const std::vector<int32_t> bt = shuffled_pages(num_pages, rng);
   std::vector<int32_t> cu(batch + 1);
   for (int b = 0; b <= batch; ++b) cu[b] = static_cast<int32_t>(std::min<int64_t>(int64_t(b) * seq_len, total));
-  Dev d_bt, d_cu, cache, dst;
-  MLA_TRY(d_bt.upload(bt));
-  MLA_TRY(d_cu.upload(cu));
-  MLA_TRY(cache.alloc(size_t(num_pages) * kPage * 2 * kDimQK));  // the largest format (bf16/fp16)
-  MLA_TRY(dst.alloc(size_t(total) * kDimQK * 4));                  // the largest output (fp32)
+  DevMem<int32_t> d_bt, d_cu;
+  DevMem<uint8_t> cache, dst;
+  MLA_TRY(d_bt.upload(bt, kOp));
+  MLA_TRY(d_cu.upload(cu, kOp));
+  MLA_TRY(cache.alloc_zeroed(size_t(num_pages) * kPage * 2 * kDimQK, kOp));  // the largest format (bf16/fp16)
+  MLA_TRY(dst.alloc_zeroed(size_t(total) * kDimQK * 4, kOp));                // the largest output (fp32)
 
   // Streaming ceilings of the gather's shapes: read N, write k N, N = the tokens' cache bytes (bf16 tokens
   // for k = 1, fp8 tokens for k = 2 and 4), same buffers, same timing.
@@ -168,8 +158,8 @@ Status bench_gather(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
                 "-> " + std::string(dtype_name(out)), total, bytes, ms, shape_gbs[shape_k(f, out)]);
       if (!a.sweep) continue;
       const cache::GatherKernelParams kp{
-          .cache = static_cast<const uint8_t*>(cache.p), .dst = dst.p, .block_table = static_cast<const int32_t*>(d_bt.p),
-          .cu_seq_lens = static_cast<const int32_t*>(d_cu.p), .seq_starts = nullptr, .n_rows = total, .batch = batch,
+          .cache = cache.p, .dst = dst.p, .block_table = d_bt.p,
+          .cu_seq_lens = d_cu.p, .seq_starts = nullptr, .n_rows = total, .batch = batch,
           .max_pages = max_pages, .page_size = kPage, .num_pages = static_cast<int>(num_pages), .k_scale = p.k_scale};
       Sweep sw{f, out, {}};
       const bool fp32 = out == DType::kFp32;
@@ -196,16 +186,17 @@ Status bench_gather(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
 
 Status bench_merge(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
   const int64_t n = 64 * 1024, h = 16, d = 128, numel = n * h * d;
-  Dev oa, ob, o, la, lb, l;
-  MLA_TRY(oa.alloc(numel * 2));
-  MLA_TRY(ob.alloc(numel * 2));
-  MLA_TRY(o.alloc(numel * 2));
+  DevMem<uint16_t> oa, ob, o;
+  DevMem<float> la, lb, l;
+  MLA_TRY(oa.alloc_zeroed(numel, kOp));
+  MLA_TRY(ob.alloc_zeroed(numel, kOp));
+  MLA_TRY(o.alloc_zeroed(numel, kOp));
   std::vector<float> lse(n * h);
   std::normal_distribution<float> nd(0.f, 3.f);
   for (auto& x : lse) x = nd(rng);
-  MLA_TRY(la.upload(lse));
-  MLA_TRY(lb.upload(lse));
-  MLA_TRY(l.alloc(n * h * 4));
+  MLA_TRY(la.upload(lse, kOp));
+  MLA_TRY(lb.upload(lse, kOp));
+  MLA_TRY(l.alloc_zeroed(n * h, kOp));
   MergeAttnStatesParams p;
   p.out = TensorView::contiguous(o.p, DType::kBf16, {n, h, d});
   p.out_a = TensorView::contiguous(oa.p, DType::kBf16, {n, h, d});
@@ -221,9 +212,10 @@ Status bench_merge(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
 
 Status bench_quant(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
   const int64_t rows = 16 * 128 * 128, numel = rows * kDimQK;
-  Dev x, y;
-  MLA_TRY(x.upload(random_bf16(size_t(numel), rng)));
-  MLA_TRY(y.alloc(numel));
+  DevMem<uint16_t> x;
+  DevMem<uint8_t> y;
+  MLA_TRY(x.upload(random_bf16(size_t(numel), rng), kOp));
+  MLA_TRY(y.alloc_zeroed(numel, kOp));
   QuantizeFp8Params p;
   p.x = TensorView::contiguous(x.p, DType::kBf16, {rows, kDimQK});
   p.out = TensorView::contiguous(y.p, DType::kE4m3, {rows, kDimQK});

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <vector>
 
 #include "mla/core/cuda_check.h"
 #include "mla/core/status.h"
@@ -21,6 +22,16 @@ struct DevMem {
     if (p) cudaFree(p);
   }
   Status alloc(size_t n, const char* op) { return cuda_status(cudaMalloc(&p, n * sizeof(T)), op, "cudaMalloc"); }
+  // alloc, then every byte zero: defined contents (16-bit / e4m3 zeros) where a kernel may read before it writes.
+  Status alloc_zeroed(size_t n, const char* op) {
+    MLA_TRY(alloc(n, op));
+    return cuda_status(cudaMemset(p, 0, n * sizeof(T)), op, "cudaMemset");
+  }
+  // v.size() elements holding v (synchronous copy: set-up, outside any timing).
+  Status upload(const std::vector<T>& v, const char* op) {
+    MLA_TRY(alloc(v.size(), op));
+    return cuda_status(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), op, "cudaMemcpy");
+  }
 };
 
 // Two events, destroyed at scope exit whatever path returns.
