@@ -25,7 +25,7 @@
 namespace mla {
 
 // Query rows one CTA handles: s_q * h_q rows are cut into tiles of 64 (one wgmma M tile), or of 16 (narrow tiles,
-// decode_plan_narrow_tiles: batch-1 steps of h_q 64 / 128, whose few pages would otherwise keep most SMs idle).
+// decode_plan_narrow_tiles: s_q 1 steps of h_q 64 / 128 with few pages, which would otherwise keep most SMs idle).
 constexpr int kDecodeRowsPerCta = 64;
 constexpr int kDecodeNarrowTileRows = 16;
 constexpr int kPlanPartInts = 8;  // ints per part record (padded for 32-byte loads)
@@ -64,8 +64,8 @@ struct DecodePlanGeometry {
   int h_q = 0;
   int tile_rows = kDecodeRowsPerCta;  // query rows per head tile: 64, or kDecodeNarrowTileRows
   int num_head_tiles = 0;             // ceil(s_q * h_q / tile_rows): grid.y
-  int num_parts = 0;       // grid.x
-  int max_splits = 0;      // batch + num_parts - 1: partial-result slots the workspace must hold
+  int num_parts = 0;                  // grid.x
+  int max_splits = 0;                 // batch + num_parts - 1: partial-result slots the workspace must hold
   // What a split costs beyond DecodePlanTuning::split_cost, in blocks (decode_split_price): charged per true
   // split, and added to per_part when decode_plan_snap picks a sequence's piece count (a sequence of under
   // ~1.5 x (per_part + split_price) is not cut). Also weighs the partials against the pages of a lone sequence

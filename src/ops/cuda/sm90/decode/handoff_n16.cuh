@@ -49,8 +49,8 @@ struct RingQBars : RingBars<kStages> {
 };
 
 // First query row of this CTA's head tile among a sequence's s_q * h_q rows: tiles of 16 * kRowBoxes rows along
-// grid.y. The 16- and 32-row kernels run a single tile (h_q 16 / 32) or narrow tiles (16 rows of h_q 64 / 128 at batch 1,
-// decode_plan_narrow_tiles); every row index they store or load from global memory is offset by it.
+// grid.y. The 16- and 32-row kernels run a single tile (h_q 16 / 32) or narrow tiles (16 rows of h_q 64 / 128 in steps
+// with few pages, decode_plan_narrow_tiles); every row index they store or load from global memory is offset by it.
 template <int kRowBoxes = 1>
 __device__ __forceinline__ int tile_row0() {
   return static_cast<int>(blockIdx.y) * 16 * kRowBoxes;
