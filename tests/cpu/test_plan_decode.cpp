@@ -22,11 +22,14 @@ struct Plan {
   std::vector<int32_t> parts, offsets;
 };
 
-// split_price < 0: the geometry's own; else that price (the cut rules at a given price).
+// split_price < 0: the geometry's own; else that price (the cut rules at a given price). host_seqlens: the geometry
+// sees the seqlens (head tiles chosen by decode_plan_narrow_tiles) as an engine's eager step; else 64-row tiles.
 Plan make_plan(const std::vector<int32_t>& seqlens, int s_q, int h_q, int sms, DecodePlanTuning tune = {},
-               int split_price = -1) {
+               int split_price = -1, bool host_seqlens = false) {
   Plan p;
-  EXPECT_TRUE(decode_plan_geometry(static_cast<int>(seqlens.size()), s_q, h_q, sms, &p.g).is_ok());
+  EXPECT_TRUE(decode_plan_geometry(static_cast<int>(seqlens.size()), s_q, h_q, sms, &p.g,
+                                   host_seqlens ? seqlens.data() : nullptr)
+                  .is_ok());
   if (split_price >= 0) p.g.split_price = split_price;
   p.parts.assign(size_t(p.g.num_parts) * kPlanPartInts, -7);
   p.offsets.assign(seqlens.size() + 1, -7);
@@ -173,6 +176,28 @@ TEST(PlanDecode, GeometryNarrowTilesForFewPages) {
   EXPECT_FALSE(bad.is_ok());
   EXPECT_NE(bad.to_string().find("MLA_DECODE_TILE_ROWS"), std::string::npos) << bad.to_string();
   unsetenv("MLA_DECODE_TILE_ROWS");
+}
+
+// The plan on narrow tiles: the 64-row one's, run with the narrow grid's num_parts and the 16-row split price (0).
+// h_q 128 b1 s512 (session 28's gain) is 8 one-page pieces on the 16 columns of each 16-row tile. h_q 64 b1 s2048
+// (32 pages + seq_cost 4 over 33 columns: per_part 2) is 16 two-page pieces on half the columns -- measured faster
+// than 64-row tiles all the same (15.5-15.7 against 16.1-16.4 us bf16), though at h_q 128 b2 s512 the same cost
+// model's 2-page pieces lost 0.4-0.7 us to 1-page ones (NOTES.md "Session 28" item 8): pinned here as it is.
+TEST(PlanDecode, NarrowTilesPlanOnTheNarrowGrid) {
+  unsetenv("MLA_DECODE_TILE_ROWS");
+  const std::vector<int32_t> s512 = {512}, s2048 = {2048};
+  Plan p = make_plan(s512, 1, 128, 132, {}, -1, true);
+  ASSERT_EQ(p.g.tile_rows, kDecodeNarrowTileRows);
+  check_plan_properties(s512, p);
+  EXPECT_EQ(splits_of(p)[0], 8);
+  Plan q = make_plan(s2048, 1, 64, 132, {}, -1, true);
+  ASSERT_EQ(q.g.tile_rows, kDecodeNarrowTileRows);
+  ASSERT_EQ(q.g.num_parts, 33);
+  check_plan_properties(s2048, q);
+  EXPECT_EQ(splits_of(q)[0], 16);
+  for (const auto& [pl, most] : {std::pair<const Plan*, int>{&p, 1}, {&q, 2}})
+    for (int part = 0; part < pl->g.num_parts; ++part)
+      EXPECT_LE(decode_part_pages_from_record(&pl->parts[size_t(part) * kPlanPartInts]), most) << "part " << part;
 }
 
 // The split price: a piece's fp32 partial (rows of a head tile x 512 x 4 B) over three pages of 64 x 576
