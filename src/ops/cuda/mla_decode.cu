@@ -149,8 +149,7 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   const int rows_first_tile = kp.rows < g.tile_rows ? kp.rows : g.tile_rows;
   const int groups = rows_first_tile / 16;
   // Narrow tiles (decode_plan_narrow_tiles) always run the warp-specialized 16-row kernel, whatever MLA_DECODE_N16 /
-  // VARIANT16 say (the others take 64-row tile offsets), and leave the merge to the combine (fused_merge.cuh merges
-  // 64-row tiles).
+  // VARIANT16 say (the others take 64-row tile offsets); merge_counters_for left their merge to the combine.
   const bool narrow = g.tile_rows == kDecodeNarrowTileRows;
   const bool ws64 = variant64() != Variant64::kWgmma && variant64() != Variant64::kMmaSync;
   bool ws32 = false;
@@ -164,7 +163,7 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
                      : variant64() == Variant64::kMmaSync ? Kernel16::kMma64
                      : variant64() == Variant64::kWgmma   ? Kernel16::kWgmma64
                                                           : Kernel16::kWs;
-  if (narrow || (k != Kernel16::kWs && k != Kernel16::kN16Ws)) kp.merge_counters = nullptr;  // these need the combine
+  if (k != Kernel16::kWs && k != Kernel16::kN16Ws) kp.merge_counters = nullptr;  // these need the combine
   switch (k) {
     case Kernel16::kWs:
       MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
@@ -225,12 +224,13 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   // A warp-specialized 64-row kernel: tiles of 48 or more rows, and of 32-47 where MLA_DECODE_N32 picks ws.
   const bool ws = groups > 2 || (groups == 2 && ws32);
   const bool owner_converts = ws && fp8ds_owner_converts(kp.h_q);
-  // Narrow tiles (decode_plan_narrow_tiles) always run the exact-code 16-row kernel, merged by the combine.
+  // Narrow tiles (decode_plan_narrow_tiles) always run the exact-code 16-row kernel (merged by the combine:
+  // merge_counters_for).
   const bool narrow = g.tile_rows == kDecodeNarrowTileRows;
   const bool exact16 = narrow || (groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant());
   // Only the owner-converts and exact-code kernels have the fused merge (a kFused instantiation each); the others
   // leave it to the combine.
-  if (narrow || (!owner_converts && !exact16)) kp.merge_counters = nullptr;
+  if (!owner_converts && !exact16) kp.merge_counters = nullptr;
   if (exact16) {
     MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws16(kp, grid, stream));  // exact codes, wgmma
   } else if (groups == 1) {
@@ -260,7 +260,8 @@ Status merge_counters_for(const DecodePlanGeometry& g, const DecodePlanView& pla
   if (k.index == 2 && plan.merge_counters == nullptr)
     return Status::invalid(kOp, "MLA_DECODE_MERGE=fused needs the plan's merge_counters [" +
                                     std::to_string(decode_plan_counters(g)) + "] (DecodePlanView)");
-  *counters = fused ? plan.merge_counters : nullptr;
+  // fused_merge.cuh merges 64-row head tiles: narrow tiles (decode_plan_narrow_tiles) always leave it to the combine.
+  *counters = fused && g.tile_rows == kDecodeRowsPerCta ? plan.merge_counters : nullptr;
   return Status::ok();
 }
 

@@ -66,16 +66,15 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   // 3 groups run the 64-row variant with one idle row group.
   const int rows_first_tile = kp.rows < g.tile_rows ? kp.rows : g.tile_rows;
   const int groups = rows_first_tile / kRowGroup;
-  // Narrow tiles (decode_plan_narrow_tiles: 16 rows of h_q 64 / 128) run the keys-as-M kernel with one row group,
-  // merged by the combine (fused_merge.cuh merges 64-row tiles).
-  const bool narrow = g.tile_rows == kDecodeNarrowTileRows;
+  // Narrow tiles (decode_plan_narrow_tiles: 16 rows of h_q 64 / 128) are one row group: the keys-as-M kernel below,
+  // merged by the combine (the caller passes no merge_counters for them).
   bool partials_bf16 = false;  // the 64-row kernel writes bf16 partials (decode::write_segment_ws), the others fp32
   const bool ws32 = n32 != N32Mode::kMma;
   // The fused merge (kp.merge_counters set by the caller) is in the keys-as-M kernel and the 64-row ws kernel (ws_qreg,
   // ws_ahead); the mma.sync kernels and ws3 leave it to the combine.
   const bool h16 = groups == 1 || (kp.rows == 32 && n32 == N32Mode::kAuto);
   const bool mma = !h16 && ((groups == 2 && !ws32) || v == Variant64::kMmaSync);
-  if (narrow || mma || (!h16 && v == Variant64::kWs3)) p.d.merge_counters = nullptr;
+  if (mma || (!h16 && v == Variant64::kWs3)) p.d.merge_counters = nullptr;
   if (h16) {
     // 16 rows (h_q 16, s_q 1) or 32 (h_q 32 s_q 1, h_q 16 s_q 2; the only tile of its sequence): the keys-as-M wgmma
     // kernel, one or two row groups.
