@@ -27,6 +27,13 @@ inline int device_sm_count() {
   return sms;
 }
 
+// Whether mla_decode runs a step of these shapes and seqlens on narrow 16-row head tiles by default (the geometry the
+// tests build: seqlens given, as an engine's eager step; decode_plan_narrow_tiles), so a test can force the other.
+inline Status takes_narrow_tiles(int batch, int s_q, int h_q, const std::vector<int>& seqlens, bool* narrow) {
+  const std::vector<int32_t> lens(seqlens.begin(), seqlens.end());
+  return decode_plan_narrow_tiles(batch, s_q, h_q, device_sm_count(), lens.data(), narrow);
+}
+
 // The fused merge's counters (DecodePlanView::merge_counters): plan_decode zeroes them and every mla_decode call must
 // leave them zero, or the next layer's call of the step would merge at the wrong arrival.
 inline Status check_merge_counters_zero(const DeviceBuffer& d_cnt, const std::string& name) {

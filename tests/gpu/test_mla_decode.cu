@@ -110,13 +110,6 @@ MlaDecodeParams make_params(const DecodeCase& c, const HostProblem& h, void* q, 
   return p;
 }
 
-int device_sms() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    return 132;
-  return sms;
-}
-
 ErrorStats compare16(KvFormat f, const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref) {
   return compare(ref.size(), [&](size_t i) { return double(from16(f, got[i])); },
                  [&](size_t i) { return double(from16(f, ref[i])); });
@@ -127,7 +120,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   auto rng = case_rng(name);
   const HostProblem h = make_problem(c, rng);
   DecodePlanGeometry g;
-  MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sms(), &g, h.seqlens.data()));  // as an engine would
+  MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sm_count(), &g, h.seqlens.data()));  // as an engine would
   const size_t out_elems = static_cast<size_t>(c.batch) * c.s_q * c.h_q * kDimV;
   const size_t lse_elems = static_cast<size_t>(c.batch) * c.h_q * c.s_q;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
@@ -307,8 +300,7 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
     const std::string n = name + "_othertile";
     cases.push_back({"mla_decode", n, kDecodeTol, [c, n](CaseReport* rep) {
                        bool narrow = false;
-                       const std::vector<int32_t> lens(c.seqlens.begin(), c.seqlens.end());
-                       MLA_TRY(decode_plan_narrow_tiles(c.batch, c.s_q, c.h_q, device_sms(), lens.data(), &narrow));
+                       MLA_TRY(takes_narrow_tiles(c.batch, c.s_q, c.h_q, c.seqlens, &narrow));
                        ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
                        return run_decode_case(n, c, rep);
                      }});
@@ -415,7 +407,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      auto rng = case_rng("bad_inputs");
                      const HostProblem h = make_problem(c, rng);
                      DecodePlanGeometry g;
-                     MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sms(), &g));
+                     MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sm_count(), &g));
                      DeviceBuffer q, cache, bt, sl, out, lse, parts, off, ws;
                      MLA_TRY(q.alloc(h.q.size() * 2));
                      MLA_TRY(cache.alloc(h.cache.size() * 2));

@@ -73,13 +73,6 @@ struct Fp8Case {
   float softmax_scale = kSoftmaxScale;
 };
 
-int device_sms() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    return 132;
-  return sms;
-}
-
 // Largest |V| in output units over the tokens sequences use (the scale of one P flip, see kFp8Tol).
 double max_abs_v(const DecodeHostData& h) {
   double vmax = 0;
@@ -138,7 +131,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   const DecodeHostData h = make_decode_data(c.shape, rng);
   const DecodeShape& s = h.shape;
   DecodePlanGeometry g;
-  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sms(), &g, h.seqlens.data()));  // as an engine would
+  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &g, h.seqlens.data()));  // as an engine would
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
 
   DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws, d_cnt;
@@ -345,8 +338,7 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
     const std::string n = name + "_othertile";
     cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
                        bool narrow = false;
-                       const std::vector<int32_t> lens(c.shape.seqlens.begin(), c.shape.seqlens.end());
-                       MLA_TRY(decode_plan_narrow_tiles(c.shape.batch, 1, c.shape.h_q, device_sms(), lens.data(), &narrow));
+                       MLA_TRY(takes_narrow_tiles(c.shape.batch, 1, c.shape.h_q, c.shape.seqlens, &narrow));
                        ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
                        return run_fp8_case(n, c, rep);
                      }});
@@ -442,7 +434,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      auto rng = case_rng("fp8_bad_inputs");
                      const DecodeHostData h = make_decode_data(s, rng);
                      DecodePlanGeometry g;
-                     MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sms(), &g));
+                     MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &g));
                      DeviceBuffer q, cache, bt, sl, out, lse, parts, off, ws;
                      MLA_TRY(q.alloc(h.q.size() * 2));  // room for a bf16 q too
                      MLA_TRY(cache.alloc(h.cache.size() * 2));

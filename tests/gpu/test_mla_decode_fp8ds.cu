@@ -87,8 +87,7 @@ constexpr double kExactCodeRelL2 = 3.90625e-3;
 // MLA_DECODE_TILE_ROWS) always run the exact-code kernel; other 16-row tiles unless MLA_DECODE_FP8DS_RG1 says dequant.
 bool exact_code_kernel(const DecodeShape& s) {
   bool narrow = false;
-  const std::vector<int32_t> lens(s.seqlens.begin(), s.seqlens.end());
-  if (!decode_plan_narrow_tiles(s.batch, s.s_q, s.h_q, device_sm_count(), lens.data(), &narrow).is_ok())
+  if (!takes_narrow_tiles(s.batch, s.s_q, s.h_q, s.seqlens, &narrow).is_ok())
     return false;  // the decode call fails the case with the knob's error
   if (narrow) return true;
   const char* e = std::getenv("MLA_DECODE_FP8DS_RG1");
@@ -258,8 +257,7 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
     const std::string n = name + "_othertile";
     cases.push_back({"mla_decode", n, kFp8DsTol, [shape, n](CaseReport* rep) {
                        bool narrow = false;
-                       const std::vector<int32_t> lens(shape.seqlens.begin(), shape.seqlens.end());
-                       MLA_TRY(decode_plan_narrow_tiles(shape.batch, 1, shape.h_q, device_sm_count(), lens.data(), &narrow));
+                       MLA_TRY(takes_narrow_tiles(shape.batch, 1, shape.h_q, shape.seqlens, &narrow));
                        ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
                        auto rng = case_rng(n);
                        return run_fp8ds_case(n, make_decode_data(shape, rng), rep);
