@@ -23,6 +23,7 @@
 #include "mla/loader/weights_loader.h"
 #include "mla/model/cpu_backend.h"
 #include "mla/model/cuda_backend.h"
+#include "mla/model/config.h"
 #include "mla/model/deepseek_v2.h"
 
 namespace mla::model {
@@ -120,12 +121,9 @@ struct Models {
   std::unique_ptr<CudaBackend> gpu;
 };
 
-Models load(const std::string& name, bool prefill_attention, KvFormat kv = KvFormat::kBf16) {
+// Both backends over the same weights (the CPU one takes them).
+Models make_models(ModelWeights w, bool prefill_attention, KvFormat kv) {
   Models m;
-  ModelWeights w;
-  Status s = loader::load_model(fixtures_dir() + "/" + name, &w, {.progress = loader::ProgressMode::kOff});
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
-  if (!s.is_ok()) return m;
   CudaBackendOptions o;
   o.num_pages = 64;
   o.max_batch_tokens = 1024;
@@ -140,6 +138,14 @@ Models load(const std::string& name, bool prefill_attention, KvFormat kv = KvFor
   EXPECT_TRUE(sc.is_ok()) << sc.to_string();
   if (cpu) m.cpu = std::make_unique<RoutingProbe>(std::move(cpu));
   return m;
+}
+
+Models load(const std::string& name, bool prefill_attention, KvFormat kv = KvFormat::kBf16) {
+  ModelWeights w;
+  Status s = loader::load_model(fixtures_dir() + "/" + name, &w, {.progress = loader::ProgressMode::kOff});
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  if (!s.is_ok()) return {};
+  return make_models(std::move(w), prefill_attention, kv);
 }
 
 // Accumulated agreement over every compared logits row.
@@ -470,6 +476,53 @@ TEST(CudaForwardPaths, ForcedExpandedMatchesCpu) {
   EXPECT_EQ(a.rows + a.routing_ties, 300);
   expect_bar(a, "tiny forced expanded");
 }
+
+// DeepSeek-V2's head count on the decode path: the fixtures have 4 heads (decoded as one padded 16-row tile), so
+// this takes the tiny config with 64, 100 (padded to 128) or 128 heads and dummy weights (make_dummy_weights: unit-
+// scale activations, as the fixtures). Its decode steps run mla_decode at h_q 64 / 128 under each head-tile choice of
+// MLA_DECODE_TILE_ROWS (read on every call): 16-row tiles (the narrow kernels), 64-row tiles, and the default, which
+// picks narrow tiles for these short contexts from the eager step's host seqlens (decode_plan_narrow_tiles). Same
+// bars as the fixtures' bf16 cases.
+class CudaForwardManyHeads : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaForwardManyHeads, DecodeStepsMatchCpuOnEveryHeadTile) {
+  const int heads = GetParam();
+  ModelConfig c;
+  ASSERT_TRUE(preset_config("tiny", &c).is_ok());
+  c.num_attention_heads = heads;
+  c.name = "tiny-h" + std::to_string(heads);
+  ModelWeights w;
+  const Status sw = loader::make_dummy_weights(c, 2900 + uint64_t(heads), DType::kBf16, &w);
+  ASSERT_TRUE(sw.is_ok()) << sw.to_string();
+  Models m = make_models(std::move(w), true, KvFormat::kBf16);
+  ASSERT_TRUE(m.cpu && m.gpu);
+  const int64_t V = c.vocab_size;
+  auto rng = mla::test::case_rng("many heads " + std::to_string(heads));
+  // Two sequences across page boundaries (70 and 130 tokens), then 3 x 6 decode steps of both.
+  const std::vector<int32_t> s0 = random_ids(rng, 88, V), s1 = random_ids(rng, 148, V);
+  Agreement a;
+  auto run = [&](const ForwardBatch& b) {
+    Status s = step_both(m, b, V, &a);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    return s.is_ok();
+  };
+  ASSERT_TRUE(run(chunk(s0, 0, 70, 0)));
+  ASSERT_TRUE(run(chunk(s1, 0, 130, 1)));
+  int64_t pos = 0;
+  for (const char* tiles : {"16", "64", "auto"}) {
+    setenv("MLA_DECODE_TILE_ROWS", tiles, 1);
+    for (int i = 0; i < 6; ++i, ++pos) {
+      ForwardBatch b;
+      add_chunk(&b, s0, 70 + pos, 71 + pos, 0);
+      add_chunk(&b, s1, 130 + pos, 131 + pos, 1);
+      if (!run(b)) break;
+    }
+  }
+  unsetenv("MLA_DECODE_TILE_ROWS");
+  expect_bar(a, c.name + " decode on 16-row, 64-row and chosen head tiles");
+}
+
+INSTANTIATE_TEST_SUITE_P(Model, CudaForwardManyHeads, ::testing::Values(64, 100, 128));
 
 // Quantized KV caches against the unquantized CPU model: reported, with a loose bar (e4m3 keeps 3
 // mantissa bits, so every cached latent carries up to 2^-4 relative rounding; the issues ask for the
