@@ -127,8 +127,9 @@ TEST(PlanDecode, GeometryFillsTheMachine) {
 }
 
 // Narrow tiles: a step of s_q 1 and h_q 64 / 128 whose seqlens (given on the host) come to at most 1.5 KV pages per
-// CTA column of the narrow grid cuts its rows into 16-row head tiles (the 16-row kernels), num_sms / tiles columns
-// each; more pages, no seqlens, s_q > 1 and h_q 16 / 32 keep 64-row tiles. MLA_DECODE_TILE_ROWS forces either (16
+// CTA column of the narrow grid, or to sequences of at most 8 pages and at most one per column, cuts its rows into
+// 16-row head tiles (the 16-row kernels), num_sms / tiles columns each; more pages, no seqlens, s_q > 1 and h_q 16 / 32
+// keep 64-row tiles. MLA_DECODE_TILE_ROWS forces either (16
 // only where s_q is 1 and h_q >= 64) and is strict like every knob.
 TEST(PlanDecode, GeometryNarrowTilesForFewPages) {
   unsetenv("MLA_DECODE_TILE_ROWS");
@@ -158,6 +159,18 @@ TEST(PlanDecode, GeometryNarrowTilesForFewPages) {
   EXPECT_EQ(tile_of(1, 1, 32, s512), 64);      // one short tile
   EXPECT_EQ(g.num_head_tiles, 1);
   EXPECT_EQ(tile_of(1, 1, 128, s2048), 64);
+  // Short sequences (<= 8 pages each), at most one per column: h_q 128 <= 16 of them, h_q 64 <= 33.
+  const std::vector<int32_t> b8s256(8, 256), b16s512(16, 512), b17s512(17, 512), b17s64(17, 64), b24s256(24, 256),
+      b4s1024(4, 1024), b33s512(33, 512), b34s512(34, 512), mixed = {512, 1, 0, 300, 64, 65, 511, 448};
+  EXPECT_EQ(tile_of(8, 1, 128, b8s256), 16);    // 32 pages
+  EXPECT_EQ(tile_of(16, 1, 128, b16s512), 16);  // 128 pages, one sequence per column
+  EXPECT_EQ(tile_of(17, 1, 128, b17s512), 64);  // 17 sequences on 16 columns
+  EXPECT_EQ(tile_of(17, 1, 128, b17s64), 16);   // 17 pages: the first case
+  EXPECT_EQ(tile_of(24, 1, 128, b24s256), 64);  // 96 pages of 24 sequences
+  EXPECT_EQ(tile_of(4, 1, 128, b4s1024), 64);   // 64 pages of 16-page sequences
+  EXPECT_EQ(tile_of(8, 1, 128, mixed), 16);     // 32 pages, none over 8
+  EXPECT_EQ(tile_of(33, 1, 64, b33s512), 16);   // 33 sequences on 33 columns
+  EXPECT_EQ(tile_of(34, 1, 64, b34s512), 64);
   ASSERT_TRUE(decode_plan_geometry(1, 1, 128, 132, &g).is_ok());  // no seqlens: the shapes' geometry
   EXPECT_EQ(g.tile_rows, 64);
   EXPECT_EQ(g.num_head_tiles, 2);

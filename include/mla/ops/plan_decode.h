@@ -82,13 +82,16 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
                             const int32_t* host_seqlens = nullptr);
 
 // Whether a step cuts its query rows into 16-row head tiles (kDecodeNarrowTileRows) instead of 64-row ones: s_q 1,
-// h_q 64 or 128, and with the step's seqlens given, at most 1.5 KV pages per CTA column of the narrow grid (pages of
-// all sequences <= 1.5 num_sms / tiles: h_q 128 24, h_q 64 49). Such a step has few pages for many SMs; as 8 tiles of
-// 16 rows (h_q 128; 16 columns each, instead of 2 tiles x 66) every CTA takes 8 times fewer rows of its pages, read 8
-// times (from L2 after the first), and a page's chain -- S, softmax, P.V of 16 rows -- is the h_q 16 kernels' short
-// one. H200 (bench/decode/NOTES.md "Session 28"): h_q 128 b1 s512 bf16 13.2 -> 11.6 us, fp8 12.1 -> 10.45; at 4 pages
-// per CTA (b1 s4096) 17.7 -> 19.9 (bf16), so the choice needs the pages. MLA_DECODE_TILE_ROWS = auto (default) | 16 |
-// 64 forces either tile (16 only where s_q is 1 and h_q >= 64; tests and benchmarks), read on every call.
+// h_q 64 or 128, and with the step's seqlens given, either at most 1.5 KV pages per CTA column of the narrow grid
+// (pages of all sequences <= 1.5 num_sms / tiles: h_q 128 24, h_q 64 49), or no sequence over 8 pages (512 tokens)
+// and no more sequences than columns (h_q 128 16, h_q 64 33). Such a step has few pages, or short sequences, for many
+// SMs; as 8 tiles of 16 rows (h_q 128; 16 columns each, instead of 2 tiles x 66) every CTA takes 8 times fewer rows
+// of its pages, read 8 times (from L2 after the first), a page's chain -- S, softmax, P.V of 16 rows -- is the h_q 16
+// kernels' short one, and a short sequence stays whole on its column instead of being cut into one-page pieces.
+// H200 (bench/decode/NOTES.md "Session 28", "Session 29"): h_q 128 b1 s512 bf16 13.2 -> 11.6 us, fp8 12.1 -> 10.45;
+// b8 s256 bf16 18.2 -> 15.0, fp8 17.25 -> 12.35; at 4 pages per CTA (b1 s4096) 17.7 -> 19.9 (bf16), so the choice
+// needs the pages. MLA_DECODE_TILE_ROWS = auto (default) | 16 | 64 forces either tile (16 only where s_q is 1 and
+// h_q >= 64; tests and benchmarks), read on every call.
 Status decode_plan_narrow_tiles(int batch, int s_q, int h_q, int num_sms, const int32_t* host_seqlens, bool* narrow);
 
 // split_price of a head tile of `rows` query rows (<= 64): the fp32 partial one piece writes and the combine

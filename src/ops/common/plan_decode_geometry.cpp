@@ -5,6 +5,10 @@
 #include "mla/ops/plan_decode.h"
 
 namespace mla {
+namespace {
+// A sequence this short (pages) runs whole on one narrow column (decode_plan_narrow_tiles' second case).
+constexpr int kNarrowShortSeqPages = 8;
+}  // namespace
 
 Status decode_plan_narrow_tiles(int batch, int s_q, int h_q, int num_sms, const int32_t* host_seqlens, bool* narrow) {
   *narrow = false;
@@ -18,11 +22,25 @@ Status decode_plan_narrow_tiles(int batch, int s_q, int h_q, int num_sms, const 
   }
   if (host_seqlens == nullptr) return Status::ok();
   int64_t pages = 0;
-  for (int b = 0; b < batch; ++b) pages += decode_num_blocks(host_seqlens[b]);
-  // Up to 1.5 pages per CTA column of the narrow grid (H200, session 28 c2: h_q 128 b1 s1536 = 24 pages on 16
-  // columns -0.4 / -0.9 us bf16 / fp8, s2048 = 32 pages +1.4 / +0.3; h_q 64 s3072 = 48 pages on 33 columns -0.4 / -1.0).
+  int longest = 0;
+  for (int b = 0; b < batch; ++b) {
+    const int n = decode_num_blocks(host_seqlens[b]);
+    pages += n;
+    longest = n > longest ? n : longest;
+  }
   const int tiles = (s_q * h_q + kDecodeNarrowTileRows - 1) / kDecodeNarrowTileRows;
-  *narrow = 2 * pages <= 3 * static_cast<int64_t>(num_sms / tiles);
+  const int64_t columns = num_sms / tiles;
+  // Narrow tiles win (H200, bench/decode/NOTES.md "Session 29" items 5-6: h_q 64 / 128, b1-b64, s256-s4096, three
+  // formats):
+  // - up to 1.5 pages per CTA column of the narrow grid, whatever the lengths (session 28: h_q 128 b1 s1536 = 24 pages
+  //   on 16 columns -0.4 / -0.9 us bf16 / fp8, s2048 = 32 pages +1.1 / +0.25; h_q 64 s3072 = 48 on 33 columns);
+  // - or no sequence over 8 pages (s <= 512) and no more sequences than columns: each column then holds at most one
+  //   short sequence, which 64-row tiles would cut into one- or two-page pieces, each with its own Q tile read and a
+  //   128 KB partial for the combine (h_q 128 b8 s256 bf16 / fp8 / fp8_ds -3.25 / -4.9 / -3.55 us, b16 s512
+  //   -0.75..+0.85 / -1.65 / -2.8; h_q 64 b32 s256 -2.65 / -4.55 / -5.0; the one loss measured: h_q 128 b4 s512,
+  //   +0.1..+1.2). With more sequences than columns a narrow CTA walks several (h_q 128 b24 s256 bf16 +5.15, h_q 64
+  //   b64 s256 +0.65..+6.65), and longer sequences lose from 2 pages per column on (h_q 128 b4 s1024 +0.9..+1.8).
+  *narrow = 2 * pages <= 3 * columns || (longest <= kNarrowShortSeqPages && batch <= columns);
   return Status::ok();
 }
 
