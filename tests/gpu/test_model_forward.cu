@@ -271,6 +271,13 @@ Status step_both(Models& m, const ForwardBatch& b, int64_t vocab, Agreement* a) 
   return Status::ok();
 }
 
+// step_both, its failure reported as the test's; true when the step ran.
+bool expect_step(Models& m, const ForwardBatch& b, int64_t vocab, Agreement* a) {
+  const Status s = step_both(m, b, vocab, a);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  return s.is_ok();
+}
+
 std::vector<int32_t> random_ids(std::mt19937_64& rng, int64_t n, int64_t vocab) {
   std::vector<int32_t> v(static_cast<size_t>(n));
   for (auto& x : v) x = int32_t(rng() % uint64_t(vocab));
@@ -352,11 +359,7 @@ TEST_P(CudaForward, ChunkedPrefillThenDecodeMatchesCpu) {
   auto rng = mla::test::case_rng("decode" + label());
   const std::vector<int32_t> s0 = random_ids(rng, 160, V), s1 = random_ids(rng, 100, V), s2 = random_ids(rng, 90, V);
   Agreement a;
-  auto run = [&](const ForwardBatch& b) {
-    Status s = step_both(m, b, V, &a);
-    EXPECT_TRUE(s.is_ok()) << s.to_string();
-    return s.is_ok();
-  };
+  auto run = [&](const ForwardBatch& b) { return expect_step(m, b, V, &a); };
   ASSERT_TRUE(run(chunk(s0, 0, 50, 0)));
   ASSERT_TRUE(run(chunk(s0, 50, 130, 0)));
   ASSERT_TRUE(run(chunk(s1, 0, 70, 1)));
@@ -501,11 +504,7 @@ TEST_P(CudaForwardManyHeads, DecodeStepsMatchCpuOnEveryHeadTile) {
   // Two sequences across page boundaries (70 and 130 tokens), then 3 x 6 decode steps of both.
   const std::vector<int32_t> s0 = random_ids(rng, 88, V), s1 = random_ids(rng, 148, V);
   Agreement a;
-  auto run = [&](const ForwardBatch& b) {
-    Status s = step_both(m, b, V, &a);
-    EXPECT_TRUE(s.is_ok()) << s.to_string();
-    return s.is_ok();
-  };
+  auto run = [&](const ForwardBatch& b) { return expect_step(m, b, V, &a); };
   ASSERT_TRUE(run(chunk(s0, 0, 70, 0)));
   ASSERT_TRUE(run(chunk(s1, 0, 130, 1)));
   int64_t pos = 0;
@@ -543,11 +542,7 @@ TEST_P(CudaForwardQuantizedKv, ReportsAgreementWithCpu) {
   auto rng = mla::test::case_rng(fmt + fixture());
   const std::vector<int32_t> s0 = random_ids(rng, 120, V), s1 = random_ids(rng, 70, V);
   Agreement a;
-  auto run = [&](const ForwardBatch& b) {
-    Status s = step_both(m, b, V, &a);
-    EXPECT_TRUE(s.is_ok()) << s.to_string();
-    return s.is_ok();
-  };
+  auto run = [&](const ForwardBatch& b) { return expect_step(m, b, V, &a); };
   ASSERT_TRUE(run(chunk(s0, 0, 100, 0)));
   ASSERT_TRUE(run(chunk(s1, 0, 50, 1)));
   for (int64_t i = 0; i < 20; ++i) {
