@@ -129,8 +129,8 @@ TEST(PlanDecode, GeometryFillsTheMachine) {
 // Narrow tiles: a step of s_q 1 and h_q 64 / 128 whose seqlens (given on the host) come to at most 1.5 KV pages per
 // CTA column of the narrow grid, or to sequences of at most 8 pages and at most one per column, cuts its rows into
 // 16-row head tiles (the 16-row kernels), num_sms / tiles columns each; more pages, no seqlens, s_q > 1 and h_q 16 / 32
-// keep 64-row tiles. MLA_DECODE_TILE_ROWS forces either (16
-// only where s_q is 1 and h_q >= 64) and is strict like every knob.
+// keep 64-row tiles. MLA_DECODE_TILE_ROWS forces either (16 only where s_q is 1 and h_q >= 64) and is strict like
+// every knob.
 TEST(PlanDecode, GeometryNarrowTilesForFewPages) {
   unsetenv("MLA_DECODE_TILE_ROWS");
   const std::vector<int32_t> s512 = {512}, s1536 = {1536}, s1537 = {1537}, two768 = {768, 768}, s2048 = {2048},
