@@ -115,6 +115,26 @@ ErrorStats compare16(KvFormat f, const std::vector<uint16_t>& got, const std::ve
                  [&](size_t i) { return double(from16(f, ref[i])); });
 }
 
+// The error of a graph replay whose result is not the eager call's bit for bit: how many values differ, the first of
+// them (flattened out index: ((b * s_q + i) * h_q + h) * 512 + dim), and each run's error against the reference.
+Status graph_difference(const std::string& name, const DecodeCase& c, const std::vector<uint16_t>& out,
+                        const std::vector<float>& lse, const std::vector<uint16_t>& out_g,
+                        const std::vector<float>& lse_g, const std::vector<uint16_t>& out_ref) {
+  size_t n_out = 0, n_lse = 0, first = out.size();
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i] != out_g[i] && n_out++ == 0) first = i;
+  for (size_t i = 0; i < lse.size(); ++i) n_lse += std::memcmp(&lse[i], &lse_g[i], 4) != 0;
+  const ErrorStats e = compare16(c.format, out, out_ref), gr = compare16(c.format, out_g, out_ref);
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "CUDA-graph replay differs from the eager call: %zu of %zu out values, %zu of %zu lse; first out %zu: "
+                "eager %.6g, graph %.6g, reference %.6g; out rel_l2 eager %.3e, graph %.3e (%s)",
+                n_out, out.size(), n_lse, lse.size(), first, first < out.size() ? from16(c.format, out[first]) : 0.f,
+                first < out.size() ? from16(c.format, out_g[first]) : 0.f,
+                first < out.size() ? from16(c.format, out_ref[first]) : 0.f, e.rel_l2, gr.rel_l2, name.c_str());
+  return Status::internal("mla_decode", buf);
+}
+
 // One decode case: device plan vs host plan (exact), kernel vs split reference, graph replay vs eager.
 Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport* rep) {
   auto rng = case_rng(name);
@@ -214,8 +234,9 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
-  if (std::memcmp(out_g.data(), out.data(), out_elems * 2) != 0 || std::memcmp(lse_g.data(), lse.data(), lse_elems * 4) != 0)
-    return Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")");
+  // A difference is reported after the reference is computed, so the message says which run is off and where.
+  const bool graph_same = std::memcmp(out_g.data(), out.data(), out_elems * 2) == 0 &&
+                          std::memcmp(lse_g.data(), lse.data(), lse_elems * 4) == 0;
   MLA_TRY(check_merge_counters_zero(d_cnt, name));
   for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws, &d_cnt})
     MLA_TRY(b->check_guards(name));
@@ -231,6 +252,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   MLA_TRY(ref::mla_decode_split(ph, plan_ref, o_acc.data(), lse_acc.data()));
   rep->add("out", compare16(c.format, out, out_ref));
   rep->add("lse", compare_vec(lse, lse_ref));
+  if (!graph_same) return graph_difference(name, c, out, lse, out_g, lse_g, out_ref);
 
   if (c.unsplit_check) {
     std::vector<uint16_t> out_u(out_elems, 0xFFFFu);
@@ -302,6 +324,16 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
                        bool narrow = false;
                        MLA_TRY(takes_narrow_tiles(c.batch, c.s_q, c.h_q, c.seqlens, &narrow));
                        ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
+                       return run_decode_case(n, c, rep);
+                     }});
+  }
+  // An even number of 64-row head tiles (h_q 128 s_q 1, h_q 64 s_q 2, ...) launches the 64-row kernel in head-tile
+  // pairs (decode_head_pairs: (1, 2, 1) clusters); again as a plain grid (MLA_DECODE_HEAD_PAIRS=off, read on every
+  // call). Same tolerance: the same kernel, only where its CTAs run differs.
+  if (((rows + 63) / 64) % 2 == 0) {
+    const std::string n = name + "_unpaired";
+    cases.push_back({"mla_decode", n, kDecodeTol, [c, n](CaseReport* rep) {
+                       ScopedEnv env("MLA_DECODE_HEAD_PAIRS", "off");
                        return run_decode_case(n, c, rep);
                      }});
   }
@@ -450,6 +482,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        try_call("bad MLA_DECODE_N16", good, g, plan, ws.bytes()); }
                      { ScopedEnv env("MLA_DECODE_N32", "wgmma");  // not a variant (read on every call, any rows)
                        try_call("bad MLA_DECODE_N32", good, g, plan, ws.bytes()); }
+                     { ScopedEnv env("MLA_DECODE_HEAD_PAIRS", "on");  // not a value
+                       try_call("bad MLA_DECODE_HEAD_PAIRS", good, g, plan, ws.bytes()); }
                      { ScopedEnv env("MLA_DECODE_MERGE", "both");  // not a mode
                        try_call("bad MLA_DECODE_MERGE", good, g, plan, ws.bytes()); }
                      { ScopedEnv env("MLA_DECODE_MERGE", "fused");  // this plan has no merge_counters

@@ -13,6 +13,7 @@
 #include "mla/core/env_knob.h"
 #include "mla/ops/decode_timeline.h"
 #include "mla/ops/mla_decode.h"
+#include "ops/cuda/sm90/decode/head_pairs.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/launch.h"
@@ -277,6 +278,8 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
     return Status::unsupported(kOp, std::string("format ") + std::string(kv_format_name(p.format)) +
                                         " has no CUDA kernel (bf16, fp16, fp8 and fp8_ds do)");
   MLA_TRY(check_plan(p, g, plan, workspace, workspace_bytes));
+  bool pairs = false;  // read again by the 64-row launchers; checked here on every call, whatever kernel runs
+  MLA_TRY(sm90::decode::decode_head_pairs(&pairs));
 
   DecodeKernelParams kp{};
   kp.q = p.q.data;

@@ -4,17 +4,49 @@
 #include <cuda_runtime_api.h>
 
 #include "mla/core/cuda_check.h"
+#include "ops/cuda/sm90/decode/head_pairs.h"
 #include "ops/cuda/sm90/decode/params.h"
 
 namespace mla::sm90::decode {
 
 // kKernel: the kernel's address (a template argument, so each instantiation raises its own limit once); P its
-// __grid_constant__ parameter struct; op names the call in errors.
+// __grid_constant__ parameter struct; op names the call in errors. pair: launch grid.y's head tiles in (1, 2, 1)
+// clusters (decode_head_pairs) where grid.y is even and the GPU can hold every pair at once (the grid is one wave and
+// must stay one: a cluster needs two free SMs of one GPC, which fewer SMs than the grid's CTAs may offer); else a
+// plain launch.
 template <auto kKernel, class P>
-Status launch_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t stream, const char* op = "mla_decode") {
+Status launch_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t stream, const char* op = "mla_decode",
+                     bool pair = false) {
   // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
   static const cudaError_t attr = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY(op, attr);
+  if (pair && grid.y % 2 == 0) {
+    cudaLaunchAttribute cluster[1];
+    cluster[0].id = cudaLaunchAttributeClusterDimension;
+    cluster[0].val.clusterDim.x = 1;
+    cluster[0].val.clusterDim.y = 2;
+    cluster[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1, 2, 1);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = cluster;
+    cfg.numAttrs = 1;
+    // The device's pair capacity for this kernel (threads and shared memory are fixed per instantiation), asked once;
+    // a failed query (cleared, so no later check reports it) means plain launches.
+    static const int pairs = [&] {
+      int n = 0;
+      if (cudaOccupancyMaxActiveClusters(&n, kKernel, &cfg) == cudaSuccess) return n;
+      (void)cudaGetLastError();
+      return 0;
+    }();
+    if (2 * static_cast<int64_t>(pairs) >= static_cast<int64_t>(grid.x) * grid.y) {
+      cfg.gridDim = grid;
+      MLA_CUDA_TRY(op, cudaLaunchKernelEx(&cfg, kKernel, p));
+      return Status::ok();
+    }
+  }
   kKernel<<<grid, threads, smem, stream>>>(p);
   MLA_CUDA_TRY_LAUNCH(op);
   return Status::ok();
@@ -28,10 +60,10 @@ inline const DecodeKernelParams& decode_params_of(const DecodeKernelParams& p) {
 // whose split sequences the combine grid merges. Arguments as launch_kernel's.
 template <auto kFusedKernel, auto kCombineKernel, class P>
 Status launch_merging_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t stream,
-                             const char* op = "mla_decode") {
+                             const char* op = "mla_decode", bool pair = false) {
   if (decode_params_of(p).merge_counters != nullptr)
-    return launch_kernel<kFusedKernel>(p, grid, threads, smem, stream, op);
-  return launch_kernel<kCombineKernel>(p, grid, threads, smem, stream, op);
+    return launch_kernel<kFusedKernel>(p, grid, threads, smem, stream, op, pair);
+  return launch_kernel<kCombineKernel>(p, grid, threads, smem, stream, op, pair);
 }
 
 }  // namespace mla::sm90::decode
