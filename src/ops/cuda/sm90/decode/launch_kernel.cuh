@@ -3,6 +3,8 @@
 // fp8 and fp8_ds kernels).
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+
 #include "mla/core/cuda_check.h"
 #include "ops/cuda/sm90/decode/head_pairs.h"
 #include "ops/cuda/sm90/decode/params.h"
@@ -33,14 +35,19 @@ Status launch_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t 
     cfg.stream = stream;
     cfg.attrs = cluster;
     cfg.numAttrs = 1;
-    // The device's pair capacity for this kernel (threads and shared memory are fixed per instantiation), asked once;
-    // a failed query (cleared, so no later check reports it) means plain launches.
-    static const int pairs = [&] {
+    // The device's pair capacity for this kernel (threads and shared memory are fixed per instantiation), asked until
+    // a query succeeds; a failed one (its error cleared, so no later check reports it) means a plain launch this time.
+    static std::atomic<int> known_pairs{-1};
+    int pairs = known_pairs.load(std::memory_order_relaxed);
+    if (pairs < 0) {
       int n = 0;
-      if (cudaOccupancyMaxActiveClusters(&n, kKernel, &cfg) == cudaSuccess) return n;
-      (void)cudaGetLastError();
-      return 0;
-    }();
+      if (cudaOccupancyMaxActiveClusters(&n, kKernel, &cfg) == cudaSuccess) {
+        known_pairs.store(n, std::memory_order_relaxed);
+        pairs = n;
+      } else {
+        (void)cudaGetLastError();
+      }
+    }
     if (2 * static_cast<int64_t>(pairs) >= static_cast<int64_t>(grid.x) * grid.y) {
       cfg.gridDim = grid;
       MLA_CUDA_TRY(op, cudaLaunchKernelEx(&cfg, kKernel, p));
