@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/random.h"
+#include "harness/scoped_env.h"
 #include "mla/core/half.h"
 #include "mla/loader/safetensors.h"
 #include "mla/loader/weights_loader.h"
@@ -509,7 +510,7 @@ TEST_P(CudaForwardManyHeads, DecodeStepsMatchCpuOnEveryHeadTile) {
   ASSERT_TRUE(run(chunk(s1, 0, 130, 1)));
   int64_t pos = 0;
   for (const char* tiles : {"16", "64", "auto"}) {
-    setenv("MLA_DECODE_TILE_ROWS", tiles, 1);
+    mla::test::ScopedEnv env("MLA_DECODE_TILE_ROWS", tiles);
     for (int i = 0; i < 6; ++i, ++pos) {
       ForwardBatch b;
       add_chunk(&b, s0, 70 + pos, 71 + pos, 0);
@@ -517,7 +518,6 @@ TEST_P(CudaForwardManyHeads, DecodeStepsMatchCpuOnEveryHeadTile) {
       if (!run(b)) break;
     }
   }
-  unsetenv("MLA_DECODE_TILE_ROWS");
   expect_bar(a, c.name + " decode on 16-row, 64-row and chosen head tiles");
 }
 
