@@ -239,6 +239,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   std::vector<float> lse_g(lse_elems);
   MLA_TRY(d_out.download(&out_g));
   MLA_TRY(d_lse.download(&lse_g));
+  const Status replays = check_replays(exec, stream, d_out, d_lse, out, lse, name);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
@@ -261,6 +262,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   rep->add("out", compare16(c.format, out, out_ref));
   rep->add("lse", compare_vec(lse, lse_ref));
   if (!graph_same) return graph_difference(name, c, out, lse, out_g, lse_g, out_ref);
+  MLA_TRY(replays);
 
   if (c.unsplit_check) {
     std::vector<uint16_t> out_u(out_elems, 0xFFFFu);

@@ -200,11 +200,13 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   std::vector<float> lse_g(h.lse_elems());
   MLA_TRY(d_out.download(&out_g));
   MLA_TRY(d_lse.download(&lse_g));
+  const Status replays = check_replays(exec, stream, d_out, d_lse, out, lse, name);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
   if (std::memcmp(out_g.data(), out.data(), out.size() * 2) != 0 || std::memcmp(lse_g.data(), lse.data(), lse.size() * 4) != 0)
     return Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")");
+  MLA_TRY(replays);
   MLA_TRY(check_merge_counters_zero(d_cnt, name));
   for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws, &d_cnt})
     MLA_TRY(b->check_guards(name));

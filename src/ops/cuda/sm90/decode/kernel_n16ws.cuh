@@ -32,6 +32,7 @@
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
+#include "ops/cuda/sm90/decode/wait_for_loads.h"
 #include "ops/cuda/sm90/decode/wgmma_n16.h"
 
 namespace mla::sm90::decode::n16ws {
@@ -321,8 +322,9 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     mbar_wait(bars.full(stage), phase_of(j, kStages));
     uint32_t vf[kMTiles][kKSteps][4];
     load_v_frags(vf, s_k0 + stage * kPageBytes, c.seqlen - c.blk * kBlockN, a, w, lane);
+    wait_for_loads(vf);  // the arrive alone does not wait for the ldmatrix reads of the stage (wait_for_loads.h)
     __syncwarp();
-    if (lane == 0) mbar_arrive(bars.empty(stage));  // the arrive's release orders the ldmatrix reads before the refill
+    if (lane == 0) mbar_arrive(bars.empty(stage));
     // Page j + kStages into this stage once all 12 warps released page j: the scorer's S_j completes before P_j is
     // handed off, so the wait costs this warpgroup nothing it would not wait for below.
     if (is_producer) prod.step(p, bars, s_k0);
