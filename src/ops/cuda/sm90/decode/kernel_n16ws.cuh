@@ -6,8 +6,8 @@
 //     the row sums / max at a segment end) -> P_full[j % 2]; its thread 0 loads the Q tiles (sequence n into slot
 //     n % kQSlots on q_full[slot]: n = 0, 1 up front, n + 2 once all four warps are past n's last S);
 //   warpgroups 1, 2 (accumulators, V dims [256 a, 256 a + 256)): V^T_j A fragments (ldmatrix.trans, before P_j
-//     exists), release the stage, wait P_full, O^T = O^T alpha + V^T P^T (16 x m64n16k16, A from registers) ->
-//     P_empty[j % 2], epilogue at a segment end; accumulator 1's thread 0 also issues the pages: page j + kStages
+//     exists), release the stage once they are in registers, wait P_full, O^T = O^T alpha + V^T P^T (16 x
+//     m64n16k16, A from registers) -> P_empty[j % 2], epilogue at a segment end; accumulator 1's thread 0 also issues the pages: page j + kStages
 //     into stage j % kStages once all 12 warps released page j (one 3D TMA copy per page).
 // A stage is held from its landing only until S_j and the V loads are done, not through the softmax and P.V (the
 // 256-thread kernel's hold), and the scorer's page j + 1 overlaps the accumulators' page j.
@@ -31,8 +31,8 @@
 #include "ops/cuda/sm90/decode/timeline.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/traits.h"
-#include "ops/cuda/sm90/decode/wgmma.h"
 #include "ops/cuda/sm90/decode/wait_for_loads.h"
+#include "ops/cuda/sm90/decode/wgmma.h"
 #include "ops/cuda/sm90/decode/wgmma_n16.h"
 
 namespace mla::sm90::decode::n16ws {

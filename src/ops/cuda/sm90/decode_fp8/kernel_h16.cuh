@@ -8,15 +8,16 @@
 //     128-thread exchange), P_j = exp2(S scale - m) as e4m3 into P buffer j % 2, alpha_j (and the row sums / max
 //     at a segment end) -> P_full[j % 2]; its thread 0 also loads the Q tiles (five 16 x 128 B boxes, sequence n
 //     into slot n % kQSlots on q_full[slot]: n = 0, 1 up front, n + 2 once all four warps are past n's last S);
-//   warpgroup 1 (accumulator): V^T_j fragments (ldmatrix.trans, before P_j exists), release the stage, wait
-//     P_full, O^T = O^T alpha + V^T P^T (16 x m64n16k32, A from registers) -> P_empty[j % 2], epilogue; its
+//   warpgroup 1 (accumulator): V^T_j fragments (ldmatrix.trans, before P_j exists), wait P_full, O^T = O^T alpha +
+//     V^T P^T (16 x m64n16k32, A from registers; once issued, release the stage) -> P_empty[j % 2], epilogue; its
 //     thread 0 also issues the pages: page j + L into stage (j + L) % kStages (its five 64 x 128 B slabs on
 //     full[stage]: one 3D copy, or five 2D boxes for evict-first pages, page_tma.cuh) once its P.V wgmmas of page j
 //     are issued and all 8 warps released the stage's previous page;
 //     L = kStages, or kShallowLead for a part of few pages (producer_lead).
 // So the scorer's page j + 1 overlaps the accumulator's page j, and neither waits for the other's barrier more
-// than once per page. Stage j is released by 8 warp arrivals (4 scorer warps after S, 4 accumulator warps after
-// their ldmatrix), so the TMA of page j + L overlaps the P.V of page j.
+// than once per page. Stage j is released by 8 warp arrivals (4 scorer warps after S, 4 accumulator warps once
+// their P.V wgmmas, whose A registers the ldmatrix filled, are issued), so the TMA of page j + L overlaps the P.V of
+// page j.
 // Timeline marks (bench_decode --timeline in a -DMLA_DECODE_TIMELINE build; nothing otherwise), per CTA, in the
 // session's convention (4-8 as in decode_fp8/timeline_ws.cuh, sums in 12-15 through decode::TimelineSums):
 //   4  FIRST scorer: page 0 landed (its full wait returned)
@@ -332,8 +333,6 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     uint32_t vf[2][MT][4];
     // Keys past the sequence's end are zeroed; causal rows that see fewer get P = 0 there (finite V).
     load_v_frags<MT>(vf, s_k0 + stage * kSlabTileBytes, c.seqlen - c.blk * kBlockN, w, lane, MT * a);
-    __syncwarp();
-    if (lane == 0) mbar_arrive(bars.empty(stage));  // release orders the ldmatrix reads before the refill
     const unsigned long long t0 = tl.now();
     decode::named_sync(kBarPFull + buf, T::kBarPair);
     tl.add(kTlAccPFull, t0);
@@ -367,6 +366,12 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
             }
     }
     issue_pv_t<RG, MT>(o, vf, s_p0 + buf * T::kPBufBytes);
+    // Released once the P.V wgmmas are issued: a wgmma issues only with its A registers loaded, so the ldmatrix reads
+    // of the stage are done. (Right after the ldmatrix, as before session 31, the arrive could overtake them:
+    // decode/wait_for_loads.h; waiting for them there, or after P_full, cost 4-27 % at h_q 16: the ldmatrix latency
+    // then stops overlapping the P_full wait.) The refill below waits for this arrive of all 4 warps anyway.
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bars.empty(stage));
     // Page j + kStages into this stage (once all 8 warps released it) while the P.V wgmmas run. Before the
     // P_full barrier, warp 0's step held up the barrier and with it the other three warps (the scorer waited 28 %
     // of its time for P_empty, the accumulator 23 % for P_full): -4 % at b128 s8192 (NOTES_fp8.md runs H7-H8).

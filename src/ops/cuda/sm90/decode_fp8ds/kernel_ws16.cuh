@@ -41,6 +41,7 @@
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/traits.h"
+#include "ops/cuda/sm90/decode/wait_for_loads.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
 #include "ops/cuda/sm90/decode_fp8ds/config_ws16.h"
 #include "ops/cuda/sm90/decode_fp8ds/fragments.cuh"
@@ -264,8 +265,6 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
 #pragma unroll
     for (int cc = 0; cc < kTiles; ++cc) decode::fence_operands(acc[cc]);
     decode::fence_operands(rp);
-    __syncwarp();
-    if (lane == 0) mbar_arrive(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
     const int valid = c.seqlen - c.blk * kBlockN;
 #pragma unroll
     for (int h = 0; h < 2; ++h)
@@ -278,6 +277,11 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
       const float lat = q.x * acc[0][i] + q.y * acc[1][i] + q.z * acc[2][i] + q.w * acc[3][i];
       s[i] = tok[h] < valid ? fmaf(lat, qdiv[r], rp[i]) : -INFINITY;  // s_q 1: only the sequence end masks
     }
+    // Codes and RoPE went into the wgmmas (waited above); the scales' loads are waited for here, where the scores
+    // need them anyway (right after the wgmma wait it cost ~1 % at h_q 16 b128, session 31).
+    decode::wait_for_loads(sc);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int i = 4 * (r >> 1) + (r & 1);
@@ -429,10 +433,12 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
   issue_tile_pv(o, fa, s_pb + 2 * kSlabBytes, 2);
   wgmma_wait_group<1>();
   v_frags<kTail>(fb, v_lane + 384, mask);
-  __syncwarp();
-  if (lane == 0) mbar_arrive(empty_bar);  // this warp's codes are all in registers
-  __syncwarp();
   issue_tile_pv(o, fb, s_pb + 3 * kSlabBytes, 3);
+  // Released once the last codes' wgmmas are issued: a wgmma issues only with its A registers loaded, so the
+  // ldmatrix reads of the slot are done (an arrive right after them could overtake them: wait_for_loads.h; waiting
+  // for them before the arrive instead cost 1-2 % at h_q 16 b32-b128, session 31).
+  __syncwarp();
+  if (lane == 0) mbar_arrive(empty_bar);
   // The page stream runs while tile 3's wgmmas do (before them, the other 3 warps waited at that wgmma for warp 0's
   // empty-barrier wait and copy; run F9: -0.4 %).
   if (is_stream) ps.step(p, bars, s_raw0);
