@@ -10,7 +10,9 @@ namespace mla::sm90::decode {
 // consumer that releases a stage right after its ldmatrix may still have reads of it queued when the producer's
 // refill (a TMA write, async proxy) lands -- with 4-8 narrow CTAs reading each page the refill hits L2 and is fast.
 // A branch on a value folded from every word must wait for all of them (in-order issue); its body runs only when the
-// fold equals an arbitrary constant, and then does nothing.
+// fold equals an arbitrary constant, and then does nothing. Where the registers feed a wgmma, releasing right after
+// the wgmma is issued needs no wait (it issues only with its A registers loaded) and keeps the load latency hidden
+// behind what comes before it: in the fp8 16-row kernel this wait before the P_full barrier cost 4-27 % (session 31).
 template <class Regs>
 __device__ __forceinline__ void wait_for_loads(const Regs& regs) {
   static_assert(sizeof(Regs) % 4 == 0, "wait_for_loads: registers are 32-bit words");
