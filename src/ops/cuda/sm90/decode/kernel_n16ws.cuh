@@ -7,8 +7,9 @@
 //     n % kQSlots on q_full[slot]: n = 0, 1 up front, n + 2 once all four warps are past n's last S);
 //   warpgroups 1, 2 (accumulators, V dims [256 a, 256 a + 256)): V^T_j A fragments (ldmatrix.trans, before P_j
 //     exists), release the stage once they are in registers, wait P_full, O^T = O^T alpha + V^T P^T (16 x
-//     m64n16k16, A from registers) -> P_empty[j % 2], epilogue at a segment end; accumulator 1's thread 0 also issues the pages: page j + kStages
-//     into stage j % kStages once all 12 warps released page j (one 3D TMA copy per page).
+//     m64n16k16, A from registers) -> P_empty[j % 2], epilogue at a segment end; accumulator 1's thread 0 also
+//     issues the pages: page j + kStages into stage j % kStages once all 12 warps released page j (one 3D TMA copy
+//     per page).
 // A stage is held from its landing only until S_j and the V loads are done, not through the softmax and P.V (the
 // 256-thread kernel's hold), and the scorer's page j + 1 overlaps the accumulators' page j.
 // Timeline marks (bench_decode --timeline in a -DMLA_DECODE_TIMELINE build; nothing otherwise): those of the fp8 16-row
