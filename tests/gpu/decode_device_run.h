@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,29 @@ inline Status check_merge_counters_zero(const DeviceBuffer& d_cnt, const std::st
   return Status::ok();
 }
 
+// How two results of one decode call differ bit for bit: the out values and lse entries that differ, the first
+// differing out value (flattened index ((b * s_q + i) * h_q + h) * 512 + dim; out.size() when none) and the first 12
+// differing out rows (b * s_q + i) * h_q + h, as " r0 r1 ...".
+struct BitDifference {
+  size_t n_out = 0, n_lse = 0, first = 0;
+  std::string rows;
+  bool any() const { return n_out > 0 || n_lse > 0; }
+};
+inline BitDifference bit_difference(const std::vector<uint16_t>& out_a, const std::vector<uint16_t>& out_b,
+                                    const std::vector<float>& lse_a, const std::vector<float>& lse_b) {
+  BitDifference d;
+  d.first = out_a.size();
+  std::set<size_t> rows;
+  for (size_t i = 0; i < out_a.size(); ++i) {
+    if (out_a[i] == out_b[i]) continue;
+    if (d.n_out++ == 0) d.first = i;
+    if (rows.size() < 12) rows.insert(i / kDimV);
+  }
+  for (size_t r : rows) d.rows.append(" ").append(std::to_string(r));
+  for (size_t i = 0; i < lse_a.size(); ++i) d.n_lse += std::memcmp(&lse_a[i], &lse_b[i], 4) != 0;
+  return d;
+}
+
 // Further CUDA-graph replays of a decode call, each onto NaN-poisoned out / lse, each of which must equal the eager
 // result bit for bit. The first replay catches a wrong schedule; a rare race needs many (session 30: the 16-row kernel
 // released a stage with its ldmatrix reads in flight and gave one tile a wrong partial in ~2-3 % of calls). Small
@@ -63,7 +87,7 @@ inline Status check_replays(cudaGraphExec_t exec, cudaStream_t stream, DeviceBuf
   std::vector<uint16_t> out_r(out.size());
   std::vector<float> lse_r(lse.size());
   int differing = 0, first = -1;
-  size_t first_out = 0, first_lse = 0, first_row = 0;
+  BitDifference d;  // the first differing replay's
   for (int r = 0; r < n; ++r) {
     MLA_TRY(d_out.poison());
     MLA_TRY(d_lse.poison());
@@ -76,16 +100,14 @@ inline Status check_replays(cudaGraphExec_t exec, cudaStream_t stream, DeviceBuf
       continue;
     if (differing++ > 0) continue;
     first = r;
-    for (size_t i = 0; i < out.size(); ++i)
-      if (out_r[i] != out[i] && first_out++ == 0) first_row = i / kDimV;
-    for (size_t i = 0; i < lse.size(); ++i) first_lse += std::memcmp(&lse_r[i], &lse[i], 4) != 0;
+    d = bit_difference(out, out_r, lse, lse_r);
   }
   if (differing == 0) return Status::ok();
-  char buf[320];
+  char buf[384];
   std::snprintf(buf, sizeof buf,
                 "%d of %d further CUDA-graph replays differ from the eager call; the first (replay %d): %zu of %zu out "
-                "values (first in row %zu = (b * s_q + i) * h_q + h), %zu of %zu lse (%s)",
-                differing, n, first, first_out, out.size(), first_row, first_lse, lse.size(), name.c_str());
+                "values (first at %zu), %zu of %zu lse; rows (b * s_q + i) * h_q + h:%s (%s)",
+                differing, n, first, d.n_out, out.size(), d.first, d.n_lse, lse.size(), d.rows.c_str(), name.c_str());
   return Status::internal("mla_decode", buf);
 }
 

@@ -14,7 +14,6 @@
 #include <cstring>
 #include <numeric>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -121,24 +120,16 @@ ErrorStats compare16(KvFormat f, const std::vector<uint16_t>& got, const std::ve
 Status graph_difference(const std::string& name, const DecodeCase& c, const std::vector<uint16_t>& out,
                         const std::vector<float>& lse, const std::vector<uint16_t>& out_g,
                         const std::vector<float>& lse_g, const std::vector<uint16_t>& out_ref) {
-  size_t n_out = 0, n_lse = 0, first = out.size();
-  std::set<size_t> rows;  // differing output rows (flattened b, i, h), the first 12
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == out_g[i]) continue;
-    if (n_out++ == 0) first = i;
-    if (rows.size() < 12) rows.insert(i / kDimV);
-  }
-  std::string row_list;
-  for (size_t r : rows) row_list.append(" ").append(std::to_string(r));
-  for (size_t i = 0; i < lse.size(); ++i) n_lse += std::memcmp(&lse[i], &lse_g[i], 4) != 0;
+  const BitDifference d = bit_difference(out, out_g, lse, lse_g);
+  const size_t first = d.first;
   const ErrorStats e = compare16(c.format, out, out_ref), gr = compare16(c.format, out_g, out_ref);
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "CUDA-graph replay differs from the eager call: %zu of %zu out values, %zu of %zu lse; first out %zu: "
                 "eager %.6g, graph %.6g, reference %.6g; out rel_l2 eager %.3e, graph %.3e; rows%s (%s)",
-                n_out, out.size(), n_lse, lse.size(), first, first < out.size() ? from16(c.format, out[first]) : 0.f,
+                d.n_out, out.size(), d.n_lse, lse.size(), first, first < out.size() ? from16(c.format, out[first]) : 0.f,
                 first < out.size() ? from16(c.format, out_g[first]) : 0.f,
-                first < out.size() ? from16(c.format, out_ref[first]) : 0.f, e.rel_l2, gr.rel_l2, row_list.c_str(),
+                first < out.size() ? from16(c.format, out_ref[first]) : 0.f, e.rel_l2, gr.rel_l2, d.rows.c_str(),
                 name.c_str());
   return Status::internal("mla_decode", buf);
 }
