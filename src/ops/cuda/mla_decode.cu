@@ -278,7 +278,7 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
     return Status::unsupported(kOp, std::string("format ") + std::string(kv_format_name(p.format)) +
                                         " has no CUDA kernel (bf16, fp16, fp8 and fp8_ds do)");
   MLA_TRY(check_plan(p, g, plan, workspace, workspace_bytes));
-  bool pairs = false;  // read again by the 64-row launchers; checked here on every call, whatever kernel runs
+  bool pairs = false;  // read again by launch_kernel for the 64-row kernels; checked here on every call, whatever runs
   MLA_TRY(sm90::decode::decode_head_pairs(&pairs));
 
   DecodeKernelParams kp{};

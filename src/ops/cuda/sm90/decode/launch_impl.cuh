@@ -25,10 +25,8 @@ Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t str
   // A fused-merge instantiation for the 16-bit formats only: fp8_ds's producer-converts path has none (its ws16 and
   // owner-converts kernels have their own; mla_decode.cu passes no counters here), so both choices are its one kernel.
   constexpr bool kFusedForm = Traits::kFormat != KvFormat::kFp8Ds;
-  bool pair = false;
-  MLA_TRY(decode_head_pairs(&pair));
   MLA_TRY((launch_merging_kernel<&mla_decode_ws_kernel<Traits, kFusedForm>, &mla_decode_ws_kernel<Traits, false>>(
-      p, grid, kWsThreads, smem, stream, "mla_decode", pair)));
+      p, grid, kWsThreads, smem, stream, "mla_decode", /*pairable=*/true)));
   phase_sums_print(stream);             // diagnostics builds only (phase_sums.cuh)
   clock_probe_fold(stream, kClockWs64);  // (clock_probe.cuh)
   return Status::ok();

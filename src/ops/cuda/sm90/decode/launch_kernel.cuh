@@ -12,13 +12,16 @@
 namespace mla::sm90::decode {
 
 // kKernel: the kernel's address (a template argument, so each instantiation raises its own limit once); P its
-// __grid_constant__ parameter struct; op names the call in errors. pair: launch grid.y's head tiles in (1, 2, 1)
-// clusters (decode_head_pairs) where grid.y is even and the GPU can hold every pair at once (the grid is one wave and
+// __grid_constant__ parameter struct; op names the call in errors. pairable (the 64-row kernels): unless
+// MLA_DECODE_HEAD_PAIRS=off (decode_head_pairs, read here on every such launch), launch grid.y's head tiles in
+// (1, 2, 1) clusters where grid.y is even and the GPU can hold every pair at once (the grid is one wave and
 // must stay one: a cluster needs two free SMs of one GPC, which fewer SMs than the grid's CTAs may offer); else a
 // plain launch.
 template <auto kKernel, class P>
 Status launch_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t stream, const char* op = "mla_decode",
-                     bool pair = false) {
+                     bool pairable = false) {
+  bool pair = false;
+  if (pairable) MLA_TRY(decode_head_pairs(&pair));
   // Raising the dynamic shared-memory limit is a function attribute, not a stream operation: done once.
   static const cudaError_t attr = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY(op, attr);
@@ -67,10 +70,10 @@ inline const DecodeKernelParams& decode_params_of(const DecodeKernelParams& p) {
 // whose split sequences the combine grid merges. Arguments as launch_kernel's.
 template <auto kFusedKernel, auto kCombineKernel, class P>
 Status launch_merging_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t stream,
-                             const char* op = "mla_decode", bool pair = false) {
+                             const char* op = "mla_decode", bool pairable = false) {
   if (decode_params_of(p).merge_counters != nullptr)
-    return launch_kernel<kFusedKernel>(p, grid, threads, smem, stream, op, pair);
-  return launch_kernel<kCombineKernel>(p, grid, threads, smem, stream, op, pair);
+    return launch_kernel<kFusedKernel>(p, grid, threads, smem, stream, op, pairable);
+  return launch_kernel<kCombineKernel>(p, grid, threads, smem, stream, op, pairable);
 }
 
 }  // namespace mla::sm90::decode

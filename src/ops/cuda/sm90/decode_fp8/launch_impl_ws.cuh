@@ -10,10 +10,9 @@ template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = ws_smem_layout<S>().total;
   constexpr auto fused = &mla_decode_fp8_ws_kernel<S, true>, combine = &mla_decode_fp8_ws_kernel<S, false>;
-  bool pair = false;
-  MLA_TRY(decode::decode_head_pairs(&pair));
-  return after_ws_launch(launch_fp8_merging_kernel<fused, combine>(p, grid, kWsThreads, smem, stream, pair), stream,
-                         decode::kClockFp8Ws);
+  return after_ws_launch(
+      launch_fp8_merging_kernel<fused, combine>(p, grid, kWsThreads, smem, stream, /*pairable=*/true), stream,
+      decode::kClockFp8Ws);
 }
 
 }  // namespace mla::sm90::decode_fp8

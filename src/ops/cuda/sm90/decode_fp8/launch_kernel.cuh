@@ -17,12 +17,12 @@ Status launch_fp8_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int s
 }
 
 // A kernel with a fused-merge instantiation (../decode/launch_kernel.cuh launch_merging_kernel), errors named as above.
-// pair: head-tile pairs (decode_head_pairs).
+// pairable: head-tile pairs (../decode/launch_kernel.cuh launch_kernel).
 template <auto kFusedKernel, auto kCombineKernel>
 Status launch_fp8_merging_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int smem, cudaStream_t stream,
-                                 bool pair = false) {
+                                 bool pairable = false) {
   return decode::launch_merging_kernel<kFusedKernel, kCombineKernel>(p, grid, threads, smem, stream,
-                                                                     "mla_decode (fp8)", pair);
+                                                                     "mla_decode (fp8)", pairable);
 }
 
 // Behind a 64-row warp-specialized launch (st: its status): the diagnostics builds' printer and clock fold

@@ -9,11 +9,9 @@ namespace mla::sm90::decode_fp8ds {
 
 Status launch_decode_fp8ds_ws64(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = decode::ws_smem_layout(true).total;
-  bool pair = false;
-  MLA_TRY(decode::decode_head_pairs(&pair));
   return decode::launch_merging_kernel<&ws64::mla_decode_fp8ds_ws64_kernel<true>,
                                        &ws64::mla_decode_fp8ds_ws64_kernel<false>>(
-      p, grid, decode::kWsThreads, smem, stream, "mla_decode", pair);
+      p, grid, decode::kWsThreads, smem, stream, "mla_decode", /*pairable=*/true);
 }
 
 }  // namespace mla::sm90::decode_fp8ds
