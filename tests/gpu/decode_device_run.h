@@ -53,7 +53,6 @@ inline Status check_merge_counters_zero(const DeviceBuffer& d_cnt, const std::st
 struct BitDifference {
   size_t n_out = 0, n_lse = 0, first = 0;
   std::string rows;
-  bool any() const { return n_out > 0 || n_lse > 0; }
 };
 inline BitDifference bit_difference(const std::vector<uint16_t>& out_a, const std::vector<uint16_t>& out_b,
                                     const std::vector<float>& lse_a, const std::vector<float>& lse_b) {
