@@ -5,7 +5,7 @@
 // over --reps calls. Rows print in DESIGN.md §6 column order.
 //
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
-//                [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm none|same|other|FORMAT]
+//                [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm none|same|other|FORMAT]
 //                [--flush memset|read|memset0|fill]  (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
@@ -17,7 +17,8 @@
 // different ends) and how long the combine runs after the last decode CTA.
 // --parts N: N CTA columns per head tile instead of the geometry's num_sms / head tiles (fewer, fuller CTAs;
 // mla_decode accepts any num_parts >= 1 whose max_splits matches); --tune: the plan's DecodePlanTuning
-// (seq_cost, split_cost, min_part_cost; default 4,4,1); --price N: the geometry's split_price replaced by N.
+// (seq_cost, split_cost, min_part_cost[, short_step_pages]; default 4,4,1,2; --tune 4,4,1,0 is the plan before session
+// 33's short-step rule); --price N: the geometry's split_price replaced by N.
 // All three are experiments: the engine uses the defaults. --shape H_Q,BATCH,SEQLEN[,S_Q] (repeatable): time these
 // shapes instead of the grid's rows (no anchor: plan experiments off the grid, e.g. h_q 64 or small batches; S_Q 2-4
 // is causal MTP / speculative decode, printed in an s_q column, its FLOPs counting only the visible keys); with --rows
@@ -236,12 +237,14 @@ Status parse(int argc, char** argv, Options* o) {
     } else if (a == "--tune" && has_val) {
       const std::string v = argv[++i];
       const std::vector<int64_t> t = mla::bench::parse_int_list(v);
-      if (t.size() != 3 || t[0] < 0 || t[1] < 0 || t[2] < 1 || t[0] > 64 || t[1] > 64 || t[2] > 4096)
-        return Status::invalid(kOp, "--tune wants SEQ_COST,SPLIT_COST,MIN_PART_COST (0..64, 0..64, "
-                                               "1..4096); got '" + v + "'");
+      if ((t.size() != 3 && t.size() != 4) || t[0] < 0 || t[1] < 0 || t[2] < 1 || t[0] > 64 || t[1] > 64 ||
+          t[2] > 4096 || (t.size() == 4 && (t[3] < 0 || t[3] > 64)))
+        return Status::invalid(kOp, "--tune wants SEQ_COST,SPLIT_COST,MIN_PART_COST[,SHORT_STEP_PAGES] (0..64, 0..64, "
+                                               "1..4096, 0..64); got '" + v + "'");
       o->tune.seq_cost = static_cast<int>(t[0]);
       o->tune.split_cost = static_cast<int>(t[1]);
       o->tune.min_part_cost = static_cast<int>(t[2]);
+      if (t.size() == 4) o->tune.short_step_pages = static_cast<int>(t[3]);
     } else if (a == "--shape" && has_val) {
       const std::string v = argv[++i];
       const std::vector<int64_t> t = mla::bench::parse_int_list(v);
@@ -275,7 +278,7 @@ Status parse(int argc, char** argv, Options* o) {
     } else {
       return Status::invalid(kOp,
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
-                             "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN] [--price N] "
+                             "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] "
                              "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill]; got '" + a + "'");
     }
   }
@@ -752,10 +755,11 @@ Status bench(const Options& o) {
                       : "# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
   const bool ab = o.hints == Options::kAb;
   std::printf("# start hints: %s\n", o.hints == Options::kOn ? "on" : o.hints == Options::kOff ? "off" : "ab (µs = on)");
-  std::printf("# plan: %s CTA columns per head tile, split price %s, tuning seq_cost %d split_cost %d min_part_cost %d\n",
+  std::printf("# plan: %s CTA columns per head tile, split price %s, tuning seq_cost %d split_cost %d min_part_cost %d "
+              "short_step_pages %d\n",
               o.parts > 0 ? std::to_string(o.parts).c_str() : "the geometry's",
               o.price >= 0 ? std::to_string(o.price).c_str() : "the geometry's", o.tune.seq_cost, o.tune.split_cost,
-              o.tune.min_part_cost);
+              o.tune.min_part_cost, o.tune.short_step_pages);
   std::printf("# head tiles: 64 query rows, 16 where s_q is 1, h_q >= 64 and the pages are at most 1.5 per CTA column "
               "(decode_plan_narrow_tiles; MLA_DECODE_TILE_ROWS=%s)\n",
               std::getenv("MLA_DECODE_TILE_ROWS") != nullptr ? std::getenv("MLA_DECODE_TILE_ROWS") : "auto");

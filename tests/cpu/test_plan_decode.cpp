@@ -38,14 +38,21 @@ Plan make_plan(const std::vector<int32_t>& seqlens, int s_q, int h_q, int sms, D
   return p;
 }
 
-// The charge the plan puts on a split: the tuning's plus the geometry's price.
-DecodePlanTuning charged(DecodePlanTuning tune, const Plan& p) {
+// What the plan charges: the tuning's split cost plus the geometry's price, and the step's seq_cost
+// (decode_plan_seq_cost: none on a short step).
+DecodePlanTuning charged(DecodePlanTuning tune, const Plan& p, const std::vector<int32_t>& seqlens) {
   tune.split_cost += p.g.split_price;
+  int64_t blocks = 0, seqs = 0;
+  for (int32_t len : seqlens) {
+    blocks += decode_num_blocks(len);
+    seqs += len > 0;
+  }
+  tune.seq_cost = decode_plan_seq_cost(blocks, seqs, p.g.num_parts, tune);
   return tune;
 }
 
 void check_plan_properties(const std::vector<int32_t>& seqlens, const Plan& p, DecodePlanTuning tune_in = {}) {
-  const DecodePlanTuning tune = charged(tune_in, p);
+  const DecodePlanTuning tune = charged(tune_in, p, seqlens);
   const int batch = static_cast<int>(seqlens.size());
   std::vector<std::vector<int>> owner(batch);
   std::vector<std::vector<int>> split_of(batch);
@@ -98,7 +105,7 @@ std::vector<int> splits_of(const Plan& p) {
 
 // Largest part in decode_piece_cost units.
 int64_t max_part_cost(const std::vector<int32_t>& seqlens, const Plan& p, DecodePlanTuning tune_in = {}) {
-  const DecodePlanTuning tune = charged(tune_in, p);
+  const DecodePlanTuning tune = charged(tune_in, p, seqlens);
   int64_t worst = 0;
   for (int part = 0; part < p.g.num_parts; ++part) {
     const int32_t* r = &p.parts[size_t(part) * kPlanPartInts];
@@ -234,6 +241,54 @@ TEST(PlanDecode, GeometrySplitPriceFollowsTheTileRows) {
   EXPECT_EQ(g.split_price, 0);
   ASSERT_TRUE(decode_plan_geometry(8, 4, 16, 132, &g).is_ok());  // 64 rows per tile
   EXPECT_EQ(g.split_price, 1);
+}
+
+// Short steps (decode_plan_seq_cost): at most short_step_pages pages per CTA column, rounded up, and sequences of at least
+// kDecodeShortStepSpan columns' pages on average charge no seq_cost, so their cuts use the idle columns.
+TEST(PlanDecode, ShortStepSeqCost) {
+  DecodePlanTuning t;  // seq_cost 4, short_step_pages 2
+  EXPECT_EQ(decode_plan_seq_cost(256, 32, 132, t), 0);   // h_q 16 b32 s512: 2 pages a column, 8 per sequence
+  EXPECT_EQ(decode_plan_seq_cost(128, 16, 132, t), 0);   // b16 s512: 1 a column
+  EXPECT_EQ(decode_plan_seq_cost(192, 32, 132, t), 0);   // b32 s384: 2 a column, 6 per sequence = 3 columns
+  EXPECT_EQ(decode_plan_seq_cost(384, 48, 132, t), 4);   // b48 s512: 3 a column
+  EXPECT_EQ(decode_plan_seq_cost(32, 8, 16, t), 4);      // h_q 128 b8 s256 on 16 narrow columns: 4-page sequences
+  EXPECT_EQ(decode_plan_seq_cost(8, 1, 132, t), 4);      // one sequence: batch 1's pieces are decode_plan_per_part's
+  EXPECT_EQ(decode_plan_seq_cost(16, 2, 132, t), 0);     // two
+  EXPECT_EQ(decode_plan_seq_cost(0, 0, 132, t), 4);      // nothing to read
+  t.short_step_pages = 0;                                // off: the plan before session 33
+  EXPECT_EQ(decode_plan_seq_cost(256, 32, 132, t), 4);
+  t.short_step_pages = 3;
+  EXPECT_EQ(decode_plan_seq_cost(384, 48, 132, t), 4);   // 3 a column, but 8-page sequences span < 3 columns of 3
+  EXPECT_EQ(decode_plan_seq_cost(384, 32, 132, t), 0);   // 12-page sequences
+}
+
+// The plans it changes: h_q 16 b32 s512 was 64 parts of 3 pages and 32 of 2 with 36 of 132 columns idle, now 128 of 2;
+// b16 s512 64 of 2 (68 idle) -> 128 of 1. H200: -0.25 / -0.6 us bf16, -0.45 / -0.45 fp8 (bench/decode/NOTES.md
+// "Session 33" item 10). h_q 16 b48 s512 (3 pages a column) keeps its plan.
+TEST(PlanDecode, ShortStepsUseTheIdleColumns) {
+  auto pages_per_part = [](const Plan& p) {
+    std::vector<int> n;
+    for (int part = 0; part < p.g.num_parts; ++part)
+      n.push_back(decode_part_pages_from_record(&p.parts[size_t(part) * kPlanPartInts]));
+    return n;
+  };
+  auto count = [](const std::vector<int>& v, int x) { return static_cast<int>(std::count(v.begin(), v.end(), x)); };
+  const std::vector<int32_t> b32(32, 512), b16(16, 512), b48(48, 512);
+  DecodePlanTuning off;
+  off.short_step_pages = 0;
+  const Plan p32 = make_plan(b32, 1, 16, 132), o32 = make_plan(b32, 1, 16, 132, off);
+  check_plan_properties(b32, p32);
+  check_plan_properties(b32, o32, off);
+  EXPECT_EQ(count(pages_per_part(p32), 2), 128);
+  EXPECT_EQ(count(pages_per_part(p32), 0), 4);
+  EXPECT_EQ(count(pages_per_part(o32), 3), 64);
+  EXPECT_EQ(count(pages_per_part(o32), 0), 36);
+  const Plan p16 = make_plan(b16, 1, 16, 132);
+  check_plan_properties(b16, p16);
+  EXPECT_EQ(count(pages_per_part(p16), 1), 128);
+  const Plan p48 = make_plan(b48, 1, 16, 132), o48 = make_plan(b48, 1, 16, 132, off);
+  EXPECT_EQ(p48.parts, o48.parts);
+  EXPECT_EQ(p48.offsets, o48.offsets);
 }
 
 TEST(PlanDecode, GeometryRejectsBadShapes) {

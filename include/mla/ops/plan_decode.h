@@ -55,7 +55,12 @@ struct DecodePlanTuning {
   int seq_cost = 4;       // a sequence's fixed cost, in blocks
   int min_part_cost = 1;  // no part gets less than this, so tiny batches don't split into slivers
   int split_cost = 4;     // a cut's price per piece, in blocks: fp32 partials written, then merged by the combine
+  // A short step -- at most this many KV pages per CTA column (rounded up), and sequences that span at least
+  // kDecodeShortStepSpan columns on average -- charges no seq_cost (decode_plan_seq_cost); 0: never.
+  int short_step_pages = 2;
 };
+// How many columns a short step's sequences must span on average for decode_plan_seq_cost to drop their fixed cost.
+constexpr int kDecodeShortStepSpan = 3;
 
 // Shape-only geometry of a decode step's plan.
 struct DecodePlanGeometry {
@@ -73,6 +78,10 @@ struct DecodePlanGeometry {
   // 128 x 1).
   int split_price = 0;
 };
+
+// The tuning a plan_decode call may run with: seq_cost, split_cost, short_step_pages and the geometry's split_price
+// >= 0, min_part_cost >= 1 (the host and device plan_decode both check it).
+Status check_decode_plan_tuning(const DecodePlanTuning& tune, const DecodePlanGeometry& g);
 
 // Shape validation + geometry. num_sms: the device's multiprocessor count (132 on H200). host_seqlens (optional, host
 // int32 [batch]): the step's sequence lengths, read only for the head-tile choice (decode_plan_narrow_tiles); without

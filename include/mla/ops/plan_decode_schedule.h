@@ -105,6 +105,23 @@ MLA_HD_INLINE int64_t decode_plan_per_part(int64_t total, int batch, int num_par
   return p;
 }
 
+// The seq_cost a step's plan charges, from its total pages (`blocks`) and non-empty sequences (`seqs`): none on a short
+// step (tune.short_step_pages: at most that many pages per column, rounded up) whose sequences are long enough to be
+// cut anyway (at least kDecodeShortStepSpan columns' worth of pages each on average), else tune.seq_cost. There the
+// fixed cost only decides where the cuts go, and charging it left columns idle: h_q 16 b32 s512 ran 64 parts of 3
+// pages and 32 of 2 with 36 of 132 columns idle, b16 s512 64 of 2 pages with 68 idle; now 128 of 2 / of 1 page.
+// H200 against the rule-less plan (bench/decode/NOTES.md "Session 33" items 8-10), bf16 / fp8 us: h_q 16 b16 s512
+// -0.6 / -0.45, b32 s512 -0.25 / -0.45, b32 s256 -0.75 / -0.5, b4 s2048 -0.9 / -0.7; narrow tiles h_q 128 b3 s512
+// -1.1 / -0.7, h_q 64 b4 s512 -1.0 / -0.55; one loss, fp8 h_q 64 b2 s1024 +0.6 (bf16 +0.1). Outside the rule it lost:
+// more pages per column (h_q 16 b48 s512, 2.9 a column: +1.8 / +1.5) and sequences newly cut that the default keeps
+// whole (h_q 128 b8 s256 on 16 narrow columns, 4-page sequences: +0.95..+1.8, session 29).
+// One sequence keeps the fixed cost: its pieces follow decode_plan_per_part's batch-1 raise, fitted with it.
+MLA_HD_INLINE int decode_plan_seq_cost(int64_t blocks, int64_t seqs, int num_parts, const DecodePlanTuning& tune) {
+  if (tune.short_step_pages <= 0 || seqs < 2 || num_parts <= 0) return tune.seq_cost;
+  const int64_t per_column = (blocks + num_parts - 1) / num_parts;
+  return per_column <= tune.short_step_pages && blocks >= kDecodeShortStepSpan * per_column * seqs ? 0 : tune.seq_cost;
+}
+
 // One pass over the parts of one candidate plan (snap = false: boundaries at multiples of per_part;
 // true: the same boundaries through decode_plan_snap, which takes split_price; tune.split_cost already
 // includes it). Returns the largest part cost (sum of decode_piece_cost over its pieces). With
@@ -184,6 +201,13 @@ MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int nu
                                        DecodePlanTuning tune, int32_t* parts, int32_t* split_offsets,
                                        DecodePlanPages pages = {}) {
   tune.split_cost += split_price;
+  int64_t blocks = 0, seqs = 0;
+  for (int b = 0; b < batch; ++b) {
+    const int n = decode_num_blocks(seqlens[b]);
+    blocks += n;
+    seqs += n > 0;
+  }
+  tune.seq_cost = decode_plan_seq_cost(blocks, seqs, num_parts, tune);
   int64_t total = 0;
   for (int b = 0; b < batch; ++b) {
     const int n = decode_num_blocks(seqlens[b]);

@@ -44,6 +44,17 @@ Status decode_plan_narrow_tiles(int batch, int s_q, int h_q, int num_sms, const 
   return Status::ok();
 }
 
+Status check_decode_plan_tuning(const DecodePlanTuning& tune, const DecodePlanGeometry& g) {
+  if (tune.seq_cost < 0 || tune.min_part_cost < 1 || tune.split_cost < 0 || tune.short_step_pages < 0 ||
+      g.split_price < 0)
+    return Status::invalid("plan_decode", "tuning: seq_cost " + std::to_string(tune.seq_cost) + ", split_cost " +
+                                              std::to_string(tune.split_cost) + ", short_step_pages " +
+                                              std::to_string(tune.short_step_pages) + " and geometry split_price " +
+                                              std::to_string(g.split_price) + " must be >= 0, min_part_cost (" +
+                                              std::to_string(tune.min_part_cost) + ") >= 1");
+  return Status::ok();
+}
+
 Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out,
                             const int32_t* host_seqlens) {
   const std::string shape = "batch " + std::to_string(batch) + ", s_q " + std::to_string(s_q) + ", h_q " +

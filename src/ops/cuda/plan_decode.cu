@@ -140,14 +140,21 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   const int lo = min(batch, t * per_thread), hi = min(batch, lo + per_thread);
   if (t < 2) worst[t] = 0;
 
-  // 1. Costs and their inclusive prefix.
-  int64_t local = 0;
+  // 1. The step's seq_cost (decode_plan_seq_cost: pages and non-empty sequences summed in one scan, the count in
+  // bits 40 and up), then the costs and their inclusive prefix.
+  constexpr int kSeqShift = 40;  // pages < 2^40 (kMaxParallelBatch sequences of < 2^31 tokens), sequences < 2^23
+  int64_t pages_seqs = 0;
   for (int b = lo; b < hi; ++b) {
     const int n = decode_num_blocks(seqlens[b]);
     nblk[b] = n;
     count[b] = 0;
-    local += n > 0 ? n + tune.seq_cost : 0;
+    pages_seqs += n + (n > 0 ? int64_t{1} << kSeqShift : 0);
   }
+  int64_t step = 0;
+  (void)block_exclusive_scan(pages_seqs, tmp, &step);
+  tune.seq_cost = decode_plan_seq_cost(step & ((int64_t{1} << kSeqShift) - 1), step >> kSeqShift, num_parts, tune);
+  int64_t local = 0;
+  for (int b = lo; b < hi; ++b) local += nblk[b] > 0 ? nblk[b] + tune.seq_cost : 0;
   int64_t total = 0;
   int64_t run = block_exclusive_scan(local, tmp, &total);  // its barriers also publish worst[]
   for (int b = lo; b < hi; ++b) {
@@ -295,9 +302,7 @@ Status plan_decode(const TensorView& seqlens, const TensorView& block_table, con
   if (plan.num_parts != g.num_parts || g.num_parts < 1 || g.batch < 1)
     return Status::invalid("plan_decode", "plan.num_parts " + std::to_string(plan.num_parts) +
                                               " != geometry num_parts " + std::to_string(g.num_parts));
-  if (tune.seq_cost < 0 || tune.min_part_cost < 1 || tune.split_cost < 0 || g.split_price < 0)
-    return Status::invalid("plan_decode", "tuning: seq_cost, split_cost and geometry split_price (" +
-                                              std::to_string(g.split_price) + ") must be >= 0, min_part_cost >= 1");
+  MLA_TRY(check_decode_plan_tuning(tune, g));
   auto* s = reinterpret_cast<cudaStream_t>(stream);
   const auto* sl = seqlens.ptr<const int32_t>();
   // The fused merge's counters (optional): zeroed with the plan, so a step starts from a known state.

@@ -22,9 +22,7 @@ Status plan_decode(const TensorView& seqlens, const TensorView& block_table, con
   if (plan.num_parts != g.num_parts)
     return Status::invalid("plan_decode", "plan.num_parts " + std::to_string(plan.num_parts) +
                                               " != geometry num_parts " + std::to_string(g.num_parts));
-  if (tune.seq_cost < 0 || tune.min_part_cost < 1 || tune.split_cost < 0 || g.split_price < 0)
-    return Status::invalid("plan_decode", "tuning: seq_cost, split_cost and geometry split_price (" +
-                                              std::to_string(g.split_price) + ") must be >= 0, min_part_cost >= 1");
+  MLA_TRY(check_decode_plan_tuning(tune, g));
   const auto* sl = seqlens.ptr<const int32_t>();
   for (int b = 0; b < g.batch; ++b)
     if (sl[b] < 0) return Status::invalid("plan_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(sl[b]) + " < 0");
