@@ -13,6 +13,7 @@
 #include "mla/core/env_knob.h"
 #include "mla/ops/decode_timeline.h"
 #include "mla/ops/mla_decode.h"
+#include "ops/cuda/sm90/decode/config.h"
 #include "ops/cuda/sm90/decode/head_pairs.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/traits.h"
@@ -170,7 +171,7 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
       MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
       break;
     case Kernel16::kN16Ws:
-      MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages));  // pages.cuh TmaPages, kernel_n16ws.cuh
+      MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages, kN16WsGroupSlabs));  // kernel_n16ws.cuh: + the slab-group map
       MLA_TRY(encode_tensor_map_q16(&kp, static_cast<int64_t>(g.batch) * kp.rows));
       MLA_TRY(launch_decode_n16ws<Traits>(kp, grid, stream));
       break;

@@ -31,13 +31,14 @@ Status kv_l2_promotion(CUtensorMapL2promotion dflt, CUtensorMapL2promotion* out)
 }
 
 Status encode_kv_slabs_3d(CUtensorMap* map, const void* base, int64_t rows, CUtensorMapDataType type, int64_t row_bytes,
-                          int slabs, int box_rows, CUtensorMapL2promotion promotion, const char* op) {
+                          int slabs, int box_rows, CUtensorMapL2promotion promotion, const char* op, int box_slabs) {
   auto fn = tensor_map_encode_fn();
   if (fn == nullptr) return Status::cuda(op, "cuTensorMapEncodeTiled is not available from the driver");
   const cuuint32_t slab_cols = type == CU_TENSOR_MAP_DATA_TYPE_UINT8 ? 128 : 64;  // 128 bytes of 1- or 2-byte elements
   const cuuint64_t dims[3] = {slab_cols, static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(slabs)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(row_bytes), 128};
-  const cuuint32_t box[3] = {slab_cols, static_cast<cuuint32_t>(box_rows), static_cast<cuuint32_t>(slabs)};
+  if (box_slabs <= 0) box_slabs = slabs;
+  const cuuint32_t box[3] = {slab_cols, static_cast<cuuint32_t>(box_rows), static_cast<cuuint32_t>(box_slabs)};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUresult r = fn(map, type, 3, const_cast<void*>(base), dims, strides, box, elem_strides,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promotion,

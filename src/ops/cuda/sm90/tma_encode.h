@@ -21,7 +21,9 @@ Status kv_l2_promotion(CUtensorMapL2promotion dflt, CUtensorMapL2promotion* out)
 // [128 B], 128B swizzle: the wgmma / swizzle_slab layout) in one copy instead of one 2D box per slab. The slab stride
 // is below the row stride: the driver takes strides in any order (cuda.h documents packed layouts only; r580 accepts
 // it). Used by the fp8 16-row kernel (decode_fp8/page_tma.cuh) and the 16-bit 16-row tiles (decode/pages.cuh).
+// box_slabs (0: all `slabs`): a box of that many slabs instead, so a page comes in slabs / box_slabs copies
+// (the 16-bit 16-row ws kernel's slab groups, kernel_n16ws.cuh).
 Status encode_kv_slabs_3d(CUtensorMap* map, const void* base, int64_t rows, CUtensorMapDataType type, int64_t row_bytes,
-                          int slabs, int box_rows, CUtensorMapL2promotion promotion, const char* op);
+                          int slabs, int box_rows, CUtensorMapL2promotion promotion, const char* op, int box_slabs = 0);
 
 }  // namespace mla::sm90

@@ -62,6 +62,9 @@ static_assert(smem_layout(4, 2).total <= 227 * 1024, "largest variant fits the s
 // produces (one thread issues TMA). Shared memory: the Q tile, two KV stages, the per-page row maxima
 // [stage][64], the row sums of the epilogue [parity][warpgroup][64], the mbarriers. P has no buffer of
 // its own: it lives in the RoPE slab of its page's stage (see mainloop_ws.cuh).
+// The 16-bit 16-row ws kernel (kernel_n16ws.cuh) copies a page as boxes of this many slabs, one full barrier each.
+constexpr int kN16WsGroupSlabs = 3;
+
 constexpr int kWsThreads = 384;
 constexpr int kWsConsumerThreads = 256;
 constexpr int kWsStages = 2;

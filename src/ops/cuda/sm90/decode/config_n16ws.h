@@ -28,12 +28,17 @@ constexpr int kThreads = 32 * (kScorerWarps + kAccWarps);
 constexpr int kDimsPerAcc = kDimV / kAccWarpgroups;  // 256
 constexpr int kMTiles = kDimsPerAcc / 64;             // 4 m64 tiles of V dims per accumulator warpgroup
 constexpr int kKSteps = kBlockN / 16;                 // 4 k16 steps of keys per page
-// Pages in the ring: two 72 KB stages, each a page as nine 64 x 128-byte swizzled slabs (one 3D TMA copy, the
-// kv_slabs16 map of tensor_maps.cu). A third stage does not fit beside the two Q slots.
+// Pages in the ring: two 72 KB stages, each a page as nine 64 x 128-byte swizzled slabs in one 3D TMA box (the
+// kv_slabs16 map of tensor_maps.cu); a part's first kStages pages come as kSlabGroups boxes of kN16WsGroupSlabs slabs,
+// each on its own full barrier, so the scorer's S starts on a page's first group while the rest lands (kernel_n16ws.cuh
+// PageProducer). A third stage does not fit beside the two Q slots.
 constexpr int kStages = 2;
 constexpr int kSlabs = kDimQK / 64;  // 9
 constexpr int kSlabBytes = kBlockN * 128;
 static_assert(kSlabs * kSlabBytes == kPageBytes, "a stage is a page");
+constexpr int kSlabGroups = kSlabs / kN16WsGroupSlabs;  // 3
+constexpr int kGroupBytes = kN16WsGroupSlabs * kSlabBytes;
+static_assert(kSlabGroups * kN16WsGroupSlabs == kSlabs, "whole slab groups");
 // Q tiles: one per sequence the part visits, loaded by the scorer's thread 0 one sequence ahead (as the fp8 16-row
 // kernel's QLoader), nine 16 x 128-byte slabs (the q16 map of tensor_maps.cu).
 constexpr int kQSlots = 2;
@@ -51,7 +56,7 @@ constexpr int kBarPEmpty = 4;  // + buffer
 constexpr int kBarAll = kThreads;
 
 constexpr SmemLayoutN16 smem_layout_n16ws() {
-  return smem_layout_n16(kPageBytes, kStages, kQTileBytes, kQSlots, kPBufBytes);
+  return smem_layout_n16(kPageBytes, kStages, kQTileBytes, kQSlots, kPBufBytes, 1, kSlabGroups);
 }
 static_assert(smem_layout_n16ws().total <= 227 * 1024, "fits the sm90 shared-memory limit");
 static_assert(smem_layout_n16ws().q_offset % 1024 == 0 && smem_layout_n16ws().p_offset % 1024 == 0 &&

@@ -9,7 +9,8 @@
 //     exists), release the stage once they are in registers, wait P_full, O^T = O^T alpha + V^T P^T (16 x
 //     m64n16k16, A from registers) -> P_empty[j % 2], epilogue at a segment end; accumulator 1's thread 0 also
 //     issues the pages: page j + kStages into stage j % kStages once all 12 warps released page j (one 3D TMA copy
-//     per page).
+//     per page; a part's first kStages pages as three slab groups on their own full barriers, which S^T waits for
+//     group by group).
 // A stage is held from its landing only until S_j and the V loads are done, not through the softmax and P.V (the
 // 256-thread kernel's hold), and the scorer's page j + 1 overlaps the accumulators' page j.
 // Timeline marks (bench_decode --timeline in a -DMLA_DECODE_TIMELINE build; nothing otherwise): those of the fp8 16-row
@@ -44,8 +45,25 @@ using n16::row_of;
 template <class Traits>
 constexpr bool kF16 = Traits::kFormat == KvFormat::kFp16;
 
-// The page ring (full / empty per stage), then the Q slots' q_full barriers.
-using Bars = n16::RingQBars<kStages, kQSlots>;
+// The page ring -- full[stage][slab group] (one arrival plus the group's bytes), empty[stage] (one arrival per
+// consumer warp) -- then the Q slots' q_full barriers (smem_layout_n16ws's barrier area).
+struct Bars {
+  uint32_t base;
+  __device__ uint32_t full(int s, int grp) const { return base + 8 * (s * kSlabGroups + grp); }
+  __device__ uint32_t empty(int s) const { return base + 8 * (kStages * kSlabGroups + s); }
+  __device__ uint32_t q_full(int q) const { return base + 8 * (kStages * (kSlabGroups + 1) + q); }
+  __device__ void init(int consumer_warps) const {
+    for (int s = 0; s < kStages; ++s) {
+      for (int grp = 0; grp < kSlabGroups; ++grp) mbar_init(full(s, grp), 1);
+      mbar_init(empty(s), consumer_warps);
+    }
+  }
+  // Every slab group of a stage's page landed.
+  __device__ void wait_page(int s, uint32_t parity) const {
+#pragma unroll
+    for (int grp = 0; grp < kSlabGroups; ++grp) mbar_wait(full(s, grp), parity);
+  }
+};
 
 // The three timeline sums (marks 13..15; empty in a normal build).
 enum N16TlSum { kTlScorerFull = 0, kTlScorerPEmpty = 1, kTlAccPFull = 2 };
@@ -61,16 +79,35 @@ struct PageProducer {
     c.fetch_page(p);
     evict_first = kv_evict_first(p, kPageBytes);
   }
+  __device__ __forceinline__ void load(const CUtensorMap* map, uint32_t dst, uint32_t bar, int slab) const {
+    if (evict_first)
+      tma_load_3d_hint(dst, map, bar, 0, c.page * kBlockN, slab, l2_evict_first_fraction(1.f));
+    else
+      tma_load_3d(dst, map, bar, 0, c.page * kBlockN, slab);
+  }
   __device__ __forceinline__ void step(const DecodeKernelParams& p, const Bars& bars, uint32_t s_k0) {
     if (!c.valid()) return;
     const int stage = j % kStages;
     if (j >= kStages) mbar_wait(bars.empty(stage), phase_of(j - kStages, kStages));
     const uint32_t dst = s_k0 + stage * kPageBytes;
-    mbar_expect_tx(bars.full(stage), kPageBytes);
-    if (evict_first)
-      tma_load_3d_hint(dst, &p.tmap_kv, bars.full(stage), 0, c.page * kBlockN, 0, l2_evict_first_fraction(1.f));
-    else
-      tma_load_3d(dst, &p.tmap_kv, bars.full(stage), 0, c.page * kBlockN, 0);
+    // The part's first kStages pages (its start, where a page's arrival is the critical path) in kSlabGroups boxes;
+    // later pages as one box of kSlabGroups times the bytes on group 0's barrier, the others arrived on at once, so a
+    // consumer waiting group by group still sees the whole page after group 0 (bench/decode/NOTES.md "Session 33"
+    // items 11-14: every page in groups cost the b128 s4096 / s8192 rows 0.7 %; the first two gain 0.1-0.4 us on short
+    // parts, h16 b32 s512 18.0-18.2 -> 17.8-17.9).
+    if (j < kStages) {
+      // tmap_kv_rope: the cache in boxes of kN16WsGroupSlabs slabs (tensor_maps.cu).
+#pragma unroll
+      for (int grp = 0; grp < kSlabGroups; ++grp) {
+        mbar_expect_tx(bars.full(stage, grp), kGroupBytes);
+        load(&p.tmap_kv_rope, dst + grp * kGroupBytes, bars.full(stage, grp), grp * kN16WsGroupSlabs);
+      }
+    } else {
+      mbar_expect_tx(bars.full(stage, 0), kPageBytes);
+      load(&p.tmap_kv, dst, bars.full(stage, 0), 0);  // tmap_kv: the page as one box
+#pragma unroll
+      for (int grp = 1; grp < kSlabGroups; ++grp) mbar_arrive(bars.full(stage, grp));
+    }
     if (c.last_of_sequence()) MLA_TL_MARK_LAST(p.timeline, 10);  // the last call: the part's last page
     c.advance(p);
     c.fetch_page(p);  // the next block-table entry loads while the warp computes
@@ -82,12 +119,15 @@ struct PageProducer {
 using QLoader = n16::QLoader<kSlabs, 64, kQSlabBytes, kQSlots>;
 
 // S^T (64 keys x 16 rows) = K . Q^T over the nine slabs of a stage and of a Q tile: +32 bytes per k16 step inside a
-// 128-byte swizzled row, 4 steps per slab. One wgmma group; the caller waits for it. The base addresses go through a
+// 128-byte swizzled row, 4 steps per slab, each slab group's steps issued once its full barrier (group_bar0 + 8 grp,
+// `parity`) completed, so S runs on the first groups while the page's last ones land. One wgmma group; the caller
+// waits for it. The base addresses go through a
 // shuffle from lane 0 so that ptxas keeps the descriptors in uniform registers (decode_fp8/mainloop_h16.cuh). One
 // accumulator chain: two or four independent chains (summed after the wait) timed the same on rows 1-9 (session 22
 // call 2, within +-0.3 us), so the 36 dependent wgmmas are not the stage's hold.
 template <class Traits>
-__device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint32_t s_q) {
+__device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint32_t s_q, uint32_t group_bar0,
+                                               uint32_t parity) {
   s_k = __shfl_sync(0xffffffffu, s_k, 0);
   s_q = __shfl_sync(0xffffffffu, s_q, 0);
 #pragma unroll
@@ -98,6 +138,11 @@ __device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint
   uint64_t db = make_smem_desc(s_q, 16, 1024);
 #pragma unroll
   for (int slab = 0; slab < kSlabs; ++slab) {
+    if (slab % kN16WsGroupSlabs == 0) {
+      // A warp-uniform wait (mbar_wait_warp), then the register fence the wgmma chain needs across the spin loop.
+      mbar_wait_warp(group_bar0 + 8 * (slab / kN16WsGroupSlabs), parity);
+      wgmma_fence();
+    }
 #pragma unroll
     for (int k = 0; k < 4; ++k) wgmma_m64n16k16_ss<kF16<Traits>>(s, da + 2 * k, db + 2 * k);
     da += kSlabBytes >> 4;
@@ -203,11 +248,12 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     if (seq_start) mbar_wait(bars.q_full(seq % kQSlots), phase_of(seq, kQSlots));
     seq_start = seg_end;
     const unsigned long long t0 = tl.now();
-    mbar_wait(bars.full(stage), phase_of(j, kStages));
+    mbar_wait(bars.full(stage, 0), phase_of(j, kStages));  // (issue_scores_t waits for the other groups)
     tl.add(kTlScorerFull, t0);
     if (j == 0) tl.first(4);
     float s[8];
-    issue_scores_t<Traits>(s, s_k0 + stage * kPageBytes, s_q0 + (seq % kQSlots) * kQTileBytes);
+    issue_scores_t<Traits>(s, s_k0 + stage * kPageBytes, s_q0 + (seq % kQSlots) * kQTileBytes, bars.full(stage, 0),
+                           phase_of(j, kStages));
     wgmma_wait_all();
     fence_operands(s);
     if (j == 0) tl.first(5);
@@ -320,7 +366,7 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   tl.init(p, a == 0 && w == 0 && lane == 0);
   while (c.valid()) {
     const int stage = j % kStages, buf = j & 1;
-    mbar_wait(bars.full(stage), phase_of(j, kStages));
+    bars.wait_page(stage, phase_of(j, kStages));
     uint32_t vf[kMTiles][kKSteps][4];
     load_v_frags(vf, s_k0 + stage * kPageBytes, c.seqlen - c.blk * kBlockN, a, w, lane);
     wait_for_loads(vf);  // the arrive alone does not wait for the ldmatrix reads of the stage (wait_for_loads.h)

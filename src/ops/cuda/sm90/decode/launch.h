@@ -32,9 +32,10 @@ Status encode_tensor_map_q16(DecodeKernelParams* p, int64_t q_rows);
 
 // Fills p->tmap_kv ([num_pages * 64, 576]) and p->tmap_q ([q_rows, 576]) for the warp-specialized variant.
 Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
-// 16-bit 16-row tiles (pages.cuh TmaPages): p->tmap_kv over the cache as 3D (64 columns, row, slab), a page one box
-// landing slab-major ([9 slabs][64 rows][128 B], 128B swizzle).
-Status encode_tensor_map_kv_slabs16(DecodeKernelParams* p, int64_t num_pages);
+// 16-bit 16-row tiles (pages.cuh TmaPages, kernel_n16ws.cuh): p->tmap_kv over the cache as 3D (64 columns, row, slab),
+// a page one box landing slab-major ([9 slabs][64 rows][128 B], 128B swizzle); group_slabs > 0: also p->tmap_kv_rope,
+// the same view in boxes of group_slabs slabs (kernel_n16ws.cuh's slab groups, kN16WsGroupSlabs).
+Status encode_tensor_map_kv_slabs16(DecodeKernelParams* p, int64_t num_pages, int group_slabs = 0);
 // fp8_ds: p->tmap_kv over the cache as bytes [num_pages * 64, 656] (64 x 64-byte boxes, no swizzle: raw
 // latent slabs and the scale box), p->tmap_kv_rope over it as 16-bit [num_pages * 64, 328] (64 x 64 boxes,
 // 128B swizzle: the RoPE slab), p->tmap_q as above.

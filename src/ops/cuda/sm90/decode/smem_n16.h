@@ -14,8 +14,9 @@ struct SmemLayoutN16 {
 constexpr int kN16ExchangeRows = 16, kN16ScorerWarps = 4;
 constexpr int red_group_bytes() { return 2 * kN16ExchangeRows * kN16ScorerWarps * 4; }   // also lsum's
 constexpr int alpha_group_bytes() { return 2 * kN16ExchangeRows * 4; }                   // also mfin's
+// full_per_stage: full barriers per stage (the 16-bit ws kernel's slab groups; 1 elsewhere).
 constexpr SmemLayoutN16 smem_layout_n16(int stage_bytes, int stages, int q_tile_bytes, int q_slots, int p_buf_bytes,
-                                        int row_groups = 1) {
+                                        int row_groups = 1, int full_per_stage = 1) {
   SmemLayoutN16 s{};
   s.k_offset = 0;
   s.q_offset = s.k_offset + stages * stage_bytes;
@@ -24,8 +25,8 @@ constexpr SmemLayoutN16 smem_layout_n16(int stage_bytes, int stages, int q_tile_
   s.alpha_offset = s.red_offset + row_groups * red_group_bytes();       // float [2][16]: O rescale of page j
   s.lsum_offset = s.alpha_offset + row_groups * alpha_group_bytes();    // float [2][16][4]: row-sum partials at a segment end
   s.mfin_offset = s.lsum_offset + row_groups * red_group_bytes();       // float [2][16]: the row max at a segment end
-  s.bar_offset = s.mfin_offset + row_groups * alpha_group_bytes();      // mbarriers: full[stages], empty[stages], q_full[q_slots]
-  s.total = s.bar_offset + 8 * (2 * stages + q_slots);
+  s.bar_offset = s.mfin_offset + row_groups * alpha_group_bytes();      // mbarriers: full[stages][full_per_stage], empty[stages], q_full[q_slots]
+  s.total = s.bar_offset + 8 * ((full_per_stage + 1) * stages + q_slots);
   return s;
 }
 

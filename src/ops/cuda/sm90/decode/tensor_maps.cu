@@ -86,11 +86,14 @@ Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_ro
 
 // A page as one 3D box of its 9 slabs (tma_encode.h encode_kv_slabs_3d): 9 x 128 bytes are exactly a 1152-byte token,
 // so no byte outside the page is read.
-Status encode_tensor_map_kv_slabs16(DecodeKernelParams* p, int64_t num_pages) {
+Status encode_tensor_map_kv_slabs16(DecodeKernelParams* p, int64_t num_pages, int group_slabs) {
   CUtensorMapL2promotion promotion;
   MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_128B, &promotion));
-  return encode_kv_slabs_3d(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, CU_TENSOR_MAP_DATA_TYPE_UINT16, kRowBytes,
-                            kChunksPerRow / 8, kBlockN, promotion, "mla_decode");
+  MLA_TRY(encode_kv_slabs_3d(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, CU_TENSOR_MAP_DATA_TYPE_UINT16, kRowBytes,
+                             kChunksPerRow / 8, kBlockN, promotion, "mla_decode"));
+  if (group_slabs <= 0) return Status::ok();
+  return encode_kv_slabs_3d(&p->tmap_kv_rope, p->kv_cache, num_pages * kBlockN, CU_TENSOR_MAP_DATA_TYPE_UINT16,
+                            kRowBytes, kChunksPerRow / 8, kBlockN, promotion, "mla_decode", group_slabs);
 }
 
 Status encode_tensor_map_q16(DecodeKernelParams* p, int64_t q_rows) {
