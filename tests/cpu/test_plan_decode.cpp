@@ -42,12 +42,8 @@ Plan make_plan(const std::vector<int32_t>& seqlens, int s_q, int h_q, int sms, D
 // (decode_plan_seq_cost: none on a short step).
 DecodePlanTuning charged(DecodePlanTuning tune, const Plan& p, const std::vector<int32_t>& seqlens) {
   tune.split_cost += p.g.split_price;
-  int64_t blocks = 0, seqs = 0;
-  for (int32_t len : seqlens) {
-    blocks += decode_num_blocks(len);
-    seqs += len > 0;
-  }
-  tune.seq_cost = decode_plan_seq_cost(blocks, seqs, p.g.num_parts, tune);
+  const DecodeStepSize step = decode_step_size(seqlens.data(), static_cast<int>(seqlens.size()));
+  tune.seq_cost = decode_plan_seq_cost(step.blocks, step.seqs, p.g.num_parts, tune);
   return tune;
 }
 

@@ -105,6 +105,23 @@ MLA_HD_INLINE int64_t decode_plan_per_part(int64_t total, int batch, int num_par
   return p;
 }
 
+// A step's size as decode_plan_seq_cost reads it: its pages and its non-empty sequences. A plan's total cost is
+// blocks + seq_cost x seqs (every non-empty sequence pays seq_cost once, decode_piece_cost).
+struct DecodeStepSize {
+  int64_t blocks = 0;
+  int64_t seqs = 0;
+};
+
+MLA_HD_INLINE DecodeStepSize decode_step_size(const int32_t* seqlens, int batch) {
+  DecodeStepSize s;
+  for (int b = 0; b < batch; ++b) {
+    const int n = decode_num_blocks(seqlens[b]);
+    s.blocks += n;
+    s.seqs += n > 0;
+  }
+  return s;
+}
+
 // The seq_cost a step's plan charges, from its total pages (`blocks`) and non-empty sequences (`seqs`): none on a short
 // step (tune.short_step_pages: at most that many pages per column, rounded up) whose sequences are long enough to be
 // cut anyway (at least kDecodeShortStepSpan columns' worth of pages each on average), else tune.seq_cost. There the
@@ -201,19 +218,10 @@ MLA_HD inline void compute_decode_plan(const int32_t* seqlens, int batch, int nu
                                        DecodePlanTuning tune, int32_t* parts, int32_t* split_offsets,
                                        DecodePlanPages pages = {}) {
   tune.split_cost += split_price;
-  int64_t blocks = 0, seqs = 0;
-  for (int b = 0; b < batch; ++b) {
-    const int n = decode_num_blocks(seqlens[b]);
-    blocks += n;
-    seqs += n > 0;
-  }
-  tune.seq_cost = decode_plan_seq_cost(blocks, seqs, num_parts, tune);
-  int64_t total = 0;
-  for (int b = 0; b < batch; ++b) {
-    const int n = decode_num_blocks(seqlens[b]);
-    total += n > 0 ? n + tune.seq_cost : 0;
-    split_offsets[b] = 0;  // used as a per-sequence split counter below
-  }
+  const DecodeStepSize step = decode_step_size(seqlens, batch);
+  tune.seq_cost = decode_plan_seq_cost(step.blocks, step.seqs, num_parts, tune);
+  const int64_t total = step.blocks + tune.seq_cost * step.seqs;
+  for (int b = 0; b < batch; ++b) split_offsets[b] = 0;  // used as a per-sequence split counter below
   const int64_t per_part = decode_plan_per_part(total, batch, num_parts, tune, split_price);
   const int sp = split_price;
   const int64_t plain = decode_plan_walk(seqlens, batch, num_parts, tune, sp, total, per_part, false, nullptr,

@@ -141,8 +141,10 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   if (t < 2) worst[t] = 0;
 
   // 1. The step's seq_cost (decode_plan_seq_cost: pages and non-empty sequences summed in one scan, the count in
-  // bits 40 and up), then the costs and their inclusive prefix.
+  // bits 40 and up), then the costs' inclusive prefix, which follows from the same scan: every non-empty sequence
+  // costs its pages + seq_cost (the total likewise, DecodeStepSize).
   constexpr int kSeqShift = 40;  // pages < 2^40 (kMaxParallelBatch sequences of < 2^31 tokens), sequences < 2^23
+  constexpr int64_t kPagesMask = (int64_t{1} << kSeqShift) - 1;
   int64_t pages_seqs = 0;
   for (int b = lo; b < hi; ++b) {
     const int n = decode_num_blocks(seqlens[b]);
@@ -151,12 +153,10 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
     pages_seqs += n + (n > 0 ? int64_t{1} << kSeqShift : 0);
   }
   int64_t step = 0;
-  (void)block_exclusive_scan(pages_seqs, tmp, &step);
-  tune.seq_cost = decode_plan_seq_cost(step & ((int64_t{1} << kSeqShift) - 1), step >> kSeqShift, num_parts, tune);
-  int64_t local = 0;
-  for (int b = lo; b < hi; ++b) local += nblk[b] > 0 ? nblk[b] + tune.seq_cost : 0;
-  int64_t total = 0;
-  int64_t run = block_exclusive_scan(local, tmp, &total);  // its barriers also publish worst[]
+  const int64_t before = block_exclusive_scan(pages_seqs, tmp, &step);  // its barriers also publish worst[]
+  tune.seq_cost = decode_plan_seq_cost(step & kPagesMask, step >> kSeqShift, num_parts, tune);
+  const int64_t total = (step & kPagesMask) + tune.seq_cost * (step >> kSeqShift);
+  int64_t run = (before & kPagesMask) + tune.seq_cost * (before >> kSeqShift);
   for (int b = lo; b < hi; ++b) {
     run += nblk[b] > 0 ? nblk[b] + tune.seq_cost : 0;
     incl[b] = run;
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_parallel_kernel(const int32
   __syncthreads();
 
   // 5. Counts -> exclusive offsets.
-  local = 0;
+  int64_t local = 0;
   for (int b = lo; b < hi; ++b) local += count[b];
   int64_t splits = 0;
   run = block_exclusive_scan(local, tmp, &splits);

@@ -120,8 +120,8 @@ using QLoader = n16::QLoader<kSlabs, 64, kQSlabBytes, kQSlots>;
 
 // S^T (64 keys x 16 rows) = K . Q^T over the nine slabs of a stage and of a Q tile: +32 bytes per k16 step inside a
 // 128-byte swizzled row, 4 steps per slab, each slab group's steps issued once its full barrier (group_bar0 + 8 grp,
-// `parity`) completed, so S runs on the first groups while the page's last ones land. One wgmma group; the caller
-// waits for it. The base addresses go through a
+// `parity`) completed -- group 0's waited for by the caller --, so S runs on the first groups while the page's last
+// ones land. One wgmma group; the caller waits for it. The base addresses go through a
 // shuffle from lane 0 so that ptxas keeps the descriptors in uniform registers (decode_fp8/mainloop_h16.cuh). One
 // accumulator chain: two or four independent chains (summed after the wait) timed the same on rows 1-9 (session 22
 // call 2, within +-0.3 us), so the 36 dependent wgmmas are not the stage's hold.
@@ -138,7 +138,7 @@ __device__ __forceinline__ void issue_scores_t(float (&s)[8], uint32_t s_k, uint
   uint64_t db = make_smem_desc(s_q, 16, 1024);
 #pragma unroll
   for (int slab = 0; slab < kSlabs; ++slab) {
-    if (slab % kN16WsGroupSlabs == 0) {
+    if (slab % kN16WsGroupSlabs == 0 && slab > 0) {  // group 0: the caller waited for it (its timeline sum)
       // A warp-uniform wait (mbar_wait_warp), then the register fence the wgmma chain needs across the spin loop.
       mbar_wait_warp(group_bar0 + 8 * (slab / kN16WsGroupSlabs), parity);
       wgmma_fence();
@@ -248,7 +248,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     if (seq_start) mbar_wait(bars.q_full(seq % kQSlots), phase_of(seq, kQSlots));
     seq_start = seg_end;
     const unsigned long long t0 = tl.now();
-    mbar_wait(bars.full(stage, 0), phase_of(j, kStages));  // (issue_scores_t waits for the other groups)
+    mbar_wait(bars.full(stage, 0), phase_of(j, kStages));  // group 0; issue_scores_t waits for the others
     tl.add(kTlScorerFull, t0);
     if (j == 0) tl.first(4);
     float s[8];
