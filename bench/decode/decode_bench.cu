@@ -6,7 +6,7 @@
 //
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
 //                [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm none|same|other|FORMAT]
-//                [--flush memset|read|memset0|fill]  (mlaserve bench decode ...)
+//                [--flush memset|read|memset0|fill] [--pad KIB] [--cache-offset KIB] [--addresses]  (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
 // data and graph, interleaved on / off / on / off, printed as two extra columns per variant.
@@ -33,6 +33,10 @@
 // the anchors, it says what a change does apart from that write-back. --flush memset0 / fill (experiment): the memset
 // always writing zeros, or a kernel storing 256 MB of zeros as torch's zero_() does; both time the memory-bound rows
 // as the default memset does, the fill kernel reads five long h_q 128 rows 0.9-1.7 % slower (session 18).
+// --pad KIB / --cache-offset KIB (experiments): the row's buffers placed elsewhere -- after a KIB allocation held for
+// the row, or the cache view KIB into a larger allocation -- to tell what placement alone moves from what a change
+// does (session 34: two binaries of the same decode SASS timed one row 1.5 us apart, every pass); --addresses prints
+// each row's buffer addresses (stderr).
 // The rows are burst numbers: --reps 30 is at most ~20 ms of load, though the busy rows already run power-capped
 // (h_q 128 at 1625-1760 MHz, session 20's clock probe); hundreds of reps in a row bring the clock further down and
 // the long h_q 128 rows up to 15 % slower (docs/mla_decode.md).
@@ -194,6 +198,11 @@ struct Options {
   // changing per call; read: a 256 MB read (L2 left clean); memset0: the same memset always writing zeros; fill: an
   // elementwise kernel storing 16-byte zeros (what torch's zero_() runs, the flush of triton's do_bench).
   enum Flush { kMemset, kRead, kMemset0, kFill } flush = kMemset;
+  // --pad KIB / --cache-offset KIB (experiments): where the row's buffers land. pad: a KIB allocation made before them
+  // (held for the row); cache-offset: the cache view starts KIB into its allocation. What placement alone moves.
+  int pad_kib = 0;
+  int cache_offset_kib = 0;
+  bool addresses = false;  // --addresses: each row's buffer addresses on stderr (with --pad: placement experiments)
 };
 
 // An option's integer value in [lo, hi], or an error naming the option and the range.
@@ -269,6 +278,12 @@ Status parse(int argc, char** argv, Options* o) {
       else if (v == "memset0") o->flush = Options::kMemset0;
       else if (v == "fill") o->flush = Options::kFill;
       else return Status::invalid(kOp, "--flush wants memset, read, memset0 or fill; got '" + v + "'");
+    } else if (a == "--addresses") {
+      o->addresses = true;
+    } else if (a == "--pad" && has_val) {
+      MLA_TRY(parse_int_arg(a, argv[++i], 0, 1 << 22, &o->pad_kib));
+    } else if (a == "--cache-offset" && has_val) {
+      MLA_TRY(parse_int_arg(a, argv[++i], 0, 1 << 16, &o->cache_offset_kib));
     } else if (a == "--hints" && has_val) {
       const std::string v = argv[++i];
       if (v == "on") o->hints = Options::kOn;
@@ -279,7 +294,8 @@ Status parse(int argc, char** argv, Options* o) {
       return Status::invalid(kOp,
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
                              "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] "
-                             "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill]; got '" + a + "'");
+                             "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill] [--pad KIB] "
+                             "[--cache-offset KIB] [--addresses]; got '" + a + "'");
     }
   }
   // --shape replaces the grid, so --rows would select nothing it runs: refuse rather than ignore it.
@@ -617,10 +633,13 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   DevMem<uint16_t> q, cache, out;
   DevMem<int32_t> bt, sl, parts, off, counters;
   DevMem<float> lse;
-  DevMem<uint8_t> ws;
+  DevMem<uint8_t> ws, pad;
+  if (o.pad_kib > 0) MLA_TRY(pad.alloc(size_t(o.pad_kib) << 10, kOp));
   const size_t cache_elems = size_t(num_pages) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: room for any format
+  const size_t cache_skip = size_t(o.cache_offset_kib) << 9;                              // elements of 2 bytes
   MLA_TRY(q.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK, kOp));
-  MLA_TRY(cache.alloc(cache_elems, kOp));
+  MLA_TRY(cache.alloc(cache_elems + cache_skip, kOp));
+  uint16_t* const cache_p = cache.p + cache_skip;
   MLA_TRY(out.alloc(size_t(r.batch) * r.s_q * r.h_q * mla::kDimV, kOp));
   MLA_TRY(lse.alloc(size_t(r.batch) * r.h_q * r.s_q, kOp));
   MLA_TRY(bt.alloc(num_pages, kOp));
@@ -631,10 +650,10 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_TRY(ws.alloc(mla::decode_workspace_bytes(g), kOp));
   fill_normal<<<1024, 256, 0, s>>>(q.p, size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK, 0x1234u + r.h_q, fill_kind);
   if (fp8ds) {
-    fill_fp8ds<<<4096, 256, 0, s>>>(reinterpret_cast<uint8_t*>(cache.p), size_t(num_pages) * mla::kDecodePageSize,
+    fill_fp8ds<<<4096, 256, 0, s>>>(reinterpret_cast<uint8_t*>(cache_p), size_t(num_pages) * mla::kDecodePageSize,
                                     0xBEEFu + r.batch);
   } else {
-    fill_normal<<<4096, 256, 0, s>>>(cache.p, cache_elems, 0xBEEFu + r.batch, fill_kind);
+    fill_normal<<<4096, 256, 0, s>>>(cache_p, cache_elems, 0xBEEFu + r.batch, fill_kind);
   }
   MLA_CUDA_TRY_LAUNCH(kOp);
   std::vector<int32_t> perm(num_pages);
@@ -645,7 +664,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
 
   mla::MlaDecodeParams p;
   p.q = mla::TensorView::contiguous(q.p, q_dt, {r.batch, r.s_q, r.h_q, mla::kDimQK});
-  p.kv_cache = mla::TensorView::contiguous(cache.p, dt, {num_pages, mla::kDecodePageSize, mla::kv_token_elems(o.format)});
+  p.kv_cache = mla::TensorView::contiguous(cache_p, dt, {num_pages, mla::kDecodePageSize, mla::kv_token_elems(o.format)});
   p.block_table = mla::TensorView::contiguous(bt.p, mla::DType::kInt32, {r.batch, pages_per_seq});
   p.seqlens = mla::TensorView::contiguous(sl.p, mla::DType::kInt32, {r.batch});
   p.out = mla::TensorView::contiguous(out.p, out_dt, {r.batch, r.s_q, r.h_q, mla::kDimV});
@@ -699,6 +718,12 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
     if (!fused_merge_forced() && !mla::decode_plan_wants_fused_merge(g, host_off.data())) plan.merge_counters = nullptr;
   }
   if (o.hints == Options::kOff) MLA_TRY(clear_hints());
+  if (o.addresses)
+    std::fprintf(stderr, "# addresses h%d b%d s%d: flush %p q %p cache %p out %p lse %p table %p parts %p ws %p counters %p "
+                 "fused %d\n", r.h_q, r.batch, r.seqlen, flush, static_cast<void*>(q.p), static_cast<void*>(cache_p),
+                 static_cast<void*>(out.p), static_cast<void*>(lse.p), static_cast<void*>(bt.p),
+                 static_cast<void*>(parts.p), static_cast<void*>(ws.p), static_cast<void*>(counters.p),
+                 plan.merge_counters != nullptr);
   MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));  // warm-up, attributes
   MLA_CUDA_TRY(kOp, cudaStreamSynchronize(s));
   cudaGraphExec_t decode_exec, plan_exec;
