@@ -6,7 +6,8 @@
 //
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
 //                [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm none|same|other|FORMAT]
-//                [--flush memset|read|memset0|fill] [--pad KIB] [--cache-offset KIB] [--addresses]  (mlaserve bench decode ...)
+//                [--flush memset|read|memset0|fill] [--pad KIB] [--cache-offset KIB] [--churn MIB] [--addresses]
+//                (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
 // data and graph, interleaved on / off / on / off, printed as two extra columns per variant.
@@ -33,8 +34,9 @@
 // the anchors, it says what a change does apart from that write-back. --flush memset0 / fill (experiment): the memset
 // always writing zeros, or a kernel storing 256 MB of zeros as torch's zero_() does; both time the memory-bound rows
 // as the default memset does, the fill kernel reads five long h_q 128 rows 0.9-1.7 % slower (session 18).
-// --pad KIB / --cache-offset KIB (experiments): the row's buffers placed elsewhere -- after a KIB allocation held for
-// the row, or the cache view KIB into a larger allocation -- to tell what placement alone moves from what a change
+// --pad KIB / --cache-offset KIB / --churn MIB (experiments): the row's buffers placed elsewhere -- after a KIB
+// allocation held for the row, the cache view KIB into a larger allocation, or into the addresses of a MIB allocation
+// freed just before (as after a big row) -- to tell what placement alone moves from what a change
 // does (session 34: two binaries of the same decode SASS timed one row 1.5 us apart, every pass); --addresses prints
 // each row's buffer addresses (stderr).
 // The rows are burst numbers: --reps 30 is at most ~20 ms of load, though the busy rows already run power-capped
@@ -202,6 +204,7 @@ struct Options {
   // (held for the row); cache-offset: the cache view starts KIB into its allocation. What placement alone moves.
   int pad_kib = 0;
   int cache_offset_kib = 0;
+  int churn_mib = 0;  // --churn MIB: a MIB allocation made and freed before each row's buffers (a big earlier row)
   bool addresses = false;  // --addresses: each row's buffer addresses on stderr (with --pad: placement experiments)
 };
 
@@ -280,6 +283,8 @@ Status parse(int argc, char** argv, Options* o) {
       else return Status::invalid(kOp, "--flush wants memset, read, memset0 or fill; got '" + v + "'");
     } else if (a == "--addresses") {
       o->addresses = true;
+    } else if (a == "--churn" && has_val) {
+      MLA_TRY(parse_int_arg(a, argv[++i], 0, 1 << 17, &o->churn_mib));
     } else if (a == "--pad" && has_val) {
       MLA_TRY(parse_int_arg(a, argv[++i], 0, 1 << 22, &o->pad_kib));
     } else if (a == "--cache-offset" && has_val) {
@@ -295,7 +300,7 @@ Status parse(int argc, char** argv, Options* o) {
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
                              "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] "
                              "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill] [--pad KIB] "
-                             "[--cache-offset KIB] [--addresses]; got '" + a + "'");
+                             "[--cache-offset KIB] [--churn MIB] [--addresses]; got '" + a + "'");
     }
   }
   // --shape replaces the grid, so --rows would select nothing it runs: refuse rather than ignore it.
@@ -634,6 +639,10 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   DevMem<int32_t> bt, sl, parts, off, counters;
   DevMem<float> lse;
   DevMem<uint8_t> ws, pad;
+  if (o.churn_mib > 0) {
+    DevMem<uint8_t> churn;
+    MLA_TRY(churn.alloc(size_t(o.churn_mib) << 20, kOp));
+  }
   if (o.pad_kib > 0) MLA_TRY(pad.alloc(size_t(o.pad_kib) << 10, kOp));
   const size_t cache_elems = size_t(num_pages) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: room for any format
   const size_t cache_skip = size_t(o.cache_offset_kib) << 9;                              // elements of 2 bytes
