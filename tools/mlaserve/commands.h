@@ -13,6 +13,7 @@ namespace mla::cli {
 void add_generate(CLI::App& root, std::function<int()>* run);
 void add_bench_throughput(CLI::App& bench, std::function<int()>* run);
 void add_bench_decode(CLI::App& bench, std::function<int()>* run);
+void add_plan_decode(CLI::App& plan, std::function<int()>* run);
 
 // Prints a failed Status as one line on stderr; the exit code for it.
 inline int report(const Status& s) {

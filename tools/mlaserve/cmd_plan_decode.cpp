@@ -1,0 +1,181 @@
+// mlaserve plan decode: the split-KV plan of one decode step, computed on the host (ref::plan_decode, the schedule
+// the GPU plan kernel reproduces exactly) and summarized -- which head tiles, how many CTA columns, how the pages fall
+// on them. A CPU tool: it answers "what will the kernel be asked to do" without a GPU.
+//   mlaserve plan decode --h-q 128 --seqlens 8192x32 [--s-q 1] [--num-sms 132] [--tune 4,4,1,2] [--parts]
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "mla/core/tensor.h"
+#include "mla/ops/plan_decode.h"
+#include "mla/ops/plan_decode_schedule.h"
+
+namespace mla::cli {
+
+namespace {
+constexpr const char* kOp = "plan decode";
+
+struct PlanArgs {
+  int h_q = 128;
+  int s_q = 1;
+  int num_sms = 132;  // H200 / H100 SXM
+  std::string seqlens;
+  std::string tune;
+  bool parts = false;
+};
+
+// "512x32,4096,0x2" -> 32 x 512, 4096, 2 x 0. A count of 0 or a negative length is an error naming the item.
+Status parse_seqlens(const std::string& spec, std::vector<int32_t>* out) {
+  out->clear();
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    const size_t end = std::min(spec.find(',', pos), spec.size());
+    const std::string item = spec.substr(pos, end - pos);
+    const size_t x = item.find('x');
+    long len = -1, count = 1;
+    char* e1 = nullptr;
+    char* e2 = nullptr;
+    const std::string len_s = item.substr(0, x);
+    len = std::strtol(len_s.c_str(), &e1, 10);
+    bool ok = !len_s.empty() && *e1 == '\0' && len >= 0 && len < (1L << 31);
+    if (ok && x != std::string::npos) {
+      const std::string count_s = item.substr(x + 1);
+      count = std::strtol(count_s.c_str(), &e2, 10);
+      ok = !count_s.empty() && *e2 == '\0' && count >= 1 && count <= (1L << 20);
+    }
+    if (!ok)
+      return Status::invalid(kOp, "--seqlens wants LEN[xCOUNT] items separated by commas (LEN >= 0, COUNT >= 1); got '" +
+                                      item + "' in '" + spec + "'");
+    out->insert(out->end(), static_cast<size_t>(count), static_cast<int32_t>(len));
+    pos = end + 1;
+  }
+  return Status::ok();
+}
+
+Status parse_tune(const std::string& spec, DecodePlanTuning* t) {
+  if (spec.empty()) return Status::ok();
+  int v[4] = {t->seq_cost, t->split_cost, t->min_part_cost, t->short_step_pages};
+  int n = 0;
+  size_t pos = 0;
+  while (pos <= spec.size() && n < 5) {
+    const size_t end = std::min(spec.find(',', pos), spec.size());
+    const std::string item = spec.substr(pos, end - pos);
+    char* e = nullptr;
+    const long x = std::strtol(item.c_str(), &e, 10);
+    if (item.empty() || *e != '\0' || x < 0 || x > 1024 || n == 4)
+      return Status::invalid(kOp, "--tune wants SEQ_COST,SPLIT_COST,MIN_PART_COST[,SHORT_STEP_PAGES] (integers 0..1024); "
+                                  "got '" + spec + "'");
+    v[n++] = static_cast<int>(x);
+    pos = end + 1;
+  }
+  if (n < 3) return Status::invalid(kOp, "--tune wants at least SEQ_COST,SPLIT_COST,MIN_PART_COST; got '" + spec + "'");
+  t->seq_cost = v[0];
+  t->split_cost = v[1];
+  t->min_part_cost = v[2];
+  t->short_step_pages = v[3];
+  return Status::ok();
+}
+
+// "3x16 2x15": count x value, ascending by value.
+std::string histogram(const std::vector<int64_t>& xs) {
+  std::map<int64_t, int> h;
+  for (int64_t x : xs) ++h[x];
+  std::string s;
+  for (const auto& [value, count] : h) s += (s.empty() ? "" : " ") + std::to_string(count) + "x" + std::to_string(value);
+  return s;
+}
+
+Status run_plan(const PlanArgs& a) {
+  std::vector<int32_t> lens;
+  MLA_TRY(parse_seqlens(a.seqlens, &lens));
+  DecodePlanTuning tune;
+  MLA_TRY(parse_tune(a.tune, &tune));
+  const int batch = static_cast<int>(lens.size());
+  DecodePlanGeometry g;
+  MLA_TRY(decode_plan_geometry(batch, a.s_q, a.h_q, a.num_sms, &g, lens.data()));
+  std::vector<int32_t> parts(static_cast<size_t>(g.num_parts) * kPlanPartInts), offsets(batch + 1);
+  const TensorView seqlens = TensorView::contiguous(lens.data(), DType::kInt32, {batch});
+  MLA_TRY(ref::plan_decode(seqlens, g, DecodePlanView{parts.data(), offsets.data(), g.num_parts}, tune));
+
+  const DecodeStepSize step = decode_step_size(lens.data(), batch);
+  DecodePlanTuning charged = tune;
+  charged.split_cost += g.split_price;
+  const int seq_cost = decode_plan_seq_cost(step.blocks, step.seqs, g.num_parts, charged);
+  std::printf("step: batch %d (%lld with keys), s_q %d, h_q %d, %lld KV pages of %d tokens\n", batch,
+              static_cast<long long>(step.seqs), a.s_q, a.h_q, static_cast<long long>(step.blocks), kDecodePageSize);
+  // A step of fewer query rows than a tile holds runs one short tile (h_q 16 / 32 at s_q 1: 16 / 32 rows).
+  const int rows = std::min(g.tile_rows, a.s_q * a.h_q);
+  std::printf("geometry: %d head tile(s) of %d query rows%s, %d CTA columns each (grid %d x %d on %d SMs), split "
+              "price %d\n",
+              g.num_head_tiles, rows, g.tile_rows == kDecodeNarrowTileRows ? " (narrow)" : "", g.num_parts,
+              g.num_parts, g.num_head_tiles, a.num_sms, g.split_price);
+  std::printf("tuning: seq_cost %d (charged %d on this step), split_cost %d, min_part_cost %d, short_step_pages %d\n",
+              tune.seq_cost, seq_cost, tune.split_cost, tune.min_part_cost, tune.short_step_pages);
+
+  std::vector<int64_t> pages_per_part, segments_per_part;
+  int idle = 0;
+  for (int p = 0; p < g.num_parts; ++p) {
+    const int32_t* r = &parts[static_cast<size_t>(p) * kPlanPartInts];
+    int64_t pages = 0, segments = 0;
+    for (int b = r[kPartBeginBatch]; b <= r[kPartEndBatch] && b < batch; ++b) {
+      const int lo = b == r[kPartBeginBatch] ? r[kPartBeginBlock] : 0;
+      const int hi = b == r[kPartEndBatch] ? r[kPartEndBlock] : decode_num_blocks(lens[b]);
+      if (lo < hi) {
+        pages += hi - lo;
+        ++segments;
+      }
+    }
+    pages_per_part.push_back(pages);
+    segments_per_part.push_back(segments);
+    idle += pages == 0;
+    if (a.parts)
+      std::printf("  part %3d: (sequence %d, page %d) up to (sequence %d, page %d): %lld page(s), %lld segment(s), "
+                  "first split %d\n",
+                  p, r[kPartBeginBatch], r[kPartBeginBlock], r[kPartEndBatch], r[kPartEndBlock],
+                  static_cast<long long>(pages), static_cast<long long>(segments), r[kPartFirstSplit]);
+  }
+  int split_seqs = 0, max_pieces = 0;
+  for (int b = 0; b < batch; ++b) {
+    const int pieces = offsets[b + 1] - offsets[b];
+    split_seqs += pieces > 1;
+    max_pieces = std::max(max_pieces, pieces);
+  }
+  const int64_t longest = *std::max_element(pages_per_part.begin(), pages_per_part.end());
+  std::printf("parts: pages per part %s; segments per part %s; %d of %d columns idle\n",
+              histogram(pages_per_part).c_str(), histogram(segments_per_part).c_str(), idle, g.num_parts);
+  std::printf("balance: longest part %lld page(s), ideal %.2f (pages / columns)\n", static_cast<long long>(longest),
+              static_cast<double>(step.blocks) / g.num_parts);
+  std::printf("splits: %d sequence(s) cut, into at most %d pieces; %d partial slot(s) of %d; merge: %s\n", split_seqs,
+              max_pieces, offsets[batch], g.max_splits,
+              split_seqs == 0 ? "none needed"
+              : decode_plan_wants_fused_merge(g, offsets.data()) ? "fused into the decode kernel"
+                                                                 : "the combine grid");
+  return Status::ok();
+}
+}  // namespace
+
+void add_plan_decode(CLI::App& plan, std::function<int()>* run) {
+  CLI::App* app = plan.add_subcommand("decode", "the split-KV plan of one decode step, computed on the host (no GPU)");
+  auto a = std::make_shared<PlanArgs>();
+  app->add_option("--seqlens", a->seqlens, "sequence lengths in tokens: LEN[xCOUNT],... e.g. 8192x32 or 512,4096x3")
+      ->required();
+  app->add_option("--h-q", a->h_q, "query heads (16, 32, 64 or 128)")->capture_default_str();
+  app->add_option("--s-q", a->s_q, "query tokens per sequence (1-4; > 1: causal MTP / speculative decode)")
+      ->capture_default_str();
+  app->add_option("--num-sms", a->num_sms, "the GPU's multiprocessors (132 on H100 SXM / H200)")->capture_default_str();
+  app->add_option("--tune", a->tune, "DecodePlanTuning as SEQ_COST,SPLIT_COST,MIN_PART_COST[,SHORT_STEP_PAGES] "
+                                     "(default 4,4,1,2: the engine's)");
+  app->add_flag("--parts", a->parts, "print every part's record");
+  app->callback([a, run] {
+    *run = [a]() -> int {
+      const Status s = run_plan(*a);
+      return s.is_ok() ? 0 : report(s);
+    };
+  });
+}
+
+}  // namespace mla::cli
