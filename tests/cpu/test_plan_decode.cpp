@@ -241,6 +241,18 @@ TEST(PlanDecode, GeometrySplitPriceFollowsTheTileRows) {
 
 // Short steps (decode_plan_seq_cost): at most short_step_pages pages per CTA column, rounded up, and sequences of at least
 // kDecodeShortStepSpan columns' pages on average charge no seq_cost, so their cuts use the idle columns.
+// What decode_plan_seq_cost and the plans' total cost are computed from: pages of 64 tokens (a partial page counts),
+// and only the sequences with keys.
+TEST(PlanDecode, StepSize) {
+  const std::vector<int32_t> lens = {0, 1, 64, 65, 8192, 0};
+  const DecodeStepSize s = decode_step_size(lens.data(), static_cast<int>(lens.size()));
+  EXPECT_EQ(s.blocks, 0 + 1 + 1 + 2 + 128 + 0);
+  EXPECT_EQ(s.seqs, 4);
+  const DecodeStepSize none = decode_step_size(lens.data(), 1);
+  EXPECT_EQ(none.blocks, 0);
+  EXPECT_EQ(none.seqs, 0);
+}
+
 TEST(PlanDecode, ShortStepSeqCost) {
   DecodePlanTuning t;  // seq_cost 4, short_step_pages 2
   EXPECT_EQ(decode_plan_seq_cost(256, 32, 132, t), 0);   // h_q 16 b32 s512: 2 pages a column, 8 per sequence
