@@ -379,6 +379,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {32, 128, 1, false, std::vector<int>(32, 512), "all512", 1.f});
   add(cases, {1, 64, 1, false, {8192}, "len8192", 1.f});
   add(cases, {1, 128, 1, false, {3584}, "len3584", 1.f});
+  // Batch-1 rows of 11 / 16 / 17 one-page pieces: the direct combine grid's few-split path up to 16 (session 34).
+  for (int len : {700, 1000, 1030}) add(cases, {1, 16, 1, false, {len}, "len" + std::to_string(len), 1.f});
+  add(cases, {1, 128, 1, false, {700}, "len700", 1.f});
   // Saturation: |x / scale| far above 448 for most values (q and K codes at +-448; logits kept O(1), see add()).
   add(cases, {2, 16, 1, false, {4096, 1000}, "4096_1000", 1.f, 2000.f});
   add(cases, {2, 128, 1, false, {511, 64}, "511_64", 3.f, 1500.f, DataKind::kNormal, true, true});
