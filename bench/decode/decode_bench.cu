@@ -62,6 +62,7 @@
 
 #include "common/args.h"
 #include "common/dev_mem.h"
+#include "common/plan_tuning_arg.h"
 #include "common/timing.h"
 #include "mla/core/cuda_check.h"
 #include "mla/ops/decode_timeline.h"
@@ -200,12 +201,13 @@ struct Options {
   // changing per call; read: a 256 MB read (L2 left clean); memset0: the same memset always writing zeros; fill: an
   // elementwise kernel storing 16-byte zeros (what torch's zero_() runs, the flush of triton's do_bench).
   enum Flush { kMemset, kRead, kMemset0, kFill } flush = kMemset;
-  // --pad KIB / --cache-offset KIB (experiments): where the row's buffers land. pad: a KIB allocation made before them
-  // (held for the row); cache-offset: the cache view starts KIB into its allocation. What placement alone moves.
+  // Placement experiments (the file's header): --pad KIB (an allocation held before the row's buffers),
+  // --cache-offset KIB (the cache view that far into its allocation), --churn MIB (an allocation made and freed before
+  // them), --addresses (each row's buffer addresses on stderr).
   int pad_kib = 0;
   int cache_offset_kib = 0;
-  int churn_mib = 0;  // --churn MIB: a MIB allocation made and freed before each row's buffers (a big earlier row)
-  bool addresses = false;  // --addresses: each row's buffer addresses on stderr (with --pad: placement experiments)
+  int churn_mib = 0;
+  bool addresses = false;
 };
 
 // An option's integer value in [lo, hi], or an error naming the option and the range.
@@ -247,16 +249,7 @@ Status parse(int argc, char** argv, Options* o) {
     } else if (a == "--price" && has_val) {
       MLA_TRY(parse_int_arg(a, argv[++i], 0, 64, &o->price));
     } else if (a == "--tune" && has_val) {
-      const std::string v = argv[++i];
-      const std::vector<int64_t> t = mla::bench::parse_int_list(v);
-      if ((t.size() != 3 && t.size() != 4) || t[0] < 0 || t[1] < 0 || t[2] < 1 || t[0] > 64 || t[1] > 64 ||
-          t[2] > 4096 || (t.size() == 4 && (t[3] < 0 || t[3] > 64)))
-        return Status::invalid(kOp, "--tune wants SEQ_COST,SPLIT_COST,MIN_PART_COST[,SHORT_STEP_PAGES] (0..64, 0..64, "
-                                               "1..4096, 0..64); got '" + v + "'");
-      o->tune.seq_cost = static_cast<int>(t[0]);
-      o->tune.split_cost = static_cast<int>(t[1]);
-      o->tune.min_part_cost = static_cast<int>(t[2]);
-      if (t.size() == 4) o->tune.short_step_pages = static_cast<int>(t[3]);
+      MLA_TRY(mla::bench::parse_plan_tuning(kOp, argv[++i], &o->tune));
     } else if (a == "--shape" && has_val) {
       const std::string v = argv[++i];
       const std::vector<int64_t> t = mla::bench::parse_int_list(v);

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "commands.h"
+#include "common/args.h"
+#include "common/plan_tuning_arg.h"
 #include "mla/core/tensor.h"
 #include "mla/ops/plan_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
@@ -33,52 +35,24 @@ struct PlanArgs {
 // "512x32,4096,0x2" -> 32 x 512, 4096, 2 x 0. A count of 0 or a negative length is an error naming the item.
 Status parse_seqlens(const std::string& spec, std::vector<int32_t>* out) {
   out->clear();
-  size_t pos = 0;
-  while (pos <= spec.size()) {
-    const size_t end = std::min(spec.find(',', pos), spec.size());
-    const std::string item = spec.substr(pos, end - pos);
+  for (const std::string& item : bench::split_commas(spec)) {
     const size_t x = item.find('x');
-    long len = -1, count = 1;
-    char* e1 = nullptr;
-    char* e2 = nullptr;
     const std::string len_s = item.substr(0, x);
-    len = std::strtol(len_s.c_str(), &e1, 10);
-    bool ok = !len_s.empty() && *e1 == '\0' && len >= 0 && len < (1L << 31);
+    char* end = nullptr;
+    const long len = std::strtol(len_s.c_str(), &end, 10);
+    long count = 1;
+    bool ok = !len_s.empty() && *end == '\0' && len >= 0 && len < (1L << 31);
     if (ok && x != std::string::npos) {
       const std::string count_s = item.substr(x + 1);
-      count = std::strtol(count_s.c_str(), &e2, 10);
-      ok = !count_s.empty() && *e2 == '\0' && count >= 1 && count <= (1L << 20);
+      count = std::strtol(count_s.c_str(), &end, 10);
+      ok = !count_s.empty() && *end == '\0' && count >= 1 && count <= (1L << 20);
     }
     if (!ok)
       return Status::invalid(kOp, "--seqlens wants LEN[xCOUNT] items separated by commas (LEN >= 0, COUNT >= 1); got '" +
                                       item + "' in '" + spec + "'");
     out->insert(out->end(), static_cast<size_t>(count), static_cast<int32_t>(len));
-    pos = end + 1;
   }
-  return Status::ok();
-}
-
-Status parse_tune(const std::string& spec, DecodePlanTuning* t) {
-  if (spec.empty()) return Status::ok();
-  int v[4] = {t->seq_cost, t->split_cost, t->min_part_cost, t->short_step_pages};
-  int n = 0;
-  size_t pos = 0;
-  while (pos <= spec.size() && n < 5) {
-    const size_t end = std::min(spec.find(',', pos), spec.size());
-    const std::string item = spec.substr(pos, end - pos);
-    char* e = nullptr;
-    const long x = std::strtol(item.c_str(), &e, 10);
-    if (item.empty() || *e != '\0' || x < 0 || x > 1024 || n == 4)
-      return Status::invalid(kOp, "--tune wants SEQ_COST,SPLIT_COST,MIN_PART_COST[,SHORT_STEP_PAGES] (integers 0..1024); "
-                                  "got '" + spec + "'");
-    v[n++] = static_cast<int>(x);
-    pos = end + 1;
-  }
-  if (n < 3) return Status::invalid(kOp, "--tune wants at least SEQ_COST,SPLIT_COST,MIN_PART_COST; got '" + spec + "'");
-  t->seq_cost = v[0];
-  t->split_cost = v[1];
-  t->min_part_cost = v[2];
-  t->short_step_pages = v[3];
+  if (out->empty()) return Status::invalid(kOp, "--seqlens names no sequence; got '" + spec + "'");
   return Status::ok();
 }
 
@@ -95,7 +69,7 @@ Status run_plan(const PlanArgs& a) {
   std::vector<int32_t> lens;
   MLA_TRY(parse_seqlens(a.seqlens, &lens));
   DecodePlanTuning tune;
-  MLA_TRY(parse_tune(a.tune, &tune));
+  if (!a.tune.empty()) MLA_TRY(bench::parse_plan_tuning(kOp, a.tune, &tune));
   const int batch = static_cast<int>(lens.size());
   DecodePlanGeometry g;
   MLA_TRY(decode_plan_geometry(batch, a.s_q, a.h_q, a.num_sms, &g, lens.data()));
@@ -104,9 +78,7 @@ Status run_plan(const PlanArgs& a) {
   MLA_TRY(ref::plan_decode(seqlens, g, DecodePlanView{parts.data(), offsets.data(), g.num_parts}, tune));
 
   const DecodeStepSize step = decode_step_size(lens.data(), batch);
-  DecodePlanTuning charged = tune;
-  charged.split_cost += g.split_price;
-  const int seq_cost = decode_plan_seq_cost(step.blocks, step.seqs, g.num_parts, charged);
+  const int seq_cost = decode_plan_seq_cost(step.blocks, step.seqs, g.num_parts, tune);
   std::printf("step: batch %d (%lld with keys), s_q %d, h_q %d, %lld KV pages of %d tokens\n", batch,
               static_cast<long long>(step.seqs), a.s_q, a.h_q, static_cast<long long>(step.blocks), kDecodePageSize);
   // A step of fewer query rows than a tile holds runs one short tile (h_q 16 / 32 at s_q 1: 16 / 32 rows).
@@ -170,7 +142,7 @@ void add_plan_decode(CLI::App& plan, std::function<int()>* run) {
       ->capture_default_str();
   app->add_option("--num-sms", a->num_sms, "the GPU's multiprocessors (132 on H100 SXM / H200)")->capture_default_str();
   app->add_option("--tune", a->tune, "DecodePlanTuning as SEQ_COST,SPLIT_COST,MIN_PART_COST[,SHORT_STEP_PAGES] "
-                                     "(default 4,4,1,2: the engine's)");
+                                     "(bench_decode's --tune; default 4,4,1,2: the engine's)");
   app->add_flag("--parts", a->parts, "print every part's record");
   app->callback([a, run] {
     *run = [a]() -> int {
