@@ -32,6 +32,11 @@ constexpr int kMaxChunks = 8;  // column chunks per row: 512 / 8 = 64 columns = 
 // Up to this many splits a row is merged by one group of threads over all of them (combine_few_group /
 // combine_few_online); more go through combine_many's column chunks.
 constexpr int kFewSplits = 8;
+// On its smallest grids (8 column chunks: rows x batch <= 33) the one-CTA-per-item grid (combine_direct_kernel)
+// merges rows of up to this many splits in one group of the CTA's threads (combine_few_group, two load batches of 8
+// for 9-16; ptxas: 64 registers, no spills). Batch-1 h_q 16 steps of 10-16 one-page pieces (s640-s1024) through
+// combine_many's 8 column chunks were 1.0-1.7 us slower (bench/decode/NOTES.md, sessions 34-35).
+constexpr int kDirectFewSplits = 16;
 static_assert(kCombineThreads / 8 % 8 == 0, "few-split groups (<= 8 a CTA) step pairs by whole 16-column groups");
 static_assert(2 * kCombineThreads == kDimV, "combine_few_group: one float2 per thread and split for GROUPS 1");
 
@@ -148,12 +153,13 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
 // one-row-per-CTA grid serves (h16 b1 / b32, h128 b1; fp8 and bf16). Only that grid calls this (GROUPS 1); the
 // list kernel merges its few-split rows with combine_few_online (the same early loads there, with w[] live
 // beside them, spilled 148 bytes at GROUPS 8).
-template <class Traits, class PT, int GROUPS>
+// MAX_N: the most splits a row it merges may have (w[] holds their weights).
+template <class Traits, class PT, int GROUPS, int MAX_N>
 __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, int b, int row, int first, int n,
                                                   int t) {
   constexpr int G = kCombineThreads / GROUPS, J = GROUPS;
-  constexpr int KB = 16 / J < kFewSplits ? 16 / J : kFewSplits;
-  static_assert(kFewSplits % KB == 0, "whole load batches");
+  constexpr int KB = 16 / J < kFewSplits ? 16 / J : kFewSplits;  // 8 splits a load batch: rows of <= 8 as before
+  static_assert(MAX_N % KB == 0, "whole load batches");
   if (n == 0) {  // seqlen 0: no keys
     store_empty_row<Traits, J>(p, b, row, t);
     return;
@@ -166,16 +172,16 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
   for (int kk = 0; kk < KB; ++kk)
 #pragma unroll
     for (int j = 0; j < J; ++j) v0[kk][j] = PartialValue<PT>::ld2(src + min(kk, n - 1) * stride + 2 * G * j);
-  float w[kFewSplits];
+  float w[MAX_N];
 #pragma unroll
-  for (int k = 0; k < kFewSplits; ++k) w[k] = lse_k[static_cast<int64_t>(k < n ? k : n - 1) * p.rows];
+  for (int k = 0; k < MAX_N; ++k) w[k] = lse_k[static_cast<int64_t>(k < n ? k : n - 1) * p.rows];
   float mx = -INFINITY;
 #pragma unroll
-  for (int k = 0; k < kFewSplits; ++k) mx = fmaxf(mx, w[k]);
+  for (int k = 0; k < MAX_N; ++k) mx = fmaxf(mx, w[k]);
   const bool empty = mx == -INFINITY;  // no visible key in any split
   float sum = 0.f;
 #pragma unroll
-  for (int k = 0; k < kFewSplits; ++k) {
+  for (int k = 0; k < MAX_N; ++k) {
     w[k] = empty || k >= n ? 0.f : expf(w[k] - mx);
     sum += w[k];
   }
@@ -184,7 +190,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
 #pragma unroll
   for (int j = 0; j < J; ++j) acc[j] = make_float2(0.f, 0.f);
 #pragma unroll
-  for (int k0 = 0; k0 < kFewSplits; k0 += KB) {
+  for (int k0 = 0; k0 < MAX_N; k0 += KB) {
     if (k0 >= n) break;
     float2 v[KB][J];
 #pragma unroll
@@ -455,13 +461,16 @@ __global__ void __launch_bounds__(kCombineThreads, 4) combine_list_kernel(const 
 // s4096 / s8192 19.6 / 23.2 -> 17.2 / 20.7 us, h_q 16 b32 s512 16.4 -> 15.5).
 // The item (split_offsets: the plan's, complete before the decode kernel started) is read before the wait; a CTA
 // whose item needs no merge exits without waiting (but CTA 0: combine_cta_waits).
-template <class Traits, class PT>
+// FEW: the most splits a row may have to be merged by one thread group -- kDirectFewSplits on 8-chunk grids,
+// kFewSplits elsewhere. Two instances: with the 16-split path in the one kernel (10 KB more code), h_q 128 b1
+// s4096 / s8192 (4-chunk grids, > 16 splits, combine_many) ran 0.3-0.7 us slower (session 35, c1 / c2).
+template <class Traits, class PT, int FEW>
 __global__ void __launch_bounds__(kCombineThreads, 4)
     combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
   MLA_TIMELINE_COMBINE(p, 0);
   const CombineItem c = combine_item(p, blockIdx.x, chunks);
-  // One split: the decode kernel wrote the row; up to kFewSplits (or none: seqlen 0), chunk 0 does the whole row.
-  const bool merge = c.n != 1 && (c.n > kFewSplits || c.chunk == 0);
+  // One split: the decode kernel wrote the row; up to FEW (or none: seqlen 0), chunk 0 does the whole row.
+  const bool merge = c.n != 1 && (c.n > FEW || c.chunk == 0);
   if (combine_cta_waits(merge)) asm volatile("griddepcontrol.wait;\n" ::: "memory");
   MLA_TIMELINE_COMBINE(p, 1);  // (a CTA that did not wait: when it left)
   __shared__ CombineSmem sm;
@@ -469,12 +478,26 @@ __global__ void __launch_bounds__(kCombineThreads, 4)
     MLA_TIMELINE_COMBINE(p, 2);
     return;
   }
+  // Rows of <= 8 splits keep the w[8] form even in the FEW 16 instance: 16 lse loads (8 of them duplicates) on the
+  // latency-bound path cost h16 / h128 b1 s512 +0.2..+0.7 us (session 34, c9).
   if (c.n <= kFewSplits) {
-    combine_few_group<Traits, PT, 1>(p, c.b, c.row, c.first, c.n, threadIdx.x);
+    combine_few_group<Traits, PT, 1, kFewSplits>(p, c.b, c.row, c.first, c.n, threadIdx.x);
+  } else if (FEW > kFewSplits && c.n <= FEW) {
+    combine_few_group<Traits, PT, 1, FEW>(p, c.b, c.row, c.first, c.n, threadIdx.x);
   } else {
     combine_many<Traits, PT>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
   }
   MLA_TIMELINE_COMBINE(p, 2);
+}
+
+using CombineKernel = void (*)(DecodeKernelParams, int);
+
+// The grid's kernel: one CTA per item when the items fit in one wave (direct), else the list kernel.
+template <class Traits, class PT>
+CombineKernel combine_kernel(bool direct, int chunks) {
+  if (!direct) return combine_list_kernel<Traits, PT>;
+  return chunks == kMaxChunks ? combine_direct_kernel<Traits, PT, kDirectFewSplits>
+                              : combine_direct_kernel<Traits, PT, kFewSplits>;
 }
 
 }  // namespace
@@ -502,15 +525,13 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream, bool par
     // Only the fp8 64-row kernel writes bf16 partials, and fp8's output is bf16: no fp16-output instantiation.
     if constexpr (std::is_same_v<Traits, Bf16Traits>) {
       MLA_CUDA_TRY("mla_decode (combine)",
-                   direct ? cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits, __nv_bfloat16>, p, chunks)
-                          : cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits, __nv_bfloat16>, p, chunks));
+                   cudaLaunchKernelEx(&cfg, combine_kernel<Traits, __nv_bfloat16>(direct, chunks), p, chunks));
     } else {
       return Status::internal("mla_decode (combine)", "bf16 split partials are merged into bf16 output only");
     }
   } else {
     MLA_CUDA_TRY("mla_decode (combine)",
-                 direct ? cudaLaunchKernelEx(&cfg, combine_direct_kernel<Traits, float>, p, chunks)
-                        : cudaLaunchKernelEx(&cfg, combine_list_kernel<Traits, float>, p, chunks));
+                 cudaLaunchKernelEx(&cfg, combine_kernel<Traits, float>(direct, chunks), p, chunks));
   }
   MLA_CUDA_TRY_LAUNCH("mla_decode (combine)");
   return Status::ok();
