@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "mla/ops/decode_combine_grid.h"
 #include "mla/ops/plan_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
 
@@ -721,6 +722,40 @@ TEST(PlanDecode, FusedMergeRuleWantsLargeBatchesOfFewPieces) {
   };
   EXPECT_TRUE(decode_plan_wants_fused_merge(g, offsets(1).data()));   // 2 pieces
   EXPECT_FALSE(decode_plan_wants_fused_merge(g, offsets(2).data()));  // 3 pieces
+}
+
+// The combine grid the launcher picks from the shapes (query rows per sequence, batch): column chunks double while
+// rows x batch x chunks x 2 fits one wave of 528 CTAs; one CTA per item while the items fit that wave; the direct
+// grid's 8-chunk form (rows x batch <= 66) merges rows of up to 16 splits in one thread group, every other grid 8.
+TEST(PlanDecode, CombineGridFollowsTheShapes) {
+  struct Want {
+    int rows, batch, chunks;
+    int64_t items, ctas;
+    bool direct;
+    int few;
+  };
+  const Want wants[] = {
+      {16, 1, 8, 128, 128, true, 16},       // h_q 16 b1: every SM reads a share of a long row's partials
+      {32, 1, 8, 256, 256, true, 16},       // h_q 32 b1
+      {64, 1, 8, 512, 512, true, 16},       // h_q 64 b1, h_q 16 b4
+      {66, 1, 8, 528, 528, true, 16},       // 66 x 4 x 2 = 528: the last 8-chunk size
+      {67, 1, 4, 268, 268, true, 8},        // ... one row more: 4 chunks, the 8-split instance
+      {128, 1, 4, 512, 512, true, 8},       // h_q 128 b1
+      {16, 32, 1, 512, 512, true, 8},       // h_q 16 b32: one chunk, still one wave
+      {16, 33, 1, 528, 528, true, 8},       // exactly one wave
+      {16, 34, 1, 544, 528, false, 8},      // past it: the list kernel over one wave
+      {128, 32, 1, 4096, 528, false, 8},    // h_q 128 b32
+      {4 * 128, 128, 1, 65536, 528, false, 8},  // s_q 4 x h_q 128, b128
+  };
+  for (const Want& w : wants) {
+    const DecodeCombineGrid g = decode_combine_grid(w.rows, w.batch);
+    SCOPED_TRACE("rows " + std::to_string(w.rows) + " batch " + std::to_string(w.batch));
+    EXPECT_EQ(g.chunks, w.chunks);
+    EXPECT_EQ(g.items, w.items);
+    EXPECT_EQ(g.ctas, w.ctas);
+    EXPECT_EQ(g.direct, w.direct);
+    EXPECT_EQ(g.few_splits, w.few);
+  }
 }
 
 }  // namespace

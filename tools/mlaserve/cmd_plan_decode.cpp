@@ -15,6 +15,7 @@
 #include "common/args.h"
 #include "common/plan_tuning_arg.h"
 #include "mla/core/tensor.h"
+#include "mla/ops/decode_combine_grid.h"
 #include "mla/ops/plan_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
 
@@ -123,11 +124,20 @@ Status run_plan(const PlanArgs& a) {
               histogram(pages_per_part).c_str(), histogram(segments_per_part).c_str(), idle, g.num_parts);
   std::printf("balance: longest part %lld page(s), ideal %.2f (pages / columns)\n", static_cast<long long>(longest),
               static_cast<double>(step.blocks) / g.num_parts);
+  const bool fused = decode_plan_wants_fused_merge(g, offsets.data());
   std::printf("splits: %d sequence(s) cut, into at most %d pieces; %d partial slot(s) of %d; merge: %s\n", split_seqs,
               max_pieces, offsets[batch], g.max_splits,
-              split_seqs == 0 ? "none needed"
-              : decode_plan_wants_fused_merge(g, offsets.data()) ? "fused into the decode kernel"
-                                                                 : "the combine grid");
+              split_seqs == 0 ? "none needed" : fused ? "fused into the decode kernel" : "the combine grid");
+  // The combine grid is launched whatever the plan (its CTAs with nothing to merge leave at once); how it merges a
+  // split row depends on the row's pieces.
+  if (!fused) {
+    const DecodeCombineGrid c = decode_combine_grid(a.s_q * a.h_q, batch);
+    std::printf("combine: %s grid of %lld CTAs over %lld items (%d query rows x %d sequence(s) x %d column chunk(s)); "
+                "a row of 2-%d pieces merged by one thread group, more over the %d chunk(s)%s\n",
+                c.direct ? "direct (one CTA per item)" : "list (one wave)", static_cast<long long>(c.ctas),
+                static_cast<long long>(c.items), a.s_q * a.h_q, batch, c.chunks, c.few_splits, c.chunks,
+                max_pieces > c.few_splits ? " (this step has such rows)" : "");
+  }
   return Status::ok();
 }
 }  // namespace

@@ -1,12 +1,14 @@
 // Combine: merges the split partials of each (query row, sequence, column chunk) item. Sequences with one
 // split were written by the decode kernel and are skipped; sequences with no keys (seqlen 0, no splits)
 // get out = 0, lse = -inf; the rest merge their normalized partials weighted by exp(lse_k - lse_max). Up to
-// kFewSplits splits, chunk 0 merges the whole row (combine_few_group in the one-CTA-per-item grid,
-// combine_few_online in the list kernel); more splits (small batches, long sequences: up to one per part) are
+// kFewSplits splits (kDirectFewSplits on the direct grid's 8-chunk form), chunk 0 merges the whole row
+// (combine_few_group in the one-CTA-per-item grid, combine_few_online in the list kernel); more splits (small
+// batches, long sequences: up to one per part) are
 // merged by every chunk for its columns, its threads spread over columns and splits, so a batch-1 row reads its
 // ~100 partials from several SMs with many loads in flight.
 // Two grids (NOTES_plan.md P6-P8): one CTA per item while the items fit one wave (batch 1, small batches),
-// else one wave of CTAs that list the items needing a merge and merge several few-split rows at once.
+// else one wave of CTAs that list the items needing a merge and merge several few-split rows at once; which one,
+// and its column chunks, from the shapes alone (decode_combine_grid, mla/ops/decode_combine_grid.h).
 // The partials are in the accumulator-following column order of partials.h (each 16-column group holds its
 // pairs of logical columns permuted): every reader loads float2 / float4 of that order and writes each pair to
 // its logical column (partial_pair_col); the merge itself is per column and does not care.
@@ -15,6 +17,7 @@
 
 #include "mla/core/cuda_check.h"
 #include "mla/core/mla_shapes.h"
+#include "mla/ops/decode_combine_grid.h"
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/merge_store.cuh"
 #include "ops/cuda/sm90/decode/partials.h"
@@ -27,16 +30,17 @@ namespace mla::sm90::decode {
 namespace {
 
 constexpr int kCombineThreads = 256;
-constexpr int kMaxChunks = 8;  // column chunks per row: 512 / 8 = 64 columns = 16 float4 lanes x 16 split lanes
+// Column chunks per row (decode_combine_grid): at most kCombineMaxChunks, 512 / 8 = 64 columns = 16 float4 lanes x
+// 16 split lanes.
 
 // Up to this many splits a row is merged by one group of threads over all of them (combine_few_group /
 // combine_few_online); more go through combine_many's column chunks.
-constexpr int kFewSplits = 8;
-// On its smallest grids (8 column chunks: rows x batch <= 33) the one-CTA-per-item grid (combine_direct_kernel)
+constexpr int kFewSplits = kCombineFewSplits;
+// On its smallest grids (8 column chunks: rows x batch <= 66) the one-CTA-per-item grid (combine_direct_kernel)
 // merges rows of up to this many splits in one group of the CTA's threads (combine_few_group, two load batches of 8
 // for 9-16; ptxas: 64 registers, no spills). Batch-1 h_q 16 steps of 10-16 one-page pieces (s640-s1024) through
 // combine_many's 8 column chunks were 1.0-1.7 us slower (bench/decode/NOTES.md, sessions 34-35).
-constexpr int kDirectFewSplits = 16;
+constexpr int kDirectFewSplits = kCombineDirectFewSplits;
 static_assert(kCombineThreads / 8 % 8 == 0, "few-split groups (<= 8 a CTA) step pairs by whole 16-column groups");
 static_assert(2 * kCombineThreads == kDimV, "combine_few_group: one float2 per thread and split for GROUPS 1");
 
@@ -143,7 +147,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
 // merges item g of the batch, its thread t owning the float2 pairs t, t + G, ... of the partials (GROUPS of
 // them, consecutive threads on consecutive 8 bytes; each written to its logical columns, partial_pair_col: the
 // pairs 2 G j apart are whole 16-column groups apart, G >= 32).
-// Loads go out in batches of KB splits x GROUPS pairs (16 loads in flight per thread) with indices past n
+// Loads go out in batches of KB splits x GROUPS pairs (8 loads in flight per thread at GROUPS 1) with indices past n
 // repeating the last split at weight 0. GROUPS == 1 is the whole CTA on one row, the latency-bound batch-1
 // case; GROUPS == 8 (one warp per row) serves a CTA with many items to merge (h_q 128 · b32: ~8 rows of two
 // splits per CTA), whose rows then overlap instead of running one after the other.
@@ -351,11 +355,9 @@ __device__ __noinline__ void combine_few_list(FewArgs<PT> a, const int* list, co
   }
 }
 
-// At most one full wave of CTAs: 4 of 256 threads (64 registers each, __launch_bounds__) on each of the
-// H200's 132 SMs (the count only sizes the grid). A grid of one CTA per (row, sequence) cost ~11 us at
-// h_q 128 · b128 when every CTA had nothing to merge (16384 CTAs launched and retired, NOTES_plan.md P2);
+// The list kernel's grid is one full wave of CTAs (kCombineWaveCtas). A grid of one CTA per (row, sequence) cost
+// ~11 us at h_q 128 · b128 when every CTA had nothing to merge (16384 CTAs launched and retired, NOTES_plan.md P2);
 // this one checks up to 256 items per CTA and round with one round of parallel loads.
-constexpr int kCombineCtas = 132 * 4;
 
 #ifdef MLA_DECODE_TIMELINE
 // Diagnostics (decode_timeline.h; only with -DMLA_DECODE_TIMELINE): stamp k of this combine CTA, by thread 0
@@ -494,24 +496,20 @@ using CombineKernel = void (*)(DecodeKernelParams, int);
 
 // The grid's kernel: one CTA per item when the items fit in one wave (direct), else the list kernel.
 template <class Traits, class PT>
-CombineKernel combine_kernel(bool direct, int chunks) {
-  if (!direct) return combine_list_kernel<Traits, PT>;
-  return chunks == kMaxChunks ? combine_direct_kernel<Traits, PT, kDirectFewSplits>
-                              : combine_direct_kernel<Traits, PT, kFewSplits>;
+CombineKernel combine_kernel(const DecodeCombineGrid& g) {
+  static_assert(kCombineThreads == 256, "decode_combine_grid's wave: 4 CTAs of 256 threads per SM");
+  if (!g.direct) return combine_list_kernel<Traits, PT>;
+  return g.few_splits == kDirectFewSplits ? combine_direct_kernel<Traits, PT, kDirectFewSplits>
+                                          : combine_direct_kernel<Traits, PT, kFewSplits>;
 }
 
 }  // namespace
 
 template <class Traits>
 Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream, bool partials_bf16) {
+  const DecodeCombineGrid g = decode_combine_grid(p.rows, p.batch);
   cudaLaunchConfig_t cfg{};
-  // Column chunks: enough CTAs that a small batch's rows with many splits are read by most SMs (b1 h16:
-  // 16 rows x 8 chunks), one chunk once rows x batch alone fills the machine.
-  // (132: the H200's SM count; it only sizes this grid.)
-  int chunks = 1;
-  while (chunks < kMaxChunks && static_cast<int64_t>(p.rows) * p.batch * chunks * 2 <= 4 * 132) chunks *= 2;
-  const int64_t items = static_cast<int64_t>(p.rows) * p.batch * chunks;
-  cfg.gridDim = dim3(static_cast<unsigned>(items <= kCombineCtas ? items : kCombineCtas));
+  cfg.gridDim = dim3(static_cast<unsigned>(g.ctas));
   cfg.blockDim = dim3(kCombineThreads);
   cfg.dynamicSmemBytes = 0;
   cfg.stream = stream;
@@ -520,18 +518,17 @@ Status launch_combine(const DecodeKernelParams& p, cudaStream_t stream, bool par
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  const bool direct = items <= kCombineCtas;
   if (partials_bf16) {
     // Only the fp8 64-row kernel writes bf16 partials, and fp8's output is bf16: no fp16-output instantiation.
     if constexpr (std::is_same_v<Traits, Bf16Traits>) {
       MLA_CUDA_TRY("mla_decode (combine)",
-                   cudaLaunchKernelEx(&cfg, combine_kernel<Traits, __nv_bfloat16>(direct, chunks), p, chunks));
+                   cudaLaunchKernelEx(&cfg, combine_kernel<Traits, __nv_bfloat16>(g), p, g.chunks));
     } else {
       return Status::internal("mla_decode (combine)", "bf16 split partials are merged into bf16 output only");
     }
   } else {
     MLA_CUDA_TRY("mla_decode (combine)",
-                 cudaLaunchKernelEx(&cfg, combine_kernel<Traits, float>(direct, chunks), p, chunks));
+                 cudaLaunchKernelEx(&cfg, combine_kernel<Traits, float>(g), p, g.chunks));
   }
   MLA_CUDA_TRY_LAUNCH("mla_decode (combine)");
   return Status::ok();
