@@ -382,9 +382,15 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add_case(cases, dc(kB, 1, 128, 1, false, {3584}), "len3584");
   add_case(cases, dc(kB, 32, 128, 1, false, std::vector<int>(32, 512)), "all512");
   // Batch-1 rows of 9-17 one-page pieces (h_q 16 s700 / s1000: 11 / 16 splits, merged by the direct combine grid's
-  // few-split path since session 34; s1030: 17, combine_many's chunks) and 11 on h_q 128's narrow tiles.
+  // few-split path since session 35; s1030: 17, combine_many's chunks) and 11 on h_q 128's narrow tiles.
   for (int len : {700, 1000, 1030}) add_case(cases, dc(kB, 1, 16, 1, false, {len}), "len" + std::to_string(len));
   add_case(cases, dc(kB, 1, 128, 1, false, {700}), "len700");
+  // The same path on the other shapes of the 8-chunk grid (rows x batch <= 66, decode_combine_grid): 16 pieces at
+  // h_q 64 b1 s1000, h_q 16 b2 (16 + 15), b4 (4 x 16) and h_q 16 s_q 2 (32 causal rows).
+  add_case(cases, dc(kB, 1, 64, 1, false, {1000}), "len1000");
+  add_case(cases, dc(kB, 2, 16, 1, false, {1000, 900}), "1000_900");
+  add_case(cases, dc(kB, 4, 16, 1, false, std::vector<int>(4, 1000)), "all1000");
+  add_case(cases, dc(kB, 1, 16, 2, true, {1000}), "len1000");
   // Direct (unsplit) segments whose 64-row tile holds fewer valid rows, written by the TMA-store epilogue
   // (21e6859), which must clip the rows past s_q x h_q: h_q 32 x s_q 3 (a full tile and a 32-row one, all 16
   // sequences whole), h_q 16 x s_q 3 (48-row tiles; bf16 with 3 whole sequences, fp16 with 4).

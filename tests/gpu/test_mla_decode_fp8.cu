@@ -379,9 +379,15 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {32, 128, 1, false, std::vector<int>(32, 512), "all512", 1.f});
   add(cases, {1, 64, 1, false, {8192}, "len8192", 1.f});
   add(cases, {1, 128, 1, false, {3584}, "len3584", 1.f});
-  // Batch-1 rows of 11 / 16 / 17 one-page pieces: the direct combine grid's few-split path up to 16 (session 34).
+  // Batch-1 rows of 11 / 16 / 17 one-page pieces: the direct combine grid's few-split path up to 16 (session 35).
   for (int len : {700, 1000, 1030}) add(cases, {1, 16, 1, false, {len}, "len" + std::to_string(len), 1.f});
   add(cases, {1, 128, 1, false, {700}, "len700", 1.f});
+  // The same path on the other shapes of the 8-chunk grid (rows x batch <= 66, decode_combine_grid): 16 pieces at
+  // h_q 64 b1 s1000, h_q 16 b2 (16 + 15), b4 (4 x 16) and h_q 16 s_q 2 (32 causal rows).
+  add(cases, {1, 64, 1, false, {1000}, "len1000", 1.f});
+  add(cases, {2, 16, 1, false, {1000, 900}, "1000_900", 1.f});
+  add(cases, {4, 16, 1, false, std::vector<int>(4, 1000), "all1000", 1.f});
+  add(cases, {1, 16, 2, true, {1000}, "len1000", 1.f});
   // Saturation: |x / scale| far above 448 for most values (q and K codes at +-448; logits kept O(1), see add()).
   add(cases, {2, 16, 1, false, {4096, 1000}, "4096_1000", 1.f, 2000.f});
   add(cases, {2, 128, 1, false, {511, 64}, "511_64", 3.f, 1500.f, DataKind::kNormal, true, true});
