@@ -30,8 +30,6 @@ namespace mla::sm90::decode {
 namespace {
 
 constexpr int kCombineThreads = 256;
-// Column chunks per row (decode_combine_grid): at most kCombineMaxChunks, 512 / 8 = 64 columns = 16 float4 lanes x
-// 16 split lanes.
 
 // Up to this many splits a row is merged by one group of threads over all of them (combine_few_group /
 // combine_few_online); more go through combine_many's column chunks.
