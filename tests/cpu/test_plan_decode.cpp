@@ -758,5 +758,33 @@ TEST(PlanDecode, CombineGridFollowsTheShapes) {
   }
 }
 
+// A many-split row on the direct grid uses the fewest column chunks whose split lanes (2 per chunk) take its splits in
+// one load batch of 8: 9-16 splits 1 chunk, 17-32 2, 33-64 4, more all 8; never more than the grid has.
+TEST(PlanDecode, CombineManyChunksTakeARowInOneLoadBatch) {
+  EXPECT_EQ(decode_combine_many_chunks(9, 8), 1);
+  EXPECT_EQ(decode_combine_many_chunks(16, 8), 1);
+  EXPECT_EQ(decode_combine_many_chunks(17, 8), 2);
+  EXPECT_EQ(decode_combine_many_chunks(32, 8), 2);
+  EXPECT_EQ(decode_combine_many_chunks(33, 8), 4);
+  EXPECT_EQ(decode_combine_many_chunks(64, 8), 4);
+  EXPECT_EQ(decode_combine_many_chunks(65, 8), 8);
+  EXPECT_EQ(decode_combine_many_chunks(128, 8), 8);
+  EXPECT_EQ(decode_combine_many_chunks(1000, 8), 8);
+  EXPECT_EQ(decode_combine_many_chunks(64, 4), 4);  // h_q 128 b1: a 4-chunk grid
+  EXPECT_EQ(decode_combine_many_chunks(100, 4), 4);
+  EXPECT_EQ(decode_combine_many_chunks(100, 1), 1);
+  // combine_many indexes with shifts: every grid's chunk count, and every count taken from it, is a power of two.
+  for (int rows = 1; rows <= 512; rows *= 2) {
+    for (int batch = 1; batch <= 1024; batch += batch < 8 ? 1 : 37) {
+      const int chunks = decode_combine_grid(rows, batch).chunks;
+      ASSERT_TRUE(chunks >= 1 && chunks <= kCombineMaxChunks && (chunks & (chunks - 1)) == 0) << rows << " " << batch;
+      for (int n = 9; n <= 300; ++n) {
+        const int u = decode_combine_many_chunks(n, chunks);
+        ASSERT_TRUE(u >= 1 && u <= chunks && (u & (u - 1)) == 0) << rows << " " << batch << " " << n;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mla

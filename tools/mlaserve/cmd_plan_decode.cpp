@@ -132,11 +132,19 @@ Status run_plan(const PlanArgs& a) {
   // split row depends on the row's pieces.
   if (!fused) {
     const DecodeCombineGrid c = decode_combine_grid(a.s_q * a.h_q, batch);
+    // More than few_splits pieces: the list kernel takes every chunk; the direct kernel the fewest that load the
+    // row in one batch (decode_combine_many_chunks), so print what this step's largest row gets.
+    std::string many;
+    if (max_pieces > c.few_splits) {
+      const int used = c.direct ? decode_combine_many_chunks(max_pieces, c.chunks) : c.chunks;
+      many = " (this step has such rows: the largest, " + std::to_string(max_pieces) + " pieces, over " +
+             std::to_string(used) + " chunk(s))";
+    }
     std::printf("combine: %s grid of %lld CTAs over %lld items (%d query rows x %d sequence(s) x %d column chunk(s)); "
-                "a row of 2-%d pieces merged by one thread group, more over the %d chunk(s)%s\n",
+                "a row of 2-%d pieces merged by one thread group, more over %s%d chunk(s)%s\n",
                 c.direct ? "direct (one CTA per item)" : "list (one wave)", static_cast<long long>(c.ctas),
-                static_cast<long long>(c.items), a.s_q * a.h_q, batch, c.chunks, c.few_splits, c.chunks,
-                max_pieces > c.few_splits ? " (this step has such rows)" : "");
+                static_cast<long long>(c.items), a.s_q * a.h_q, batch, c.chunks, c.few_splits,
+                c.direct ? "up to " : "the ", c.chunks, many.c_str());
   }
   return Status::ok();
 }

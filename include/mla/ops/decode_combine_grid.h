@@ -6,6 +6,8 @@
 // made on the device from the plan's split counts.
 #include <cstdint>
 
+#include "mla/core/macros.h"
+
 namespace mla {
 
 inline constexpr int kCombineMaxChunks = 8;  // column chunks per row: 512 / 8 = 64 columns a CTA
@@ -16,6 +18,31 @@ inline constexpr int kCombineWaveCtas = 132 * 4;
 inline constexpr int kCombineFewSplits = 8;
 // ... and up to this many on the direct grid's smallest form (kCombineMaxChunks chunks: rows x batch <= 66).
 inline constexpr int kCombineDirectFewSplits = 16;
+
+// The combine CTA's threads and a row's columns (the kernels static_assert theirs against these).
+inline constexpr int kCombineGridThreads = 256;
+inline constexpr int kCombineGridColumns = 512;
+// combine_many's splits per load batch and thread. 9 (the 66 splits of an h_q 128 batch-1 row over 8 split lanes in
+// one round of loads instead of a second round for two lanes; 64 registers, no spills) measured +0.1 to +0.35 us on
+// the batch-1 rows of more than 8 splits (session 7 comb2 run 2).
+inline constexpr int kCombineManyBatch = 8;
+
+// How many of a direct grid's `chunks` column chunks merge a row of n splits that takes the many-split path: the
+// fewest whose split lanes (threads / (columns / 4 / chunks): 2 per chunk) take all n in one load batch, at most
+// `chunks`. More chunks only add split lanes to the final shared-memory reduction, which the float4-lane threads walk
+// one lane after the other, and masked loads. Session 35 (c4) timed every chunk count on batch-1 rows: h_q 16 b1
+// s1088 / s1536 / s2048 (17 / 24 / 32 splits) bf16 13.1 / 13.6 / 13.8 us at 8 chunks, 12.4 / 12.7 / 12.1 at 2;
+// s4096 (64) 14.5 at 8, 13.9 at 4; s8192 (128) best at 8; fp8 alike. Evaluated per row on the device (the split
+// counts are the plan's). Session 36 (this rule): bf16 h_q 16 b1 s1088-s2048 -1.4..-1.8 us, s4096 -1.0, h_q 128 b1
+// s704 / s4096 -0.8 / -0.4 (BENCHMARKS.md "Session 36").
+MLA_HD_INLINE int decode_combine_many_chunks(int n, int chunks) {
+  // Closed form, no loop of divisions: the kernel evaluates it per CTA before its wait, on the critical path of the
+  // CTAs that start as the decode kernel's last ones leave (a loop with two run-time divisions a step cost h_q 16 / 128
+  // batch-1 rows 0.3-0.8 us, session 36 c1).
+  constexpr int kPerChunk = kCombineManyBatch * (kCombineGridThreads / (kCombineGridColumns / 4));  // 8 x 2 lanes
+  const int u = n <= kPerChunk ? 1 : n <= 2 * kPerChunk ? 2 : n <= 4 * kPerChunk ? 4 : kCombineMaxChunks;
+  return u < chunks ? u : chunks;
+}
 
 struct DecodeCombineGrid {
   int chunks = 1;         // column chunks per (sequence, query row) item

@@ -58,6 +58,11 @@ struct CombineSmem {
   float4 acc[kCombineThreads];
 };
 
+static_assert(kCombineThreads == kCombineGridThreads && kDimV == kCombineGridColumns,
+              "decode_combine_many_chunks counts split lanes of this CTA and row width");
+constexpr int kManyBatch = kCombineManyBatch;
+constexpr int kLog2Quads = 7;  // log2(kDimV / 4)
+
 // Many splits: this CTA merges partials offsets [chunk * cw, (chunk + 1) * cw) of one row, cw = 512 / chunks
 // (whole 16-column groups: the same logical columns). Thread t owns float4 lane t % q4 (q4 = cw / 4) of
 // splits t / q4, t / q4 + S, ... (S = 256 / q4 split lanes), eight loads in flight, and loads each split's lse
@@ -69,14 +74,15 @@ struct CombineSmem {
 template <class Traits, class PT>
 __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b, int row, int first, int n,
                                              int chunk, int chunks, CombineSmem& sm) {
-  // Splits per load batch. 9 (the 66 splits of an h_q 128 batch-1 row over 8 split lanes in one round of loads
-  // instead of a second round for two lanes; 64 registers, no spills) measured +0.1 to +0.35 us on the
-  // batch-1 rows of more than 8 splits (session 7 comb2 run 2).
-  constexpr int KB = 8;
+  constexpr int KB = kManyBatch;
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
-  const int q4 = kDimV / 4 / chunks, lanes = kCombineThreads / q4;
-  const int f = threadIdx.x % q4, sl = threadIdx.x / q4;
-  const int off = chunk * (kDimV / chunks) + 4 * f;  // partials offset (partials.h), not a column
+  // chunks is a power of two (decode_combine_grid doubles it; decode_combine_many_chunks too): shifts, not the
+  // ~25-instruction integer divisions of a run-time divisor, on this latency-bound path after the wait.
+  static_assert(kDimV / 4 == (1 << kLog2Quads), "a row is 2^kLog2Quads float4 lanes");
+  const int sh = __ffs(chunks) - 1;
+  const int q4 = (kDimV / 4) >> sh, lanes = (kCombineThreads / (kDimV / 4)) << sh;
+  const int f = threadIdx.x & (q4 - 1), sl = threadIdx.x >> (kLog2Quads - sh);
+  const int off = chunk * (kDimV >> sh) + 4 * f;  // partials offset (partials.h), not a column
   const PT* src = reinterpret_cast<const PT*>(p.o_accum) + (static_cast<int64_t>(first) * p.rows + row) * kDimV + off;
   const int64_t stride = static_cast<int64_t>(p.rows) * kDimV;
   float m = -INFINITY, s = 0.f;  // running max of this thread's splits and sum of exp(lse - m)
@@ -469,8 +475,10 @@ __global__ void __launch_bounds__(kCombineThreads, 4)
     combine_direct_kernel(const __grid_constant__ DecodeKernelParams p, int chunks) {
   MLA_TIMELINE_COMBINE(p, 0);
   const CombineItem c = combine_item(p, blockIdx.x, chunks);
-  // One split: the decode kernel wrote the row; up to FEW (or none: seqlen 0), chunk 0 does the whole row.
-  const bool merge = c.n != 1 && (c.n > FEW || c.chunk == 0);
+  // One split: the decode kernel wrote the row; up to FEW (or none: seqlen 0), chunk 0 does the whole row; more,
+  // the first `use` chunks (decode_combine_many_chunks), each a 1 / use share of the columns.
+  const int use = decode_combine_many_chunks(c.n, chunks);
+  const bool merge = c.n != 1 && (c.n > FEW ? c.chunk < use : c.chunk == 0);
   if (combine_cta_waits(merge)) asm volatile("griddepcontrol.wait;\n" ::: "memory");
   MLA_TIMELINE_COMBINE(p, 1);  // (a CTA that did not wait: when it left)
   __shared__ CombineSmem sm;
@@ -485,7 +493,7 @@ __global__ void __launch_bounds__(kCombineThreads, 4)
   } else if (FEW > kFewSplits && c.n <= FEW) {
     combine_few_group<Traits, PT, 1, FEW>(p, c.b, c.row, c.first, c.n, threadIdx.x);
   } else {
-    combine_many<Traits, PT>(p, c.b, c.row, c.first, c.n, c.chunk, chunks, sm);
+    combine_many<Traits, PT>(p, c.b, c.row, c.first, c.n, c.chunk, use, sm);
   }
   MLA_TIMELINE_COMBINE(p, 2);
 }
