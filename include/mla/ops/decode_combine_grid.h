@@ -58,6 +58,7 @@ struct DecodeCombineGrid {
 inline DecodeCombineGrid decode_combine_grid(int rows, int batch) {
   DecodeCombineGrid g;
   const int64_t rb = static_cast<int64_t>(rows) * batch;
+  // Doubling only: combine_many indexes a chunk's columns and threads by shifts (a power of two, 1..8).
   while (g.chunks < kCombineMaxChunks && rb * g.chunks * 2 <= kCombineWaveCtas) g.chunks *= 2;
   g.items = rb * g.chunks;
   g.direct = g.items <= kCombineWaveCtas;

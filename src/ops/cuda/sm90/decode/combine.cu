@@ -4,8 +4,9 @@
 // kFewSplits splits (kDirectFewSplits on the direct grid's 8-chunk form), chunk 0 merges the whole row
 // (combine_few_group in the one-CTA-per-item grid, combine_few_online in the list kernel); more splits (small
 // batches, long sequences: up to one per part) are
-// merged by every chunk for its columns, its threads spread over columns and splits, so a batch-1 row reads its
-// ~100 partials from several SMs with many loads in flight.
+// merged by column chunks, each CTA's threads spread over its columns and the splits, so a batch-1 row reads its
+// ~100 partials from several SMs with many loads in flight: every chunk in the list kernel, on the direct grid the
+// fewest that load the row in one batch of loads (decode_combine_many_chunks; the other chunks' CTAs exit).
 // Two grids (NOTES_plan.md P6-P8): one CTA per item while the items fit one wave (batch 1, small batches),
 // else one wave of CTAs that list the items needing a merge and merge several few-split rows at once; which one,
 // and its column chunks, from the shapes alone (decode_combine_grid, mla/ops/decode_combine_grid.h).
@@ -310,7 +311,8 @@ __device__ __forceinline__ void combine_few_online(const FewArgs<PT>& a, int b, 
 }
 
 // Which combine CTAs wait (griddepcontrol.wait): only those with a row to merge, and CTA 0. A CTA with nothing to
-// merge (every item of an unsplit sequence, and chunks 1.. of a few-split row) exits as soon as it has checked its
+// merge (every item of an unsplit sequence, chunks 1.. of a few-split row, and on the direct grid the chunks past
+// decode_combine_many_chunks of a many-split row) exits as soon as it has checked its
 // items, which need only split_offsets (the plan's, complete before the decode kernel started), instead of holding
 // its slot until the decode grid has completed and then exiting with the others. The stream stays ordered: work
 // queued after the combine starts only once the combine grid has completed (the combine never triggers its
