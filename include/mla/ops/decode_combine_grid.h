@@ -19,7 +19,7 @@ inline constexpr int kCombineFewSplits = 8;
 // ... and up to this many on the direct grid's smallest form (kCombineMaxChunks chunks: rows x batch <= 66).
 inline constexpr int kCombineDirectFewSplits = 16;
 
-// The combine CTA's threads and a row's columns (the kernels static_assert theirs against these).
+// The combine CTA's threads (the kernels' block size) and a row's columns (static_asserted against kDimV there).
 inline constexpr int kCombineGridThreads = 256;
 inline constexpr int kCombineGridColumns = 512;
 // combine_many's splits per load batch and thread. 9 (the 66 splits of an h_q 128 batch-1 row over 8 split lanes in

@@ -221,7 +221,6 @@ using CombineKernel = void (*)(DecodeKernelParams, int);
 // The grid's kernel: one CTA per item when the items fit in one wave (direct), else the list kernel.
 template <class Traits, class PT>
 CombineKernel combine_kernel(const DecodeCombineGrid& g) {
-  static_assert(kCombineThreads == 256, "decode_combine_grid's wave: 4 CTAs of 256 threads per SM");
   if (!g.direct) return combine_list_kernel<Traits, PT>;
   return g.few_splits == kDirectFewSplits ? combine_direct_kernel<Traits, PT, kDirectFewSplits>
                                           : combine_direct_kernel<Traits, PT, kFewSplits>;

@@ -20,7 +20,7 @@
 
 namespace mla::sm90::decode {
 
-constexpr int kCombineThreads = 256;
+constexpr int kCombineThreads = kCombineGridThreads;  // the grid's wave (kCombineWaveCtas) counts 4 of these a SM
 
 // Up to this many splits a row is merged by one group of threads over all of them (combine_few_group /
 // combine_few_online); more go through combine_many's column chunks.
@@ -49,9 +49,7 @@ struct CombineSmem {
   float4 acc[kCombineThreads];
 };
 
-static_assert(kCombineThreads == kCombineGridThreads && kDimV == kCombineGridColumns,
-              "decode_combine_many_chunks counts split lanes of this CTA and row width");
-constexpr int kManyBatch = kCombineManyBatch;
+static_assert(kDimV == kCombineGridColumns, "decode_combine_many_chunks counts split lanes of this row width");
 constexpr int kLog2Quads = 7;  // log2(kDimV / 4)
 
 // Many splits: this CTA merges partials offsets [chunk * cw, (chunk + 1) * cw) of one row, cw = 512 / chunks
@@ -65,7 +63,7 @@ constexpr int kLog2Quads = 7;  // log2(kDimV / 4)
 template <class Traits, class PT>
 __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b, int row, int first, int n,
                                              int chunk, int chunks, CombineSmem& sm) {
-  constexpr int KB = kManyBatch;
+  constexpr int KB = kCombineManyBatch;
   const float* lse_k = p.lse_accum + static_cast<int64_t>(first) * p.rows + row;
   // chunks is a power of two (decode_combine_grid doubles it; decode_combine_many_chunks too): shifts, not the
   // ~25-instruction integer divisions of a run-time divisor, on this latency-bound path after the wait.
