@@ -40,29 +40,37 @@
 #include "mla/core/half.h"
 #include "mla/ops/concat_and_cache_mla.h"
 #include "mla/ops/mla_decode.h"
+#include "ops/ref/parallel_for.h"
 
 namespace mla::test {
 namespace {
 
 constexpr float kSoftmaxScale = 0.0721687836f;  // 1/sqrt(192)
 
-// Kernel vs the fp32-dequantizing reference. The kernel's K and V are bf16(e4m3 x scale): each latent
-// value moves by at most 2^-8 relative (bf16 unit roundoff; RoPE is bf16 in both). Outputs are compared
-// divided by max|V| over the used tokens (output units).
-//  - V: out = sum_t w_t V_t with weights summing to 1, so V's rounding moves out by <= 2^-8 max|V|.
-//  - S: a score moves by softmax_scale * sum_d q_d k_d e_d (|e_d| <= 2^-8, random signs): for N(0,1) data
-//    rms ~ 0.072 * 2^-8 / sqrt(3) * sqrt(512) ~ 3.7e-3 logits, 5 sigma ~ 2e-2; out moves by
-//    sum_t w_t d_t (V_t - out) <= max|d| * 2 max|V| ~ 4e-2 max|V|, typically a tenth of that. DeepSeek-like
-//    data (q and K norms up to 3.2x, channel weights) scales d by up to ~10x on its largest rows.
-//  - P and out are rounded to bf16 at the same points in both (2^-8 each, mostly shared).
-// Limits: rel_l2 5e-2 and max_abs 1.25e-1 (max|V| units); lse moves by <= max|d| and is compared relative
-// to max(1, |lse|) under the same limits. A layout or scale bug gives O(1) errors; the tight bound is
-// comparison 2 (kBf16KTol), checked explicitly in each case.
+// Comparison 1: kernel vs the fp32-dequantizing reference. The kernel's K and V are bf16(e4m3 x scale): each latent
+// value moves by at most 2^-8 relative (bf16 unit roundoff; RoPE is bf16 in both). Outputs are compared divided by
+// max|V| over the used tokens (output units). What that rounding can do to a row, exactly (row_score_shifts):
+//  - S: a score moves by d_t = softmax_scale * q . (k_t - bf16(k_t)); D = max_t |d_t| over the row's keys. The
+//    weights w' = softmax(s + d) then stay within e^(+-2D) of w, so sum_t |w'_t - w_t| <= 2 (1 - e^(-2D)) and out
+//    moves by at most that times max|V|.
+//  - V: out = sum_t w_t V_t with weights summing to 1, so V's rounding moves out by <= 2^-8 max|V|; P (in both) and
+//    out (in both) are rounded to bf16: <= 4 x 2^-8 max|V| more.
+//  - lse moves by at most D.
+// So every row is held to 2 (1 - e^(-2D)) + 5 x 2^-8 (out, max|V| units) and D + 2^-8 (lse), plus comparison 2's
+// limits (the kernel's distance from the arithmetic it implements), checked element by element in run_fp8ds_case.
+// D depends on the data alone: N(0,1) rows ~0.02 logits (bound ~0.1 max|V|), DeepSeek-like rows (q and K norms up
+// to 3.2x, channel weights, 10x token norms) up to ~1.2 (MLA_TEST_SEED=3801, h_q 128 b128 rand1_511_ds_combine:
+// D 1.19, the two CPU references alone 0.133 max|V| apart, over the fixed 0.125 this limit was until session 38;
+// 40 other seeds of that case 0.017-0.113, median 0.030, each row's out gap <= 0.10 of its bound; the lse bound is
+// attained where one key dominates a row, row_bound_ratios). The registered
+// tolerance keeps the aggregate: rel_l2 5e-2 (a layout or scale bug gives O(1)); its max_abs is the metric's own
+// range (|out| <= max|V| on both sides), the row bounds being the real limit. The tight check is comparison 2.
 // Measured on the H200 (2026-11-29, MLA_TEST_SEED=20261206, 47 cases): worst out rel_l2 1.1e-2 (DeepSeek-like
 // h16 len511), worst max_abs 3.3e-2 of max|V|; lse 3.4e-3 / 1.3e-2. Comparison 2: out rel_l2 2.7e-4, max_abs
 // 2.9e-3 of max|V|, lse 6.1e-6: the bf16 kernels' own level.
-constexpr Tolerance kFp8DsTol{5e-2, 1.25e-1,
-                              "K and V rounded to bf16 (<= 2^-8 relative) vs the reference's fp32 dequantization"};
+constexpr Tolerance kFp8DsTol{5e-2, 2.0,
+                              "K and V rounded to bf16 (<= 2^-8 relative) vs the reference's fp32 dequantization; "
+                              "each row within its bound (row_score_shifts)"};
 // Comparison 2 (kBf16KTol). Kernel vs the bf16 reference on bf16(e4m3 x scale): the bf16 kernels' tolerance (test_mla_decode.cu:
 // measured worst rel_l2 4.0e-4, P-rounding flips on fp32 summation order), max_abs 2^-6 of max|V| (two
 // bf16 ulps at the top binade of |V|); lse: fp32 summation order only. The exact-code kernel vs its
@@ -132,6 +140,69 @@ double max_abs_v(const DecodeHostData& h) {
   return vmax > 0 ? vmax : 1.0;
 }
 
+// D of every output row (b, i, h) in out's row order (kFp8DsTol's comment): the largest |softmax_scale * q . (k -
+// bf16(k))| over the sequence's keys, latent dims (the RoPE is bf16 in both references). Causal rows see fewer keys;
+// the max over all of them bounds theirs.
+std::vector<double> row_score_shifts(const DecodeHostData& h, float softmax_scale) {
+  const DecodeShape& s = h.shape;
+  const int rows = s.s_q * s.h_q;
+  std::vector<int64_t> first(s.batch + 1, 0);  // token offsets of the sequences in e
+  for (int b = 0; b < s.batch; ++b) first[b + 1] = first[b] + s.seqlens[b];
+  std::vector<float> e(size_t(first[s.batch]) * kDimLatent);  // k - bf16(k) of every used token
+  ref::parallel_for(first[s.batch], [&](int64_t i) {
+    const int b = static_cast<int>(std::upper_bound(first.begin(), first.end(), i) - first.begin()) - 1;
+    const uint8_t* tok = token_bytes(h, b, static_cast<int>(i - first[b]));
+    for (int d = 0; d < kDimLatent; ++d) {
+      const float v = e4m3_to_float(tok[d]) * tile_scale(tok, d / Fp8DsLayout::kTileSize);
+      e[size_t(i) * kDimLatent + d] = v - bf16_to_float(float_to_bf16(v));
+    }
+  });
+  std::vector<double> shift(size_t(s.batch) * rows, 0.0);
+  const uint16_t* q = reinterpret_cast<const uint16_t*>(h.q.data());  // bf16 [b, s_q, h_q, 576]
+  ref::parallel_for(static_cast<int64_t>(s.batch) * rows, [&](int64_t row) {
+    const int64_t b = row / rows;
+    float qf[kDimLatent];
+    for (int d = 0; d < kDimLatent; ++d) qf[d] = bf16_to_float(q[size_t(row) * kDimQK + d]);
+    double worst = 0;
+    for (int64_t i = first[b]; i < first[b + 1]; ++i) {
+      double dot = 0;
+      for (int d = 0; d < kDimLatent; ++d) dot += double(qf[d]) * e[size_t(i) * kDimLatent + d];
+      worst = std::max(worst, std::fabs(dot));
+    }
+    shift[size_t(row)] = worst * softmax_scale;
+  });
+  return shift;
+}
+
+// Comparison 1 row by row: |out - out_ref| / max|V| and |lse - lse_ref| against each row's bounds (kFp8DsTol's
+// comment, plus comparison 2's limits), as the largest error / bound of each and the row it occurs in. The lse bound
+// is attained where one key carries a row's softmax and also has its largest shift (lse then moves by that key's
+// d): DeepSeek-like rows read 0.98-0.997 of it (session 38), and only an lse off by more than D plus the roundings
+// passes 1. Non-finite values are the metrics' business (compare counts them), not these bounds'.
+struct RowBoundRatios {
+  double out = 0, lse = 0;
+  int64_t out_row = -1, lse_row = -1;
+};
+RowBoundRatios row_bound_ratios(const DecodeHostData& h, const std::vector<uint16_t>& out, const std::vector<float>& lse,
+                                const std::vector<uint16_t>& out_ref, const std::vector<float>& lse_ref, double vmax,
+                                const std::vector<double>& shift) {
+  const DecodeShape& s = h.shape;
+  RowBoundRatios w;
+  for (size_t row = 0; row < shift.size(); ++row) {
+    const double out_bound = 2 * (1 - std::exp(-2 * shift[row])) + 5.0 / 256 + kBf16KMaxAbs;
+    const double lse_bound = shift[row] + 1.0 / 256 + kBf16KLseAbs;
+    for (int c = 0; c < kDimV; ++c) {
+      const double err = std::fabs(double(bf16_to_float(out[row * kDimV + c])) - bf16_to_float(out_ref[row * kDimV + c]));
+      if (std::isfinite(err) && err / vmax / out_bound > w.out) w.out = err / vmax / out_bound, w.out_row = int64_t(row);
+    }
+    const size_t b = row / (s.s_q * s.h_q), i = row / s.h_q % s.s_q, hh = row % s.h_q;
+    const size_t li = (b * s.h_q + hh) * s.s_q + i;  // lse is [b, h_q, s_q]
+    const double lerr = std::fabs(double(lse[li]) - lse_ref[li]);
+    if (std::isfinite(lerr) && lerr / lse_bound > w.lse) w.lse = lerr / lse_bound, w.lse_row = int64_t(row);
+  }
+  return w;
+}
+
 ErrorStats compare_out(const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref, double unit) {
   return compare(ref.size(), [&](size_t i) { return double(bf16_to_float(got[i])) / unit; },
                  [&](size_t i) { return double(bf16_to_float(ref[i])) / unit; });
@@ -157,6 +228,19 @@ Status run_fp8ds_case(const std::string& name, DecodeHostData h, CaseReport* rep
   const double vmax = max_abs_v(h);
   rep->add("out/max|V|", compare_out(r.out, out_ref, vmax));
   rep->add("lse/max(1,|lse|)", compare_lse(r.lse, lse_ref));
+  const std::vector<double> shift = row_score_shifts(h, kSoftmaxScale);
+  const RowBoundRatios w = row_bound_ratios(h, r.out, r.lse, out_ref, lse_ref, vmax, shift);
+  auto d_of = [&](int64_t row) { return row >= 0 ? shift[size_t(row)] : 0.0; };
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "vs the fp32 reference, error / row bound: out %.3f (row %lld, D %.3g), lse %.3f (row %lld, D %.3g); "
+                "D max %.3g logits",
+                w.out, static_cast<long long>(w.out_row), d_of(w.out_row), w.lse, static_cast<long long>(w.lse_row),
+                d_of(w.lse_row), shift.empty() ? 0.0 : *std::max_element(shift.begin(), shift.end()));
+  rep->note = buf;
+  if (w.out > 1 || w.lse > 1)
+    return Status::internal("mla_decode", "fp8_ds kernel vs the fp32-dequantizing reference: " + std::string(buf) +
+                                              " exceeds a row bound (" + name + ")");
 
   // Comparison 2, the tight one, against the reference of the kernel's own arithmetic.
   std::vector<uint16_t> out2(h.out_elems(), 0xFFFFu);
