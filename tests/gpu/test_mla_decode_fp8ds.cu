@@ -112,6 +112,10 @@ float tile_scale(const uint8_t* tok, int tile) {
   std::memcpy(&s, tok + Fp8DsLayout::kScalesOffset + 4 * tile, 4);
   return s;
 }
+// Latent dim d of a token dequantized in fp32 (e4m3 x its tile's scale), before any bf16 rounding.
+float latent_value(const uint8_t* tok, int d) {
+  return e4m3_to_float(tok[d]) * tile_scale(tok, d / Fp8DsLayout::kTileSize);
+}
 
 // The same problem as a bf16 cache (same pages and block table) holding bf16(e4m3 x scale) for the latent
 // and the stored bf16 RoPE; unused slots NaN.
@@ -123,7 +127,7 @@ std::vector<uint16_t> dequantized_bf16_cache(const DecodeHostData& h) {
       const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
       uint16_t* dst = &c[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * kDimQK];
       for (int d = 0; d < kDimLatent; ++d)
-        dst[d] = float_to_bf16(e4m3_to_float(tok[d]) * tile_scale(tok, d / Fp8DsLayout::kTileSize));
+        dst[d] = float_to_bf16(latent_value(tok, d));
       std::memcpy(dst + kDimLatent, tok + Fp8DsLayout::kRopeOffset, 2 * kDimRope);
     }
   return c;
@@ -153,7 +157,7 @@ std::vector<double> row_score_shifts(const DecodeHostData& h, float softmax_scal
     const int b = static_cast<int>(std::upper_bound(first.begin(), first.end(), i) - first.begin()) - 1;
     const uint8_t* tok = token_bytes(h, b, static_cast<int>(i - first[b]));
     for (int d = 0; d < kDimLatent; ++d) {
-      const float v = e4m3_to_float(tok[d]) * tile_scale(tok, d / Fp8DsLayout::kTileSize);
+      const float v = latent_value(tok, d);
       e[size_t(i) * kDimLatent + d] = v - bf16_to_float(float_to_bf16(v));
     }
   });
@@ -192,8 +196,9 @@ RowBoundRatios row_bound_ratios(const DecodeHostData& h, const std::vector<uint1
     const double out_bound = 2 * (1 - std::exp(-2 * shift[row])) + 5.0 / 256 + kBf16KMaxAbs;
     const double lse_bound = shift[row] + 1.0 / 256 + kBf16KLseAbs;
     for (int c = 0; c < kDimV; ++c) {
-      const double err = std::fabs(double(bf16_to_float(out[row * kDimV + c])) - bf16_to_float(out_ref[row * kDimV + c]));
-      if (std::isfinite(err) && err / vmax / out_bound > w.out) w.out = err / vmax / out_bound, w.out_row = int64_t(row);
+      const size_t at = row * kDimV + c;
+      const double ratio = std::fabs(double(bf16_to_float(out[at])) - bf16_to_float(out_ref[at])) / vmax / out_bound;
+      if (std::isfinite(ratio) && ratio > w.out) w.out = ratio, w.out_row = int64_t(row);
     }
     const size_t b = row / (s.s_q * s.h_q), i = row / s.h_q % s.s_q, hh = row % s.h_q;
     const size_t li = (b * s.h_q + hh) * s.s_q + i;  // lse is [b, h_q, s_q]
