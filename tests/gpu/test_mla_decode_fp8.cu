@@ -44,20 +44,27 @@ constexpr float kSoftmaxScale = 0.0721687836f;  // 1/sqrt(192)
 //    the terms) and random in sign: rel_l2 ~ sqrt(fraction) * 2^-4 <= ~5e-3 even at delta = 2^-12.
 // Limits: out is compared divided by max|V| (output units, over the used tokens), so max_abs is two single-flip bounds,
 // 2^-3: two flips can land in one output (session 12, MLA_TEST_SEED=4243: fp8_b32_h32_sq2_causal_rand1_2048_s3_ds
-// max_abs 7.4e-2 at rel_l2 5.5e-3, over the 2^-4 bound of one flip plus the bf16 roundings of partials and output);
-// rel_l2 2e-2: 4x the worst estimate above and below what FP8 itself costs
-// (ANCHORS.md: PR54 vs the original bf16 inputs 3.2e-2 - 4.5e-2), while a layout, order or scale bug gives
-// errors of O(1) and cannot pass.
+// max_abs 7.4e-2 at rel_l2 5.5e-3, over the 2^-4 bound of one flip plus the bf16 roundings of partials and output).
+// rel_l2 3e-2: what the flips' count allows. A flip moves rel_l2 by ~2^-4 sqrt(flipped weight^2 / all weight^2), so
+// its median is alike at every length, but a case of few rows and keys (b1 h16 len63: 16 rows x 63 keys) holds ~2
+// flips, a Poisson count, and its tail is long. Measured on the H200 (session 39, kernels of 3aaf72f): 48 seeds
+// (3900-3947) of the 145 batch-1 cases, 6960 comparisons: median 4.9e-3, p99 1.15e-2, p99.9 1.52e-2, max 2.27e-2
+// (fp8_b1_h16_sq1_len63_s1_early_never, seed 3939: max_abs only 2.3e-2, i.e. flips, not a bug; it failed the 2e-2
+// limit this had before); the whole suite under 4 more seeds (1108): max 1.69e-2. A CPU model of that family (exact
+// scores plus relative noise 7e-4 of sqrt(sum (q k)^2), P rounded to e4m3 after it; median 5.0e-3 and p90 1.0e-2, as
+// the H200's 5.5e-3 / 1.1e-2) over 40000 seeds: p99.9 1.95e-2, max 2.54e-2, none over 3e-2. A layout, order or scale
+// bug gives errors of O(1), and 3e-2 stays below what FP8 itself costs (ANCHORS.md: PR54 vs the original bf16 inputs
+// 3.2e-2 - 4.5e-2; this kernel's own price, in the notes, 4e-2 - 6e-2 on these cases).
 // lse: a perturbed S moves lse by |dS| (natural-log units), far below 2^-4; compared relative to
-// max(1, |lse|): relative where |lse| is large, absolute near 0.
-// Measured on the H200 (2026-11-29, MLA_TEST_SEED=20261129, 46 cases): with mma.sync for both products
-// (all tiles), unsaturated cases worst out rel_l2 1.8e-4 (max_abs 3.5e-3 in max|V| units), lse rel 1.9e-7.
-// With the warp-specialized wgmma kernel for 48/64-row tiles (h_q 64/128, s_q * h_q >= 48; the default
-// since then) those cases reach 3e-3 - 7.9e-3, lse rel ~1e-4: wgmma's e4m3 accumulation keeps fewer bits
-// than mma.sync's (a single-key row, where P = 1 exactly, shows S itself off by ~5e-4 relative), i.e.
-// the ~2^-12 end of the estimate above. 2e-2 still leaves 2.5x; a layout or scale bug gives O(1).
-constexpr Tolerance kFp8Tol{2e-2, 1.25e-1,
-                            "e4m3 P flips on accumulation noise: two flips <= 2^-3 max|V|, measured worst rel_l2 7.9e-3"};
+// max(1, |lse|): relative where |lse| is large, absolute near 0 (measured max 7.7e-3, session 39).
+// Where the noise comes from (H200, 2026-11-29, MLA_TEST_SEED=20261129, 46 cases): with mma.sync for both products
+// (all tiles), unsaturated cases worst out rel_l2 1.8e-4 (max_abs 3.5e-3 in max|V| units), lse rel 1.9e-7. The wgmma
+// kernels (every tile height's default since then) reach the rel_l2 above, lse rel ~1e-4: wgmma's e4m3 accumulation
+// keeps fewer bits than mma.sync's (a single-key row, where P = 1 exactly, shows S itself off by ~5e-4 relative), i.e.
+// the ~2^-12 end of the estimate above.
+constexpr Tolerance kFp8Tol{3e-2, 1.25e-1,
+                            "e4m3 P flips on accumulation noise: two flips <= 2^-3 max|V|; rel_l2 measured p99.9 1.5e-2, "
+                            "max 2.3e-2 over 6960 batch-1 comparisons"};
 // Saturated inputs (codes pinned at +-448, raw scores up to 448^2 * 576 ~ 1.2e8) run with a softmax scale that
 // keeps the logits O(1) (std ~4, see add()), so they get the tolerance above. At the model's scale such scores
 // are ~1e6 logits apart: the softmax is one-hot, and since every product of pinned codes is +-448^2 many keys
