@@ -37,7 +37,10 @@ constexpr float kSoftmaxScale = 0.0721687836f;  // 1/sqrt(192), DeepSeek's q/k h
 // matches except where fp32 summation order moves a value across a rounding boundary; the output is
 // then rounded to 16 bits by both. Measured on the H200 (3 sessions, 130 case runs, bench/decode/NOTES.md):
 // worst out rel_l2 4.0e-4, worst max_abs 7.8e-3 (one bf16 ulp flip at |out| in [1, 2)); lse rel_l2
-// <= 4e-7. Limits: 5x the worst rel_l2; max_abs = two bf16 ulps at |out| < 4 (2^-6 each).
+// <= 4e-7. Limits: 5x the worst rel_l2; max_abs = two bf16 ulps at |out| < 4 (2^-6 each). The tail of few-key rows
+// (the fp8 test's 2e-2 failed on it, test_mla_decode_fp8.cu kFp8Tol), session 39: the 106 batch-1 cases under 14 seeds
+// (3960-3973), 1484 comparisons: rel_l2 median 1.1e-4, p99.9 4.2e-4, max 5.2e-4 (3.8x under the limit); max_abs max
+// 1.56e-2 (two ulps at |out| in [1, 2)).
 constexpr Tolerance kDecodeTol{2e-3, 6.25e-2,
                                "16-bit P and output rounding flips on summation-order noise: measured worst "
                                "rel_l2 4.0e-4 / max_abs 7.8e-3; limits 5x and 2 bf16 ulps at |out| < 4"};
