@@ -14,6 +14,7 @@
 #include "mla/core/half.h"
 #include "mla/core/page_table.h"
 #include "mla/ops/mla_decode.h"
+#include "ops/common/cache_codec.h"
 
 namespace mla {
 namespace {
@@ -49,15 +50,8 @@ void oracle(const DecodeHostData& h, std::vector<double>* out, std::vector<doubl
       case KvFormat::kFp8: return double(e4m3_to_float(tok[d])) * s.k_scale;
       case KvFormat::kFp16: return fp16_to_float(uint16_t(tok[2 * d] | (tok[2 * d + 1] << 8)));
       case KvFormat::kBf16: return bf16_to_float(uint16_t(tok[2 * d] | (tok[2 * d + 1] << 8)));
-      case KvFormat::kFp8Ds: {
-        if (d >= kDimLatent) {
-          const uint8_t* r = tok + Fp8DsLayout::kRopeOffset + 2 * (d - kDimLatent);
-          return bf16_to_float(uint16_t(r[0] | (r[1] << 8)));
-        }
-        float sc;
-        std::memcpy(&sc, tok + Fp8DsLayout::kScalesOffset + 4 * (d / Fp8DsLayout::kTileSize), 4);
-        return double(e4m3_to_float(tok[d])) * sc;
-      }
+      case KvFormat::kFp8Ds:
+        return d < kDimLatent ? cache::fp8_ds_latent(tok, d) : bf16_to_float(cache::fp8_ds_rope_bits(tok, d - kDimLatent));
     }
     return NAN;
   };

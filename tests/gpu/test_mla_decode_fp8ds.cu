@@ -40,6 +40,7 @@
 #include "mla/core/half.h"
 #include "mla/ops/concat_and_cache_mla.h"
 #include "mla/ops/mla_decode.h"
+#include "ops/common/cache_codec.h"
 #include "ops/ref/parallel_for.h"
 
 namespace mla::test {
@@ -107,15 +108,10 @@ const uint8_t* token_bytes(const DecodeHostData& h, int b, int t) {
   const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
   return &h.cache[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * Fp8DsLayout::kBytes];
 }
-float tile_scale(const uint8_t* tok, int tile) {
-  float s;
-  std::memcpy(&s, tok + Fp8DsLayout::kScalesOffset + 4 * tile, 4);
-  return s;
-}
-// Latent dim d of a token dequantized in fp32 (e4m3 x its tile's scale), before any bf16 rounding.
-float latent_value(const uint8_t* tok, int d) {
-  return e4m3_to_float(tok[d]) * tile_scale(tok, d / Fp8DsLayout::kTileSize);
-}
+// A token's values through the format's readers (src/ops/common/cache_codec.h): latent dims in fp32, before any bf16
+// rounding.
+using cache::fp8_ds_latent;
+using cache::fp8_ds_stored_scale;
 
 // The same problem as a bf16 cache (same pages and block table) holding bf16(e4m3 x scale) for the latent
 // and the stored bf16 RoPE; unused slots NaN.
@@ -127,8 +123,8 @@ std::vector<uint16_t> dequantized_bf16_cache(const DecodeHostData& h) {
       const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
       uint16_t* dst = &c[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * kDimQK];
       for (int d = 0; d < kDimLatent; ++d)
-        dst[d] = float_to_bf16(latent_value(tok, d));
-      std::memcpy(dst + kDimLatent, tok + Fp8DsLayout::kRopeOffset, 2 * kDimRope);
+        dst[d] = float_to_bf16(fp8_ds_latent(tok, d));
+      for (int r = 0; r < kDimRope; ++r) dst[kDimLatent + r] = cache::fp8_ds_rope_bits(tok, r);
     }
   return c;
 }
@@ -139,7 +135,7 @@ double max_abs_v(const DecodeHostData& h) {
     for (int t = 0; t < h.shape.seqlens[b]; ++t) {
       const uint8_t* tok = token_bytes(h, b, t);
       for (int d = 0; d < kDimV; ++d)
-        vmax = std::max(vmax, std::fabs(double(e4m3_to_float(tok[d])) * tile_scale(tok, d / Fp8DsLayout::kTileSize)));
+        vmax = std::max(vmax, std::fabs(double(fp8_ds_latent(tok, d))));
     }
   return vmax > 0 ? vmax : 1.0;
 }
@@ -157,7 +153,7 @@ std::vector<double> row_score_shifts(const DecodeHostData& h, float softmax_scal
     const int b = static_cast<int>(std::upper_bound(first.begin(), first.end(), i) - first.begin()) - 1;
     const uint8_t* tok = token_bytes(h, b, static_cast<int>(i - first[b]));
     for (int d = 0; d < kDimLatent; ++d) {
-      const float v = latent_value(tok, d);
+      const float v = fp8_ds_latent(tok, d);
       e[size_t(i) * kDimLatent + d] = v - bf16_to_float(float_to_bf16(v));
     }
   });
@@ -442,7 +438,7 @@ void zero_token_case(std::vector<GpuCase>& cases, int h_q, bool small) {
                      MLA_TRY(ref::concat_and_cache_mla(w));
                      const uint8_t* z = token_bytes(h, 0, 5);
                      for (int j = 0; j < Fp8DsLayout::kNumTiles; ++j)
-                       if (tile_scale(z, j) != 1.f) return Status::internal("fp8_ds", "all-zero tile not stored with scale 1.0");
+                       if (fp8_ds_stored_scale(z, j) != 1.f) return Status::internal("fp8_ds", "all-zero tile not stored with scale 1.0");
                      // (1, 64): scales 0.0, codes random finite.
                      uint8_t* t1 = const_cast<uint8_t*>(token_bytes(h, 1, 64));
                      std::memset(t1 + Fp8DsLayout::kScalesOffset, 0, 16);
@@ -551,7 +547,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                          float amax = 0.f;
                          for (int d = 0; d < Fp8DsLayout::kTileSize; ++d) amax = std::max(amax, std::fabs(row[j * 128 + d]));
                          const float want = amax / 448.f == 0.f ? 1.f : amax / 448.f;
-                         const float sc = tile_scale(tok, j);
+                         const float sc = fp8_ds_stored_scale(tok, j);
                          if (sc != want) ++bad_scale;
                          for (int d = j * 128; d < (j + 1) * 128; ++d) {
                            const float v = e4m3_to_float(tok[d]);

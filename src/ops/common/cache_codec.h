@@ -2,6 +2,7 @@
 // Element and token codecs of the KV-cache formats, shared by the CPU references and the CUDA kernels so
 // the two cannot round differently (docs/kv_cache_formats.md is the prose version of this file).
 #include <cstdint>
+#include <cstring>
 
 #include "mla/core/fp8.h"
 #include "mla/core/half.h"
@@ -96,6 +97,26 @@ MLA_HD_INLINE float decode_e4m3(uint8_t code, float scale) {
   if (mag == 0x7Fu) return bits_float(sign | 0x7FC00000u);
   const float v = bits_float(sign | (mag << 20)) * 0x1p120f;  // exact
   return v * scale;
+}
+
+// fp8_ds token readers (Fp8DsLayout), for code that reads a token value by value: the CPU references of decode and
+// gather, and the tests' own references. The kernels read whole tiles through their own vectorized paths. A token's
+// bytes need no alignment (memcpy).
+// The scale of latent tile `tile` (0..3).
+MLA_HD_INLINE float fp8_ds_stored_scale(const uint8_t* tok, int tile) {
+  float s;
+  memcpy(&s, tok + Fp8DsLayout::kScalesOffset + 4 * tile, sizeof s);
+  return s;
+}
+// Latent dim d (0..511) dequantized as the format specifies: the e4m3 code times its tile's scale, one fp32 product.
+MLA_HD_INLINE float fp8_ds_latent(const uint8_t* tok, int d) {
+  return decode_e4m3(tok[d], fp8_ds_stored_scale(tok, d / Fp8DsLayout::kTileSize));
+}
+// RoPE dim r (0..63) as its stored bf16 bits.
+MLA_HD_INLINE uint16_t fp8_ds_rope_bits(const uint8_t* tok, int r) {
+  uint16_t v;
+  memcpy(&v, tok + Fp8DsLayout::kRopeOffset + 2 * r, sizeof v);
+  return v;
 }
 
 }  // namespace mla::cache

@@ -1,5 +1,4 @@
 // CPU reference of gather_and_maybe_dequant_cache_mla: one token at a time through the shared codecs.
-#include <cstring>
 #include <string>
 
 #include "mla/core/page_table.h"
@@ -28,17 +27,11 @@ void decode_token(KvFormat format, float k_scale, const uint8_t* src, typename O
     case KvFormat::kFp8:
       for (int j = 0; j < kDimQK; ++j) dst[j] = cache::from_float(Out{}, cache::decode_e4m3(src[j], k_scale));
       break;
-    case KvFormat::kFp8Ds: {
-      using L = Fp8DsLayout;
-      float scales[L::kNumTiles];
-      std::memcpy(scales, src + L::kScalesOffset, sizeof scales);
-      for (int j = 0; j < kDimLatent; ++j)
-        dst[j] = cache::from_float(Out{}, cache::decode_e4m3(src[j], scales[j / L::kTileSize]));
-      uint16_t rope[kDimRope];
-      std::memcpy(rope, src + L::kRopeOffset, sizeof rope);
-      for (int j = 0; j < kDimRope; ++j) dst[kDimLatent + j] = cache::convert<cache::Bf16, Out>(rope[j]);
+    case KvFormat::kFp8Ds:
+      for (int j = 0; j < kDimLatent; ++j) dst[j] = cache::from_float(Out{}, cache::fp8_ds_latent(src, j));
+      for (int j = 0; j < kDimRope; ++j)
+        dst[kDimLatent + j] = cache::convert<cache::Bf16, Out>(cache::fp8_ds_rope_bits(src, j));
       break;
-    }
   }
 }
 

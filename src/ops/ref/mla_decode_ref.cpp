@@ -15,6 +15,7 @@
 #include "mla/core/half.h"
 #include "mla/core/page_table.h"
 #include "mla/ops/mla_decode.h"
+#include "ops/common/cache_codec.h"
 #include "ops/ref/parallel_for.h"
 
 namespace mla::ref {
@@ -52,14 +53,10 @@ void load_token(const uint8_t* tok, KvFormat f, float* k) {
       for (int d = 0; d < kDimQK; ++d) k[d] = load_elem(tok, t, d);
       break;
     }
-    case KvFormat::kFp8Ds: {
-      float scales[Fp8DsLayout::kNumTiles];
-      for (int j = 0; j < Fp8DsLayout::kNumTiles; ++j)
-        scales[j] = load_elem(tok + Fp8DsLayout::kScalesOffset, DType::kFp32, j);
-      for (int d = 0; d < kDimLatent; ++d) k[d] = e4m3_to_float(tok[d]) * scales[d / Fp8DsLayout::kTileSize];
-      for (int d = 0; d < kDimRope; ++d) k[kDimLatent + d] = load_elem(tok + Fp8DsLayout::kRopeOffset, DType::kBf16, d);
+    case KvFormat::kFp8Ds:
+      for (int d = 0; d < kDimLatent; ++d) k[d] = cache::fp8_ds_latent(tok, d);
+      for (int d = 0; d < kDimRope; ++d) k[kDimLatent + d] = bf16_to_float(cache::fp8_ds_rope_bits(tok, d));
       break;
-    }
   }
 }
 
