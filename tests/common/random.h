@@ -26,6 +26,16 @@ inline std::mt19937_64 case_rng(const std::string& case_name) {
   return std::mt19937_64(run_seed() ^ std::hash<std::string>{}(case_name));
 }
 
+// Seqlens of a test case drawn uniformly from [lo, hi]: fresh each run, reproducible through MLA_TEST_SEED; `tag`
+// names the draw (the case's own name, or a name shared by the cases that should see the same lengths).
+inline std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) {
+  auto rng = case_rng("lens_" + tag);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<int> v(batch);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
 inline std::vector<float> randn(std::mt19937_64& rng, size_t n, float stddev = 1.f, float mean = 0.f) {
   std::normal_distribution<float> d(mean, stddev);
   std::vector<float> v(n);

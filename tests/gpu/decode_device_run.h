@@ -110,6 +110,39 @@ inline Status check_replays(cudaGraphExec_t exec, cudaStream_t stream, DeviceBuf
   return Status::internal("mla_decode", buf);
 }
 
+// The graph half of the shared checks: `call` (plan + decode + combine, captured without the start hints) as a CUDA
+// graph, launched twice onto NaN-poisoned out / lse / plan records; the second launch's out / lse go to *out_g /
+// *lse_g for the caller to compare with the eager out / lse (so its message can name the reference too), and
+// check_replays' further launches to *replays.
+template <class Call>
+inline Status replay_as_graph(Call&& call, cudaStream_t stream, DeviceBuffer& d_out, DeviceBuffer& d_lse,
+                              DeviceBuffer& d_parts, const std::vector<uint16_t>& out, const std::vector<float>& lse,
+                              const std::string& name, std::vector<uint16_t>* out_g, std::vector<float>* lse_g,
+                              Status* replays) {
+  MLA_TRY(d_out.poison());
+  MLA_TRY(d_lse.poison());
+  MLA_TRY(d_parts.poison());
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  MLA_CUDA_TRY("test", cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status cap = call();
+  MLA_CUDA_TRY("test", cudaStreamEndCapture(stream, &graph));
+  MLA_TRY(cap);
+  MLA_CUDA_TRY("test", cudaGraphInstantiate(&exec, graph, 0));
+  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
+  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
+  MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
+  out_g->assign(out.size(), 0);
+  lse_g->assign(lse.size(), 0.f);
+  MLA_TRY(d_out.download(out_g));
+  MLA_TRY(d_lse.download(lse_g));
+  Status further = check_replays(exec, stream, d_out, d_lse, out, lse, name);
+  std::swap(*replays, further);  // not `=`: nvcc warns on an assignment's unused [[nodiscard]] Status&
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return Status::ok();
+}
+
 struct DecodeDeviceResult {
   DecodePlanGeometry g;
   std::vector<int32_t> parts_ref, off_ref;  // the host plan (ref::plan_decode)
@@ -176,26 +209,13 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   MLA_TRY(d_out.download(&r->out));
   MLA_TRY(d_lse.download(&r->lse));
 
-  MLA_TRY(d_out.poison());
-  MLA_TRY(d_lse.poison());
-  MLA_TRY(d_parts.poison());
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  MLA_CUDA_TRY("test", cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status cap = call(false);
-  MLA_CUDA_TRY("test", cudaStreamEndCapture(stream, &graph));
-  if (!cap.is_ok()) return finish(cap);
-  MLA_CUDA_TRY("test", cudaGraphInstantiate(&exec, graph, 0));
-  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
-  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
-  MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
-  std::vector<uint16_t> out_g(h.out_elems());
-  std::vector<float> lse_g(h.lse_elems());
-  MLA_TRY(d_out.download(&out_g));
-  MLA_TRY(d_lse.download(&lse_g));
-  const Status replays = check_replays(exec, stream, d_out, d_lse, r->out, r->lse, name);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  std::vector<uint16_t> out_g;
+  std::vector<float> lse_g;
+  Status replays;
+  if (Status st = replay_as_graph([&] { return call(false); }, stream, d_out, d_lse, d_parts, r->out, r->lse, name, &out_g,
+                                  &lse_g, &replays);
+      !st.is_ok())
+    return finish(st);
   if (std::memcmp(out_g.data(), r->out.data(), out_g.size() * 2) != 0 ||
       std::memcmp(lse_g.data(), r->lse.data(), lse_g.size() * 4) != 0)
     return finish(Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")"));

@@ -216,26 +216,11 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   }
 
   // CUDA graph of plan + decode + combine, replayed onto poisoned outputs: must equal eager bit for bit.
-  MLA_TRY(d_out.poison());
-  MLA_TRY(d_lse.poison());
-  MLA_TRY(d_parts.poison());
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  MLA_CUDA_TRY("test", cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status cap = call(false);
-  MLA_CUDA_TRY("test", cudaStreamEndCapture(stream, &graph));
-  MLA_TRY(cap);
-  MLA_CUDA_TRY("test", cudaGraphInstantiate(&exec, graph, 0));
-  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
-  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
-  MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
-  std::vector<uint16_t> out_g(out_elems);
-  std::vector<float> lse_g(lse_elems);
-  MLA_TRY(d_out.download(&out_g));
-  MLA_TRY(d_lse.download(&lse_g));
-  const Status replays = check_replays(exec, stream, d_out, d_lse, out, lse, name);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  std::vector<uint16_t> out_g;
+  std::vector<float> lse_g;
+  Status replays;
+  MLA_TRY(replay_as_graph([&] { return call(false); }, stream, d_out, d_lse, d_parts, out, lse, name, &out_g, &lse_g,
+                          &replays));
   cudaStreamDestroy(stream);
   // A difference is reported after the reference is computed, so the message says which run is off and where.
   const bool graph_same = std::memcmp(out_g.data(), out.data(), out_elems * 2) == 0 &&
@@ -281,14 +266,6 @@ std::string case_name(const DecodeCase& c, const std::string& lens) {
          std::to_string(c.s_q) + (c.causal ? "_causal" : "") + "_" + lens;
 }
 
-// Seqlens drawn uniformly from [lo, hi] (per-run random, reproducible through MLA_TEST_SEED).
-std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) {
-  auto rng = case_rng("lens_" + tag);
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<int> v(batch);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // Under MLA_SMALL_CASES=1 (harness small_cases(): the compute-sanitizer runs) only cases of at most 8 sequences and
 // 5000 tokens, which still reach every kernel (each h_q, s_q 1-4, splits, empty sequences, partial tiles).

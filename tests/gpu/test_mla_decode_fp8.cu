@@ -132,91 +132,17 @@ Status unquantized_reference(const DecodeHostData& h, float softmax_scale, std::
   return ref::mla_decode(p, opts);
 }
 
-// One case: device plan vs host plan (exact), kernel vs split reference, graph replay vs eager, guards.
+// One case: the device run's shared checks (decode_device_run.h: device plan vs host plan, graph replays vs eager,
+// merge counters, guards), then the kernel vs the split reference on the same plan.
 Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) {
   auto rng = case_rng(name);
   const DecodeHostData h = make_decode_data(c.shape, rng);
   const DecodeShape& s = h.shape;
-  DecodePlanGeometry g;
-  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &g, h.seqlens.data()));  // as an engine would
-  const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
-
-  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws, d_cnt;
-  MLA_TRY(d_q.alloc(h.q.size()));
-  MLA_TRY(d_cnt.alloc(decode_plan_counters(g) * 4));  // poisoned: plan_decode must zero the fused merge's counters
-  MLA_TRY(d_cache.alloc(h.cache.size()));
-  MLA_TRY(d_bt.alloc(h.block_table.size() * 4));
-  MLA_TRY(d_sl.alloc(h.seqlens.size() * 4));
-  MLA_TRY(d_out.alloc(h.out_elems() * 2));
-  MLA_TRY(d_lse.alloc(h.lse_elems() * 4));
-  MLA_TRY(d_parts.alloc(parts_ints * 4));
-  MLA_TRY(d_off.alloc((s.batch + 1) * 4));
-  MLA_TRY(d_ws.alloc(decode_workspace_bytes(g)));
-  MLA_TRY(d_q.upload(h.q));
-  MLA_TRY(d_cache.upload(h.cache));
-  MLA_TRY(d_bt.upload(h.block_table));
-  MLA_TRY(d_sl.upload(h.seqlens));
-
-  std::vector<int32_t> parts_ref(parts_ints, -7), off_ref(s.batch + 1, -7);
-  DecodePlanView plan_ref{parts_ref.data(), off_ref.data(), g.num_parts};
-  MLA_TRY(ref::plan_decode(TensorView::contiguous(const_cast<int32_t*>(h.seqlens.data()), DType::kInt32, {s.batch}),
-                           TensorView::contiguous(h.block_table.data(), DType::kInt32, {s.batch, h.max_pages}), g,
-                           plan_ref));
-  cudaStream_t stream;
-  MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
-  const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {s.batch});
-  DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts, d_cnt.as<int32_t>()};
-  const MlaDecodeParams p = h.params(d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data(),
-                                     c.softmax_scale);
-  // The eager call's plan carries the start hints (block table given: the engine's path, whose records the
-  // host plan must equal); the graph below is captured without the page hints, so its bit-for-bit match with
-  // the eager result also checks the cursor's block-table loads against the hinted first pages.
-  auto call = [&](bool hints) -> Status {
-    MLA_TRY(hints ? cuda::plan_decode(d_seqlens, p.block_table, g, plan, stream) : cuda::plan_decode(d_seqlens, g, plan, stream));
-    return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
-  };
-  MLA_TRY(call(true));
-  MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
-  std::vector<int32_t> parts_dev(parts_ints), off_dev(s.batch + 1);
-  MLA_TRY(d_parts.download(&parts_dev));
-  MLA_TRY(d_off.download(&off_dev));
-  if (parts_dev != parts_ref || off_dev != off_ref)
-    return Status::internal("plan_decode", "device plan differs from compute_decode_plan on the host (" + name + ")");
-  MLA_TRY(check_merge_counters_zero(d_cnt, name));  // the next layer's call needs them at zero
-
-  std::vector<uint16_t> out(h.out_elems());
-  std::vector<float> lse(h.lse_elems());
-  MLA_TRY(d_out.download(&out));
-  MLA_TRY(d_lse.download(&lse));
-
-  // CUDA graph of plan + decode + combine, replayed onto poisoned outputs: must equal eager bit for bit.
-  MLA_TRY(d_out.poison());
-  MLA_TRY(d_lse.poison());
-  MLA_TRY(d_parts.poison());
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  MLA_CUDA_TRY("test", cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status cap = call(false);
-  MLA_CUDA_TRY("test", cudaStreamEndCapture(stream, &graph));
-  MLA_TRY(cap);
-  MLA_CUDA_TRY("test", cudaGraphInstantiate(&exec, graph, 0));
-  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
-  MLA_CUDA_TRY("test", cudaGraphLaunch(exec, stream));
-  MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
-  std::vector<uint16_t> out_g(h.out_elems());
-  std::vector<float> lse_g(h.lse_elems());
-  MLA_TRY(d_out.download(&out_g));
-  MLA_TRY(d_lse.download(&lse_g));
-  const Status replays = check_replays(exec, stream, d_out, d_lse, out, lse, name);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  if (std::memcmp(out_g.data(), out.data(), out.size() * 2) != 0 || std::memcmp(lse_g.data(), lse.data(), lse.size() * 4) != 0)
-    return Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")");
-  MLA_TRY(replays);
-  MLA_TRY(check_merge_counters_zero(d_cnt, name));
-  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws, &d_cnt})
-    MLA_TRY(b->check_guards(name));
+  DecodeDeviceResult r;
+  MLA_TRY(run_decode_on_device(name, h, c.softmax_scale, &r));
+  const DecodePlanGeometry& g = r.g;
+  const std::vector<uint16_t>& out = r.out;
+  const std::vector<float>& lse = r.lse;
 
   // Split reference on the host copies, same plan.
   std::vector<uint16_t> out_ref(h.out_elems(), 0xFFFFu);
@@ -225,7 +151,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   const MlaDecodeParams ph = h.params(const_cast<uint8_t*>(h.q.data()), const_cast<uint8_t*>(h.cache.data()),
                                       const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()),
                                       out_ref.data(), lse_ref.data(), c.softmax_scale);
-  MLA_TRY(ref::mla_decode_split(ph, plan_ref, o_acc.data(), lse_acc.data()));
+  MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data()));
   const double vmax = max_abs_v(h);
   rep->add("out/max|V|", compare_bf16(out, out_ref, vmax));
   rep->add("lse/max(1,|lse|)",
@@ -243,14 +169,6 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
     if (su.nonfinite_got || su.mismatched_nan) return Status::internal("mla_decode", std::string(buf) + " non-finite (" + name + ")");
   }
   return Status::ok();
-}
-
-std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) {
-  auto rng = case_rng("lens_" + tag);
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<int> v(batch);
-  for (auto& x : v) x = d(rng);
-  return v;
 }
 
 struct CaseSpec {

@@ -280,14 +280,6 @@ Status run_fp8ds_case(const std::string& name, DecodeHostData h, CaseReport* rep
   return Status::ok();
 }
 
-std::vector<int> random_lens(const std::string& tag, int batch, int lo, int hi) {
-  auto rng = case_rng("lens_" + tag);
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<int> v(batch);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
 struct Spec {
   int batch, h_q, s_q;
   bool causal;
