@@ -46,8 +46,11 @@ constexpr Tolerance kExact{0.0, 0.0, "a copy: any differing bit is a bug"};
 constexpr Tolerance kBf16Out{3e-3, 8e-2, "one bf16 rounding of a float result (<= 1 ulp = 2^-8 relative), |out| < ~20"};
 // fp32 results of the same float math in another order: a few ulps of the largest partial sums.
 constexpr Tolerance kFp32Out{2e-5, 2e-4, "float arithmetic in another order (accumulation over k <= 2048)"};
-// Routing weights: the GPU's expf differs from the host's by an ulp or two before normalization.
-constexpr Tolerance kRouting{1e-5, 1e-5, "softmax with the device expf (<= 2 ulp) vs the host's; ids exact"};
+// Routing weights, compared in units of routed_scaling_factor (the softmax probabilities, <= 1): the GPU's expf
+// differs from the host's by an ulp or two and the sum over the experts runs in another order, a few float ulps of a
+// value <= 1. Measured on the H200 (session 40, 30 seeds x 4 cases): at most 6.6e-7 (E160, scale 16). The weights
+// themselves reach 16 there, where 1e-5 is ~10 ulps: the absolute limit on unscaled weights failed 1 seed in 10.
+constexpr Tolerance kRouting{1e-5, 1e-5, "softmax with the device expf vs the host's, in units of the scale; ids exact"};
 
 TensorView host_bf16_view(const HostArray& a, std::initializer_list<int64_t> shape) {
   return TensorView::contiguous(a.raw.data(), DType::kBf16, shape);
@@ -327,13 +330,13 @@ Status run_routing(const RoutingSpec& s, int64_t t, CaseReport* rep) {
     for (int j = 0; j < s.k; ++j) {
       cmp_ids.push_back(got_ids[size_t(i * s.k + j)]);
       want_ids.push_back(float(ex[size_t(j)]));
-      cmp_ww.push_back(got_w[size_t(i * s.k + j)]);
-      want_w.push_back(wt[size_t(j)]);
+      cmp_ww.push_back(got_w[size_t(i * s.k + j)] / s.scale);
+      want_w.push_back(wt[size_t(j)] / s.scale);
     }
   }
   if (skipped * 10 > size_t(t)) return Status::internal("moe_routing test", "too many near-tie tokens skipped");
   rep->add("ids", compare_f(cmp_ids, want_ids));
-  rep->add("weights", compare_f(cmp_ww, want_w));
+  rep->add("weights/scale", compare_f(cmp_ww, want_w));
   rep->note = std::to_string(skipped) + " of " + std::to_string(t) + " tokens skipped as near-ties (gap < 1e-5)";
   MLA_TRY(d_ids.check_guards("ids"));
   MLA_TRY(d_w.check_guards("weights"));
