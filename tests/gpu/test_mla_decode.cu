@@ -266,7 +266,6 @@ std::string case_name(const DecodeCase& c, const std::string& lens) {
          std::to_string(c.s_q) + (c.causal ? "_causal" : "") + "_" + lens;
 }
 
-
 // Under MLA_SMALL_CASES=1 (harness small_cases(): the compute-sanitizer runs) only cases of at most 8 sequences and
 // 5000 tokens, which still reach every kernel (each h_q, s_q 1-4, splits, empty sequences, partial tiles).
 void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens) {

@@ -111,6 +111,7 @@ const uint8_t* token_bytes(const DecodeHostData& h, int b, int t) {
 // A token's values through the format's readers (src/ops/common/cache_codec.h): latent dims in fp32, before any bf16
 // rounding.
 using cache::fp8_ds_latent;
+using cache::fp8_ds_rope_bits;
 using cache::fp8_ds_stored_scale;
 
 // The same problem as a bf16 cache (same pages and block table) holding bf16(e4m3 x scale) for the latent
@@ -124,7 +125,7 @@ std::vector<uint16_t> dequantized_bf16_cache(const DecodeHostData& h) {
       uint16_t* dst = &c[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * kDimQK];
       for (int d = 0; d < kDimLatent; ++d)
         dst[d] = float_to_bf16(fp8_ds_latent(tok, d));
-      for (int r = 0; r < kDimRope; ++r) dst[kDimLatent + r] = cache::fp8_ds_rope_bits(tok, r);
+      for (int r = 0; r < kDimRope; ++r) dst[kDimLatent + r] = fp8_ds_rope_bits(tok, r);
     }
   return c;
 }
