@@ -7,6 +7,7 @@
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
 //                [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm none|same|other|FORMAT]
 //                [--flush memset|read|memset0|fill] [--pad KIB] [--cache-offset KIB] [--churn MIB] [--addresses]
+//                [--touch KIB]
 //                (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
@@ -39,6 +40,9 @@
 // freed just before (as after a big row) -- to tell what placement alone moves from what a change
 // does (session 34: two binaries of the same decode SASS timed one row 1.5 us apart, every pass); --addresses prints
 // each row's buffer addresses (stderr).
+// --touch KIB (experiment): after each flush, outside the events, a kernel loading one word every KIB of the row's
+// KV cache. Session 42: no row moves with warm translations (64 KiB or 2 MiB apart), but the grid run's row 13
+// (layout B of session 34) drops 1.3 us with any kernel at all between the memset and the call, loads or none.
 // The rows are burst numbers: --reps 30 is at most ~20 ms of load, though the busy rows already run power-capped
 // (h_q 128 at 1625-1760 MHz, session 20's clock probe); hundreds of reps in a row bring the clock further down and
 // the long h_q 128 rows up to 15 % slower (docs/mla_decode.md).
@@ -208,6 +212,10 @@ struct Options {
   int cache_offset_kib = 0;
   int churn_mib = 0;
   bool addresses = false;
+  // --touch KIB (experiment): after each flush, outside the events, one 4-byte load every KIB KiB of the row's KV
+  // cache (its address translations warm, ~0.01 % of its bytes in L2). Against the plain flush it prices what cold
+  // translations cost a row (the anchors' timing has them cold wherever the flush evicted them).
+  int touch_kib = 0;
 };
 
 // An option's integer value in [lo, hi], or an error naming the option and the range.
@@ -274,6 +282,8 @@ Status parse(int argc, char** argv, Options* o) {
       else if (v == "memset0") o->flush = Options::kMemset0;
       else if (v == "fill") o->flush = Options::kFill;
       else return Status::invalid(kOp, "--flush wants memset, read, memset0 or fill; got '" + v + "'");
+    } else if (a == "--touch" && has_val) {
+      MLA_TRY(parse_int_arg(a, argv[++i], 4, 1 << 20, &o->touch_kib));
     } else if (a == "--addresses") {
       o->addresses = true;
     } else if (a == "--churn" && has_val) {
@@ -293,7 +303,7 @@ Status parse(int argc, char** argv, Options* o) {
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
                              "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] "
                              "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill] [--pad KIB] "
-                             "[--cache-offset KIB] [--churn MIB] [--addresses]; got '" + a + "'");
+                             "[--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB]; got '" + a + "'");
     }
   }
   // --shape replaces the grid, so --rows would select nothing it runs: refuse rather than ignore it.
@@ -320,6 +330,16 @@ Options::Flush g_flush = Options::kMemset;  // --flush, set once in main
 __global__ void fill_zero_kernel(uint4* p, size_t n) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) p[i] = make_uint4(0, 0, 0, 0);
+}
+
+// --touch: one 4-byte load every `stride` bytes of [base, base + bytes), spread over the grid; the sum goes to `sink`
+// only if it hits an improbable value, so the loads stay and nothing is written.
+__global__ void touch_kernel(const uint8_t* base, size_t bytes, size_t stride, uint32_t* sink) {
+  uint32_t acc = 0;
+  const size_t n = bytes / stride;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    acc += __ldcg(reinterpret_cast<const uint32_t*>(base + i * stride));
+  if (acc == 0x9E3779B9u) *sink = acc;
 }
 
 Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int reps, double* median_us,
@@ -732,6 +752,19 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, &decode_exec));
   MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune); }, &plan_exec));
   if (o.prewarm != Options::kNone) MLA_TRY(build_warm_call(r, warm_format(o), p, g, o.tune, s, capture, &warm));
+  DevMem<uint32_t> touch_sink;
+  if (o.touch_kib > 0) {  // the --touch loads take the warm call's place after each flush
+    if (o.prewarm != Options::kNone) return Status::invalid(kOp, "--touch and --prewarm exclude each other");
+    MLA_TRY(touch_sink.alloc(1, kOp));
+    const size_t bytes = size_t(num_pages) * mla::kDecodePageSize * mla::kv_bytes_per_token(o.format);
+    MLA_TRY(capture(
+        [&] {
+          touch_kernel<<<264, 128, 0, s>>>(reinterpret_cast<const uint8_t*>(cache_p), bytes,
+                                            size_t(o.touch_kib) << 10, touch_sink.p);
+          return mla::cuda_status(cudaGetLastError(), kOp, "touch_kernel");
+        },
+        &warm.exec));
+  }
   MLA_TRY(time_graph(decode_exec, &t->decode_us));
   if (o.hints == Options::kAb) {
     // The decode graph reads the plan buffers when it runs: the same graph, with the hints cleared or rewritten.
