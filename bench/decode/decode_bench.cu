@@ -310,6 +310,9 @@ Status parse(int argc, char** argv, Options* o) {
   if (!o->shapes.empty() && !o->rows.empty())
     return Status::invalid(kOp, "--shape " + shape_args + " times its own shapes instead of the grid's "
                                            "rows: drop --rows " + rows_arg + " (or --shape)");
+  // Both run after each flush in the one warm-call slot.
+  if (o->touch_kib > 0 && o->prewarm != Options::kNone)
+    return Status::invalid(kOp, "--touch and --prewarm exclude each other (both run after each flush)");
   return Status::ok();
 }
 
@@ -754,7 +757,6 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   if (o.prewarm != Options::kNone) MLA_TRY(build_warm_call(r, warm_format(o), p, g, o.tune, s, capture, &warm));
   DevMem<uint32_t> touch_sink;
   if (o.touch_kib > 0) {  // the --touch loads take the warm call's place after each flush
-    if (o.prewarm != Options::kNone) return Status::invalid(kOp, "--touch and --prewarm exclude each other");
     MLA_TRY(touch_sink.alloc(1, kOp));
     const size_t bytes = size_t(num_pages) * mla::kDecodePageSize * mla::kv_bytes_per_token(o.format);
     MLA_TRY(capture(
