@@ -4,11 +4,12 @@
 ANCHORS.md's columns were measured once, on one H200, on 2026-11-29; our own rows move 1.5-2.6 % from one machine of
 the pool to the next (bench/decode/NOTES_plan.md session 27). This tool times the peers in the same device call as
 bench_decode, so a row's ratio no longer mixes two machines:
-  flashmla_bf16  upstream FlashMLA's dense sm90 decode (torch.ops._flashmla_C.dense_decode_fwd), the "FlashMLA bf16"
-                 column;
+  flashmla_bf16  upstream FlashMLA's dense sm90 decode (torch.ops._flashmla_C.dense_decode_fwd). The wheel's FlashMLA
+                 is later than the anchor's 9241ae3 and its kernel alone is 13-100 % slower than 9241ae3's whole
+                 call (BENCHMARKS.md "Session 43"): not a stand-in for the "FlashMLA bf16" column;
   pr54_fp8       the community FP8 kernel vLLM vendors (torch.ops._flashmla_extension_C.fwd_kvcache_mla_fp8), the
-                 "PR54 fp8" column (q and cache e4m3, one scale each, bf16 out);
-  pr54_bf16      the same op on bf16 q and cache, the "PR54 bf16" column, where the build accepts it.
+                 "PR54 fp8" column (q and cache e4m3, one scale each, bf16 out): within 0.2-3 % of its anchor;
+  pr54_bf16      the same op on bf16 q and cache (the "PR54 bf16" column): this build refuses it.
 Both libraries come prebuilt in vLLM 0.26.0's wheel (built for torch 2.11 + CUDA 13, the device's stack):
 fetch_vllm_flashmla.sh extracts them; nothing of theirs is in this repository.
 
@@ -18,9 +19,10 @@ decode call (split-KV kernel + combine) captured in a CUDA graph; before every l
 (byte value i & 0xFF) outside the events; 3 warm-up launches, then the median of --reps.
 
   python3 flashmla_peer.py --lib-dir DIR [--kernels flashmla_bf16,pr54_fp8] [--rows 1-18] [--reps 30]
-                           [--check] [--loop ROW --loop-reps N]
+                           [--check] [--loop ROW --loop-reps N] [--profile]
 --check first compares each kernel with a float32 reference on small mixed-length cases (a timing of a call that
-computes something else would be meaningless). --loop ROW times only that row, N launches (for clock sampling).
+computes something else would be meaningless). --loop ROW times only that row, N launches (for clock sampling). --profile lists, per row, the
+kernels of five eager calls (after the flush) with their device times (torch profiler) instead of timing.
 """
 import argparse
 import ctypes
