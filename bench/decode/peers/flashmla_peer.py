@@ -21,8 +21,9 @@ decode call (split-KV kernel + combine) captured in a CUDA graph; before every l
   python3 flashmla_peer.py --lib-dir DIR [--kernels flashmla_bf16,pr54_fp8] [--rows 1-18] [--reps 30]
                            [--check] [--loop ROW --loop-reps N] [--profile]
 --check first compares each kernel with a float32 reference on small mixed-length cases (a timing of a call that
-computes something else would be meaningless). --loop ROW times only that row, N launches (for clock sampling). --profile lists, per row, the
-kernels of five eager calls (after the flush) with their device times (torch profiler) instead of timing.
+computes something else would be meaningless). --loop ROW times only that row, N launches (for clock sampling).
+--profile lists, per row, the kernels of five eager calls (after the flush) with their device times (torch profiler)
+instead of timing.
 """
 import argparse
 import ctypes
