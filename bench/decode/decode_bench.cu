@@ -7,7 +7,7 @@
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
 //                [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm none|same|other|FORMAT]
 //                [--flush memset|read|memset0|fill] [--pad KIB] [--cache-offset KIB] [--churn MIB] [--addresses]
-//                [--touch KIB]
+//                [--touch KIB] [--unrolled N]
 //                (mlaserve bench decode ...)
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
@@ -43,6 +43,8 @@
 // --touch KIB (experiment): after each flush, outside the events, a kernel loading one word every KIB of the row's
 // KV cache. Session 42: no row moves with warm translations (64 KiB or 2 MiB apart), but the grid run's row 13
 // (layout B of session 34) drops 1.3 us with any kernel at all between the memset and the call, loads or none.
+// --unrolled N (experiment): one graph of N x (flush, call) minus one of N x flush, per call (Options::unrolled):
+// what a row reads without the graph launch and the events around each call (session 43).
 // The rows are burst numbers: --reps 30 is at most ~20 ms of load, though the busy rows already run power-capped
 // (h_q 128 at 1625-1760 MHz, session 20's clock probe); hundreds of reps in a row bring the clock further down and
 // the long h_q 128 rows up to 15 % slower (docs/mla_decode.md).
@@ -216,6 +218,10 @@ struct Options {
   // cache (its address translations warm, ~0.01 % of its bytes in L2). Against the plain flush it prices what cold
   // translations cost a row (the anchors' timing has them cold wherever the flush evicted them).
   int touch_kib = 0;
+  // --unrolled N (experiment): the anchors' method as session 43 reads it, not events around each call. One graph of
+  // N x (flush, call) and one of N x flush, each replayed 10 times; the row is the difference of their per-call
+  // medians, so the graph launch and the event pair (the 2.8 us floor of the default method) leave the number.
+  int unrolled = 0;
 };
 
 // An option's integer value in [lo, hi], or an error naming the option and the range.
@@ -282,6 +288,8 @@ Status parse(int argc, char** argv, Options* o) {
       else if (v == "memset0") o->flush = Options::kMemset0;
       else if (v == "fill") o->flush = Options::kFill;
       else return Status::invalid(kOp, "--flush wants memset, read, memset0 or fill; got '" + v + "'");
+    } else if (a == "--unrolled" && has_val) {
+      MLA_TRY(parse_int_arg(a, argv[++i], 1, 1000, &o->unrolled));
     } else if (a == "--touch" && has_val) {
       MLA_TRY(parse_int_arg(a, argv[++i], 4, 1 << 20, &o->touch_kib));
     } else if (a == "--addresses") {
@@ -303,7 +311,7 @@ Status parse(int argc, char** argv, Options* o) {
                              "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
                              "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] "
                              "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill] [--pad KIB] "
-                             "[--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB]; got '" + a + "'");
+                             "[--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB] [--unrolled N]; got '" + a + "'");
     }
   }
   // --shape replaces the grid, so --rows would select nothing it runs: refuse rather than ignore it.
@@ -311,6 +319,10 @@ Status parse(int argc, char** argv, Options* o) {
     return Status::invalid(kOp, "--shape " + shape_args + " times its own shapes instead of the grid's "
                                            "rows: drop --rows " + rows_arg + " (or --shape)");
   // Both run after each flush in the one warm-call slot.
+  if (o->unrolled > 0 && (o->touch_kib > 0 || o->prewarm != Options::kNone || o->flush == Options::kRead ||
+                          o->hints == Options::kAb || o->timeline))
+    return Status::invalid(kOp, "--unrolled times the flush and the call alone: it excludes --touch, --prewarm, "
+                                "--flush read, --hints ab and --timeline");
   if (o->touch_kib > 0 && o->prewarm != Options::kNone)
     return Status::invalid(kOp, "--touch and --prewarm exclude each other (both run after each flush)");
   return Status::ok();
@@ -362,6 +374,36 @@ Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int 
     return Status::ok();
   };
   return mla::bench::time_graph_median_us(exec, s, memset_flush, reps, median_us);
+}
+
+// --unrolled: the flush of call i inside a capture (memset node, or the fill kernel of --flush fill).
+Status flush_op(cudaStream_t s, void* flush, int i) {
+  if (g_flush == Options::kFill) {
+    const size_t n = kFlushBytes / 16;
+    fill_zero_kernel<<<unsigned((n + 127) / 128), 128, 0, s>>>(static_cast<uint4*>(flush), n);
+    return mla::cuda_status(cudaGetLastError(), kOp, "flush fill");
+  }
+  return mla::cuda_status(cudaMemsetAsync(flush, g_flush == Options::kMemset0 ? 0 : (i & 0xFF), kFlushBytes, s), kOp,
+                          "flush memset");
+}
+
+// Per-call median us of `exec` (n calls in one graph) over 10 replays after one warm-up replay.
+Status time_unrolled_graph(cudaGraphExec_t exec, cudaStream_t s, int n, double* per_call_us) {
+  mla::bench::EventPair ev;
+  MLA_TRY(ev.create(kOp));
+  std::vector<double> t;
+  for (int i = 0; i < 11; ++i) {
+    MLA_CUDA_TRY(kOp, cudaEventRecord(ev.start, s));
+    MLA_CUDA_TRY(kOp, cudaGraphLaunch(exec, s));
+    MLA_CUDA_TRY(kOp, cudaEventRecord(ev.stop, s));
+    MLA_CUDA_TRY(kOp, cudaEventSynchronize(ev.stop));
+    float ms = 0;
+    MLA_CUDA_TRY(kOp, cudaEventElapsedTime(&ms, ev.start, ev.stop));
+    if (i > 0) t.push_back(1e3 * ms / n);
+  }
+  std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+  *per_call_us = t[t.size() / 2];
+  return Status::ok();
 }
 
 double median_of(std::vector<double> v) {
@@ -767,7 +809,32 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
         },
         &warm.exec));
   }
-  MLA_TRY(time_graph(decode_exec, &t->decode_us));
+  if (o.unrolled > 0) {
+    cudaGraphExec_t all_exec, flush_exec;
+    MLA_TRY(capture(
+        [&] {
+          for (int i = 0; i < o.unrolled; ++i) {
+            MLA_TRY(flush_op(s, flush, i));
+            MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));
+          }
+          return Status::ok();
+        },
+        &all_exec));
+    MLA_TRY(capture(
+        [&] {
+          for (int i = 0; i < o.unrolled; ++i) MLA_TRY(flush_op(s, flush, i));
+          return Status::ok();
+        },
+        &flush_exec));
+    double all_us = 0, flush_us = 0;
+    MLA_TRY(time_unrolled_graph(all_exec, s, o.unrolled, &all_us));
+    MLA_TRY(time_unrolled_graph(flush_exec, s, o.unrolled, &flush_us));
+    t->decode_us = all_us - flush_us;
+    cudaGraphExecDestroy(all_exec);
+    cudaGraphExecDestroy(flush_exec);
+  } else {
+    MLA_TRY(time_graph(decode_exec, &t->decode_us));
+  }
   if (o.hints == Options::kAb) {
     // The decode graph reads the plan buffers when it runs: the same graph, with the hints cleared or rewritten.
     for (int v = 0; v < 4; ++v) {

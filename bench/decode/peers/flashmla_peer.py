@@ -19,11 +19,12 @@ decode call (split-KV kernel + combine) captured in a CUDA graph; before every l
 (byte value i & 0xFF) outside the events; 3 warm-up launches, then the median of --reps.
 
   python3 flashmla_peer.py --lib-dir DIR [--kernels pr54_fp8,flashmla_bf16] [--rows 1-18] [--reps 30]
-                           [--check] [--loop ROW --loop-reps N] [--profile]
+                           [--check] [--loop ROW --loop-reps N] [--profile] [--unrolled N [--fill]]
 --check first compares each kernel with a float32 reference on small mixed-length cases (a timing of a call that
 computes something else would be meaningless). --loop ROW times only that row, N launches (for clock sampling).
 --profile lists, per row, the kernels of five eager calls (after the flush) with their device times (torch profiler)
-instead of timing.
+instead of timing. --unrolled N times as bench_decode --unrolled N does (the flush and the call N times in one
+graph, minus the flushes alone); --fill makes the flush torch's zero_() (a kernel, as triton's do_bench clears L2).
 """
 import argparse
 import ctypes
@@ -170,6 +171,48 @@ def profile_row(kernel, r, row, cudart, flush):
     print(prof.key_averages().table(sort_by="device_time_total", row_limit=8), flush=True)
 
 
+def time_row_unrolled(kernel, row, n, cudart, flush, fill):
+    """bench_decode --unrolled N: per-call median of a graph of n x (flush, call) minus one of n x flush (10 replays
+    after one). fill: torch's zero_() as the flush (a kernel, as triton's do_bench clears L2) instead of the memset."""
+    call = make_call(kernel, row)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()
+    torch.cuda.current_stream().wait_stream(side)
+
+    def flush_op(i):
+        if fill:
+            flush.zero_()
+        else:
+            cudart.cudaMemsetAsync(ctypes.c_void_p(flush.data_ptr()), i & 0xFF, FLUSH_BYTES,
+                                   torch.cuda.current_stream().cuda_stream)
+
+    graphs = []
+    for with_call in (True, False):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for i in range(n):
+                flush_op(i)
+                if with_call:
+                    call()
+        graphs.append(g)
+    stream = torch.cuda.current_stream()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    per_call = []
+    for g in graphs:
+        t = []
+        for i in range(11):
+            start.record(stream)
+            g.replay()
+            stop.record(stream)
+            stop.synchronize()
+            if i > 0:
+                t.append(start.elapsed_time(stop) * 1e3 / n)
+        per_call.append(statistics.median(t))
+    return per_call[0] - per_call[1]
+
+
 def parse_rows(text):
     rows = []
     for part in text.split(","):
@@ -192,6 +235,8 @@ def main():
     ap.add_argument("--loop", type=int, default=0, help="time only this row, --loop-reps launches")
     ap.add_argument("--loop-reps", type=int, default=5000)
     ap.add_argument("--profile", action="store_true", help="list each row's kernels and their device times (eager)")
+    ap.add_argument("--unrolled", type=int, default=0, help="bench_decode --unrolled N: graph of N x (flush, call)")
+    ap.add_argument("--fill", action="store_true", help="with --unrolled: flush by torch's zero_() (a kernel)")
     a = ap.parse_args()
     kernels = a.kernels.split(",")
     for k in kernels:
@@ -205,8 +250,12 @@ def main():
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     rows = [a.loop] if a.loop else parse_rows(a.rows)
     reps = a.loop_reps if a.loop else a.reps
-    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, median of {reps} after {WARMUP} warm-up, "
-          f"256 MB memset before each launch", flush=True)
+    if a.unrolled:
+        method = (f"--unrolled {a.unrolled}: graph of {a.unrolled} x (256 MB {'zero_()' if a.fill else 'memset'}, call) "
+                  f"minus one of the flushes alone, per call, median of 10 replays")
+    else:
+        method = f"median of {reps} after {WARMUP} warm-up, 256 MB memset before each launch"
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, {method}", flush=True)
     print("| kernel | row | h_q | batch | seqlen | us |")
     print("|---|---|---|---|---|---|")
     for kernel in kernels:
@@ -216,7 +265,10 @@ def main():
             if a.profile:
                 profile_row(kernel, r, row, cudart, flush)
                 continue
-            us = time_row(kernel, row, reps, cudart, flush)
+            if a.unrolled:
+                us = time_row_unrolled(kernel, row, a.unrolled, cudart, flush, a.fill)
+            else:
+                us = time_row(kernel, row, reps, cudart, flush)
             print(f"| {kernel} | {r} | {h_q} | {batch} | {seqlen} | {us:.1f} |", flush=True)
             del row
             torch.cuda.empty_cache()
