@@ -878,6 +878,10 @@ Status bench(const Options& o) {
   std::printf("# mla_decode, %s, %d SMs, format %s, %s, reps %d (median, L2 flushed, CUDA graph)\n", prop.name,
               prop.multiProcessorCount, std::string(mla::kv_format_name(o.format)).c_str(),
               show_sq ? "s_q per row (causal when > 1)" : "s_q 1", o.reps);
+  if (o.unrolled > 0)
+    std::printf("# timing: --unrolled %d -- per call, one graph of %d x (flush, call) minus one of the flushes alone, "
+                "median of 10 replays (the reps above apply to the plan and floor lines only)\n",
+                o.unrolled, o.unrolled);
   const bool fp8 = o.format == mla::KvFormat::kFp8, fp8ds = o.format == mla::KvFormat::kFp8Ds;
   std::printf(fp8     ? "# anchor = the FlashMLA PR54 fp8 column of ANCHORS.md\n"
               : fp8ds ? "# anchor = the FlashMLA sparse fp8 (656 B/token) column of ANCHORS.md\n"
