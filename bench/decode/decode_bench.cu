@@ -318,11 +318,11 @@ Status parse(int argc, char** argv, Options* o) {
   if (!o->shapes.empty() && !o->rows.empty())
     return Status::invalid(kOp, "--shape " + shape_args + " times its own shapes instead of the grid's "
                                            "rows: drop --rows " + rows_arg + " (or --shape)");
-  // Both run after each flush in the one warm-call slot.
   if (o->unrolled > 0 && (o->touch_kib > 0 || o->prewarm != Options::kNone || o->flush == Options::kRead ||
                           o->hints == Options::kAb || o->timeline))
     return Status::invalid(kOp, "--unrolled times the flush and the call alone: it excludes --touch, --prewarm, "
                                 "--flush read, --hints ab and --timeline");
+  // Both run after each flush in the one warm-call slot.
   if (o->touch_kib > 0 && o->prewarm != Options::kNone)
     return Status::invalid(kOp, "--touch and --prewarm exclude each other (both run after each flush)");
   return Status::ok();
@@ -357,26 +357,8 @@ __global__ void touch_kernel(const uint8_t* base, size_t bytes, size_t stride, u
   if (acc == 0x9E3779B9u) *sink = acc;
 }
 
-Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int reps, double* median_us,
-                         cudaGraphExec_t warm = nullptr) {
-  auto memset_flush = [&](int i) {
-    if (g_read_flush != nullptr) {
-      MLA_TRY(g_read_flush->flush(s));
-    } else if (g_flush == Options::kFill) {
-      const size_t n = kFlushBytes / 16;
-      fill_zero_kernel<<<unsigned((n + 127) / 128), 128, 0, s>>>(static_cast<uint4*>(flush), n);
-      MLA_TRY(mla::cuda_status(cudaGetLastError(), kOp, "flush fill"));
-    } else {
-      const int value = g_flush == Options::kMemset0 ? 0 : (i & 0xFF);
-      MLA_TRY(mla::cuda_status(cudaMemsetAsync(flush, value, kFlushBytes, s), kOp, "flush memset"));
-    }
-    if (warm) MLA_CUDA_TRY(kOp, cudaGraphLaunch(warm, s));
-    return Status::ok();
-  };
-  return mla::bench::time_graph_median_us(exec, s, memset_flush, reps, median_us);
-}
-
-// --unrolled: the flush of call i inside a capture (memset node, or the fill kernel of --flush fill).
+// The flush before call i that writes the 256 MB buffer: the memset (byte i & 0xFF, or 0 for --flush memset0) or the
+// fill kernel of --flush fill. Also what --unrolled captures into its graphs.
 Status flush_op(cudaStream_t s, void* flush, int i) {
   if (g_flush == Options::kFill) {
     const size_t n = kFlushBytes / 16;
@@ -385,6 +367,20 @@ Status flush_op(cudaStream_t s, void* flush, int i) {
   }
   return mla::cuda_status(cudaMemsetAsync(flush, g_flush == Options::kMemset0 ? 0 : (i & 0xFF), kFlushBytes, s), kOp,
                           "flush memset");
+}
+
+Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int reps, double* median_us,
+                         cudaGraphExec_t warm = nullptr) {
+  auto memset_flush = [&](int i) {
+    if (g_read_flush != nullptr) {
+      MLA_TRY(g_read_flush->flush(s));
+    } else {
+      MLA_TRY(flush_op(s, flush, i));
+    }
+    if (warm) MLA_CUDA_TRY(kOp, cudaGraphLaunch(warm, s));
+    return Status::ok();
+  };
+  return mla::bench::time_graph_median_us(exec, s, memset_flush, reps, median_us);
 }
 
 // Per-call median us of `exec` (n calls in one graph) over 10 replays after one warm-up replay.

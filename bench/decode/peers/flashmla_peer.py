@@ -129,14 +129,26 @@ def check(kernels, gen):
     return ok
 
 
-def time_row(kernel, row, reps, cudart, flush):
-    call = make_call(kernel, row)
+def memset_flush(cudart, flush, i, stream):
+    """bench_decode's flush before call i: cudaMemsetAsync of the 256 MB buffer with byte i & 0xFF on `stream`."""
+    err = cudart.cudaMemsetAsync(ctypes.c_void_p(flush.data_ptr()), i & 0xFF, FLUSH_BYTES, stream.cuda_stream)
+    if err != 0:
+        raise RuntimeError(f"cudaMemsetAsync failed: {err}")
+
+
+def warm_up(call, times):
+    """Eager calls on a side stream, as graph capture wants before it records the call."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        call()
-        call()
+        for _ in range(times):
+            call()
     torch.cuda.current_stream().wait_stream(side)
+
+
+def time_row(kernel, row, reps, cudart, flush):
+    call = make_call(kernel, row)
+    warm_up(call, 2)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         call()
@@ -144,9 +156,7 @@ def time_row(kernel, row, reps, cudart, flush):
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for i in range(reps + WARMUP):
-        err = cudart.cudaMemsetAsync(ctypes.c_void_p(flush.data_ptr()), i & 0xFF, FLUSH_BYTES, stream.cuda_stream)
-        if err != 0:
-            raise RuntimeError(f"cudaMemsetAsync failed: {err}")
+        memset_flush(cudart, flush, i, stream)
         start.record(stream)
         graph.replay()
         stop.record(stream)
@@ -164,7 +174,7 @@ def profile_row(kernel, r, row, cudart, flush):
     stream = torch.cuda.current_stream()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for i in range(5):
-            cudart.cudaMemsetAsync(ctypes.c_void_p(flush.data_ptr()), i & 0xFF, FLUSH_BYTES, stream.cuda_stream)
+            memset_flush(cudart, flush, i, stream)
             call()
         torch.cuda.synchronize()
     print(f"profile {kernel} row {r} (5 calls):", flush=True)
@@ -175,18 +185,13 @@ def time_row_unrolled(kernel, row, n, cudart, flush, fill):
     """bench_decode --unrolled N: per-call median of a graph of n x (flush, call) minus one of n x flush (10 replays
     after one). fill: torch's zero_() as the flush (a kernel, as triton's do_bench clears L2) instead of the memset."""
     call = make_call(kernel, row)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        call()
-    torch.cuda.current_stream().wait_stream(side)
+    warm_up(call, 1)
 
     def flush_op(i):
         if fill:
             flush.zero_()
         else:
-            cudart.cudaMemsetAsync(ctypes.c_void_p(flush.data_ptr()), i & 0xFF, FLUSH_BYTES,
-                                   torch.cuda.current_stream().cuda_stream)
+            memset_flush(cudart, flush, i, torch.cuda.current_stream())
 
     graphs = []
     for with_call in (True, False):
