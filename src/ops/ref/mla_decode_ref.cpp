@@ -1,9 +1,9 @@
 // CPU reference of mla_decode: the kernel's arithmetic in plain C++.
 //
 // Every query row walks its visible keys in 64-token blocks (one KV page) with the online softmax a
-// kernel uses: running max m, running sum l of the unrounded probabilities, and an accumulator rescaled
-// by exp(m_old - m_new) per block, into which P is added after rounding to the MMA operand type
-// (bf16, fp16 or e4m3; see PRounding). For fp8 the dot products run on the raw e4m3 values and the
+// kernel uses: running max m (moved lazily for fp8: mla/ops/decode_running_max.h), running sum l of the
+// unrounded probabilities, and an accumulator rescaled by exp(m_old - m_new) per block, into which P is
+// added after rounding to the MMA operand type (bf16, fp16 or e4m3; see PRounding). For fp8 the dot products run on the raw e4m3 values and the
 // scales are folded in as the kernel does: scores use softmax_scale * q_scale * k_scale, the output is
 // multiplied by k_scale. Split-KV runs the same block walk per plan part and merges by lse.
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "mla/core/fp8.h"
 #include "mla/core/half.h"
 #include "mla/core/page_table.h"
+#include "mla/ops/decode_running_max.h"
 #include "mla/ops/mla_decode.h"
 #include "ops/common/cache_codec.h"
 #include "ops/ref/parallel_for.h"
@@ -22,6 +23,7 @@ namespace mla::ref {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kLog2e = 1.44269504088896340736f;
 
 float load_elem(const void* base, DType t, int64_t i) {
   switch (t) {
@@ -73,6 +75,7 @@ class RowAttention {
     const float fp8_fold = p.format == KvFormat::kFp8 ? p.q_scale * p.k_scale : 1.f;
     score_scale_ = p.softmax_scale * fp8_fold;
     out_scale_ = p.format == KvFormat::kFp8 ? p.k_scale : 1.f;
+    max_slack_log2_ = p.format == KvFormat::kFp8 ? kDecodeFp8MaxSlackLog2 : 0.f;
   }
 
   // Processes all rows of sequence b in [row0, row1) (row = i * h_q + h) over blocks [lo, hi).
@@ -95,15 +98,17 @@ class RowAttention {
         const int visible = p_.causal ? seqlen - s_q + 1 + i : seqlen;
         const int te = std::min(t1, visible);
         if (te <= t0) continue;
-        float mx = m[r];
+        float page_max = kNegInf;
         for (int t = t0; t < te; ++t) {
           float acc = 0.f;
           const float* kr = &kblk[(t - t0) * kDimQK];
           const float* qr = &q[r * kDimQK];
           for (int d = 0; d < kDimQK; ++d) acc += qr[d] * kr[d];
           s[t - t0] = acc * score_scale_;
-          mx = std::max(mx, s[t - t0]);
+          page_max = std::max(page_max, s[t - t0]);
         }
+        // The kernels' rule (lazy for fp8): the scores here are already scaled, so log2(e) converts to P's log2.
+        const float mx = decode_running_max(m[r], page_max, kLog2e, max_slack_log2_);
         const float alpha = m[r] == kNegInf ? 0.f : std::exp(m[r] - mx);
         float* orow = &o[static_cast<size_t>(r) * kDimV];
         for (int d = 0; d < kDimV; ++d) orow[d] *= alpha;
@@ -137,6 +142,7 @@ class RowAttention {
   const MlaDecodeRefOptions& opts_;
   float score_scale_ = 1.f;
   float out_scale_ = 1.f;
+  float max_slack_log2_ = 0.f;
 };
 
 PagedKvView make_view(const MlaDecodeParams& p) {

@@ -10,6 +10,7 @@
 // Inline functions only: the kernels compile to the same code as with these lines written in place.
 #include <cstdint>
 
+#include "mla/ops/decode_running_max.h"
 #include "mla/ops/plan_decode.h"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/ptx.h"
@@ -162,13 +163,16 @@ __device__ __forceinline__ float exp2_sel(float x) {
   else return exp2f(x);
 }
 
+// slack_log2 (a constant): the fp8 kernel's lazy running max (mla/ops/decode_running_max.h); 0 keeps the exact max.
 template <bool kExactOne = false, bool kFtzExp = false>
 __device__ __forceinline__ void update_row_max(const float* red, float (&m)[4], float (&alpha)[4], float (&m_scaled)[4],
-                                               float scale_log2, int t) {
+                                               float scale_log2, int t, float slack_log2 = 0.f) {
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     const float4 v = *reinterpret_cast<const float4*>(red + row_of(r, t) * 4);
-    const float m_new = fmaxf(fmaxf(m[r], fmaxf(v.x, v.y)), fmaxf(v.z, v.w));
+    const float m_new = slack_log2 > 0.f
+                            ? decode_running_max(m[r], fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)), scale_log2, slack_log2)
+                            : fmaxf(fmaxf(m[r], fmaxf(v.x, v.y)), fmaxf(v.z, v.w));
     // A row that has seen no key yet keeps m = -inf; subtract 0 then so exp2 gives 0, not NaN.
     m_scaled[r] = m_new == -INFINITY ? 0.f : m_new * scale_log2;
     alpha[r] = exp2_sel<kFtzExp>(m[r] * scale_log2 - m_scaled[r]);

@@ -11,6 +11,7 @@
 // 32- and 64-row tiles only: 16-row tiles (h_q 16, s_q 1) run the wgmma kernel of kernel_h16.cuh.
 #include <cstdint>
 
+#include "mla/ops/decode_running_max.h"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode_fp8/epilogue.cuh"
 
@@ -120,9 +121,10 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row_local = rg * kRowGroup + g + 8 * h;
-        float m_new = st.m[h];
+        float page_max = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < WS::kSlices; ++w) m_new = fmaxf(m_new, s_max[w * kRowsPerCta + row_local]);
+        for (int w = 0; w < WS::kSlices; ++w) page_max = fmaxf(page_max, s_max[w * kRowsPerCta + row_local]);
+        const float m_new = decode_running_max(st.m[h], page_max, p.scale_log2, kDecodeFp8MaxSlackLog2);
         // A row that has seen no key yet keeps m = -inf; subtract 0 then so exp2 gives 0, not NaN.
         const float m_scaled = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
         alpha[h] = exp2f(st.m[h] * p.scale_log2 - m_scaled);

@@ -36,6 +36,7 @@
 // (The accumulator's own page full waits, a fourth sum before, has no slot left in the convention.)
 #include <cstdint>
 
+#include "mla/ops/decode_running_max.h"
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/fused_merge.cuh"
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
@@ -219,7 +220,8 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
 #pragma unroll
     for (int q = 0; q < RG; ++q) {
       const float* red = s_red + red_of(q) + buf * 16 * 4;
-      decode::n16::update_row_max<true, true>(red, st[q].m, alpha[q], m_scaled[q], p.scale_log2, t);  // alpha exactly 1: see below
+      // alpha exactly 1 (see below); the lazy running max of the fp8 format (mla/ops/decode_running_max.h)
+      decode::n16::update_row_max<true, true>(red, st[q].m, alpha[q], m_scaled[q], p.scale_log2, t, kDecodeFp8MaxSlackLog2);
       decode::n16::exp_and_row_sums<true>(group8(s, q), group8(pr, q), st[q].l, alpha[q], m_scaled[q], p.scale_log2);
     }
     // P buffer `buf` is free once the accumulators finished P.V of page j - 2 (pre-armed for pages 0 and 1).

@@ -27,6 +27,7 @@
 // kPHalves entries suffice (2 would, too).
 #include <cstdint>
 
+#include "mla/ops/decode_running_max.h"
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
@@ -306,7 +307,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       float m_new[2], rowsum[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
+        m_new[h] = decode_running_max(first ? -INFINITY : mp[h], mx[h], p.scale_log2, kDecodeFp8MaxSlackLog2);
         const float ms = m_new[h] == -INFINITY ? 0.f : m_new[h] * p.scale_log2;
         float p0[8], p1[8];
         float sum = 0.f;

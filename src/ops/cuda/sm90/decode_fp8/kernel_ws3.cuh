@@ -33,6 +33,7 @@
 // warpgroups (ws_publish_row_sums) give the row's total once.
 #include <cstdint>
 
+#include "mla/ops/decode_running_max.h"
 #include "ops/cuda/sm90/decode/clock_probe.cuh"
 #include "ops/cuda/sm90/decode_fp8/config_ws3.h"
 #include "ops/cuda/sm90/decode_fp8/kernel_ws.cuh"
@@ -106,7 +107,7 @@ __device__ __forceinline__ void ws3_scorer(const decode::DecodeKernelParams& p, 
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float mx = whole ? row_max<8>(sc, h) : mask_row_max<8>(sc, h, limit[h], t4);
-      const float m_new = fmaxf(m_run[h], mx);
+      const float m_new = decode_running_max(m_run[h], mx, p.scale_log2, kDecodeFp8MaxSlackLog2);
       const float ms = m_new == -INFINITY ? 0.f : m_new * p.scale_log2;
       float p0[8], p1[8];
       float sum = 0.f;
