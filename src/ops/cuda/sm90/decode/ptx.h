@@ -51,8 +51,9 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
 }
 
 // 2^x as one MUFU.EX2, subnormal results flushed to 0 (exp2f adds a range check and two multiplies per value to
-// produce them). Every softmax that uses it takes x = (s - m) * scale_log2 <= 0: a flushed P is below 2^-126, far
-// under any P operand's resolution (16-bit, e4m3) next to the row's largest term (1) and nothing in an fp32 row sum
+// produce them). Every softmax that uses it takes x = (s - m) * scale_log2 <= 0 (<= 8 under fp8's lazy running max,
+// mla/ops/decode_running_max.h): a flushed P is below 2^-126, far
+// under any P operand's resolution (16-bit, e4m3) next to the row's largest term (>= 1) and nothing in an fp32 row sum
 // >= 1; exp2(-inf) stays 0 for masked keys.
 __device__ __forceinline__ float ex2_ftz(float x) {
   float y;
