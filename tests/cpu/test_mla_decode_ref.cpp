@@ -13,6 +13,7 @@
 #include "mla/core/fp8.h"
 #include "mla/core/half.h"
 #include "mla/core/page_table.h"
+#include "mla/ops/decode_running_max.h"
 #include "mla/ops/mla_decode.h"
 #include "ops/common/cache_codec.h"
 
@@ -201,6 +202,24 @@ TEST(MlaDecodeRefEdge, EmptyRowsGiveZerosAndNegInfLse) {
     EXPECT_EQ(o.out[d], 0u);                                   // b 0
     EXPECT_EQ(o.out[(size_t(1) * 3 * 16 + 0) * kDimV + d], 0u);  // b 1, row 0, head 0
   }
+}
+
+// The running-max rule the kernels and the reference share: exact for slack 0, lazy (moves only past the slack, in
+// log2 units of P) for fp8; -inf (no key yet) always takes the page max, a fully masked page (-inf) never moves it.
+TEST(DecodeRunningMax, ExactAndLazyRules) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(decode_running_max(1.f, 3.f, 1.f, 0.f), 3.f);
+  EXPECT_EQ(decode_running_max(3.f, 1.f, 1.f, 0.f), 3.f);
+  for (float slack : {0.f, kDecodeFp8MaxSlackLog2}) {
+    EXPECT_EQ(decode_running_max(-inf, 2.5f, 0.3f, slack), 2.5f);
+    EXPECT_EQ(decode_running_max(2.5f, -inf, 0.3f, slack), 2.5f);
+    EXPECT_EQ(decode_running_max(-inf, -inf, 0.3f, slack), -inf);
+  }
+  // Slack 8 with to_log2 0.5: a page max up to 16 above the running one keeps it (P <= 2^8), beyond moves it.
+  EXPECT_EQ(decode_running_max(1.f, 17.f, 0.5f, 8.f), 1.f);
+  EXPECT_EQ(decode_running_max(1.f, 17.5f, 0.5f, 8.f), 17.5f);
+  EXPECT_EQ(decode_running_max(1.f, -5.f, 0.5f, 8.f), 1.f);
+  EXPECT_LE(kDecodeFp8MaxSlackLog2, 8.f);  // P <= 2^slack must stay inside e4m3's 448 (P is cast without a scale)
 }
 
 TEST(MlaDecodeRefEdge, Fp8SaturatedInputsStayFinite) {
