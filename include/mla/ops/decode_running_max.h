@@ -7,7 +7,7 @@
 // P = 2^((s - m) scale_log2) stays <= 2^T. The softmax is the same function; only the points where P rounds move.
 // Why fp8: its 64-row kernel must finish P_{j-1} V_{j-1} and rescale O before adding P_j V_j whenever some row of its
 // warpgroup's 64 moved its max, which with N(0, 1) scores is most of a segment's first hundred pages; with T = 8 almost
-// only a segment's first page moves it (H200: -3..-4.4 % on the h_q 128 b32 / b128 rows, session 44). T = 8 keeps
+// only a segment's first page moves it (H200: -3.4..-4.5 % on the h_q 128 b32 / b128 rows, session 44). T = 8 keeps
 // P <= 256 inside e4m3's 448, and more of P's values in e4m3's normal range. The 16-bit formats gained nothing (their
 // 64-row kernel skips the rescale per warp, off the critical path), so their rounding points stay where they were.
 // m_prev = -inf (no key seen yet in the segment) always takes the page max; a page max of -inf (every key masked)
