@@ -130,6 +130,21 @@ TEST(PlanDecode, GeometryFillsTheMachine) {
   EXPECT_EQ(g.num_head_tiles, 8);
 }
 
+// host_mean_part_pages: ceil(the step's pages / num_parts) when the seqlens are given (a launcher's choice for short
+// parts, decode_fp8/variant64.h), 0 without them (a graph's geometry: shapes only).
+TEST(PlanDecode, GeometryMeanPartPagesNeedsSeqlens) {
+  DecodePlanGeometry g;
+  ASSERT_TRUE(decode_plan_geometry(32, 1, 128, 132, &g).is_ok());
+  EXPECT_EQ(g.host_mean_part_pages, 0);
+  const std::vector<int32_t> lens(32, 512);  // 32 x 8 pages over 66 parts: 3.9
+  ASSERT_TRUE(decode_plan_geometry(32, 1, 128, 132, &g, lens.data()).is_ok());
+  EXPECT_EQ(g.num_parts, 66);
+  EXPECT_EQ(g.host_mean_part_pages, 4);
+  const std::vector<int32_t> mixed = {0, 1, 64, 65, 8192};  // 0 + 1 + 1 + 2 + 128 = 132 pages over 66 parts
+  ASSERT_TRUE(decode_plan_geometry(5, 1, 128, 132, &g, mixed.data()).is_ok());
+  EXPECT_EQ(g.host_mean_part_pages, 2);
+}
+
 // Narrow tiles: a step of s_q 1 and h_q 64 / 128 whose seqlens (given on the host) come to at most 1.5 KV pages per
 // CTA column of the narrow grid, or to sequences of at most 8 pages and at most one per column, cuts its rows into
 // 16-row head tiles (the 16-row kernels), num_sms / tiles columns each; more pages, no seqlens, s_q > 1 and h_q 16 / 32

@@ -27,6 +27,7 @@
 #include "mla/core/half.h"
 #include "mla/ops/mla_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
+#include "ops/cuda/sm90/decode_fp8/variant64.h"
 
 namespace mla::test {
 namespace {
@@ -192,6 +193,16 @@ std::string scale_tag(float x) {
   return s;
 }
 
+// Whether the case's step, merged by the combine, runs its 64-row tiles on ws3 by default (the geometry an engine's
+// eager step gets: with its seqlens).
+bool auto_picks_ws3_under_combine(const Fp8Case& c) {
+  const std::vector<int32_t> lens(c.shape.seqlens.begin(), c.shape.seqlens.end());
+  DecodePlanGeometry g;
+  if (!decode_plan_geometry(c.shape.batch, c.shape.s_q, c.shape.h_q, device_sm_count(), &g, lens.data()).is_ok())
+    return false;
+  return sm90::decode_fp8::auto_picks_ws3(g, false);
+}
+
 void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
   if (small_cases() && !cs.small) return;
   Fp8Case c;
@@ -277,6 +288,16 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
     const std::string n = name + "_combine";
     cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
                        ScopedEnv env("MLA_DECODE_MERGE", "combine");
+                       return run_fp8_case(n, c, rep);
+                     }});
+  }
+  // Without the fused merge, a step of short split parts runs its 64-row tiles on ws3 by default (variant64.h, from
+  // the seqlens the call passes): such a case runs the combine once more on the ws kernel, so both stay covered.
+  if (tokens <= 200000 && auto_picks_ws3_under_combine(c)) {
+    const std::string n = name + "_combine_wsqreg";
+    cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
+                       ScopedEnv merge("MLA_DECODE_MERGE", "combine");
+                       ScopedEnv variant("MLA_DECODE_FP8_VARIANT64", "ws_qreg");
                        return run_fp8_case(n, c, rep);
                      }});
   }

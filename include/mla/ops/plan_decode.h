@@ -77,6 +77,10 @@ struct DecodePlanGeometry {
   // spread over >= 3/4 of the parts (decode_plan_per_part: batch-1 plans, e.g. h_q 64 s8192 64 x 2 pages, not
   // 128 x 1).
   int split_price = 0;
+  // ceil(the step's pages / num_parts) when decode_plan_geometry was given the host seqlens, else 0 (unknown): what a
+  // launcher may pick a kernel by for a step of short parts (the fp8 64-row tiles' scorer-split kernel,
+  // decode_fp8/variant64.h). A CUDA graph replayed across steps has no seqlens and keeps the shapes' default.
+  int host_mean_part_pages = 0;
 };
 
 // The tuning a plan_decode call may run with: seq_cost, split_cost, short_step_pages and the geometry's split_price

@@ -77,6 +77,11 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
   g.num_parts = num_sms / g.num_head_tiles > 0 ? num_sms / g.num_head_tiles : 1;
   g.max_splits = batch + g.num_parts - 1;
   g.split_price = decode_split_price(s_q * h_q < g.tile_rows ? s_q * h_q : g.tile_rows);
+  if (host_seqlens != nullptr) {
+    int64_t pages = 0;
+    for (int b = 0; b < batch; ++b) pages += decode_num_blocks(host_seqlens[b]);
+    g.host_mean_part_pages = static_cast<int>((pages + g.num_parts - 1) / g.num_parts);
+  }
   *out = g;
   return Status::ok();
 }

@@ -8,6 +8,7 @@
 #include "ops/cuda/sm90/decode_fp8/config.h"
 #include "ops/cuda/sm90/decode_fp8/config_h16.h"
 #include "ops/cuda/sm90/decode_fp8/launch.h"
+#include "ops/cuda/sm90/decode_fp8/variant64.h"
 
 namespace mla::sm90::decode_fp8 {
 namespace {
@@ -21,7 +22,8 @@ const EnvKnob& l2_prefetch_knob() {
 }
 int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_knob().index; }
 
-// MLA_DECODE_FP8_VARIANT64: 64-row tiles on the warp-specialized wgmma kernel (kernel_ws.cuh) with
+// MLA_DECODE_FP8_VARIANT64: `auto` (or unset: the ws_qreg kernel below, or ws3 on steps of short split parts,
+// variant64.h), or one kernel for every step: the warp-specialized wgmma kernel (kernel_ws.cuh) with
 // S's last 8 k32 steps taking Q from registers (`ws_qreg`, the default since run W17: H200 h128 b128 s8192 343-345 µs
 // in runs W17-W18 with 6 steps, 339 µs with 8 in session 18), the same kernel with Q from shared memory in every step
 // (`ws_ahead`, the default until then: 352-353 µs in the same runs), the 256-thread mma.sync kernel (`mma_sync`,
@@ -30,10 +32,14 @@ int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_
 // ws3 cases beside the default's; a bad value fails every fp8 call, whatever its rows. The variants that lost are in
 // NOTES_fp8.md (runs W2-W18).
 enum class Variant64 { kWsQReg, kMmaSync, kWsAhead, kWs3 };
-Status variant64(Variant64* v) {
-  const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead", "ws3"});
+Status variant64(const DecodePlanGeometry& g, bool fused_merge, Variant64* v) {
+  const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead", "ws3", "auto"});
   MLA_TRY(k.status);
-  *v = k.index < 0 ? Variant64::kWsQReg : static_cast<Variant64>(k.index);  // the list's order is Variant64's
+  if (k.index < 0 || k.index == 4) {
+    *v = auto_picks_ws3(g, fused_merge) ? Variant64::kWs3 : Variant64::kWsQReg;
+  } else {
+    *v = static_cast<Variant64>(k.index);  // the list's order is Variant64's
+  }
   return Status::ok();
 }
 
@@ -55,7 +61,7 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
                       int64_t num_pages, N32Mode n32, cudaStream_t stream) {
   MLA_TRY(l2_prefetch_knob().status);
   Variant64 v = Variant64::kWsQReg;
-  MLA_TRY(variant64(&v));
+  MLA_TRY(variant64(g, kp.merge_counters != nullptr, &v));
   Fp8DecodeParams p{};
   p.d = kp;
   p.out_scale = out_scale;
