@@ -18,6 +18,7 @@
 #include "mla/ops/decode_combine_grid.h"
 #include "mla/ops/plan_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
+#include "ops/cuda/sm90/decode_fp8/variant64.h"
 
 namespace mla::cli {
 
@@ -128,6 +129,11 @@ Status run_plan(const PlanArgs& a) {
   std::printf("splits: %d sequence(s) cut, into at most %d pieces; %d partial slot(s) of %d; merge: %s\n", split_seqs,
               max_pieces, offsets[batch], g.max_splits,
               split_seqs == 0 ? "none needed" : fused ? "fused into the decode kernel" : "the combine grid");
+  // The fp8 format's 64-row kernel for this step, with the merge above (MLA_DECODE_FP8_VARIANT64 unset or auto).
+  if (g.tile_rows == kDecodeRowsPerCta && g.s_q * g.h_q >= 48)
+    std::printf("fp8 64-row kernel: %s\n", sm90::decode_fp8::auto_picks_ws3(g, fused)
+                                               ? "ws3 (scorer split: short split parts at h_q 128, decode_fp8/variant64.h)"
+                                               : "ws");
   // The combine grid is launched whatever the plan (its CTAs with nothing to merge leave at once); how it merges a
   // split row depends on the row's pieces.
   if (!fused) {
