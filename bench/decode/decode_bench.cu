@@ -383,6 +383,12 @@ Status time_graph_median(cudaGraphExec_t exec, cudaStream_t s, void* flush, int 
   return mla::bench::time_graph_median_us(exec, s, memset_flush, reps, median_us);
 }
 
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // Per-call median us of `exec` (n calls in one graph) over 10 replays after one warm-up replay.
 Status time_unrolled_graph(cudaGraphExec_t exec, cudaStream_t s, int n, double* per_call_us) {
   mla::bench::EventPair ev;
@@ -397,15 +403,8 @@ Status time_unrolled_graph(cudaGraphExec_t exec, cudaStream_t s, int n, double* 
     MLA_CUDA_TRY(kOp, cudaEventElapsedTime(&ms, ev.start, ev.stop));
     if (i > 0) t.push_back(1e3 * ms / n);
   }
-  std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-  *per_call_us = t[t.size() / 2];
+  *per_call_us = median_of(t);
   return Status::ok();
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // Pages (KV blocks) and pieces (sequences touched) of each part record of a plan whose sequences all hold
@@ -806,22 +805,21 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
         &warm.exec));
   }
   if (o.unrolled > 0) {
+    // The same n flushes with and without the calls between them.
+    auto capture_unrolled = [&](bool with_calls, cudaGraphExec_t* exec) {
+      return capture(
+          [&] {
+            for (int i = 0; i < o.unrolled; ++i) {
+              MLA_TRY(flush_op(s, flush, i));
+              if (with_calls) MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));
+            }
+            return Status::ok();
+          },
+          exec);
+    };
     cudaGraphExec_t all_exec, flush_exec;
-    MLA_TRY(capture(
-        [&] {
-          for (int i = 0; i < o.unrolled; ++i) {
-            MLA_TRY(flush_op(s, flush, i));
-            MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));
-          }
-          return Status::ok();
-        },
-        &all_exec));
-    MLA_TRY(capture(
-        [&] {
-          for (int i = 0; i < o.unrolled; ++i) MLA_TRY(flush_op(s, flush, i));
-          return Status::ok();
-        },
-        &flush_exec));
+    MLA_TRY(capture_unrolled(true, &all_exec));
+    MLA_TRY(capture_unrolled(false, &flush_exec));
     double all_us = 0, flush_us = 0;
     MLA_TRY(time_unrolled_graph(all_exec, s, o.unrolled, &all_us));
     MLA_TRY(time_unrolled_graph(flush_exec, s, o.unrolled, &flush_us));

@@ -3,6 +3,7 @@
 #include "mla/core/check.h"
 #include "mla/core/env_knob.h"
 #include "mla/ops/plan_decode.h"
+#include "mla/ops/plan_decode_schedule.h"
 
 namespace mla {
 namespace {
@@ -78,8 +79,7 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
   g.max_splits = batch + g.num_parts - 1;
   g.split_price = decode_split_price(s_q * h_q < g.tile_rows ? s_q * h_q : g.tile_rows);
   if (host_seqlens != nullptr) {
-    int64_t pages = 0;
-    for (int b = 0; b < batch; ++b) pages += decode_num_blocks(host_seqlens[b]);
+    const int64_t pages = decode_step_size(host_seqlens, batch).blocks;
     g.host_mean_part_pages = static_cast<int>((pages + g.num_parts - 1) / g.num_parts);
   }
   *out = g;

@@ -163,7 +163,9 @@ __device__ __forceinline__ float exp2_sel(float x) {
   else return exp2f(x);
 }
 
-// slack_log2 (a constant): the fp8 kernel's lazy running max (mla/ops/decode_running_max.h); 0 keeps the exact max.
+// slack_log2 (a constant): the fp8 kernel's lazy running max (mla/ops/decode_running_max.h); 0 keeps the exact max in
+// the expression these kernels had before it (the same value as decode_running_max's exact form, kept so the 16-bit
+// and fp8_ds 16-row kernels compile as they were measured).
 template <bool kExactOne = false, bool kFtzExp = false>
 __device__ __forceinline__ void update_row_max(const float* red, float (&m)[4], float (&alpha)[4], float (&m_scaled)[4],
                                                float scale_log2, int t, float slack_log2 = 0.f) {
