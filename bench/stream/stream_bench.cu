@@ -28,9 +28,20 @@
 //
 //   bench_stream [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] [--reps R] [--copy bulk|box|cpasync|rows]
 //                [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K] [--evict-first F]
+//                [--tail S] [--tail-cost NS] [--tail-chunk K]
 //                (defaults: 36864 = one fp8 page, the KV pages of rows 4-9, 132, 5, 50, bulk, 128, 128, 0, 0)
 // --dynamic K (bulk / box): no static ranges; each CTA claims chunks of K pages from a grid-wide counter until the
 // list is done -- the bound of any work stealing over the same pages (session 14).
+// --tail S (bulk / box): tail stealing over S segments (sequences) of n / S pages, the static plan of a b = S decode
+// row (one whole sequence per CTA) plus work moved at the end: CTA c < S owns segment c and claims its pages from the
+// front; a CTA whose own segment is exhausted (CTAs >= S at once) claims pages from the back of the segment with the
+// most pages left, until none is left. One 64-bit word per segment (front claims low, back claims high) makes every
+// claim exact with one atomic; claims of --tail-chunk K pages (default 1) are made one claim ahead. --tail-cost NS:
+// what moving work costs a decode kernel, as a spin: each stolen run (a thief's pages of one victim: its partial) and
+// each owner stolen from (its partial and the merge) pay NS at its end. The bound of the "tail pieces" design (NOTES_plan.md session 13 item 10) before
+// any kernel is built. (Session 45: the tail mode's per-page bookkeeping, the warp kept alive and a shuffle per page,
+// costs the fp8 stream ~9 us at a 500 ns hold, whatever the claims; compare it with --dynamic, not with the static
+// stream: bench/decode/NOTES.md "Session 45".)
 // --evict-first F (bulk / box / rows): a fraction F of the page copies' lines with an L2 evict-first cache policy,
 // the rest evict-unchanged (F = 1: FlashMLA's dense decode loads its KV tiles so). Not for cpasync: ptxas (CUDA 13.0)
 // built a hinted cp.async beside the plain one of a runtime branch into an odd-register descriptor (desc[UR1]) that
@@ -81,7 +92,8 @@ template <int kCopy>
 __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, const uint8_t* __restrict__ base,
                                     const int32_t* __restrict__ order, int n, int page_bytes, int slot_bytes,
                                     int stages, int math_ns, int box_bytes, int dynamic, float evict_first,
-                                    int* counters, unsigned* sink, unsigned long long* stamps) {
+                                    int tail, int tail_cost_ns, int tail_chunk, int* counters, unsigned* sink,
+                                    unsigned long long* stamps) {
   // stamps[2 c], [2 c + 1]: CTA c's start and end (globaltimer, ns), for the spread of the CTAs' ends.
   if (threadIdx.x == 0) stamps[2 * blockIdx.x] = mla::sm90::decode::timeline_now();
   extern __shared__ __align__(1024) uint8_t smem[];  // slots, then the slots' mbarriers (no static shared memory:
@@ -114,8 +126,8 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
       cp_async_commit();
     }
   } else {
-    const int lane = threadIdx.x;  // kRows: the warp issues the rows; else thread 0 alone
-    if (kCopy != kRows && lane != 0) return;
+    const int lane = threadIdx.x;  // kRows: the warp issues the rows; --tail: the warp scans; else thread 0 alone
+    if (kCopy != kRows && tail == 0 && lane != 0) return;
     const int box_w = box_bytes / 64;  // bytes of a token row per box
     const int boxes = (page_bytes / 64 + box_w - 1) / box_w;
     const int row = page_bytes / 64;  // kRows: a token row's bytes; its slot row is row + 16
@@ -139,6 +151,7 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
         if (lane == 0) mbar_expect_tx(bar, static_cast<uint32_t>(page_bytes));
         __syncwarp();
         for (int r = lane; r < 64; r += 32) bulk(dst + r * (row + 16), src + r * row, row);
+      } else if (lane != 0) {  // --tail: lane 0 issues
       } else if constexpr (kCopy == kBulk) {
         mbar_expect_tx(bar, static_cast<uint32_t>(page_bytes));
         bulk(dst, src, page_bytes);
@@ -161,7 +174,75 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
       end = min(pos + dynamic, n);
       claim = atomicAdd(&counters[0], 1) * dynamic;
     }
+    // --tail: words[s] = (back claims << 32) | front claims of segment s; counters[0..1] as for --dynamic.
+    unsigned long long* words = reinterpret_cast<unsigned long long*>(counters + 2);
+    const int seg_pages = tail > 0 ? n / tail : 0;
+    int seg = tail > 0 && static_cast<int>(blockIdx.x) < tail ? static_cast<int>(blockIdx.x) : -1;
+    bool own = seg >= 0;
+    // Claims of `chunk` pages: the owner's [f, f + chunk) clipped below the back claims, a thief's [L - b - chunk, L - b)
+    // clipped at the front claims (the other side's count in the same atomic's old value: no page twice, none lost).
+    // Lane 0 keeps the next claim's old value one claim ahead, and the pages [pos, end) of the current one.
+    unsigned long long ahead = 0;
+    int tpos = 0, tend = 0;
+    if (own && lane == 0) ahead = atomicAdd(&words[seg], static_cast<unsigned long long>(tail_chunk));
+    // The warp's pick of a victim: the segment with the most unclaimed pages (-1: none left).
+    auto pick_victim = [&]() -> int {
+      // Ties go to different segments for different CTAs (rank: the distance from a CTA-dependent start), so the
+      // thieves that start together do not all land on one victim.
+      const int start = static_cast<int>(blockIdx.x * 37u % static_cast<unsigned>(tail));
+      auto rank = [&](int v) { return v < 0 ? -1 : (v - start + tail) % tail; };
+      int best = -1, best_left = 0;
+      for (int v = lane; v < tail; v += 32) {
+        const unsigned long long w = __ldcg(&words[v]);
+        const int left = seg_pages - static_cast<int>(w & 0xffffffffu) - static_cast<int>(w >> 32);
+        if (left > best_left || (left == best_left && left > 0 && rank(v) > rank(best))) best_left = left, best = v;
+      }
+      for (int o = 16; o > 0; o >>= 1) {
+        const int l2 = __shfl_xor_sync(0xffffffffu, best_left, o), b2 = __shfl_xor_sync(0xffffffffu, best, o);
+        if (l2 > best_left || (l2 == best_left && rank(b2) > rank(best))) best_left = l2, best = b2;
+      }
+      return best;
+    };
+    auto next_tail_page = [&]() -> int {  // warp-collective: the same page (or -1) in every lane
+      for (;;) {
+        if (seg < 0) {
+          seg = pick_victim();
+          if (seg < 0) return -1;
+          own = false;
+          if (lane == 0) ahead = atomicAdd(&words[seg], static_cast<unsigned long long>(tail_chunk) << 32);
+        }
+        int idx = -1;
+        if (lane == 0) {
+          if (tpos >= tend) {  // take the claim made ahead, and make the next one
+            const int f = static_cast<int>(ahead & 0xffffffffu), b = static_cast<int>(ahead >> 32);
+            if (own) {
+              tpos = f;
+              tend = min(f + tail_chunk, seg_pages - b);
+            } else {
+              tpos = max(seg_pages - b - tail_chunk, f);
+              tend = seg_pages - b;
+            }
+            if (tpos < tend)
+              ahead = atomicAdd(&words[seg], own ? static_cast<unsigned long long>(tail_chunk)
+                                                 : static_cast<unsigned long long>(tail_chunk) << 32);
+          }
+          if (tpos < tend) idx = own ? tpos++ : --tend;  // a thief walks its chunk from the back too
+        }
+        idx = __shfl_sync(0xffffffffu, idx, 0);
+        if (idx >= 0) return seg * seg_pages + idx;
+        // The run on this segment is over: a thief's partial, or an owner stolen from (its partial and the merge).
+        if (own) {
+          const unsigned long long w = __ldcg(&words[seg]);
+          if ((w >> 32) != 0) spin_ns(tail_cost_ns);
+        } else {
+          spin_ns(tail_cost_ns);
+        }
+        seg = -1;
+        tpos = tend = 0;
+      }
+    };
     auto next_page = [&]() -> int {
+      if (tail > 0) return next_tail_page();
       if (pos >= end) {
         if (dynamic == 0 || claim >= n) return -1;
         pos = claim;
@@ -178,16 +259,18 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
     }
     for (int k = 0; k < issued; ++k) {
       mbar_wait(smem_u32(&bars[k % stages]), (k / stages) & 1);
-      acc += smem[(k % stages) * slot_bytes];  // a read of the landed page, so the copy is not dead
+      if (lane == 0) acc += smem[(k % stages) * slot_bytes];  // a read of the landed page, so the copy is not dead
       spin_ns(math_ns);  // --math-ns: a decode step's math on the page before its slot is free again
       const int i = next_page();
       if (i >= 0) issue(i, issued++);
     }
-    if (dynamic > 0) {
+    if (dynamic > 0 || tail > 0) {
       __threadfence();
-      if (atomicAdd(&counters[1], 1) == gridDim.x - 1) {
-        counters[0] = 0;
-        counters[1] = 0;
+      int last = 0;
+      if (lane == 0) last = atomicAdd(&counters[1], 1) == static_cast<int>(gridDim.x) - 1;
+      if (__shfl_sync(tail > 0 ? 0xffffffffu : 1u, last, 0)) {
+        for (int v = lane; v < tail; v += 32) words[v] = 0;
+        if (lane == 0) counters[0] = 0, counters[1] = 0;
       }
     }
   }
@@ -205,6 +288,9 @@ struct Options {
   int box_width = 128;  // box: bytes of a token row per box (64: 64-byte swizzle, 128: 128-byte swizzle)
   int dynamic = 0;      // bulk / box: 0 static ranges, K > 0 chunks of K pages claimed from a grid-wide counter
   float evict_first = 0.f;  // > 0: that fraction of the page copies' lines L2 evict-first (1: FlashMLA's KV hint)
+  int tail = 0;             // bulk / box: > 0 segments whose last pages other CTAs may steal (--tail)
+  int tail_cost_ns = 0;     // --tail: spin per stolen run and per owner stolen from
+  int tail_chunk = 1;       // --tail: pages per claim
 };
 int box_bytes(const Options& o) { return 64 * o.box_width; }
 
@@ -263,18 +349,31 @@ Status parse(int argc, char** argv, Options* o) {
       o->evict_first = f;
     } else if (a == "--dynamic" && has) {
       MLA_TRY(num(0, 4096, &o->dynamic));
+    } else if (a == "--tail" && has) {
+      MLA_TRY(num(0, 1024, &o->tail));
+    } else if (a == "--tail-chunk" && has) {
+      MLA_TRY(num(1, 1024, &o->tail_chunk));
+    } else if (a == "--tail-cost" && has) {
+      MLA_TRY(num(0, 100000, &o->tail_cost_ns));
     } else if (a == "--box-bytes" && has) {
       MLA_TRY(num(64, 128, &o->box_width));
       if (o->box_width != 64 && o->box_width != 128) return Status::invalid("bench stream", "--box-bytes wants 64 or 128");
     } else {
       return Status::invalid("bench stream", "usage: [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] "
-                                             "[--reps R] [--copy bulk|box|cpasync|rows] [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K] [--evict-first F]; got '" + a +
+                                             "[--reps R] [--copy bulk|box|cpasync|rows] [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K] [--evict-first F] [--tail S] [--tail-cost NS] [--tail-chunk K]; got '" + a +
                                              "'");
     }
   }
   if (o->page_bytes % 64 != 0) return Status::invalid("bench stream", "--page-bytes must hold 64 whole tokens");
   if (o->evict_first > 0.f && o->copy == kCpAsync)
     return Status::invalid("bench stream", "--evict-first applies to --copy bulk, box and rows only");
+  if (o->tail > 0 && (o->dynamic > 0 || o->copy == kRows || o->copy == kCpAsync))
+    return Status::invalid("bench stream", "--tail applies to --copy bulk and box with static ranges (no --dynamic)");
+  if (o->tail > o->ctas)
+    return Status::invalid("bench stream", "--tail S needs at least S CTAs (" + std::to_string(o->ctas) + " given)");
+  for (int64_t p : o->pages)
+    if (o->tail > 0 && p % o->tail != 0)
+      return Status::invalid("bench stream", "--tail S needs page counts that are multiples of S; got " + std::to_string(p));
   if (o->copy == kRows && (o->dynamic > 0 || (o->page_bytes / 64) % 16 != 0))
     return Status::invalid("bench stream", "--copy rows wants static ranges and token rows of a multiple of 16 bytes");
   // 227 KB per CTA on sm_90, less the slots' mbarriers.
@@ -309,12 +408,13 @@ Status run(const Options& o) {
     MLA_CUDA_TRY("bench stream", cudaMalloc(&order, size_t(max_pages) * 4));
     MLA_CUDA_TRY("bench stream", cudaMalloc(&sink, 4));
     MLA_CUDA_TRY("bench stream", cudaMalloc(&stamps, size_t(o.ctas) * 16));
-    MLA_CUDA_TRY("bench stream", cudaMalloc(&counters, 8));
-    MLA_CUDA_TRY("bench stream", cudaMemset(counters, 0, 8));
+    const size_t counter_bytes = 8 + 8 * size_t(o.tail);  // --dynamic's two counters, then --tail's words
+    MLA_CUDA_TRY("bench stream", cudaMalloc(&counters, counter_bytes));
+    MLA_CUDA_TRY("bench stream", cudaMemset(counters, 0, counter_bytes));
     MLA_CUDA_TRY("bench stream", cudaMemset(data, 0x3c, size_t(max_pages) * o.page_bytes));
     MLA_TRY(read_flush.init(mla::bench::kMemsetFlushBytes));
     const int smem = slots(o) * slot_bytes(o) + 8 * kMaxStages;
-    const int threads = o.copy == kCpAsync ? 256 : 32;
+    const int threads = o.copy == kCpAsync ? 256 : 32;  // --tail: the 32 lanes scan for victims
     auto kernel = o.copy == kBulk ? stream_pages_kernel<kBulk>
                   : o.copy == kBox ? stream_pages_kernel<kBox>
                   : o.copy == kRows ? stream_pages_kernel<kRows>
@@ -342,6 +442,9 @@ Status run(const Options& o) {
     std::string math = o.math_ns > 0 ? std::to_string(o.math_ns) + " ns of spin per page" : std::string("no math");
     if (o.dynamic > 0 && o.copy != kCpAsync) math += ", chunks of " + std::to_string(o.dynamic) + " pages claimed dynamically";
     if (o.evict_first > 0.f) math += ", L2 evict-first fraction " + std::to_string(o.evict_first);
+    if (o.tail > 0)
+      math += ", " + std::to_string(o.tail) + " segments, tails stolen in claims of " + std::to_string(o.tail_chunk) +
+              " pages at " + std::to_string(o.tail_cost_ns) + " ns a run";
     const std::string box_note = o.copy == kBox ? " of 64 x " + std::to_string(o.box_width) + " B (L2 promotion " +
                                                       std::to_string(o.promotion) + " B)"
                                                 : std::string();
@@ -360,7 +463,8 @@ Status run(const Options& o) {
       cudaGraphExec_t exec;
       MLA_CUDA_TRY("bench stream", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       kernel<<<o.ctas, threads, smem, s>>>(map, data, order, static_cast<int>(n), o.page_bytes, slot_bytes(o), slots(o),
-                                           o.math_ns, box_bytes(o), o.dynamic, o.evict_first, counters, sink, stamps);
+                                           o.math_ns, box_bytes(o), o.dynamic, o.evict_first, o.tail, o.tail_cost_ns, o.tail_chunk,
+                                           counters, sink, stamps);
       MLA_CUDA_TRY("bench stream", cudaStreamEndCapture(s, &graph));
       MLA_CUDA_TRY("bench stream", cudaGraphInstantiate(&exec, graph, 0));
       cudaGraphDestroy(graph);
