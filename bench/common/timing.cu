@@ -63,12 +63,11 @@ Status time_median_ms(const std::function<Status()>& run, const L2Flusher& l2, c
 }
 
 Status time_graph_median_us(cudaGraphExec_t exec, cudaStream_t s, const std::function<Status(int)>& flush, int reps,
-                            double* median_us) {
-  constexpr int kWarmup = 3;
+                            double* median_us, int warmup) {
   EventPair ev;
   MLA_TRY(ev.create("bench"));
   std::vector<float> ms;
-  for (int i = 0; i < reps + kWarmup; ++i) {
+  for (int i = 0; i < reps + warmup; ++i) {
     MLA_TRY(flush(i));
     MLA_CUDA_TRY("bench (timing)", cudaEventRecord(ev.start, s));
     MLA_CUDA_TRY("bench (timing)", cudaGraphLaunch(exec, s));
@@ -76,7 +75,7 @@ Status time_graph_median_us(cudaGraphExec_t exec, cudaStream_t s, const std::fun
     MLA_CUDA_TRY("bench (timing)", cudaEventSynchronize(ev.stop));
     float t = 0;
     MLA_CUDA_TRY("bench (timing)", cudaEventElapsedTime(&t, ev.start, ev.stop));
-    if (i >= kWarmup) ms.push_back(t);
+    if (i >= warmup) ms.push_back(t);
   }
   if (ms.empty()) return Status::invalid("bench", "no timed reps");
   std::sort(ms.begin(), ms.end());

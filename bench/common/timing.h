@@ -36,10 +36,10 @@ Status time_median_ms(const std::function<Status()>& run, const L2Flusher& l2, c
 // of dirty lines, which the timed call's first reads write back (bench_stream measures that share).
 constexpr size_t kMemsetFlushBytes = size_t(256) << 20;
 
-// Median µs of `reps` launches of the CUDA graph `exec` on `s` after 3 warm-up launches, each preceded by
-// flush(launch index) outside the events: the timing of bench_decode's rows (flush = the anchors' memset) and of
-// bench_stream.
+// Median µs of `reps` launches of the CUDA graph `exec` on `s` after `warmup` untimed ones, each preceded by
+// flush(launch index) outside the events: the timing of bench_decode's rows (flush = the anchors' memset; its
+// --unrolled graphs hold their flushes and take a no-op here) and of bench_stream.
 Status time_graph_median_us(cudaGraphExec_t exec, cudaStream_t s, const std::function<Status(int)>& flush, int reps,
-                            double* median_us);
+                            double* median_us, int warmup = 3);
 
 }  // namespace mla::bench

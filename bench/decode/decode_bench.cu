@@ -389,21 +389,12 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Per-call median us of `exec` (n calls in one graph) over 10 replays after one warm-up replay.
+// Per-call median us of `exec` (n calls in one graph, each behind its own flush) over 10 replays after one warm-up
+// replay: bench/common's graph timing with no flush between replays.
 Status time_unrolled_graph(cudaGraphExec_t exec, cudaStream_t s, int n, double* per_call_us) {
-  mla::bench::EventPair ev;
-  MLA_TRY(ev.create(kOp));
-  std::vector<double> t;
-  for (int i = 0; i < 11; ++i) {
-    MLA_CUDA_TRY(kOp, cudaEventRecord(ev.start, s));
-    MLA_CUDA_TRY(kOp, cudaGraphLaunch(exec, s));
-    MLA_CUDA_TRY(kOp, cudaEventRecord(ev.stop, s));
-    MLA_CUDA_TRY(kOp, cudaEventSynchronize(ev.stop));
-    float ms = 0;
-    MLA_CUDA_TRY(kOp, cudaEventElapsedTime(&ms, ev.start, ev.stop));
-    if (i > 0) t.push_back(1e3 * ms / n);
-  }
-  *per_call_us = median_of(t);
+  double us = 0;
+  MLA_TRY(mla::bench::time_graph_median_us(exec, s, [](int) { return Status::ok(); }, 10, &us, 1));
+  *per_call_us = us / n;
   return Status::ok();
 }
 
