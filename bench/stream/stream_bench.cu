@@ -38,10 +38,10 @@
 // most pages left, until none is left. One 64-bit word per segment (front claims low, back claims high) makes every
 // claim exact with one atomic; claims of --tail-chunk K pages (default 1) are made one claim ahead. --tail-cost NS:
 // what moving work costs a decode kernel, as a spin: each stolen run (a thief's pages of one victim: its partial) and
-// each owner stolen from (its partial and the merge) pay NS at its end. The bound of the "tail pieces" design (NOTES_plan.md session 13 item 10) before
-// any kernel is built. (Session 45: the tail mode's per-page bookkeeping, the warp kept alive and a shuffle per page,
-// costs the fp8 stream ~9 us at a 500 ns hold, whatever the claims; compare it with --dynamic, not with the static
-// stream: bench/decode/NOTES.md "Session 45".)
+// each owner stolen from (its partial and the merge) pay NS at its end. The bound of the "tail pieces" design
+// (NOTES_plan.md session 13 item 10) before any kernel is built. (Session 45: the tail mode's per-page bookkeeping,
+// the warp kept alive and a shuffle per page, costs the fp8 stream ~9 us at a 500 ns hold, whatever the claims;
+// compare it with --dynamic, not with the static stream: bench/decode/NOTES.md "Session 45".)
 // --evict-first F (bulk / box / rows): a fraction F of the page copies' lines with an L2 evict-first cache policy,
 // the rest evict-unchanged (F = 1: FlashMLA's dense decode loads its KV tiles so). Not for cpasync: ptxas (CUDA 13.0)
 // built a hinted cp.async beside the plain one of a runtime branch into an odd-register descriptor (desc[UR1]) that
@@ -179,9 +179,10 @@ __global__ void stream_pages_kernel(const __grid_constant__ CUtensorMap map, con
     const int seg_pages = tail > 0 ? n / tail : 0;
     int seg = tail > 0 && static_cast<int>(blockIdx.x) < tail ? static_cast<int>(blockIdx.x) : -1;
     bool own = seg >= 0;
-    // Claims of `chunk` pages: the owner's [f, f + chunk) clipped below the back claims, a thief's [L - b - chunk, L - b)
-    // clipped at the front claims (the other side's count in the same atomic's old value: no page twice, none lost).
-    // Lane 0 keeps the next claim's old value one claim ahead, and the pages [pos, end) of the current one.
+    // Claims of tail_chunk = K pages (L = seg_pages): the owner's [f, f + K) clipped below the back claims, a thief's
+    // [L - b - K, L - b) clipped at the front claims (the other side's count in the same atomic's old value: no page
+    // twice, none lost). Lane 0 keeps the next claim's old value one claim ahead (`ahead`) and the pages
+    // [tpos, tend) of the current one.
     unsigned long long ahead = 0;
     int tpos = 0, tend = 0;
     if (own && lane == 0) ahead = atomicAdd(&words[seg], static_cast<unsigned long long>(tail_chunk));
@@ -373,7 +374,8 @@ Status parse(int argc, char** argv, Options* o) {
     return Status::invalid("bench stream", "--tail S needs at least S CTAs (" + std::to_string(o->ctas) + " given)");
   for (int64_t p : o->pages)
     if (o->tail > 0 && p % o->tail != 0)
-      return Status::invalid("bench stream", "--tail S needs page counts that are multiples of S; got " + std::to_string(p));
+      return Status::invalid("bench stream",
+                             "--tail S needs page counts that are multiples of S; got " + std::to_string(p));
   if (o->copy == kRows && (o->dynamic > 0 || (o->page_bytes / 64) % 16 != 0))
     return Status::invalid("bench stream", "--copy rows wants static ranges and token rows of a multiple of 16 bytes");
   // 227 KB per CTA on sm_90, less the slots' mbarriers.
@@ -463,8 +465,8 @@ Status run(const Options& o) {
       cudaGraphExec_t exec;
       MLA_CUDA_TRY("bench stream", cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       kernel<<<o.ctas, threads, smem, s>>>(map, data, order, static_cast<int>(n), o.page_bytes, slot_bytes(o), slots(o),
-                                           o.math_ns, box_bytes(o), o.dynamic, o.evict_first, o.tail, o.tail_cost_ns, o.tail_chunk,
-                                           counters, sink, stamps);
+                                           o.math_ns, box_bytes(o), o.dynamic, o.evict_first, o.tail, o.tail_cost_ns,
+                                           o.tail_chunk, counters, sink, stamps);
       MLA_CUDA_TRY("bench stream", cudaStreamEndCapture(s, &graph));
       MLA_CUDA_TRY("bench stream", cudaGraphInstantiate(&exec, graph, 0));
       cudaGraphDestroy(graph);

@@ -3,9 +3,10 @@
 // Every query row walks its visible keys in 64-token blocks (one KV page) with the online softmax a
 // kernel uses: running max m (moved lazily for fp8: mla/ops/decode_running_max.h), running sum l of the
 // unrounded probabilities, and an accumulator rescaled by exp(m_old - m_new) per block, into which P is
-// added after rounding to the MMA operand type (bf16, fp16 or e4m3; see PRounding). For fp8 the dot products run on the raw e4m3 values and the
-// scales are folded in as the kernel does: scores use softmax_scale * q_scale * k_scale, the output is
-// multiplied by k_scale. Split-KV runs the same block walk per plan part and merges by lse.
+// added after rounding to the MMA operand type (bf16, fp16 or e4m3; see PRounding). For fp8 the dot
+// products run on the raw e4m3 values and the scales are folded in as the kernel does: scores use
+// softmax_scale * q_scale * k_scale, the output is multiplied by k_scale. Split-KV runs the same block walk
+// per plan part and merges by lse.
 #include <cmath>
 #include <limits>
 #include <string>

@@ -221,7 +221,8 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     for (int q = 0; q < RG; ++q) {
       const float* red = s_red + red_of(q) + buf * 16 * 4;
       // alpha exactly 1 (see below); the lazy running max of the fp8 format (mla/ops/decode_running_max.h)
-      decode::n16::update_row_max<true, true>(red, st[q].m, alpha[q], m_scaled[q], p.scale_log2, t, kDecodeFp8MaxSlackLog2);
+      decode::n16::update_row_max<true, true>(red, st[q].m, alpha[q], m_scaled[q], p.scale_log2, t,
+                                              kDecodeFp8MaxSlackLog2);
       decode::n16::exp_and_row_sums<true>(group8(s, q), group8(pr, q), st[q].l, alpha[q], m_scaled[q], p.scale_log2);
     }
     // P buffer `buf` is free once the accumulators finished P.V of page j - 2 (pre-armed for pages 0 and 1).
