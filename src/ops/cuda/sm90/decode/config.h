@@ -29,13 +29,14 @@ static_assert(kFp8DsTokenBytes % 16 == 0, "16-byte copies of whole tokens");
 // A part of at most this many KV bytes (32 fp8 pages) loads them with an L2 evict-first policy (ptx.h) in the fp8
 // 16-row kernel (TMA boxes). When L2 holds dirty lines (another kernel's writes: the bench's memset flush, a layer's
 // outputs in serving), evict-first KV lines are the ones replaced, so a short stream need not write those lines back
-// first; on longer streams the hint costs 2-4 % (mechanism unmeasured), hence the bound: ~150 MB over 132 parts, where
-// bench_stream's gain and loss cross. On a clean L2 the hint changes nothing. Measured in session 15 (NOTES_plan.md):
-// h16 b32 s4096 / s8192 -3.2 / -1.6 us, b128 s512 -2.1; longer parts take the plain copies (a hinted copy with an
-// evict-normal policy is not the plain copy: b128 s8192 +35 us). fp8_ds pages (1D bulk copies) gain or break even at
-// every length and are always evict-first (decode_fp8ds/kernel_ws16.cuh). The 16-bit 16-row tiles take it since
-// their pages came by TMA (pages.cuh TmaPages, session 16): in the cp.async loader every form of the choice had cost
-// the long rows 1.3-2.2 us.
+// first; on longer streams the hint costs 2-4 %, hence the bound: ~150 MB over 132 parts, where bench_stream's gain
+// and loss cross. What is known of the loss (session 46): the dirty lines then stay resident and the stream slows the
+// longer it runs (memset - read flush +8.9 / +14.5 / +17.8 us at 151 / 302 / 604 MB, plain copies +10..+12 at each).
+// On a clean L2 the hint changes nothing. Measured in session 15 (NOTES_plan.md): h16 b32 s4096 / s8192 -3.2 / -1.6
+// us, b128 s512 -2.1; longer parts take the plain copies (a hinted copy with an evict-normal policy is not the plain
+// copy: b128 s8192 +35 us). fp8_ds pages (1D bulk copies) gain or break even at every length and are always
+// evict-first (decode_fp8ds/kernel_ws16.cuh). The 16-bit 16-row tiles take it since their pages came by TMA (pages.cuh
+// TmaPages, session 16): in the cp.async loader every form of the choice had cost the long rows 1.3-2.2 us.
 constexpr int64_t kKvEvictFirstPartBytes = 1152 * 1024;
 
 // Shared-memory layout (bytes), for a kernel with `row_groups` active 16-row groups, `stages` 16-bit page
