@@ -4,9 +4,11 @@
 ANCHORS.md's columns were measured once, on one H200, on 2026-11-29; our own rows move 1.5-2.6 % from one machine of
 the pool to the next (bench/decode/NOTES_plan.md session 27). This tool times the peers in the same device call as
 bench_decode, so a row's ratio no longer mixes two machines:
-  flashmla_bf16  upstream FlashMLA's dense sm90 decode (torch.ops._flashmla_C.dense_decode_fwd). The wheel's FlashMLA
-                 is later than the anchor's 9241ae3 and its kernel alone is 13-100 % slower than 9241ae3's whole
-                 call (BENCHMARKS.md "Session 43"): not a stand-in for the "FlashMLA bf16" column;
+  flashmla_bf16  upstream FlashMLA's dense sm90 decode (torch.ops._flashmla_C.dense_decode_fwd), from a source tree
+                 of the anchor's 9241ae3 era (csrc/kerutils, csrc/sm90/decode/dense) but compiled by vLLM without
+                 --use_fast_math (its SASS wraps each MUFU.EX2 of the softmax in the precise exp2f's FSETP / FMULs;
+                 upstream's setup.py builds with fast math). Its kernel alone is 13-100 % slower than 9241ae3's
+                 whole call (BENCHMARKS.md "Session 43", "Session 48"): not a stand-in for the "FlashMLA bf16" column;
   pr54_fp8       the community FP8 kernel vLLM vendors (torch.ops._flashmla_extension_C.fwd_kvcache_mla_fp8), the
                  "PR54 fp8" column (q and cache e4m3, one scale each, bf16 out): within 0.2-3 % of its anchor;
   pr54_bf16      the same op on bf16 q and cache (the "PR54 bf16" column): this build refuses it.
