@@ -4,28 +4,30 @@
 # with the flag's neutral value). Nothing in build/ changes: the TU's object and a copy of libmla_cuda.a go to a
 # temporary directory of its own under OUT (so runs for several targets may share OUT at once), the relinked binary
 # is OUT/TARGET (stripped).
-#   bench/decode/mkvariant.sh BUILD TU_SUFFIX "FLAGS" OUT [TARGET]
+#   bench/decode/mkvariant.sh BUILD TU_SUFFIX[,TU_SUFFIX...] "FLAGS" OUT [TARGET]
 #   e.g. bench/decode/mkvariant.sh build decode_fp8_h16.cu "-DMLA_FP8_H16_KO=16" /tmp/v16
 # (session 46: the knock-outs of bench/decode/patches/h16_knockouts.patch.)
 set -euo pipefail
-[ $# -ge 4 ] || { echo "usage: $0 BUILD TU_SUFFIX FLAGS OUT [TARGET]" >&2; exit 2; }
+[ $# -ge 4 ] || { echo "usage: $0 BUILD TU_SUFFIX[,TU_SUFFIX...] FLAGS OUT [TARGET]" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd); TU=$2; FLAGS=$3; OUT=$4; TARGET=${5:-bench_decode}
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 tmp=$(mktemp -d "$OUT/.mkvariant.XXXXXX"); trap 'rm -rf "$tmp"' EXIT
-obj=$(basename "$TU").o
-cmd=$(python3 - "$BUILD/compile_commands.json" "$TU" <<'EOF'
+cp "$BUILD/src/libmla_cuda.a" "$tmp/libmla_cuda.a"
+for tu in ${TU//,/ }; do  # TU_SUFFIX may name several, comma-separated (a type used across them: both rebuilt)
+  obj=$(basename "$tu").o
+  cmd=$(python3 - "$BUILD/compile_commands.json" "$tu" <<'EOF2'
 import json, sys
 hits = [e for e in json.load(open(sys.argv[1])) if e["file"].endswith("/" + sys.argv[2])]
 if len(hits) != 1:
     sys.exit(f"{len(hits)} compile commands end in {sys.argv[2]}")
 print(hits[0]["command"])
-EOF
-)
-cmd=$(sed -E "s# -o [^ ]+\.o# -o $tmp/$obj#; s# -MD -MT [^ ]+ -MF [^ ]+##" <<<"$cmd")
-(cd "$BUILD" && eval "$cmd $FLAGS")
-cp "$BUILD/src/libmla_cuda.a" "$tmp/libmla_cuda.a"
-ar t "$tmp/libmla_cuda.a" | grep -qx "$obj" || { echo "$obj is not a member of libmla_cuda.a" >&2; exit 1; }
-(cd "$tmp" && ar r libmla_cuda.a "$obj")
+EOF2
+  )
+  cmd=$(sed -E "s# -o [^ ]+\.o# -o $tmp/$obj#; s# -MD -MT [^ ]+ -MF [^ ]+##" <<<"$cmd")
+  (cd "$BUILD" && eval "$cmd $FLAGS")
+  ar t "$tmp/libmla_cuda.a" | grep -qx "$obj" || { echo "$obj is not a member of libmla_cuda.a" >&2; exit 1; }
+  (cd "$tmp" && ar r libmla_cuda.a "$obj")
+done
 link=$(ninja -C "$BUILD" -t commands "$TARGET" | tail -1)
 link=$(sed -E "s#^: && ##; s# && :\$##; s# src/libmla_cuda.a # $tmp/libmla_cuda.a #; s# -o bin/$TARGET # -o $OUT/$TARGET #" <<<"$link")
 (cd "$BUILD" && eval "$link")

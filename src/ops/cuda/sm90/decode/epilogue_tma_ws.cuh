@@ -1,6 +1,7 @@
 #pragma once
 // The 64-row kernel's direct output (a sequence with one split: `out` + lse) through shared memory and TMA tensor
-// stores, instead of 64 four-byte global stores per thread (write_segment_ws's direct branch).
+// stores, instead of 64 four-byte global stores per thread (write_segment_ws's direct branch). The fp8 64-row kernel
+// has its own form of it (../decode_fp8/epilogue_out_ws.cuh: where it has room to stage), on this file's TMA helpers.
 //
 // Why (bench/decode/NOTES.md session 9, h128s, run 3): without its output stores the h_q 128 b128 s512 row runs in
 // 48 us instead of 59.5 (b32 s512 25.3 instead of 29.8): the stores and their drain cost ~4.5-5.5 us per epilogue, all

@@ -30,8 +30,10 @@ Status launch_decode_n16ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t 
 // p->tmap_q over q as [q_rows, 576] 16-bit, boxes of 16 rows x 64 columns, 128-byte swizzle (the n16ws Q slabs).
 Status encode_tensor_map_q16(DecodeKernelParams* p, int64_t q_rows);
 
-// Fills p->tmap_kv ([num_pages * 64, 576]) and p->tmap_q ([q_rows, 576]) for the warp-specialized variant.
+// Fills p->tmap_kv ([num_pages * 64, 576]), p->tmap_out and p->tmap_q ([q_rows, 576]) for the warp-specialized variant.
 Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
+// p->tmap_out over the 16-bit out [batch, rows, 512] (epilogue_tma_ws.cuh's TMA stores; the fp8 64-row kernel's too).
+Status encode_tensor_map_out(DecodeKernelParams* p);
 // 16-bit 16-row tiles (pages.cuh TmaPages, kernel_n16ws.cuh): p->tmap_kv over the cache as 3D (64 columns, row, slab),
 // a page one box landing slab-major ([9 slabs][64 rows][128 B], 128B swizzle); group_slabs > 0: also p->tmap_kv_rope,
 // the same view in boxes of group_slabs slabs (kernel_n16ws.cuh's slab groups, kN16WsGroupSlabs).

@@ -62,6 +62,13 @@ struct PartCursor {
   __device__ bool valid() const { return b < batch; }
   // True when the current item is the last block this part computes for sequence b.
   __device__ bool last_of_sequence() const { return blk + 1 >= hi; }
+  // True when no later item follows in this part (called at a sequence's last item: the sequences after b up to the
+  // part's end are all empty).
+  __device__ bool last_of_part(const DecodeKernelParams& p) const {
+    for (int nb = b + 1; nb <= end_b && nb < batch; ++nb)
+      if ((nb == end_b ? end_blk : decode_num_blocks(p.seqlens[nb])) > 0) return false;
+    return true;
+  }
   // Issues the block-table load early: the copy that needs it is one mainloop step away, so its
   // latency (an L2 miss, often) stays off the critical path.
   __device__ void fetch_page(const DecodeKernelParams& p) {

@@ -51,9 +51,12 @@ constexpr MapSpec kFp8DsBytes{CU_TENSOR_MAP_DATA_TYPE_UINT8, kFp8DsTokenBytes, k
 constexpr MapSpec kFp8DsWords{CU_TENSOR_MAP_DATA_TYPE_UINT16, kFp8DsTokenBytes / 2, kFp8DsTokenBytes, 64,
                               CU_TENSOR_MAP_SWIZZLE_128B};
 
+}  // namespace
+
 // 16-bit out [batch, rows, 512] as a 3-D map (columns, rows, sequence), boxes of 64 columns x 64 rows x 1 sequence,
 // 128-byte swizzle: a 64-row tile's TMA store clips at its sequence's last row (epilogue_tma_ws.cuh).
-Status encode_out(CUtensorMap* map, void* out, int64_t rows, int64_t batch) {
+Status encode_tensor_map_out(DecodeKernelParams* p) {
+  const int64_t rows = p->rows, batch = p->batch;
   auto fn = tensor_map_encode_fn();
   if (fn == nullptr) return Status::cuda("mla_decode", "cuTensorMapEncodeTiled is not available from the driver");
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kDimV), static_cast<cuuint64_t>(rows),
@@ -61,7 +64,7 @@ Status encode_out(CUtensorMap* map, void* out, int64_t rows, int64_t batch) {
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(kDimV) * 2, static_cast<cuuint64_t>(rows) * kDimV * 2};
   const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(kBlockN), 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, out, dims, strides, box, elem_strides,
+  const CUresult r = fn(&p->tmap_out, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, p->out, dims, strides, box, elem_strides,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
@@ -69,8 +72,6 @@ Status encode_out(CUtensorMap* map, void* out, int64_t rows, int64_t batch) {
                                           std::to_string(static_cast<int>(r)));
   return Status::ok();
 }
-
-}  // namespace
 
 // The 16-bit cache map promotes L2 fills to 128 bytes (its box rows: 64 tokens x 128 bytes, each token's 1152 bytes
 // whole lines): with 256-byte fills the h_q 128 rows ran 1.2-4 % slower (bf16 b128 s8192 493.2 -> 487.1 us, b32
@@ -80,7 +81,7 @@ Status encode_tensor_maps(DecodeKernelParams* p, int64_t num_pages, int64_t q_ro
   CUtensorMapL2promotion kv_promotion;
   MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_128B, &kv_promotion));
   MLA_TRY(encode(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kRows16, "kv_cache", kv_promotion));
-  MLA_TRY(encode_out(&p->tmap_out, p->out, p->rows, p->batch));
+  MLA_TRY(encode_tensor_map_out(p));
   return encode(&p->tmap_q, p->q, q_rows, kRows16, "q");
 }
 

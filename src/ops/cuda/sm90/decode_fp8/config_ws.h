@@ -46,7 +46,7 @@ constexpr int kWsBarrierBytes = 256;
 //    but bench_wgmma (session 19) finds S beside a shared-memory hog only 4 % slower, and A from registers makes S
 //    alone 7-13 % slower. 8 since session 18 (NOTES_plan.md item 7: -0.4..-0.7 % on every h128 b32 / b128
 //    row against 6, 3 passes); 8 is the most the consumers' 224 registers hold without spills (9 spill 68 bytes and
-//    lose 2.4-3.8 %; in run W18, before later changes to the consumer, 8 spilled).
+//    lose 2.4-3.8 %; in run W18, before later changes to the consumer, 8 spilled). Back to 6 in session 49 (below).
 //    More registers for the consumers do not fit: the launch gives each of the 384 threads 168, so the setmaxnreg
 //    split must keep 2 C + P <= 504 (232 + 232 + 48 hung in setmaxnreg.inc in run W18; 232 needs P = 40, which
 //    spills the transposers).
@@ -57,22 +57,33 @@ struct WsSchedule {
   static constexpr int kPHalves = 4;
   static constexpr int kQRegSteps = kQRegSteps_;
 };
-using WsQReg = WsSchedule<2, 2, 8>;  // the default
+// 6 since session 49: with the TMA-store epilogue (kernel_ws.cuh MLA_FP8_WS_TMA_OUT) ptxas kept the part cursor's
+// blk and seqlen on the stack at 7 and 8 steps (8 bytes, reloaded every page: +3 % on the long rows); 6 keep them in
+// registers (-DMLA_FP8_WS_QREG_STEPS=N builds another count, for A/B runs).
+#ifndef MLA_FP8_WS_QREG_STEPS
+#define MLA_FP8_WS_QREG_STEPS 6
+#endif
+using WsQReg = WsSchedule<2, 2, MLA_FP8_WS_QREG_STEPS>;  // the default
 using WsAhead = WsSchedule<2, 2>;    // the default until run W17 (Q from shared memory in every step)
 
 struct WsSmemLayout {
-  int q_offset, k_offset, vt_offset, p_offset, m_offset, l_offset, bar_offset, total;
+  int q_offset, k_offset, vt_offset, m_offset, l_offset, bar_offset, p_offset, out_offset, total;
 };
+// The P area and the spare out area end the layout and are contiguous: at a sequence switch the two consumer
+// warpgroups stage their output boxes there (kernel_ws.cuh, ws_out_stage), 8 KB each, 1024-byte aligned. out_offset
+// takes what is left of the 227 KB (3 boxes); the part's last epilogue stages in the K stages instead.
+constexpr int kWsOutSlots = 3;
 constexpr WsSmemLayout ws_smem_layout(int k_stages, int v_stages, int p_halves) {
   WsSmemLayout s{};
   s.q_offset = 0;
   s.k_offset = s.q_offset + kSlabTileBytes;
   s.vt_offset = s.k_offset + k_stages * kSlabTileBytes;
-  s.p_offset = s.vt_offset + v_stages * kVtBytes;
-  s.m_offset = s.p_offset + p_halves / 2 * kPBufBytes;  // [j % p_halves][64]: running max after page j
-  s.l_offset = s.m_offset + p_halves * kRowsPerCta * 4;  // [parity][warpgroup][64]: epilogue row sums
+  s.m_offset = s.vt_offset + v_stages * kVtBytes;          // [j % p_halves][64]: running max after page j
+  s.l_offset = s.m_offset + p_halves * kRowsPerCta * 4;    // [parity][warpgroup][64]: epilogue row sums
   s.bar_offset = s.l_offset + 2 * 2 * kRowsPerCta * 4;
-  s.total = s.bar_offset + kWsBarrierBytes;
+  s.p_offset = (s.bar_offset + kWsBarrierBytes + 1023) / 1024 * 1024;
+  s.out_offset = s.p_offset + p_halves / 2 * kPBufBytes;
+  s.total = s.out_offset + kWsOutSlots * kSlabBytes;
   return s;
 }
 template <class S>
@@ -87,7 +98,10 @@ template <class S>
 constexpr bool ws_layout_ok() {
   constexpr WsSmemLayout L = ws_smem_layout<S>();
   return L.total <= 227 * 1024 && L.k_offset % 1024 == 0 && L.vt_offset % 1024 == 0 && L.p_offset % 1024 == 0 &&
-         8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes;
+         L.out_offset % 1024 == 0 && 8 * (2 * S::kKStages + 2 * S::kVStages + 2) <= kWsBarrierBytes &&
+         // the switch's two staging slots per warpgroup (P area, out area) and the last epilogue's 8 (K stages)
+         S::kPHalves / 2 * kPBufBytes >= 2 * kSlabBytes && kWsOutSlots >= 2 &&
+         S::kKStages * kSlabTileBytes >= 8 * kSlabBytes;
 }
 static_assert(ws_layout_ok<WsQReg>() && ws_layout_ok<WsAhead>(),
               "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");

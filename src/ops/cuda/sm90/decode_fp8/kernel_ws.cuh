@@ -46,6 +46,11 @@
 #ifndef MLA_FP8_WS_KO
 #define MLA_FP8_WS_KO 0
 #endif
+// Direct segments' output (out, bf16) through shared memory and TMA stores (session 49): 0 plain 4-byte global stores
+// (write_segment_ws, before), 1 only the part's last segment, 2 also a segment that ends at a sequence switch.
+#ifndef MLA_FP8_WS_TMA_OUT
+#define MLA_FP8_WS_TMA_OUT 2
+#endif
 namespace mla::sm90::decode_fp8 {
 
 using decode::kBarPReady;
@@ -164,13 +169,21 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   decode::ConsumerPhaseSums ph;  // diagnostics only (../decode/phase_sums.cuh, phases_ws.cuh)
   int epi = 0;  // segments written so far (parity of the s_l buffer)
   decode::FusedMerges<kFused> merges;  // split sequences this CTA merges after its part (fused mode)
-  auto epilogue = [&](int b) {
-    tl.last(7);  // timeline_ws.cuh: an epilogue started
-    const unsigned long long t_epi = tl.now();
-    tl.seg();
-    ws_fp8_epilogue(fp, st, s_l, epi, b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane, merges);
-    tl.add(kTlEpilogue, t_epi);
+  // Where a direct segment's output is staged for its TMA stores (MLA_FP8_WS_TMA_OUT above). The part's last
+  // segment: the K stages, free once both warpgroups are in the epilogue (every S and transpose of the part is done and
+  // no page is in flight). A segment followed by another (a switch): each warpgroup's own two 8 KB slots. The warpgroup
+  // that owns the next segment's first page (the `switched` path) takes the P area: every P.V is done once both are in
+  // the epilogue, and the next P written is its own, after its epilogue; the other warpgroup writes P only after that
+  // one (it waits for it), so it takes the spare out area, which nothing else uses.
+  auto out_stage = [&](bool part_last, bool switched_wg) {
+    OutStage o;
+    if (part_last ? MLA_FP8_WS_TMA_OUT >= 1 : MLA_FP8_WS_TMA_OUT >= 2) {
+      o.base = part_last ? s_k0 : switched_wg ? s_p : decode::smem_u32(smem + L.out_offset);
+      o.rounds = part_last ? 1 : 2;
+    }
+    return o;
   };
+
   // Max of the other warpgroup's page jj, which also says its P is in shared memory.
   auto wait_other = [&](int jj, float (&mp)[2]) {
     decode::named_sync(kBarPReady + (jj & 1), kWsConsumerThreads);
@@ -223,6 +236,22 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       scores_over_slabs<32, false>(d, s_q_tile, s_k);
     }
   };
+  // A segment's epilogue. This warpgroup's next S is of a new segment, whose Q tile it waits for and loads (q_new
+  // below), so the Q registers are dead from the segment's last S on; overwriting them after the epilogue tells ptxas
+  // so (it frees them for the epilogue; it did not, alone, keep the 8-step build from spilling: config_ws.h).
+  auto epilogue = [&](int b, OutStage out) {
+    tl.last(7);  // timeline_ws.cuh: an epilogue started
+    const unsigned long long t_epi = tl.now();
+    tl.seg();
+    ws_fp8_epilogue(fp, st, s_l, epi, b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane, merges, out);
+    tl.add(kTlEpilogue, t_epi);
+    if constexpr (kQR > 0) {
+#pragma unroll
+      for (int i = 0; i < kQR; ++i)
+#pragma unroll
+        for (int k = 0; k < 4; ++k) qf[i][k] = 0u;
+    }
+  };
   int j = 0, seg = -1, q_seg = -1;  // q_seg: newest segment whose Q tile this warpgroup waited for
   bool q_held = false;              // ... and has not released yet
   bool prev_end = true;
@@ -251,7 +280,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         decode::fence_operands(o_regs);
         release_pending();
         tl.add(kTlEpilogue, t_w);
-        epilogue(prev_b);
+        epilogue(prev_b, out_stage(false, true));
         ph.mark(kPhSwitch);
       }
       const unsigned long long t_top = tl.now();
@@ -354,7 +383,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       decode::fence_operands(o_regs);
       release_pending();
       ph.mark(kPhDrain);
-      if (end) epilogue(cur.b);
+      if (end) epilogue(cur.b, out_stage(cur.last_of_part(p), false));
     }
     prev_end = end;
     prev_b = cur.b;
@@ -366,7 +395,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     float mp[2];
     wait_other(j - 1, mp);
     pv(j - 1, mp, zero2);
-    epilogue(prev_b);
+    epilogue(prev_b, out_stage(true, false));
   }
   tl.last(8);  // timeline_ws.cuh: CTA done
   tl.flush();

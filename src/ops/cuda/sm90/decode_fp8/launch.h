@@ -16,8 +16,8 @@ namespace mla::sm90::decode_fp8 {
 template <int RG>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
-// Warp-specialized 64-row kernel (kernel_ws.cuh), variant S (config_ws.h WsSchedule); p.d.tmap_kv / tmap_q must
-// hold encode_tensor_maps_fp8's maps.
+// Warp-specialized 64-row kernel (kernel_ws.cuh), variant S (config_ws.h WsSchedule); p.d.tmap_kv / tmap_q / tmap_out
+// must hold encode_tensor_maps_fp8's maps.
 template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 

@@ -14,6 +14,7 @@
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"
+#include "ops/cuda/sm90/decode_fp8/epilogue_out_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/mainloop.cuh"
 #include "ops/cuda/sm90/decode_fp8/params.h"
 #include "ops/cuda/sm90/decode_fp8/traits.h"
@@ -132,22 +133,36 @@ __device__ __forceinline__ bool visible_keys(const decode::DecodeKernelParams& p
   return __all_sync(0xffffffffu, min(limit[0], limit[1]) >= kBlockN);
 }
 
+// Where a segment's epilogue stages a direct segment's output for its TMA stores (epilogue_out_ws.cuh):
+// rounds 1: the tile's 8 boxes at base (the K stages, once the part is done); 2: this warpgroup's 2 slots at base
+// (a sequence switch); 0: no staging, plain global stores (write_segment_ws; kernel_ws3.cuh, split segments).
+struct OutStage {
+  uint32_t base = 0;
+  int rounds = 0;
+};
+
 // A segment's epilogue in the fp8 64-row kernels (kernel_ws.cuh, kernel_ws3.cuh): O accumulates P times raw e4m3 V,
 // so out (and every partial) = O / l * k_scale; partials as bf16 values (docs/mla_decode.md: an fp8 partial needs no
 // fp32 range; half the bytes). Then the next segment's state; epi counts the segments written (s_l's parity).
 template <bool kFused>
 __device__ __forceinline__ void ws_fp8_epilogue(const Fp8DecodeParams& fp, WsState& st, float* s_l, int& epi, int b,
                                                 int first_batch, int first_split, int tile_row0, int valid_rows, int wg,
-                                                int warp, int lane, decode::FusedMerges<kFused>& merges) {
+                                                int warp, int lane, decode::FusedMerges<kFused>& merges,
+                                                OutStage out = {}) {
   const decode::DecodeKernelParams& p = fp.d;
   const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
   const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
+  if (out.rounds != 0 && n_splits == 1) {
+    write_out_staged(p, st, s_l, epi & 1, b, tile_row0, valid_rows, wg, warp, lane, out.base, out.rounds,
+                     fp.out_scale);
+  } else {
 #pragma unroll
-  for (int t = 0; t < 32; ++t)
+    for (int t = 0; t < 32; ++t)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) st.o[t][e] *= fp.out_scale;
-  decode::write_segment_ws<decode::Bf16Traits, true>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0,
-                                                     valid_rows, wg, warp, lane);
+      for (int e = 0; e < 4; ++e) st.o[t][e] *= fp.out_scale;
+    decode::write_segment_ws<decode::Bf16Traits, true>(p, st, s_l, epi & 1, b, slot, n_splits == 1, tile_row0,
+                                                       valid_rows, wg, warp, lane);
+  }
   merges.note(b, n_splits);
   ++epi;
   st.reset();

@@ -8,6 +8,7 @@
 
 #include "mla/core/cuda_check.h"
 #include "mla/core/mla_shapes.h"
+#include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode_fp8/config.h"
 #include "ops/cuda/sm90/decode_fp8/launch.h"
 #include "ops/cuda/sm90/tma_encode.h"
@@ -41,6 +42,7 @@ Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, 
   CUtensorMapL2promotion kv_promotion;
   MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_256B, &kv_promotion));
   MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache", kBlockN, kv_promotion));
+  MLA_TRY(decode::encode_tensor_map_out(p));  // bf16 out: kernel_ws.cuh's TMA-stored direct segments
   return encode_u8(&p->tmap_q, p->q, q_rows, "q");
 }
 
