@@ -27,9 +27,14 @@
 namespace mla::sm90::decode {
 
 // The 16-bit formats write their direct segments with write_segment_ws_tma (the stage is released after the
-// epilogue); fp8_ds's 64-row kernels keep write_segment_ws's global stores (not measured with this).
+// epilogue); fp8_ds's 64-row kernels too since session 49 (-DMLA_FP8DS_TMA_OUT=0: write_segment_ws's global stores,
+// for A/B builds). Its stage holds the dequantized bf16 V slabs as the 16-bit formats' does, and its raw bytes land
+// there only after the release.
+#ifndef MLA_FP8DS_TMA_OUT
+#define MLA_FP8DS_TMA_OUT 1
+#endif
 template <class Traits>
-constexpr bool kTmaOutFor = Traits::kFormat != KvFormat::kFp8Ds;
+constexpr bool kTmaOutFor = Traits::kFormat != KvFormat::kFp8Ds || MLA_FP8DS_TMA_OUT != 0;
 
 // 3-D tiled TMA store of the box at (c0 column, c1 row, c2 sequence) of `map` from shared memory at src.
 __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2) {

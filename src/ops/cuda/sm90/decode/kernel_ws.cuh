@@ -119,7 +119,7 @@ struct WsPeerSteps {
   FusedMerges<kFused> merges{};  // split sequences this CTA merges after its part (fused mode)
 
   // Writes the segment of sequence b (out / lse, or its split slot) and starts the next one. stage >= 0: the stage of
-  // the segment's last page, where a direct segment of a 16-bit format is staged and TMA-stored
+  // the segment's last page, where a direct segment (16-bit formats, fp8_ds since session 49) is staged and TMA-stored
   // (epilogue_tma_ws.cuh); -1: plain stores (write_segment_ws). Called through epilogue_release.
   __device__ __forceinline__ void epilogue(int b, int stage = -1) {
     const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
@@ -134,8 +134,8 @@ struct WsPeerSteps {
     ++epi;
     st.reset();
   }
-  // Writes the segment of sequence b and releases `stage`, the stage of its last page. A direct segment of a
-  // 16-bit format is staged there for its TMA store, so the release waits for the store's reads; any other
+  // Writes the segment of sequence b and releases `stage`, the stage of its last page. A direct segment
+  // (kTmaOutFor: 16-bit formats and fp8_ds) is staged there for its TMA store, so the release waits for the store's reads; any other
   // segment releases first, so the producer's refill of the stage overlaps the partial stores.
   __device__ __forceinline__ void epilogue_release(int b, int stage) {
     const bool staged = kTmaOutFor<Traits> && p.split_offsets[b + 1] - p.split_offsets[b] == 1;

@@ -107,6 +107,7 @@ Status encode_tensor_maps_fp8ds(DecodeKernelParams* p, int64_t num_pages, int64_
   MLA_TRY(encode(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, kFp8DsBytes, "kv_cache fp8_ds bytes", kv_promotion));
   MLA_TRY(encode(&p->tmap_kv_rope, p->kv_cache, num_pages * kBlockN, kFp8DsWords, "kv_cache fp8_ds rope",
                  kv_promotion));
+  MLA_TRY(encode_tensor_map_out(p));  // bf16 out: the 64-row kernels' TMA-stored direct segments
   return encode(&p->tmap_q, p->q, q_rows, kRows16, "q");
 }
 

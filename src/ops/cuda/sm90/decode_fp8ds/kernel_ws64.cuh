@@ -187,8 +187,11 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
         wgmma_wait_all();
         fence_operands(reinterpret_cast<float(&)[128]>(st.o));
         if (!pv_open) return;
-        release_stage(bars, (j - 1) & 1);
-        if (pe) peer.epilogue(pb);
+        if (pe) {
+          peer.epilogue_release(pb, (j - 1) & 1);  // a direct segment is staged there for its TMA stores
+        } else {
+          release_stage(bars, (j - 1) & 1);
+        }
       };
       convert_own_page(bars, stage_ptr, scale_ptr, stage, parity, valid_tokens, wg, tid, mid_a, mid_b);
       float sc[8][4];
@@ -214,8 +217,11 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
       named_arrive(kBarPReady + stage, kWsConsumerThreads);
       named_sync(kBarWg + wg, 128);
       pv_page<Traits>(st, m_new, rowsum, s_kv, wg, p.scale_log2);
-      release_stage(bars, stage);
-      if (end) peer.epilogue(cur.b);
+      if (end) {
+        peer.epilogue_release(cur.b, stage);
+      } else {
+        release_stage(bars, stage);
+      }
     }
     prev_end = end;
     prev_b = cur.b;
