@@ -134,9 +134,9 @@ struct WsPeerSteps {
     ++epi;
     st.reset();
   }
-  // Writes the segment of sequence b and releases `stage`, the stage of its last page. A direct segment
-  // (kTmaOutFor: 16-bit formats and fp8_ds) is staged there for its TMA store, so the release waits for the store's reads; any other
-  // segment releases first, so the producer's refill of the stage overlaps the partial stores.
+  // Writes the segment of sequence b and releases `stage`, the stage of its last page. A direct segment (kTmaOutFor:
+  // 16-bit formats and fp8_ds) is staged there for its TMA store, so the release waits for the store's reads; any
+  // other segment releases first, so the producer's refill of the stage overlaps the partial stores.
   __device__ __forceinline__ void epilogue_release(int b, int stage) {
     const bool staged = kTmaOutFor<Traits> && p.split_offsets[b + 1] - p.split_offsets[b] == 1;
     if (!staged) release_stage(bars, stage);
