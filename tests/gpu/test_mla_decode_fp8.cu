@@ -193,14 +193,14 @@ std::string scale_tag(float x) {
   return s;
 }
 
-// Whether the case's step, merged by the combine, runs its 64-row tiles on ws3 by default (the geometry an engine's
-// eager step gets: with its seqlens).
-bool auto_picks_ws3_under_combine(const Fp8Case& c) {
+// Whether the case's step, merged by the combine, runs its 64-row tiles on another kernel than ws_qreg by default
+// (ws3 or ws_split, variant64.h; the geometry an engine's eager step gets: with its seqlens).
+bool auto_leaves_ws_qreg_under_combine(const Fp8Case& c) {
   const std::vector<int32_t> lens(c.shape.seqlens.begin(), c.shape.seqlens.end());
   DecodePlanGeometry g;
   if (!decode_plan_geometry(c.shape.batch, c.shape.s_q, c.shape.h_q, device_sm_count(), &g, lens.data()).is_ok())
     return false;
-  return sm90::decode_fp8::auto_picks_ws3(g, false);
+  return sm90::decode_fp8::auto_picks_ws3(g, false) || sm90::decode_fp8::auto_picks_ws_split(g, false);
 }
 
 void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
@@ -268,6 +268,17 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                        return run_fp8_case(n, c, rep);
                      }});
   }
+  // ... and on ws_split (config_ws.h WsSplit: plain stores, 8 Q-register steps, the combine merges), the default of
+  // steps whose sequences are all cut, here on every 64-row case, whole sequences and fused-merge steps included (the
+  // dispatch drops the merge counters for it). Same tolerance: the same kernel as ws_qreg but for where its output is
+  // staged and how many Q steps come from registers (the same e4m3 values).
+  if (cs.h_q * cs.s_q >= 48 && tokens <= 200000) {
+    const std::string n = name + "_wssplit";
+    cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
+                       ScopedEnv env("MLA_DECODE_FP8_VARIANT64", "ws_split");
+                       return run_fp8_case(n, c, rep);
+                     }});
+  }
   // s_q 1 and h_q 64 / 128, up to 8 sequences: the case runs on the head tiles its seqlens pick (the call passes them:
   // decode_plan_narrow_tiles) and again on the other ones (MLA_DECODE_TILE_ROWS, read by every decode_plan_geometry
   // call): narrow 16-row tiles run the keys-as-M kernel, one tile of 16 rows per grid.y. Same tolerance: the same
@@ -291,9 +302,10 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                        return run_fp8_case(n, c, rep);
                      }});
   }
-  // Without the fused merge, a step of short split parts runs its 64-row tiles on ws3 by default (variant64.h, from
-  // the seqlens the call passes): such a case runs the combine once more on the ws kernel, so both stay covered.
-  if (tokens <= 200000 && auto_picks_ws3_under_combine(c)) {
+  // Without the fused merge, a step of short split parts runs its 64-row tiles on ws3 by default, and a step whose
+  // sequences are all cut on ws_split (variant64.h, from the seqlens the call passes): such a case runs the combine
+  // once more on the ws_qreg kernel, so every kernel stays covered under the combine.
+  if (tokens <= 200000 && auto_leaves_ws_qreg_under_combine(c)) {
     const std::string n = name + "_combine_wsqreg";
     cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
                        ScopedEnv merge("MLA_DECODE_MERGE", "combine");

@@ -327,6 +327,22 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
                        return run_fp8ds_case(n, make_decode_data(shape, rng), rep);
                      }});
   }
+  // The owner-converts kernel (64-row tiles of h_q >= 64) writes direct segments through its TMA-store epilogue, but
+  // with plain stores on combine-merged steps whose sequences are all cut (MLA_DECODE_FP8DS_WS64_OUT=auto,
+  // mla_decode.cu): each such case runs again with the plain form forced (merged by the combine), and with the combine
+  // on the TMA form, so both forms see every case under both merges. Same tolerance: the same values, stored
+  // through another path.
+  if (sp.h_q >= 64) {
+    for (const char* form : {"plain", "tma"}) {
+      const std::string n = name + (form[0] == 'p' ? "_plainout" : "_combine_tmaout");
+      cases.push_back({"mla_decode", n, kFp8DsTol, [shape, n, form](CaseReport* rep) {
+                         ScopedEnv out("MLA_DECODE_FP8DS_WS64_OUT", form);
+                         ScopedEnv merge("MLA_DECODE_MERGE", "combine");
+                         auto rng = case_rng(n);
+                         return run_fp8ds_case(n, make_decode_data(shape, rng), rep);
+                       }});
+    }
+  }
   // s_q 1 and h_q 64 / 128, up to 8 sequences: the case runs on the head tiles its seqlens pick (the call passes them:
   // decode_plan_narrow_tiles) and again on the other ones (MLA_DECODE_TILE_ROWS, read by every decode_plan_geometry
   // call): narrow tiles run the exact-code kernel, 64-row ones the owner-converts kernel. Each run is compared with

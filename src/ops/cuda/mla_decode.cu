@@ -208,6 +208,16 @@ const EnvKnob& fp8ds_ws64_knob() {
   return k;
 }
 bool fp8ds_owner_converts(int h_q) { return h_q >= 64 && fp8ds_ws64_knob().index != 0; }
+// How the owner-converts kernel writes direct segments: `auto` (or unset) through its TMA-store epilogue, but with plain
+// stores on steps whose sequences are all cut and merged by the combine (decode_plan_spreads_sequences: every segment
+// is a split partial there, and the TMA epilogue's code cost the kernel 1-2 % on h_q 128 b32, session 49 c6 / c8);
+// `tma` / `plain` force one form (`plain` merges by the combine). Read on every call, so the tests run both.
+Status fp8ds_ws64_plain_out(const DecodeKernelParams& kp, const DecodePlanGeometry& g, bool* plain) {
+  const EnvKnob k = read_env_knob("MLA_DECODE_FP8DS_WS64_OUT", {"auto", "tma", "plain"});
+  MLA_TRY(k.status);
+  *plain = k.index == 2 || (k.index <= 0 && kp.merge_counters == nullptr && decode_plan_spreads_sequences(g));
+  return Status::ok();
+}
 
 // fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh) or
 // consumers (decode_fp8ds/kernel_ws64.cuh). 48/64-row tiles on the producer-converts kernel run the
@@ -230,9 +240,11 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   // merge_counters_for).
   const bool narrow = g.tile_rows == kDecodeNarrowTileRows;
   const bool exact16 = narrow || (groups == 1 && kp.rows == 16 && !fp8ds_rg1_dequant());
-  // Only the owner-converts and exact-code kernels have the fused merge (a kFused instantiation each); the others
-  // leave it to the combine.
-  if (!owner_converts && !exact16) kp.merge_counters = nullptr;
+  // Only the owner-converts and exact-code kernels have the fused merge (a kFused instantiation each; the former not in
+  // its plain-store form); the others leave it to the combine.
+  bool plain_out = false;
+  if (owner_converts && !exact16) MLA_TRY(fp8ds_ws64_plain_out(kp, g, &plain_out));
+  if ((!owner_converts && !exact16) || plain_out) kp.merge_counters = nullptr;
   if (exact16) {
     MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws16(kp, grid, stream));  // exact codes, wgmma
   } else if (groups == 1) {
@@ -242,7 +254,7 @@ Status launch_fp8ds(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t
   } else {
     MLA_TRY(encode_tensor_maps_fp8ds(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
     if (owner_converts) {
-      MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws64(kp, grid, stream));
+      MLA_TRY(sm90::decode_fp8ds::launch_decode_fp8ds_ws64(kp, grid, stream, plain_out));
     } else {
       MLA_TRY((launch_decode_ws<Fp8DsTraits, true, true>(kp, grid, stream)));
     }

@@ -105,7 +105,9 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
 // What a 64-row consumer does with the other warpgroup's pages and at a segment's end, shared by this file's
 // ws_consumer and decode_fp8ds/kernel_ws64.cuh's consumer: a view on the consumer's own state (references, as the
 // lambdas it replaces captured them), so it compiles to the same code.
-template <class Traits, bool kFused = false>
+// kTmaOut: direct segments through the TMA-store epilogue (kTmaOutFor's default); false: plain stores for every segment
+// (fp8_ds's ws64 on steps whose sequences are all cut, decode_fp8ds/kernel_ws64.cuh).
+template <class Traits, bool kFused = false, bool kTmaOut = kTmaOutFor<Traits>>
 struct WsPeerSteps {
   const DecodeKernelParams& p;
   const WsBarriers& bars;
@@ -124,7 +126,7 @@ struct WsPeerSteps {
   __device__ __forceinline__ void epilogue(int b, int stage = -1) {
     const int n_splits = p.split_offsets[b + 1] - p.split_offsets[b];
     const int slot = p.split_offsets[b] + (b == first_batch ? first_split : 0);
-    if (kTmaOutFor<Traits> && stage >= 0 && n_splits == 1) {
+    if (kTmaOut && stage >= 0 && n_splits == 1) {
       write_segment_ws_tma<Traits>(p, st, s_l, epi & 1, b, tile_row0, valid_rows, wg, warp, lane,
                                    s_kv0 + stage * kPageBytes);
     } else {
@@ -138,7 +140,7 @@ struct WsPeerSteps {
   // 16-bit formats and fp8_ds) is staged there for its TMA store, so the release waits for the store's reads; any
   // other segment releases first, so the producer's refill of the stage overlaps the partial stores.
   __device__ __forceinline__ void epilogue_release(int b, int stage) {
-    const bool staged = kTmaOutFor<Traits> && p.split_offsets[b + 1] - p.split_offsets[b] == 1;
+    const bool staged = kTmaOut && p.split_offsets[b + 1] - p.split_offsets[b] == 1;
     if (!staged) release_stage(bars, stage);
     epilogue(b, staged ? stage : -1);
     if (staged) release_stage(bars, stage);

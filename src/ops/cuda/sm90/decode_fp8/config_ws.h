@@ -50,20 +50,32 @@ constexpr int kWsBarrierBytes = 256;
 //    More registers for the consumers do not fit: the launch gives each of the 384 threads 168, so the setmaxnreg
 //    split must keep 2 C + P <= 504 (232 + 232 + 48 hung in setmaxnreg.inc in run W18; 232 needs P = 40, which
 //    spills the transposers).
-template <int kKStages_, int kVStages_, int kQRegSteps_ = 0>
+//  kTmaOut (session 49): a direct segment's output (out, bf16) through shared memory and TMA stores (kernel_ws.cuh
+//    out_stage): 0 plain 4-byte global stores (write_segment_ws, before), 1 only the part's last segment, 2 also a
+//    segment that ends at a sequence switch. -DMLA_FP8_WS_TMA_OUT=N builds another default, for A/B runs.
+#ifndef MLA_FP8_WS_TMA_OUT
+#define MLA_FP8_WS_TMA_OUT 2
+#endif
+template <int kKStages_, int kVStages_, int kQRegSteps_ = 0, int kTmaOut_ = MLA_FP8_WS_TMA_OUT>
 struct WsSchedule {
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
   static constexpr int kPHalves = 4;
   static constexpr int kQRegSteps = kQRegSteps_;
+  static constexpr int kTmaOut = kTmaOut_;
 };
-// 6 since session 49: with the TMA-store epilogue (kernel_ws.cuh MLA_FP8_WS_TMA_OUT) ptxas kept the part cursor's
+// 6 since session 49: with the TMA-store epilogue (kTmaOut above) ptxas kept the part cursor's
 // blk and seqlen on the stack at 7 and 8 steps (8 bytes, reloaded every page: +3 % on the long rows); 6 keep them in
 // registers (-DMLA_FP8_WS_QREG_STEPS=N builds another count, for A/B runs).
 #ifndef MLA_FP8_WS_QREG_STEPS
 #define MLA_FP8_WS_QREG_STEPS 6
 #endif
 using WsQReg = WsSchedule<2, 2, MLA_FP8_WS_QREG_STEPS>;  // the default
+// Steps whose sequences are all cut into pieces (dispatch.cu auto_picks_ws_split): every segment writes a split
+// partial, which takes plain stores in either form, so the TMA epilogue buys nothing there, and its code still cost the
+// whole kernel's allocation 1.5-2 % on h_q 128 b32 (session 49 c5 / c8). This is the kernel as it was before: plain
+// stores, 8 Q-register steps (no spill without the TMA epilogue's code).
+using WsSplit = WsSchedule<2, 2, 8, 0>;
 using WsAhead = WsSchedule<2, 2>;    // the default until run W17 (Q from shared memory in every step)
 
 struct WsSmemLayout {

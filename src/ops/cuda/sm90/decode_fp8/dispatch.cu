@@ -22,8 +22,9 @@ const EnvKnob& l2_prefetch_knob() {
 }
 int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_knob().index; }
 
-// MLA_DECODE_FP8_VARIANT64: `auto` (or unset: the ws_qreg kernel below, or ws3 on steps of short split parts,
-// variant64.h), or one kernel for every step: the warp-specialized wgmma kernel (kernel_ws.cuh) with
+// MLA_DECODE_FP8_VARIANT64: `auto` (or unset: the ws_qreg kernel below, ws3 on steps of short split parts, or
+// ws_split -- the same kernel without the TMA-store epilogue, with 8 Q-register steps -- on other steps whose
+// sequences are all cut; variant64.h), or one kernel for every step: the warp-specialized wgmma kernel (kernel_ws.cuh) with
 // S's last k32 steps taking Q from registers (`ws_qreg`, the default since run W17: H200 h128 b128 s8192 343-345 µs
 // in runs W17-W18 with 6 steps, 339 µs with 8 in session 18; 6 again with session 49's TMA-store epilogue, 318 µs),
 // the same kernel with Q from shared memory in every step
@@ -32,12 +33,15 @@ int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_
 // h_q 128 rows in session 20). Read on every call (one getenv, as MLA_DECODE_FP8_H16_EARLY_S below), so the tests run
 // ws3 cases beside the default's; a bad value fails every fp8 call, whatever its rows. The variants that lost are in
 // NOTES_fp8.md (runs W2-W18).
-enum class Variant64 { kWsQReg, kMmaSync, kWsAhead, kWs3 };
+enum class Variant64 { kWsQReg, kMmaSync, kWsAhead, kWs3, kWsSplit };
 Status variant64(const DecodePlanGeometry& g, bool fused_merge, Variant64* v) {
-  const EnvKnob k = read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead", "ws3", "auto"});
+  const EnvKnob k =
+      read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead", "ws3", "ws_split", "auto"});
   MLA_TRY(k.status);
-  if (k.index < 0 || k.index == 4) {
-    *v = auto_picks_ws3(g, fused_merge) ? Variant64::kWs3 : Variant64::kWsQReg;
+  if (k.index < 0 || k.index == 5) {
+    *v = auto_picks_ws3(g, fused_merge)        ? Variant64::kWs3
+         : auto_picks_ws_split(g, fused_merge) ? Variant64::kWsSplit
+                                               : Variant64::kWsQReg;
   } else {
     *v = static_cast<Variant64>(k.index);  // the list's order is Variant64's
   }
@@ -78,10 +82,10 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   bool partials_bf16 = false;  // the 64-row kernel writes bf16 partials (decode::write_segment_ws), the others fp32
   const bool ws32 = n32 != N32Mode::kMma;
   // The fused merge (kp.merge_counters set by the caller) is in the keys-as-M kernel and the 64-row ws kernel (ws_qreg,
-  // ws_ahead); the mma.sync kernels and ws3 leave it to the combine.
+  // ws_ahead); the mma.sync kernels, ws3 and ws_split leave it to the combine.
   const bool h16 = groups == 1 || (kp.rows == 32 && n32 == N32Mode::kAuto);
   const bool mma = !h16 && ((groups == 2 && !ws32) || v == Variant64::kMmaSync);
-  if (mma || (!h16 && v == Variant64::kWs3)) p.d.merge_counters = nullptr;
+  if (mma || (!h16 && (v == Variant64::kWs3 || v == Variant64::kWsSplit))) p.d.merge_counters = nullptr;
   if (h16) {
     // 16 rows (h_q 16, s_q 1) or 32 (h_q 32 s_q 1, h_q 16 s_q 2; the only tile of its sequence): the keys-as-M wgmma
     // kernel, one or two row groups.
@@ -99,6 +103,8 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
       MLA_TRY(launch_decode_fp8_ws<WsAhead>(p, grid, stream));
     } else if (v == Variant64::kWs3) {
       MLA_TRY(launch_decode_fp8_ws3(p, grid, stream));
+    } else if (v == Variant64::kWsSplit) {
+      MLA_TRY(launch_decode_fp8_ws_combined<WsSplit>(p, grid, stream));
     } else {
       MLA_TRY(launch_decode_fp8_ws<WsQReg>(p, grid, stream));
     }

@@ -46,11 +46,6 @@
 #ifndef MLA_FP8_WS_KO
 #define MLA_FP8_WS_KO 0
 #endif
-// Direct segments' output (out, bf16) through shared memory and TMA stores (session 49): 0 plain 4-byte global stores
-// (write_segment_ws, before), 1 only the part's last segment, 2 also a segment that ends at a sequence switch.
-#ifndef MLA_FP8_WS_TMA_OUT
-#define MLA_FP8_WS_TMA_OUT 2
-#endif
 namespace mla::sm90::decode_fp8 {
 
 using decode::kBarPReady;
@@ -169,7 +164,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   decode::ConsumerPhaseSums ph;  // diagnostics only (../decode/phase_sums.cuh, phases_ws.cuh)
   int epi = 0;  // segments written so far (parity of the s_l buffer)
   decode::FusedMerges<kFused> merges;  // split sequences this CTA merges after its part (fused mode)
-  // Where a direct segment's output is staged for its TMA stores (MLA_FP8_WS_TMA_OUT above). The part's last
+  // Where a direct segment's output is staged for its TMA stores (S::kTmaOut, config_ws.h). The part's last
   // segment: the K stages, free once both warpgroups are in the epilogue (every S and transpose of the part is done and
   // no page is in flight). A segment followed by another (a switch): each warpgroup's own two 8 KB slots. The warpgroup
   // that owns the next segment's first page (the `switched` path) takes the P area: every P.V is done once both are in
@@ -177,7 +172,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   // one (it waits for it), so it takes the spare out area, which nothing else uses.
   auto out_stage = [&](bool part_last, bool switched_wg) {
     OutStage o;
-    if (part_last ? MLA_FP8_WS_TMA_OUT >= 1 : MLA_FP8_WS_TMA_OUT >= 2) {
+    if (part_last ? S::kTmaOut >= 1 : S::kTmaOut >= 2) {
       o.base = part_last ? s_k0 : switched_wg ? s_p : decode::smem_u32(smem + L.out_offset);
       o.rounds = part_last ? 1 : 2;
     }
@@ -245,7 +240,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     tl.seg();
     ws_fp8_epilogue(fp, st, s_l, epi, b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane, merges, out);
     tl.add(kTlEpilogue, t_epi);
-    if constexpr (kQR > 0) {
+    if constexpr (kQR > 0 && S::kTmaOut > 0) {
 #pragma unroll
       for (int i = 0; i < kQR; ++i)
 #pragma unroll

@@ -20,6 +20,10 @@ Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t strea
 // must hold encode_tensor_maps_fp8's maps.
 template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
+// The same kernel without its fused-merge instantiation (p.d.merge_counters must be null: the combine merges), for
+// schedules that only run steps merged by the combine (config_ws.h WsSplit).
+template <class S>
+Status launch_decode_fp8_ws_combined(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
 // Scorer-split 64-row kernel (kernel_ws3.cuh, experimental): the same maps as launch_decode_fp8_ws.
 Status launch_decode_fp8_ws3(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);

@@ -11,9 +11,11 @@
 namespace mla::sm90::decode_fp8 {
 
 // kKernel: the kernel's address (../decode/launch_kernel.cuh), errors named "mla_decode (fp8)".
+// pairable: head-tile pairs (../decode/launch_kernel.cuh launch_kernel).
 template <auto kKernel>
-Status launch_fp8_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int smem, cudaStream_t stream) {
-  return decode::launch_kernel<kKernel>(p, grid, threads, smem, stream, "mla_decode (fp8)");
+Status launch_fp8_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int smem, cudaStream_t stream,
+                         bool pairable = false) {
+  return decode::launch_kernel<kKernel>(p, grid, threads, smem, stream, "mla_decode (fp8)", pairable);
 }
 
 // A kernel with a fused-merge instantiation (../decode/launch_kernel.cuh launch_merging_kernel), errors named as above.

@@ -24,4 +24,14 @@ inline bool auto_picks_ws3(const DecodePlanGeometry& g, bool fused_merge) {
          g.host_mean_part_pages > 0 && g.host_mean_part_pages <= kWs3MaxMeanPartPages;
 }
 
+// Otherwise a step merged by the combine whose sequences average at least two CTA columns each (2 x batch <= parts)
+// has its sequences cut into pieces, each written as a split partial through plain stores. The default kernel's TMA
+// epilogue for direct segments (config_ws.h kTmaOut) buys nothing there and its code costs the whole kernel's
+// register allocation (6 Q-register steps, not 8): h_q 128 b32 s4096 / s8192 54.4 -> 55.5 / 92.0 -> 93.5 us with it
+// (session 49 c5). Such steps run WsSplit, the kernel as it was before. A shape rule, so a CUDA graph replayed across
+// steps gets it too; a short sequence left whole by the plan is still right on WsSplit (plain stores), only slower.
+inline bool auto_picks_ws_split(const DecodePlanGeometry& g, bool fused_merge) {
+  return g.tile_rows == kDecodeRowsPerCta && !fused_merge && decode_plan_spreads_sequences(g);
+}
+
 }  // namespace mla::sm90::decode_fp8

@@ -122,8 +122,9 @@ __device__ __forceinline__ void scores_page(float (&s)[8][4], uint32_t s_q_tile,
 }
 
 // kernel_ws.cuh's ws_consumer (read there for the schedule and its reasons) with the owner's conversion. kFused: the
-// fused merge (decode/fused_merge.cuh), as in ws_consumer.
-template <bool kFused>
+// fused merge (decode/fused_merge.cuh), as in ws_consumer. kTmaOut: direct segments through the TMA-store epilogue
+// (WsPeerSteps).
+template <bool kFused, bool kTmaOut>
 __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor cur, const WsBarriers& bars,
                                          uint8_t* smem, int wg, int tid) {
   using Traits = Fp8DsTraits;
@@ -147,7 +148,7 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
   FusedMerges<kFused>::zero_empty(p, wg * 128 + tid, kWsConsumerThreads);
   WsState st;
   st.reset();
-  WsPeerSteps<Traits, kFused> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
+  WsPeerSteps<Traits, kFused, kTmaOut && kTmaOutFor<Traits>> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
                            first_batch, first_split};
 
   int j = 0, seg = -1, q_seg = -1;
@@ -232,8 +233,11 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
   peer.merges.template finish<Traits, float, kWsConsumerThreads>(p, wg * 128 + tid);
 }
 
-// kFused: the fused merge (decode/fused_merge.cuh; the combine-mode instantiation has none of its code).
-template <bool kFused>
+// kFused: the fused merge (decode/fused_merge.cuh; the combine-mode instantiation has none of its code). kTmaOut:
+// direct segments' out through shared memory and TMA stores (session 49); false, plain stores (the kernel as it was
+// before), for steps whose sequences are all cut (launch_ws64.h), where every segment is a split partial anyway and
+// the TMA epilogue's code cost the whole kernel 1-2 % (h_q 128 b32, session 49 c6 / c8).
+template <bool kFused, bool kTmaOut = true>
 __global__ void __launch_bounds__(kWsThreads, 1)
     mla_decode_fp8ds_ws64_kernel(const __grid_constant__ DecodeKernelParams p) {
   constexpr WsSmemLayout L = ws_smem_layout(true);
@@ -269,7 +273,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     return;
   }
   setmaxnreg_inc<kConsumerRegs>();
-  consumer<kFused>(p, cur, bars, smem, wg, tid);
+  consumer<kFused, kTmaOut>(p, cur, bars, smem, wg, tid);
 }
 
 }  // namespace ws64

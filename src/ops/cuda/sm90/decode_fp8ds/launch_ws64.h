@@ -8,7 +8,9 @@
 
 namespace mla::sm90::decode_fp8ds {
 
-// grid = (num_parts, num_head_tiles).
-Status launch_decode_fp8ds_ws64(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
+// grid = (num_parts, num_head_tiles). plain_out: the form without the TMA-store epilogue for direct segments, for
+// steps whose sequences are all cut (decode_plan_spreads_sequences) merged by the combine (p.merge_counters null).
+Status launch_decode_fp8ds_ws64(const decode::DecodeKernelParams& p, dim3 grid, cudaStream_t stream,
+                                bool plain_out = false);
 
 }  // namespace mla::sm90::decode_fp8ds
