@@ -5,8 +5,8 @@
 #   scripts/gpu_check.sh [--out DIR] [--bin DIR] [--tests-only] [--bench-only] [--filter REGEX]
 #                        [--sanitize] [--sanitize-filter REGEX] [--bench-args "ARGS"] [--decode-formats "bf16 fp8"]
 #
-# --bin DIR   use binaries built elsewhere (e.g. carried build/bin); otherwise configure and build here
-#             into build-gpu with all cores.
+# --bin DIR   use binaries built elsewhere (e.g. carried build/bin; a COMMIT file there names their commit in the
+#             summary); otherwise configure and build here into build-gpu with all cores.
 # --filter    only test/bench binaries whose name matches REGEX (e.g. 'decode|fp8').
 # --sanitize  also run compute-sanitizer memcheck and racecheck on each test binary's small cases
 #             (tests honour MLA_SMALL_CASES=1 to keep these short); --sanitize-filter limits which. racecheck passes
@@ -44,7 +44,12 @@ summary="$out/summary.txt"
 : > "$summary"
 log() { echo "$*" | tee -a "$summary"; }
 
-log "gpu_check $(date -u +%FT%TZ) commit ${MLA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+# The commit the binaries were built from: MLA_COMMIT, else a COMMIT file beside carried binaries (--bin DIR; the
+# device's copy of the tree may carry stale git metadata), else this tree's HEAD.
+commit=${MLA_COMMIT:-}
+[ -z "$commit" ] && [ -n "$bin" ] && [ -f "$bin/COMMIT" ] && commit="$(cat "$bin/COMMIT") (from $bin/COMMIT)"
+[ -z "$commit" ] && commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+log "gpu_check $(date -u +%FT%TZ) commit $commit"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
 
 if [ -z "$bin" ]; then
