@@ -712,21 +712,22 @@ TEST(PlanDecode, ZeroesTheMergeCounters) {
   EXPECT_EQ(cnt.back(), -9);  // and nothing past them
 }
 
-// The caller's rule for the fused merge: large batches whose sequences are cut into at most 2 pieces.
-TEST(PlanDecode, FusedMergeRuleWantsLargeBatchesOfFewPieces) {
-  auto pieces_ok = [](const std::vector<int32_t>& sl, int h_q) {
+// The caller's rule for the fused merge: steps whose sequences are all whole (nothing to merge), whatever the batch.
+TEST(PlanDecode, FusedMergeRuleWantsStepsWithoutCuts) {
+  auto fused = [](const std::vector<int32_t>& sl, int h_q) {
     const Plan p = make_plan(sl, 1, h_q, 132);
     return decode_plan_wants_fused_merge(p.g, p.offsets.data());
   };
-  EXPECT_TRUE(pieces_ok(std::vector<int32_t>(128, 8192), 16));   // uniform b128: nothing is cut
-  EXPECT_TRUE(pieces_ok(std::vector<int32_t>(128, 512), 128));
-  EXPECT_TRUE(pieces_ok(std::vector<int32_t>(64, 4096), 16));    // b64 on 132 parts: at most 2 pieces each
-  EXPECT_FALSE(pieces_ok(std::vector<int32_t>(63, 4096), 16));   // below the batch threshold
-  EXPECT_FALSE(pieces_ok(std::vector<int32_t>(32, 4096), 128));
-  EXPECT_FALSE(pieces_ok(std::vector<int32_t>(1, 8192), 16));
+  EXPECT_TRUE(fused(std::vector<int32_t>(128, 8192), 16));    // uniform b128: nothing is cut
+  EXPECT_TRUE(fused(std::vector<int32_t>(128, 512), 128));
+  EXPECT_TRUE(fused(std::vector<int32_t>(48, 2048), 128));    // b48 of 32 pages on 66 columns: whole sequences
+  EXPECT_FALSE(fused(std::vector<int32_t>(64, 4096), 16));    // b64 on 132 parts: every sequence in 2 pieces
+  EXPECT_FALSE(fused(std::vector<int32_t>(100, 4096), 128));  // b100 on 66 columns: some cut
+  EXPECT_FALSE(fused(std::vector<int32_t>(32, 4096), 128));
+  EXPECT_FALSE(fused(std::vector<int32_t>(1, 8192), 16));
   std::vector<int32_t> skewed(64, 64);  // 63 one-page sequences and one of 128k tokens: cut into many pieces
   skewed[17] = 131072;
-  EXPECT_FALSE(pieces_ok(skewed, 16));
+  EXPECT_FALSE(fused(skewed, 16));
   // The rule reads split_offsets alone: one piece per sequence but sequence 1, which gets `extra` more.
   DecodePlanGeometry g;
   ASSERT_TRUE(decode_plan_geometry(64, 1, 16, 132, &g).is_ok());
@@ -735,8 +736,8 @@ TEST(PlanDecode, FusedMergeRuleWantsLargeBatchesOfFewPieces) {
     for (int b = 0; b <= 64; ++b) off[b] = b + (b >= 2 ? extra : 0);
     return off;
   };
-  EXPECT_TRUE(decode_plan_wants_fused_merge(g, offsets(1).data()));   // 2 pieces
-  EXPECT_FALSE(decode_plan_wants_fused_merge(g, offsets(2).data()));  // 3 pieces
+  EXPECT_TRUE(decode_plan_wants_fused_merge(g, offsets(0).data()));   // 1 piece each
+  EXPECT_FALSE(decode_plan_wants_fused_merge(g, offsets(1).data()));  // 2 pieces
 }
 
 // The combine grid the launcher picks from the shapes (query rows per sequence, batch): column chunks double while

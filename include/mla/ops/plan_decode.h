@@ -151,14 +151,15 @@ inline int64_t decode_plan_counters(const DecodePlanGeometry& g) {
 }
 
 // Whether a step should pass merge_counters, from its plan's split_offsets [batch + 1] on the host (the host plan, or
-// a copy): batches of at least kFusedMergeMinBatch sequences, none cut into more than kFusedMergeMaxPieces pieces.
-// The fused merge does a sequence's whole merge on the CTA of its last piece (no CTA waits for another), so it beats
-// the combine grid, whose existence alone costs 1-3 us a call, only where few sequences split into few pieces (H200,
-// bench/decode/NOTES.md "Session 24": b128 rows, where nothing splits, -0.5..-3.5 us; b32 rows, every sequence in 2-4
-// pieces, +4..+16 us; a 128-piece sequence +165 us).
-constexpr int kFusedMergeMinBatch = 64, kFusedMergeMaxPieces = 2;
+// a copy): only where no sequence is cut, i.e. where nothing merges and the fused form just spares the step the
+// combine grid, whose existence alone costs 1-3 us a call (H200, bench/decode/NOTES.md "Session 24": b128 rows -0.5..
+// -3.5 us). A merge in the decode kernel runs on the CTA of the sequence's last piece after its part, instruction-bound
+// (~1.3 us per round of loads, session 25), so on a balanced plan it lengthens the critical path: session 24's b32 rows
+// (every sequence in 2-4 pieces) +4..+16 us, a 128-piece sequence +165 us; and session 50 found the rule of then
+// (batch >= 64, at most 2 pieces) wrong wherever such a batch had cuts: h_q 128 b70 / b100 s4096 +34..+36 us, b80 s8192
+// +34, h_q 64 b66 s2048 +12, h_q 16 b200 s2048 +7..+12 (bf16 and fp8; fp8_ds +11..+29), against the combine.
+constexpr int kFusedMergeMaxPieces = 1;
 inline bool decode_plan_wants_fused_merge(const DecodePlanGeometry& g, const int32_t* host_split_offsets) {
-  if (g.batch < kFusedMergeMinBatch) return false;
   for (int b = 0; b < g.batch; ++b)
     if (host_split_offsets[b + 1] - host_split_offsets[b] > kFusedMergeMaxPieces) return false;
   return true;
