@@ -672,7 +672,7 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   MLA_CUDA_TRY(kOp, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const std::vector<int32_t> lens(r.batch, r.seqlen);
   mla::DecodePlanGeometry g;
-  MLA_TRY(mla::decode_plan_geometry(r.batch, r.s_q, r.h_q, sms, &g, lens.data()));  // the head tiles an engine would get
+  MLA_TRY(mla::decode_plan_geometry(r.batch, r.s_q, r.h_q, sms, &g, lens.data(), o.format));  // as an engine would get
   if (o.parts > 0) {  // experiment: another CTA count (mla_decode checks only max_splits == batch + parts - 1)
     g.num_parts = o.parts;
     g.max_splits = g.batch + g.num_parts - 1;

@@ -136,10 +136,10 @@ TEST(PlanDecode, GeometryMeanPartPagesNeedsSeqlens) {
   DecodePlanGeometry g;
   ASSERT_TRUE(decode_plan_geometry(32, 1, 128, 132, &g).is_ok());
   EXPECT_EQ(g.host_mean_part_pages, 0);
-  const std::vector<int32_t> lens(32, 512);  // 32 x 8 pages over 66 parts: 3.9
+  const std::vector<int32_t> lens(32, 640);  // 32 x 10 pages over 66 parts: 4.8
   ASSERT_TRUE(decode_plan_geometry(32, 1, 128, 132, &g, lens.data()).is_ok());
   EXPECT_EQ(g.num_parts, 66);
-  EXPECT_EQ(g.host_mean_part_pages, 4);
+  EXPECT_EQ(g.host_mean_part_pages, 5);
   const std::vector<int32_t> mixed = {0, 1, 64, 65, 8192};  // 0 + 1 + 1 + 2 + 128 = 132 pages over 66 parts
   ASSERT_TRUE(decode_plan_geometry(5, 1, 128, 132, &g, mixed.data()).is_ok());
   EXPECT_EQ(g.host_mean_part_pages, 2);
@@ -208,6 +208,63 @@ TEST(PlanDecode, GeometryNarrowTilesForFewPages) {
   EXPECT_FALSE(bad.is_ok());
   EXPECT_NE(bad.to_string().find("MLA_DECODE_TILE_ROWS"), std::string::npos) << bad.to_string();
   unsetenv("MLA_DECODE_TILE_ROWS");
+}
+
+// Short h_q 128 steps of whole sequences: one CTA column per sequence (decode_plan_whole_sequences), so the plan cuts
+// nothing and the fused merge takes the step; only with seqlens, 8 pages each, fewer than 66 sequences, not fp8_ds.
+TEST(PlanDecode, WholeSequencesGetAColumnEach) {
+  auto geometry = [](const std::vector<int32_t>& lens, int h_q, KvFormat f) {
+    DecodePlanGeometry g;
+    EXPECT_TRUE(decode_plan_geometry(static_cast<int>(lens.size()), 1, h_q, 132, &g, lens.data(), f).is_ok());
+    return g;
+  };
+  const std::vector<int32_t> b32s512(32, 512), b24s512(24, 512), b32s256(32, 256), b32s768(32, 768),
+      b67s512(67, 512), b16s512(16, 512);
+  EXPECT_EQ(geometry(b32s512, 128, KvFormat::kBf16).num_parts, 32);
+  EXPECT_EQ(geometry(b32s512, 128, KvFormat::kBf16).max_splits, 63);
+  EXPECT_EQ(geometry(b32s512, 128, KvFormat::kFp8).num_parts, 32);
+  EXPECT_EQ(geometry(b32s512, 128, KvFormat::kFp16).num_parts, 32);
+  EXPECT_EQ(geometry(b24s512, 128, KvFormat::kBf16).num_parts, 24);
+  EXPECT_EQ(geometry(b32s512, 128, KvFormat::kFp8Ds).num_parts, 66);  // fp8_ds's page costs more on half the CTAs
+  EXPECT_EQ(geometry(b32s512, 16, KvFormat::kBf16).num_parts, 132);   // h_q 16: one tile, the 16-row kernels
+  EXPECT_EQ(geometry(std::vector<int32_t>(34, 512), 64, KvFormat::kBf16).num_parts, 132);  // h_q 64: not measured
+  EXPECT_EQ(geometry(b32s256, 128, KvFormat::kBf16).num_parts, 66);   // 4 pages: a tie
+  EXPECT_EQ(geometry(b32s768, 128, KvFormat::kBf16).num_parts, 66);   // 12 pages: a tie / a loss
+  EXPECT_EQ(geometry(b67s512, 128, KvFormat::kBf16).num_parts, 66);   // more sequences than columns
+  EXPECT_EQ(geometry(b16s512, 128, KvFormat::kBf16).tile_rows, 16);   // narrow tiles first
+  std::vector<int32_t> mixed(40);
+  for (size_t i = 0; i < mixed.size(); ++i) mixed[i] = 449 + static_cast<int32_t>(13 * i % 64);  // 8 pages each
+  const DecodePlanGeometry gm = geometry(mixed, 128, KvFormat::kFp8);
+  ASSERT_EQ(gm.num_parts, 40);
+  {  // the plan keeps every sequence whole: the fused merge takes the step
+    std::vector<int32_t> parts(size_t(gm.num_parts) * kPlanPartInts), off(mixed.size() + 1);
+    auto sl = TensorView::contiguous(mixed.data(), DType::kInt32, {int64_t(mixed.size())});
+    ASSERT_TRUE(ref::plan_decode(sl, gm, {parts.data(), off.data(), gm.num_parts}).is_ok());
+    EXPECT_TRUE(decode_plan_wants_fused_merge(gm, off.data()));
+  }
+  // Shorter or mixed page counts keep the machine's columns (mixed: a plan of 24 columns would pair short ones).
+  std::vector<int32_t> paired(24, 350);
+  paired[0] = 300, paired[1] = 512, paired[2] = 400, paired[3] = 480;
+  EXPECT_EQ(geometry(paired, 128, KvFormat::kBf16).num_parts, 66);
+  EXPECT_EQ(geometry(std::vector<int32_t>(40, 448), 128, KvFormat::kBf16).num_parts, 66);  // 7 pages
+  std::vector<int32_t> with_long = b32s512;
+  with_long[5] = 576;  // 9 pages
+  EXPECT_EQ(geometry(with_long, 128, KvFormat::kBf16).num_parts, 66);
+  DecodePlanGeometry g;
+  ASSERT_TRUE(decode_plan_geometry(32, 1, 128, 132, &g).is_ok());  // no seqlens (a graph step): the machine's columns
+  EXPECT_EQ(g.num_parts, 66);
+
+  setenv("MLA_DECODE_WHOLE_SEQS", "off", 1);
+  EXPECT_EQ(geometry(b32s512, 128, KvFormat::kBf16).num_parts, 66);
+  setenv("MLA_DECODE_WHOLE_SEQS", "on", 1);
+  EXPECT_EQ(geometry(b32s768, 128, KvFormat::kFp8Ds).num_parts, 32);
+  EXPECT_EQ(geometry(b32s512, 16, KvFormat::kBf16).num_parts, 32);
+  EXPECT_EQ(geometry(b67s512, 128, KvFormat::kBf16).num_parts, 66);  // still no column for each
+  setenv("MLA_DECODE_WHOLE_SEQS", "all", 1);
+  const Status bad = decode_plan_geometry(32, 1, 128, 132, &g, b32s512.data());
+  EXPECT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.to_string().find("MLA_DECODE_WHOLE_SEQS"), std::string::npos) << bad.to_string();
+  unsetenv("MLA_DECODE_WHOLE_SEQS");
 }
 
 // The plan on narrow tiles: the 64-row one's, run with the narrow grid's num_parts and the 16-row split price (0).

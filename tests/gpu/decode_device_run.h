@@ -35,6 +35,19 @@ inline Status takes_narrow_tiles(int batch, int s_q, int h_q, const std::vector<
   return decode_plan_narrow_tiles(batch, s_q, h_q, device_sm_count(), lens.data(), narrow);
 }
 
+// Whether the geometry the tests build for this step has one CTA column per sequence (decode_plan_whole_sequences,
+// after the narrow-tile choice) and whether forcing it (MLA_DECODE_WHOLE_SEQS=on) would: a test runs the other one.
+inline Status whole_sequence_forms(int batch, int s_q, int h_q, const std::vector<int>& seqlens, KvFormat format,
+                                   bool* by_default, bool* forced) {
+  const std::vector<int32_t> lens(seqlens.begin(), seqlens.end());
+  DecodePlanGeometry g;
+  MLA_TRY(decode_plan_geometry(batch, s_q, h_q, device_sm_count(), &g, lens.data(), format));
+  const int columns = device_sm_count() / g.num_head_tiles;
+  *by_default = g.tile_rows == kDecodeRowsPerCta && g.num_parts == batch && batch < columns;
+  *forced = g.tile_rows == kDecodeRowsPerCta && batch < columns;
+  return Status::ok();
+}
+
 // The fused merge's counters (DecodePlanView::merge_counters): plan_decode zeroes them and every mla_decode call must
 // leave them zero, or the next layer's call of the step would merge at the wrong arrival.
 inline Status check_merge_counters_zero(const DeviceBuffer& d_cnt, const std::string& name) {
@@ -154,7 +167,7 @@ struct DecodeDeviceResult {
 inline Status run_decode_on_device(const std::string& name, const DecodeHostData& h, float softmax_scale,
                                    DecodeDeviceResult* r) {
   const DecodeShape& s = h.shape;
-  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &r->g, h.seqlens.data()));  // as an engine would
+  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &r->g, h.seqlens.data(), s.format));  // as an engine would
   const DecodePlanGeometry& g = r->g;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
   DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws, d_cnt;

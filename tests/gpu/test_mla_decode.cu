@@ -142,7 +142,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   auto rng = case_rng(name);
   const HostProblem h = make_problem(c, rng);
   DecodePlanGeometry g;
-  MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sm_count(), &g, h.seqlens.data()));  // as an engine would
+  MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sm_count(), &g, h.seqlens.data(), c.format));  // as an engine would
   const size_t out_elems = static_cast<size_t>(c.batch) * c.s_q * c.h_q * kDimV;
   const size_t lse_elems = static_cast<size_t>(c.batch) * c.h_q * c.s_q;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
@@ -317,6 +317,20 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
                        return run_decode_case(n, c, rep);
                      }});
   }
+  // A 64-row step of fewer sequences than columns runs again on the other column count: one column per sequence
+  // (MLA_DECODE_WHOLE_SEQS=on) where the machine's columns are the default, and the machine's (off) where the step's
+  // short whole sequences take one each by default (decode_plan_whole_sequences, read by every decode_plan_geometry
+  // call). Same tolerance: the same kernels on another plan (whole sequences: direct segments, no partials).
+  if (rows >= 48 && tokens <= 200000) {
+    bool whole = false, can = false;
+    if (whole_sequence_forms(c.batch, c.s_q, c.h_q, c.seqlens, c.format, &whole, &can).is_ok() && (whole || can)) {
+      const std::string n = name + (whole ? "_machinecols" : "_wholeseqs");
+      cases.push_back({"mla_decode", n, kDecodeTol, [c, n, whole](CaseReport* rep) {
+                         ScopedEnv env("MLA_DECODE_WHOLE_SEQS", whole ? "off" : "on");
+                         return run_decode_case(n, c, rep);
+                       }});
+    }
+  }
   // Every case passes the plan's merge_counters, so its split sequences are merged by the decode kernel where it can
   // (fused_merge.cuh), and again by the combine grid (MLA_DECODE_MERGE=combine, read on every call). Same tolerance:
   // the fused merge is the combine's math on the same fp32 partials, in another order of the same sums.
@@ -354,12 +368,15 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // pieces of 2 pages since 6811339's weight, 86 of 3 before), and 64 rows from h_q 16 x s_q 4, causal, its pieces
   // raised from 1 to 2 pages (64 pieces). With 5f600b6's split price (1 at 64 rows) the raise applies to h_q 64
   // s8192 (64 pieces of 2 pages instead of 128 of 1) and h_q 128 s3584 (28 of 2 instead of 56); h_q 128 b32 s512
-  // cuts every sequence in 2 pieces of 4 pages.
+  // takes one CTA column per whole sequence (decode_plan_whole_sequences; its `_machinecols` twin cuts every sequence
+  // in 2 pieces of 4 pages, the default before session 50); b24 of 5-8-page sequences of mixed lengths keeps the
+  // machine's columns (its `_wholeseqs` twin takes one each).
   add_case(cases, dc(kB, 1, 64, 1, false, {16384}), "len16384");
   add_case(cases, dc(kB, 1, 16, 4, true, {8191}), "len8191");
   add_case(cases, dc(kB, 1, 64, 1, false, {8192}), "len8192");
   add_case(cases, dc(kB, 1, 128, 1, false, {3584}), "len3584");
   add_case(cases, dc(kB, 32, 128, 1, false, std::vector<int>(32, 512)), "all512");
+  add_case(cases, dc(kB, 24, 128, 1, false, random_lens("b24h128", 24, 257, 512)), "rand257_512");
   // Batch-1 rows of 9-17 one-page pieces (h_q 16 s700 / s1000: 11 / 16 splits, merged by the direct combine grid's
   // few-split path since session 35; s1030: 17, combine_many's chunks) and 11 on h_q 128's narrow tiles.
   for (int len : {700, 1000, 1030}) add_case(cases, dc(kB, 1, 16, 1, false, {len}), "len" + std::to_string(len));

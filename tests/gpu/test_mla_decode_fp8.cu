@@ -198,7 +198,8 @@ std::string scale_tag(float x) {
 bool auto_leaves_ws_qreg_under_combine(const Fp8Case& c) {
   const std::vector<int32_t> lens(c.shape.seqlens.begin(), c.shape.seqlens.end());
   DecodePlanGeometry g;
-  if (!decode_plan_geometry(c.shape.batch, c.shape.s_q, c.shape.h_q, device_sm_count(), &g, lens.data()).is_ok())
+  if (!decode_plan_geometry(c.shape.batch, c.shape.s_q, c.shape.h_q, device_sm_count(), &g, lens.data(), KvFormat::kFp8)
+           .is_ok())
     return false;
   return sm90::decode_fp8::auto_picks_ws3(g, false) || sm90::decode_fp8::auto_picks_ws_split(g, false);
 }
@@ -292,6 +293,21 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                        return run_fp8_case(n, c, rep);
                      }});
   }
+  // A 64-row step of fewer sequences than columns runs again on the other column count: one column per sequence
+  // (MLA_DECODE_WHOLE_SEQS=on) where the machine's columns are the default, and the machine's (off) where the step's
+  // short whole sequences take one each by default (decode_plan_whole_sequences, read by every decode_plan_geometry
+  // call). Same tolerance: the same kernels on another plan (whole sequences: direct segments, no partials).
+  if (cs.h_q * cs.s_q >= 48 && tokens <= 200000) {
+    bool whole = false, can = false;
+    if (whole_sequence_forms(cs.batch, cs.s_q, cs.h_q, cs.lens, KvFormat::kFp8, &whole, &can).is_ok() &&
+        (whole || can)) {
+      const std::string n = name + (whole ? "_machinecols" : "_wholeseqs");
+      cases.push_back({"mla_decode", n, kFp8Tol, [c, n, whole](CaseReport* rep) {
+                         ScopedEnv env("MLA_DECODE_WHOLE_SEQS", whole ? "off" : "on");
+                         return run_fp8_case(n, c, rep);
+                       }});
+    }
+  }
   // Every case passes the plan's merge_counters, so its split sequences are merged by the decode kernel where it can
   // (fused_merge.cuh), and again by the combine grid (MLA_DECODE_MERGE=combine, read on every call); same tolerance
   // (the combine's math on the same partials, in another order of the same sums).
@@ -332,9 +348,13 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // (86 of 3 before).
   add(cases, {1, 64, 1, false, {16384}, "len16384", 1.f});
   add(cases, {1, 16, 4, true, {8191}, "len8191", 1.f});
-  // Plans of 5f600b6's split price (1 at 64 rows): h_q 128 b32 s512, each sequence cut in 2 pieces of 4 pages; the
+  // Plans of 5f600b6's split price (1 at 64 rows): h_q 128 b32 s512, each sequence cut in 2 pieces of 4 pages (its
+  // `_machinecols` twin; one whole sequence per column by default since session 50); the
   // batch-1 raise, h_q 64 s8192 (64 pieces of 2 pages instead of 128 of 1) and h_q 128 s3584 (28 of 2 instead of 56).
   add(cases, {32, 128, 1, false, std::vector<int>(32, 512), "all512", 1.f});
+  // Mixed lengths of 5-8 pages: the machine's columns by default, one column per whole sequence in its `_wholeseqs`
+  // twin (decode_plan_whole_sequences takes only steps of 8-page sequences by default).
+  add(cases, {24, 128, 1, false, random_lens("b24h128", 24, 257, 512), "rand257_512", 1.f});
   add(cases, {1, 64, 1, false, {8192}, "len8192", 1.f});
   add(cases, {1, 128, 1, false, {3584}, "len3584", 1.f});
   // Batch-1 rows of 11 / 16 / 17 one-page pieces: the direct combine grid's few-split path up to 16 (session 35).

@@ -343,6 +343,20 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
                        }});
     }
   }
+  // A 64-row step of fewer sequences than columns runs again on one column per sequence (MLA_DECODE_WHOLE_SEQS=on:
+  // decode_plan_whole_sequences never takes fp8_ds by default, slower there). Same tolerance: the same kernels on
+  // another plan.
+  {
+    bool whole = false, can = false;
+    if (whole_sequence_forms(sp.batch, sp.s_q, sp.h_q, sp.lens, KvFormat::kFp8Ds, &whole, &can).is_ok() && can) {
+      const std::string n = name + "_wholeseqs";
+      cases.push_back({"mla_decode", n, kFp8DsTol, [shape, n](CaseReport* rep) {
+                         ScopedEnv env("MLA_DECODE_WHOLE_SEQS", "on");
+                         auto rng = case_rng(n);
+                         return run_fp8ds_case(n, make_decode_data(shape, rng), rep);
+                       }});
+    }
+  }
   // s_q 1 and h_q 64 / 128, up to 8 sequences: the case runs on the head tiles its seqlens pick (the call passes them:
   // decode_plan_narrow_tiles) and again on the other ones (MLA_DECODE_TILE_ROWS, read by every decode_plan_geometry
   // call): narrow tiles run the exact-code kernel, 64-row ones the owner-converts kernel. Each run is compared with

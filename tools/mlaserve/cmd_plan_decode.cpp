@@ -31,6 +31,7 @@ struct PlanArgs {
   int num_sms = 132;  // H200 / H100 SXM
   std::string seqlens;
   std::string tune;
+  std::string format = "bf16";  // the KV format (decode_plan_whole_sequences depends on it)
   bool parts = false;
 };
 
@@ -73,8 +74,10 @@ Status run_plan(const PlanArgs& a) {
   DecodePlanTuning tune;
   if (!a.tune.empty()) MLA_TRY(bench::parse_plan_tuning(kOp, a.tune, &tune));
   const int batch = static_cast<int>(lens.size());
+  KvFormat format{};
+  MLA_TRY(parse_kv_format(a.format, &format));
   DecodePlanGeometry g;
-  MLA_TRY(decode_plan_geometry(batch, a.s_q, a.h_q, a.num_sms, &g, lens.data()));
+  MLA_TRY(decode_plan_geometry(batch, a.s_q, a.h_q, a.num_sms, &g, lens.data(), format));
   std::vector<int32_t> parts(static_cast<size_t>(g.num_parts) * kPlanPartInts), offsets(batch + 1);
   const TensorView seqlens = TensorView::contiguous(lens.data(), DType::kInt32, {batch});
   MLA_TRY(ref::plan_decode(seqlens, g, DecodePlanView{parts.data(), offsets.data(), g.num_parts}, tune));
@@ -170,6 +173,9 @@ void add_plan_decode(CLI::App& plan, std::function<int()>* run) {
   app->add_option("--num-sms", a->num_sms, "the GPU's multiprocessors (132 on H100 SXM / H200)")->capture_default_str();
   app->add_option("--tune", a->tune, "DecodePlanTuning as SEQ_COST,SPLIT_COST,MIN_PART_COST[,SHORT_STEP_PAGES] "
                                      "(bench_decode's --tune; default 4,4,1,2: the engine's)");
+  app->add_option("--format", a->format, "KV cache format: bf16 (auto), fp16, fp8 or fp8_ds (the column count of short "
+                                         "steps depends on it)")
+      ->capture_default_str();
   app->add_flag("--parts", a->parts, "print every part's record");
   app->callback([a, run] {
     *run = [a]() -> int {

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mla/core/kv_format.h"
 #include "mla/core/macros.h"
 #include "mla/core/mla_shapes.h"
 #include "mla/core/status.h"
@@ -88,11 +89,27 @@ struct DecodePlanGeometry {
 Status check_decode_plan_tuning(const DecodePlanTuning& tune, const DecodePlanGeometry& g);
 
 // Shape validation + geometry. num_sms: the device's multiprocessor count (132 on H200). host_seqlens (optional, host
-// int32 [batch]): the step's sequence lengths, read only for the head-tile choice (decode_plan_narrow_tiles); without
-// them the tiles are 64 rows, so the geometry of a step is a function of its shapes alone -- what a CUDA graph
-// replayed across steps needs (it holds the grid it was captured with).
+// int32 [batch]): the step's sequence lengths, read only for the head-tile choice (decode_plan_narrow_tiles) and the
+// column count (decode_plan_whole_sequences, which also reads `format`, the KV format the step runs); without them
+// the tiles are 64 rows over the machine's columns, so the geometry of a step is a function of its shapes alone --
+// what a CUDA graph replayed across steps needs (it holds the grid it was captured with).
 Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out,
-                            const int32_t* host_seqlens = nullptr);
+                            const int32_t* host_seqlens = nullptr, KvFormat format = KvFormat::kBf16);
+
+// Whether a step of 64-row head tiles takes one CTA column per sequence (num_parts = batch) instead of num_sms / tiles
+// columns: with the step's seqlens given, s_q 1, h_q 128, fewer sequences than num_sms / 2 (and more than the narrow
+// tiles take), every one of kDecodeWholeSeqPages pages (449-512 tokens), and the format bf16, fp16 or fp8. The plan
+// then cuts nothing, so a caller that follows decode_plan_wants_fused_merge launches no combine grid; the machine's
+// columns would cut each sequence in two pieces of 4 pages and merge them in the combine. H200 (bench/decode/NOTES.md
+// "Session 50" items 7-8, with the fused merge): h_q 128 b32 s512 bf16 26.0-28.0 -> 23.8-24.1 us, fp8 20.0-20.3 (ws3)
+// -> 18.9-19.2, b24 s512 -1.4..-1.6 / -0.2..-0.3; no gain at 4-7 pages (s256-s448: ties, fp8 +0.2..+0.4 at 5-6) or 12
+// (s768: fp8 +0.9); fp8_ds loses (+0.9..+3: its page costs more under half the CTAs), h_q 16 loses (132 columns:
+// +1.4..+2.6). Without the fused merge it ties (session 47), so only callers that pass merge counters gain.
+// MLA_DECODE_WHOLE_SEQS = auto (default) | on (any step given its seqlens, 64-row tiles and fewer sequences than
+// num_sms / tiles: tests) | off, read on every call.
+constexpr int kDecodeWholeSeqPages = 8;
+Status decode_plan_whole_sequences(int batch, int s_q, int h_q, int num_sms, const int32_t* host_seqlens,
+                                   KvFormat format, bool* whole);
 
 // Whether a step cuts its query rows into 16-row head tiles (kDecodeNarrowTileRows) instead of 64-row ones: s_q 1,
 // h_q 64 or 128, and with the step's seqlens given, either at most 1.5 KV pages per CTA column of the narrow grid

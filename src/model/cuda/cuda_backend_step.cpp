@@ -211,7 +211,7 @@ Status CudaBackend::plan_step() {
     // An eager step's seqlens pick its head tiles (narrow 16-row tiles for few pages at h_q >= 64); a graph step's
     // geometry is the shapes' alone, as the captured grid.
     MLA_TRY(decode_plan_geometry(static_cast<int>(st.num_abs), 1, s.padded_heads, s.num_sms, &st.geom,
-                                 st.dec_seqlens_host));
+                                 st.dec_seqlens_host, s.opts.kv_format));
     st.plan.num_parts = st.geom.num_parts;
     st.plan.parts = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * st.geom.num_parts * kPlanPartInts));
     st.plan.split_offsets = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * (st.num_abs + 1)));

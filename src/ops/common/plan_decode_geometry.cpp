@@ -45,6 +45,28 @@ Status decode_plan_narrow_tiles(int batch, int s_q, int h_q, int num_sms, const 
   return Status::ok();
 }
 
+Status decode_plan_whole_sequences(int batch, int s_q, int h_q, int num_sms, const int32_t* host_seqlens,
+                                   KvFormat format, bool* whole) {
+  *whole = false;
+  const EnvKnob k = read_env_knob("MLA_DECODE_WHOLE_SEQS", {"auto", "on", "off"});
+  MLA_TRY(k.status);
+  if (k.index == 2 || host_seqlens == nullptr) return Status::ok();
+  const int tiles = (s_q * h_q + kDecodeRowsPerCta - 1) / kDecodeRowsPerCta;
+  if (batch >= num_sms / tiles) return Status::ok();  // as many sequences as columns, or more: nothing to change
+  if (k.index == 1) {
+    *whole = true;
+    return Status::ok();
+  }
+  if (s_q != 1 || h_q != 128 || format == KvFormat::kFp8Ds) return Status::ok();
+  // Every sequence of kDecodeWholeSeqPages pages: the plan of `batch` columns then gives each a column of its own,
+  // uncut. Mixed lengths would need that checked (its snapped boundaries can pair two short sequences on one column
+  // and leave another idle: one of 8 pages among twenty of 6 made two parts of 12), and shorter sequences did not gain.
+  for (int b = 0; b < batch; ++b)
+    if (decode_num_blocks(host_seqlens[b]) != kDecodeWholeSeqPages) return Status::ok();
+  *whole = true;
+  return Status::ok();
+}
+
 Status check_decode_plan_tuning(const DecodePlanTuning& tune, const DecodePlanGeometry& g) {
   if (tune.seq_cost < 0 || tune.min_part_cost < 1 || tune.split_cost < 0 || tune.short_step_pages < 0 ||
       g.split_price < 0)
@@ -57,7 +79,7 @@ Status check_decode_plan_tuning(const DecodePlanTuning& tune, const DecodePlanGe
 }
 
 Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out,
-                            const int32_t* host_seqlens) {
+                            const int32_t* host_seqlens, KvFormat format) {
   const std::string shape = "batch " + std::to_string(batch) + ", s_q " + std::to_string(s_q) + ", h_q " +
                             std::to_string(h_q) + ", num_sms " + std::to_string(num_sms);
   if (batch < 1) return Status::invalid("plan_decode", "batch must be >= 1 (" + shape + ")");
@@ -74,8 +96,12 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
   MLA_TRY(decode_plan_narrow_tiles(batch, s_q, h_q, num_sms, host_seqlens, &narrow));
   g.tile_rows = narrow ? kDecodeNarrowTileRows : kDecodeRowsPerCta;
   g.num_head_tiles = (s_q * h_q + g.tile_rows - 1) / g.tile_rows;
-  // Fill the machine once: each head tile gets num_sms / num_head_tiles CTA columns.
+  // Fill the machine once: each head tile gets num_sms / num_head_tiles CTA columns; or, for a step of short whole
+  // sequences, one column each (decode_plan_whole_sequences).
   g.num_parts = num_sms / g.num_head_tiles > 0 ? num_sms / g.num_head_tiles : 1;
+  bool whole = false;
+  if (!narrow) MLA_TRY(decode_plan_whole_sequences(batch, s_q, h_q, num_sms, host_seqlens, format, &whole));
+  if (whole) g.num_parts = batch;
   g.max_splits = batch + g.num_parts - 1;
   g.split_price = decode_split_price(s_q * h_q < g.tile_rows ? s_q * h_q : g.tile_rows);
   if (host_seqlens != nullptr) {
