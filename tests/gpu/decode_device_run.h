@@ -167,7 +167,8 @@ struct DecodeDeviceResult {
 inline Status run_decode_on_device(const std::string& name, const DecodeHostData& h, float softmax_scale,
                                    DecodeDeviceResult* r) {
   const DecodeShape& s = h.shape;
-  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &r->g, h.seqlens.data(), s.format));  // as an engine would
+  // As an engine's eager step would: seqlens and format given.
+  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &r->g, h.seqlens.data(), s.format));
   const DecodePlanGeometry& g = r->g;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
   DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws, d_cnt;

@@ -142,7 +142,8 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   auto rng = case_rng(name);
   const HostProblem h = make_problem(c, rng);
   DecodePlanGeometry g;
-  MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sm_count(), &g, h.seqlens.data(), c.format));  // as an engine would
+  // As an engine's eager step would: seqlens and format given.
+  MLA_TRY(decode_plan_geometry(c.batch, c.s_q, c.h_q, device_sm_count(), &g, h.seqlens.data(), c.format));
   const size_t out_elems = static_cast<size_t>(c.batch) * c.s_q * c.h_q * kDimV;
   const size_t lse_elems = static_cast<size_t>(c.batch) * c.h_q * c.s_q;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;

@@ -208,8 +208,8 @@ const EnvKnob& fp8ds_ws64_knob() {
   return k;
 }
 bool fp8ds_owner_converts(int h_q) { return h_q >= 64 && fp8ds_ws64_knob().index != 0; }
-// How the owner-converts kernel writes direct segments: `auto` (or unset) through its TMA-store epilogue, but with plain
-// stores on steps whose sequences are all cut and merged by the combine (decode_plan_spreads_sequences: every segment
+// How the owner-converts kernel writes direct segments: `auto` (or unset) through its TMA-store epilogue, but with
+// plain stores on steps whose sequences are all cut and merged by the combine (decode_plan_spreads_sequences: every segment
 // is a split partial there, and the TMA epilogue's code cost the kernel 1-2 % on h_q 128 b32, session 49 c6 / c8);
 // `tma` / `plain` force one form (`plain` merges by the combine). Read on every call, so the tests run both.
 Status fp8ds_ws64_plain_out(const DecodeKernelParams& kp, const DecodePlanGeometry& g, bool* plain) {

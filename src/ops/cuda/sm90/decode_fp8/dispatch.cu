@@ -24,8 +24,8 @@ int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_
 
 // MLA_DECODE_FP8_VARIANT64: `auto` (or unset: the ws_qreg kernel below, ws3 on steps of short split parts, or
 // ws_split -- the same kernel without the TMA-store epilogue, with 8 Q-register steps -- on other steps whose
-// sequences are all cut; variant64.h), or one kernel for every step: the warp-specialized wgmma kernel (kernel_ws.cuh) with
-// S's last k32 steps taking Q from registers (`ws_qreg`, the default since run W17: H200 h128 b128 s8192 343-345 µs
+// sequences are all cut; variant64.h), or one kernel for every step: the warp-specialized wgmma kernel (kernel_ws.cuh)
+// with S's last k32 steps taking Q from registers (`ws_qreg`, the default since run W17: H200 h128 b128 s8192 343-345 µs
 // in runs W17-W18 with 6 steps, 339 µs with 8 in session 18; 6 again with session 49's TMA-store epilogue, 318 µs),
 // the same kernel with Q from shared memory in every step
 // (`ws_ahead`, the default until then: 352-353 µs in the same runs), the 256-thread mma.sync kernel (`mma_sync`,

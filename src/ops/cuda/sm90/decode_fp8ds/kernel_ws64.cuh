@@ -148,8 +148,8 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
   FusedMerges<kFused>::zero_empty(p, wg * 128 + tid, kWsConsumerThreads);
   WsState st;
   st.reset();
-  WsPeerSteps<Traits, kFused, kTmaOut && kTmaOutFor<Traits>> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
-                           first_batch, first_split};
+  WsPeerSteps<Traits, kFused, kTmaOut && kTmaOutFor<Traits>> peer{
+      p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows, first_batch, first_split};
 
   int j = 0, seg = -1, q_seg = -1;
   bool q_held = false;
