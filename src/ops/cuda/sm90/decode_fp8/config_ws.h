@@ -82,7 +82,7 @@ struct WsSmemLayout {
   int q_offset, k_offset, vt_offset, m_offset, l_offset, bar_offset, p_offset, out_offset, total;
 };
 // The P area and the spare out area end the layout and are contiguous: at a sequence switch the two consumer
-// warpgroups stage their output boxes there (kernel_ws.cuh, ws_out_stage), 8 KB each, 1024-byte aligned. out_offset
+// warpgroups stage their output boxes there (kernel_ws.cuh, out_stage), 8 KB each, 1024-byte aligned. out_offset
 // takes what is left of the 227 KB (3 boxes); the part's last epilogue stages in the K stages instead.
 constexpr int kWsOutSlots = 3;
 constexpr WsSmemLayout ws_smem_layout(int k_stages, int v_stages, int p_halves) {
@@ -115,7 +115,7 @@ constexpr bool ws_layout_ok() {
          S::kPHalves / 2 * kPBufBytes >= 2 * kSlabBytes && kWsOutSlots >= 2 &&
          S::kKStages * kSlabTileBytes >= 8 * kSlabBytes;
 }
-static_assert(ws_layout_ok<WsQReg>() && ws_layout_ok<WsAhead>(),
+static_assert(ws_layout_ok<WsQReg>() && ws_layout_ok<WsSplit>() && ws_layout_ok<WsAhead>(),
               "every variant fits the sm90 shared-memory limit, wgmma operands on 1024-byte swizzle atoms");
 static_assert(kSlabTileBytes % 1024 == 0 && kVtBytes % 1024 == 0 && kPBufBytes % 1024 == 0, "1024-byte atoms");
 static_assert(kDimV == 4 * 128 && kBlockN == 64, "V^T rows hold two dims of 64 keys each");

@@ -135,7 +135,8 @@ __device__ __forceinline__ bool visible_keys(const decode::DecodeKernelParams& p
 
 // Where a segment's epilogue stages a direct segment's output for its TMA stores (epilogue_out_ws.cuh):
 // rounds 1: the tile's 8 boxes at base (the K stages, once the part is done); 2: this warpgroup's 2 slots at base
-// (a sequence switch); 0: no staging, plain global stores (write_segment_ws; kernel_ws3.cuh, split segments).
+// (a sequence switch); 0: no staging, plain global stores (write_segment_ws: kernel_ws3.cuh, WsSplit, split
+// segments).
 struct OutStage {
   uint32_t base = 0;
   int rounds = 0;
