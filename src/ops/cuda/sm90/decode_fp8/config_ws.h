@@ -24,8 +24,9 @@ constexpr int kWsBarrierBytes = 256;
 // Schedule of the kernel (kernel_ws.cuh, the "ahead" schedule, the default since run W10): once S_j is done, O is
 // rescaled to m_{j-1} and P_{j-1} V_{j-1} issued before the softmax of page j (which then overlaps that product), and
 // P_j V_j queues behind it on the same accumulator when no row of the warpgroup moved its max (decided on the
-// warpgroup barrier, bar.red.or); rescales by exactly 1 are skipped per warp (exact). The other warpgroup's wgmma
-// may still read P_j after it signalled P_{j+1} (the read is only issued before); it has waited for that wgmma before
+// warpgroup barrier, bar.red.or); rescales by exactly 1 are skipped per warp (exact). kLatePv (below) moves the
+// P_{j-1} V_{j-1} issue after the P_j signal. The other warpgroup's wgmma may still read P_j after it signalled
+// P_{j+1} (the read is issued before that signal, or right after it with kLatePv); it has waited for that wgmma before
 // signalling P_{j+3}, so 4 P halves are safe and 2 would race.
 //  kKStages / kVStages: K tiles (40 KB) and V^T stages (32 KB) in flight: 227 KB hold 2 + 2. Deeper rings on 36 KB
 //    tiles (the rope dims as their own 64-byte-swizzled box: 3 + 2, 2 + 3) and K released right after S measured
@@ -53,16 +54,28 @@ constexpr int kWsBarrierBytes = 256;
 //  kTmaOut (session 49): a direct segment's output (out, bf16) through shared memory and TMA stores (kernel_ws.cuh
 //    out_stage): 0 plain 4-byte global stores (write_segment_ws, before), 1 only the part's last segment, 2 also a
 //    segment that ends at a sequence switch. -DMLA_FP8_WS_TMA_OUT=N builds another default, for A/B runs.
+//  kLatePv (session 51): the owner of page j issues P_{j-1} V_{j-1} only after its softmax of page j and the P_j
+//    signal, not before the softmax, so the rescale, the V^T wait and the issue leave the chain that runs from one P
+//    signal to the next through both warpgroups; both products then queue together on O (one vote decides for both:
+//    a rescale to m_{j-1} first if any row's m_{j-1} moved, and the wait-rescale path for P_j). H200 (NOTES.md
+//    "Session 51"): h128 b128 s4096 / s8192 -0.9 / -1.1 %, b64 s8192 -0.7 %, h64 b128 s4096 -0.3 %; on steps whose
+//    sequences are all cut (WsSplit) +0.3..+0.5 %, so that schedule keeps the early issue. The V^T stage of page j - 1
+//    is then freed ~one softmax later, so the gain is far below the ~590 cycles that leave the chain per page.
+//    -DMLA_FP8_WS_LATE_PV=0 builds the default without it, for A/B runs.
 #ifndef MLA_FP8_WS_TMA_OUT
 #define MLA_FP8_WS_TMA_OUT 2
 #endif
-template <int kKStages_, int kVStages_, int kQRegSteps_ = 0, int kTmaOut_ = MLA_FP8_WS_TMA_OUT>
+#ifndef MLA_FP8_WS_LATE_PV
+#define MLA_FP8_WS_LATE_PV 1
+#endif
+template <int kKStages_, int kVStages_, int kQRegSteps_ = 0, int kTmaOut_ = MLA_FP8_WS_TMA_OUT, bool kLatePv_ = false>
 struct WsSchedule {
   static constexpr int kKStages = kKStages_;
   static constexpr int kVStages = kVStages_;
   static constexpr int kPHalves = 4;
   static constexpr int kQRegSteps = kQRegSteps_;
   static constexpr int kTmaOut = kTmaOut_;
+  static constexpr bool kLatePv = kLatePv_;
 };
 // 6 since session 49: with the TMA-store epilogue (kTmaOut above) ptxas kept the part cursor's
 // blk and seqlen on the stack at 7 and 8 steps (8 bytes, reloaded every page: +3 % on the long rows); 6 keep them in
@@ -70,7 +83,7 @@ struct WsSchedule {
 #ifndef MLA_FP8_WS_QREG_STEPS
 #define MLA_FP8_WS_QREG_STEPS 6
 #endif
-using WsQReg = WsSchedule<2, 2, MLA_FP8_WS_QREG_STEPS>;  // the default
+using WsQReg = WsSchedule<2, 2, MLA_FP8_WS_QREG_STEPS, MLA_FP8_WS_TMA_OUT, MLA_FP8_WS_LATE_PV != 0>;  // the default
 // Steps whose sequences are all cut into pieces (dispatch.cu auto_picks_ws_split): every segment writes a split
 // partial, which takes plain stores in either form, so the TMA epilogue buys nothing there, and its code still cost the
 // whole kernel's allocation 1.5-2 % on h_q 128 b32 (session 49 c5 / c8). This is the kernel as it was before: plain

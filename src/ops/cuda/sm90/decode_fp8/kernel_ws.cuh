@@ -13,7 +13,8 @@
 //     into half j % 2 of the P buffer; both warpgroups add P V for their half (m64n256k32).
 // Per own page j a consumer runs (the "ahead" schedule, config_ws.h WsSchedule): S_j | wait P_{j-1}, rescale O,
 //   issue P_{j-1} V_{j-1} | release K_j | softmax_j, P_j | signal | issue P_j V_j (behind P_{j-1} V_{j-1} when no
-//   row's max moved, else after it and a rescale) | release V^T_{j-1}, V^T_j as their products complete.
+//   row's max moved, else after it and a rescale) | release V^T_{j-1}, V^T_j as their products complete. With
+//   S::kLatePv (WsQReg, session 51) P_{j-1} V_{j-1} is issued after the signal instead, just before P_j V_j.
 // Unlike the 16-bit kernel, the K stage is released right after S (P lives in its own buffer, V in V^T),
 // so the TMA of page j + kKStages starts while both P.V products of page j are still to come.
 // At a sequence switch the owner of the new segment's first page adds the previous segment's last page and writes
@@ -21,10 +22,10 @@
 //
 // Reuse of the P halves (page j: half j % kPHalves) and of s_m[j % kPHalves] without extra barriers: the next
 // write of P half j % kPHalves is the softmax of page j + kPHalves, after its owner waited for P of page
-// j + kPHalves - 1. The other warpgroup *issues* its read of P_j before its signal of P_{j+1}, but that wgmma may
-// still be reading after the signal; it has waited for it before it signals P_{j+3}, which is what makes 4 halves
-// safe (2 would race). s_m[j % kPHalves] is read right after the P_j wait, before the reader's own signal, so
-// kPHalves entries suffice (2 would, too).
+// j + kPHalves - 1. The other warpgroup *issues* its read of P_j before its signal of P_{j+1} (with kLatePv: right
+// after it), and that wgmma may still be reading after the signal; it has waited for it before it signals P_{j+3},
+// which is what makes 4 halves safe (2 would race). s_m[j % kPHalves] is read right after the P_j wait, before the
+// reader's own signal, so kPHalves entries suffice (2 would, too).
 #include <cstdint>
 
 #include "mla/ops/decode_running_max.h"
@@ -308,7 +309,9 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       ph.mark(kPhSTail);
       if (j < 2) tl.first(5);  // timeline_ws.cuh: first S done
       if (first) tl.add(kTlSegStart, t_top);
-      if (j > 0 && !switched) {
+      // late (S::kLatePv): P_{j-1} V_{j-1} waits until this page's P_j is signalled (config_ws.h).
+      const bool late = S::kLatePv && j > 0 && !switched;
+      if (!S::kLatePv && j > 0 && !switched) {
         rescale_o_ws(st, mp, zero2, p.scale_log2);
         ph.mark(kPhRescale);
         issue_pv(j - 1, false);
@@ -348,15 +351,20 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
       ph.mark(kPhSoftmax);
-      // O is at st.m (= m_{j-1}, or -inf after an epilogue): if no row of the warpgroup moved, P_j V_j queues behind
-      // P_{j-1} V_{j-1} on the same accumulator without a rescale.
+      // O is at st.m (= m_{j-1}, or -inf after an epilogue; late: still at m_{j-2}, so m_{j-1} counts too): if no
+      // row of the warpgroup moved, P_j V_j queues behind P_{j-1} V_{j-1} on the same accumulator without a rescale.
       bool moved = false;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) moved = moved || m_new[h] != st.m[h];
+      for (int h = 0; h < 2; ++h) moved = moved || m_new[h] != st.m[h] || (late && mp[h] != st.m[h]);
       const bool keep = !decode_fp8::named_sync_any(kBarWg + wg, 128, moved);
       decode::named_arrive(kBarPReady + (j & 1), kWsConsumerThreads);
       ph.mark(kPhVote);
       ph.page();
+      if (late) {  // keep: O, P_{j-1} and P_j all at st.m, so both products queue on O without a wait
+        if (!keep) rescale_o_ws(st, mp, zero2, p.scale_log2);
+        issue_pv(j - 1, false);
+        pend = j - 1;
+      }
       if (keep) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) st.l[h] += rowsum[h];
