@@ -58,9 +58,10 @@ constexpr int kWsBarrierBytes = 256;
 //    signal, not before the softmax, so the rescale, the V^T wait and the issue leave the chain that runs from one P
 //    signal to the next through both warpgroups; both products then queue together on O (one vote decides for both:
 //    a rescale to m_{j-1} first if any row's m_{j-1} moved, and the wait-rescale path for P_j). H200 (NOTES.md
-//    "Session 51"): h128 b128 s4096 / s8192 -0.9 / -1.1 %, b64 s8192 -0.7 %, h64 b128 s4096 -0.3 %; on steps whose
-//    sequences are all cut (WsSplit) +0.3..+0.5 %, so that schedule keeps the early issue. The V^T stage of page j - 1
-//    is then freed ~one softmax later, so the gain is far below the ~590 cycles that leave the chain per page.
+//    "Session 51", medians of two calls): h128 b128 s4096 / s8192 -0.8..-1.1 %, b64 s8192 -0.7 %, h64 b128 s4096
+//    -0.3 %; on steps whose sequences are all cut (WsSplit) +0.3..+0.5 %, so that schedule keeps the early issue. The
+//    V^T stage of page j - 1 is then freed ~one softmax later, so the gain is far below the ~590 cycles that leave the
+//    chain per page.
 //    -DMLA_FP8_WS_LATE_PV=0 builds the default without it, for A/B runs.
 #ifndef MLA_FP8_WS_TMA_OUT
 #define MLA_FP8_WS_TMA_OUT 2
