@@ -36,6 +36,10 @@ constexpr int kWsBarrierBytes = 256;
 // and the pvfirst schedule (`ws_stsm`, slower still, W5-W6) with 2-load transpose rounds; plain-store transposes
 // (W2-W4); P.V with V from registers (`ws_vreg`, W5); lazy rescale or 4-load rounds alone, the TMA thread folded into
 // a fourth transpose warp (W8-W10); L2 prefetch from the TMA thread (W7).
+// Measured and removed in session 52 (NOTES.md "Session 52", patches in bench/decode/patches): the TMA warp taking the
+// last 1 / 2 / 4 chunk pairs of each page's transpose (its Q wait after its share, deadlock-free: rows 17 / 18 +1.3 /
+// +3..+4.5 / +13..+15.5 %), a K stage's first slabs freed and refilled on barriers of their own (tie / +0.8..+2.1 %),
+// and suspend-time hints on the mbarrier waits (+0.9..+1.3 %).
 // The softmax (kernel_ws.cuh) takes exp2 as one ex2.approx.ftz and masks only pages some row of the warp does not
 // see whole (run W14).
 // Measured and removed in session 6 (NOTES_fp8.md W16-W18): the max-first hand-off (only m_j passed between the
