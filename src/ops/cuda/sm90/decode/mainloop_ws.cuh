@@ -152,6 +152,24 @@ __device__ __forceinline__ bool page_key_limits(const DecodeKernelParams& p, int
   return __all_sync(0xffffffffu, limit[0] >= kBlockN && limit[1] >= kBlockN);
 }
 
+// Both rows' maxima of a 64-row consumer's S fragment (sc[t][2h + e]: row g + 8h, key 8t + 2 t4 + e), reduced over the
+// quad: each row's 16 scores as a tree (depth 4, not a 16-long FMNMX chain), the two rows independent, so ptxas
+// interleaves them. fmaxf is exact in any order: the serial chain's maxima bit for bit.
+__device__ __forceinline__ void row_max_tree(const float (&sc)[8][4], float (&mx)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float m[8];
+#pragma unroll
+    for (int t = 0; t < 8; ++t) m[t] = fmaxf(sc[t][2 * h], sc[t][2 * h + 1]);
+#pragma unroll
+    for (int w = 4; w >= 1; w >>= 1)
+#pragma unroll
+      for (int t = 0; t < w; ++t) m[t] = fmaxf(m[t], m[t + w]);
+    mx[h] = fmaxf(m[0], __shfl_xor_sync(0xffffffffu, m[0], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+  }
+}
+
 // The page softmax of the two 64-row consumers (kernel_ws.cuh, decode_fp8ds/kernel_ws64.cuh), in two steps.
 // Scores sc[t][2h + e] of this thread: row g + 8h of its warp's 16, key 8t + 2 t4 + e of the page.
 //
@@ -174,18 +192,7 @@ __device__ __forceinline__ void mask_row_max_tree(float (&sc)[8][4], const Decod
         for (int e = 0; e < 2; ++e)
           if (t * 8 + 2 * t4 + e >= limit[h]) sc[t][2 * h + e] = -INFINITY;
   }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float m[8];
-#pragma unroll
-    for (int t = 0; t < 8; ++t) m[t] = fmaxf(sc[t][2 * h], sc[t][2 * h + 1]);
-#pragma unroll
-    for (int w = 4; w >= 1; w >>= 1)
-#pragma unroll
-      for (int t = 0; t < w; ++t) m[t] = fmaxf(m[t], m[t + w]);
-    mx[h] = fmaxf(m[0], __shfl_xor_sync(0xffffffffu, m[0], 1));
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-  }
+  row_max_tree(sc, mx);
 }
 
 // Shared-memory addresses of this thread's P words in the RoPE slab of its warpgroup's own stage (own pages are

@@ -47,6 +47,12 @@
 #ifndef MLA_FP8_WS_KO
 #define MLA_FP8_WS_KO 0
 #endif
+// The owner's row maxima as a tree on whole pages (1, session 53: mainloop_ws.cuh page_row_max) or the serial chains
+// before it (0: for A/B runs). Schedules with more than 6 Q-register steps (WsSplit's 8) keep the chains: the tree's
+// temporaries made ptxas spill 68 bytes there.
+#ifndef MLA_FP8_WS_TREE_MAX
+#define MLA_FP8_WS_TREE_MAX 1
+#endif
 namespace mla::sm90::decode_fp8 {
 
 using decode::kBarPReady;
@@ -137,6 +143,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
                                             int tid) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   constexpr WsSmemLayout L = ws_smem_layout<S>();
+  constexpr bool kTreeMax = MLA_FP8_WS_TREE_MAX != 0 && S::kQRegSteps <= 6;  // the owner's row maxima (top of file)
   const decode::DecodeKernelParams& p = fp.d;
   const uint32_t s_q_tile = decode::smem_u32(smem + L.q_offset);
   const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset);
@@ -327,10 +334,14 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       // Mask keys past each row's visible length (sequence end, causal diagonal); row maxima. Keys past
       // the sequence end may hold NaN codes: the mask replaces their scores whatever they are.
       float mx[2];
-      int limit[2];
-      const bool whole = visible_keys(p, cur, row_i, limit);
+      if constexpr (kTreeMax) {
+        page_row_max(sc, p, cur, row_i, t4, mx);  // mainloop_ws.cuh: a tree on whole pages
+      } else {
+        int limit[2];
+        const bool whole = visible_keys(p, cur, row_i, limit);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) mx[h] = whole ? row_max<8>(sc, h) : mask_row_max<8>(sc, h, limit[h], t4);
+        for (int h = 0; h < 2; ++h) mx[h] = whole ? row_max<8>(sc, h) : mask_row_max<8>(sc, h, limit[h], t4);
+      }
       float m_new[2], rowsum[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {

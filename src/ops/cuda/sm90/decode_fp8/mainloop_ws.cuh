@@ -133,6 +133,24 @@ __device__ __forceinline__ bool visible_keys(const decode::DecodeKernelParams& p
   return __all_sync(0xffffffffu, min(limit[0], limit[1]) >= kBlockN);
 }
 
+// The owner's row maxima (kernel_ws.cuh): a page every row of the warp sees whole (all but a sequence's last page and
+// the causal diagonal's) reduces each row's 16 scores as a depth-4 tree (decode::row_max_tree), both rows interleaved, where
+// `whole ? row_max : mask_row_max` per row compiled to an 18-deep FMNMX chain per row and a branch diamond per row, the
+// second row starting after the first (session 53; the 16-bit kernels' mask_row_max_tree since run 31). A partial page
+// keeps the masked chains in the one warp-uniform branch: masking in place before the tree, as mask_row_max_tree
+// does, made ptxas spill the part cursor (68 bytes) at these consumers' 224 registers. fmaxf is exact in any order,
+// so the maxima (and P) are the serial chain's bit for bit.
+__device__ __forceinline__ void page_row_max(float (&sc)[8][4], const decode::DecodeKernelParams& p,
+                                             const PartCursor& cur, const int (&row_i)[2], int t4, float (&mx)[2]) {
+  int limit[2];
+  if (!visible_keys(p, cur, row_i, limit)) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) mx[h] = mask_row_max<8>(sc, h, limit[h], t4);
+    return;
+  }
+  decode::row_max_tree(sc, mx);
+}
+
 // Where a segment's epilogue stages a direct segment's output for its TMA stores (epilogue_out_ws.cuh):
 // rounds 1: the tile's 8 boxes at base (the K stages, once the part is done); 2: this warpgroup's 2 slots at base
 // (a sequence switch); 0: no staging, plain global stores (write_segment_ws: kernel_ws3.cuh, WsSplit, split
