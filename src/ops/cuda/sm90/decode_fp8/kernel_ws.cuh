@@ -47,6 +47,11 @@
 #ifndef MLA_FP8_WS_KO
 #define MLA_FP8_WS_KO 0
 #endif
+// The V^T transposer's split form (1, session 53: transpose_ws.cuh transpose_page_split, round 0 loaded before the
+// V^T stage wait and the K stage released after the last load) or the whole-round form before it (0: for A/B runs).
+#ifndef MLA_FP8_WS_TR_SPLIT
+#define MLA_FP8_WS_TR_SPLIT 1
+#endif
 // The owner's row maxima as a tree on whole pages (1, session 53: mainloop_ws.cuh page_row_max) or the serial chains
 // before it (0: for A/B runs). Schedules with more than 6 Q-register steps (WsSplit's 8) keep the chains: the tree's
 // temporaries made ptxas spill 68 bytes there.
@@ -107,27 +112,46 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCurso
 }
 
 // 96 threads: V^T of page j into stage j % kVStages once both consumers are done with page
-// j - kVStages's; tokens past the sequence end become zeros.
-template <class S>
+// j - kVStages's; tokens past the sequence end become zeros. kSplitForm: transpose_ws.cuh's split form
+// (MLA_FP8_WS_TR_SPLIT; kernel_ws3.cuh keeps the whole-round form: the split one spilled 56 bytes under its
+// 56-register producer warpgroup there).
+template <class S, bool kSplitForm = (MLA_FP8_WS_TR_SPLIT != 0)>
 __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& p, PartCursor c,
                                               const WsBarriers<S::kKStages, S::kVStages>& bars, uint32_t s_k0,
                                               uint32_t s_vt0, int tw) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   int j = 0;
   decode::ProducerPhaseSums ph;  // diagnostics only (../decode/phase_sums.cuh, phases_ws.cuh)
+  // The split form (transpose_ws.cuh transpose_page_split) waits for K first and for the V^T stage after loading its
+  // first round, and arrives on k_empty itself; the knock-out of the transpose keeps the whole form's order.
+  constexpr bool kSplit = kSplitForm && (MLA_FP8_WS_KO & 4) == 0;
   while (c.valid()) {
     const int ks = j % kKStages, vs = j % kVStages;
     ph.mark(kTrLoop);
-    if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
-    ph.mark(kTrVtWait);
+    auto wait_vt = [&] {
+      if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
+    };
+    if constexpr (!kSplit) {
+      wait_vt();
+      ph.mark(kTrVtWait);
+    }
     mbar_wait(bars.k_full(ks), phase(j, kKStages));
     ph.mark(kTrKWait);
     if (tw == 0 && j == 0) MLA_TL_MARK_FIRST(p.timeline, 9);  // timeline_ws.cuh: first K page landed (transposer)
-    if constexpr ((MLA_FP8_WS_KO & 4) == 0)
-      transpose_page(s_k0 + ks * kSlabTileBytes, s_vt0 + vs * kVtBytes, c.seqlen - c.blk * kBlockN, tw);
+    const uint32_t s_k = s_k0 + ks * kSlabTileBytes, s_vt = s_vt0 + vs * kVtBytes;
+    const int valid_keys = c.seqlen - c.blk * kBlockN;
+    if constexpr (kSplit) {
+      transpose_page(s_k, s_vt, valid_keys, tw, [&] {
+        ph.mark(kTrTranspose);
+        wait_vt();
+        ph.mark(kTrVtWait);
+      }, bars.k_empty(ks));
+    } else if constexpr ((MLA_FP8_WS_KO & 4) == 0) {
+      transpose_page(s_k, s_vt, valid_keys, tw);
+    }
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
-    mbar_arrive(bars.k_empty(ks));
+    if constexpr (!kSplit) mbar_arrive(bars.k_empty(ks));
     ph.mark(kTrTranspose);
     ph.page();
     if (tw == 0 && c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 11);  // last V^T written

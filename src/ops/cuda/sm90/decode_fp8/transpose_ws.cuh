@@ -34,6 +34,43 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4
                : "memory");
 }
 
+// Per-lane constants of a transpose round (see transpose_page_stsm).
+struct TransposeLane {
+  uint32_t sel_a, sel_b;
+  int key_in, chunk_in, dim_off, swz;
+  __device__ explicit TransposeLane(int lane) {
+    const bool odd_first = lane >= 16;  // g >= 4
+    sel_a = odd_first ? 0x7531u : 0x6420u;
+    sel_b = odd_first ? 0x6420u : 0x7531u;
+    key_in = (lane & 7) + 8 * ((lane >> 3) & 1);  // this lane's ldmatrix row
+    chunk_in = lane >> 4;
+    const int k = lane >> 3, r = lane & 7;  // this lane's stmatrix row
+    dim_off = 16 * (k >> 1) + 2 * r + ((k & 1) ? (r < 4 ? 1 : 0) : (r >= 4 ? 1 : 0));
+    swz = dim_off & 7;
+  }
+};
+// Chunk pair cp's four key groups: loaded (ldmatrix.x4.trans) and permuted into w, the stmatrix words.
+__device__ __forceinline__ void transpose_load(const TransposeLane& L, uint32_t s_page, int cp, uint32_t (&w)[4][4]) {
+  const uint32_t src = s_page + slab_offset(L.key_in, 2 * cp + L.chunk_in);
+#pragma unroll
+  for (int g = 0; g < 4; ++g) decode::ldmatrix_x4_trans(w[g], src + g * 16 * 128);
+#pragma unroll
+  for (int g = 0; g < 4; ++g)
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const uint32_t a = __byte_perm(w[g][2 * q], w[g][2 * q + 1], L.sel_a);
+      const uint32_t b = __byte_perm(w[g][2 * q], w[g][2 * q + 1], L.sel_b);
+      w[g][2 * q] = a;
+      w[g][2 * q + 1] = b;
+    }
+}
+// ... and stored (stmatrix.x4) into the V^T stage.
+__device__ __forceinline__ void transpose_store(const TransposeLane& L, uint32_t s_vt, int cp, const uint32_t (&w)[4][4]) {
+  const int h = cp >> 3;
+  const uint32_t row = s_vt + (((32 * cp) & 255) + L.dim_off) * 128;
+#pragma unroll
+  for (int g = 0; g < 4; ++g) stmatrix_x4(row + (((4 * h + g) ^ L.swz) << 4), w[g]);
+}
 // V^T with one stmatrix.x4 per (chunk pair, key group) instead of 16 four-byte stores (run W4: 20 % faster than
 // the 4-byte stores, which scripts/check_fp8_ws_layouts.py keeps as its reference). stmatrix is ldmatrix's inverse: register k of lane (g, t) is bytes 4t..4t+3 of row g
 // of matrix k, and lanes 8k..8k+7 give matrix k's row addresses. Lane (g, t) holds, per group and q, the
@@ -50,31 +87,40 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4
 // critical path; 8 per round spills in the producer warpgroup's 56 registers). No tail mask here: an AND per word
 // on every page was 3 % slower (W9); tail pages are fixed up by zero_vt_tail.
 __device__ __forceinline__ void transpose_page_stsm(uint32_t s_page, uint32_t s_vt, int tw) {
-  const int warp = tw >> 5, lane = tw & 31;
-  const bool odd_first = lane >= 16;  // g >= 4
-  const uint32_t sel_a = odd_first ? 0x7531u : 0x6420u, sel_b = odd_first ? 0x6420u : 0x7531u;
-  const int key_in = (lane & 7) + 8 * ((lane >> 3) & 1), chunk_in = lane >> 4;  // this lane's ldmatrix row
-  const int k = lane >> 3, r = lane & 7;                                          // this lane's stmatrix row
-  const int dim_off = 16 * (k >> 1) + 2 * r + ((k & 1) ? (r < 4 ? 1 : 0) : (r >= 4 ? 1 : 0));
-  const int swz = dim_off & 7;
+  const int warp = tw >> 5;
+  const TransposeLane L(tw & 31);
+  uint32_t w[4][4];
 #pragma unroll 1
   for (int cp = warp; cp < 16; cp += 3) {
-    const uint32_t src = s_page + slab_offset(key_in, 2 * cp + chunk_in);
-    const int h = cp >> 3;
-    const uint32_t row = s_vt + (((32 * cp) & 255) + dim_off) * 128;
-    uint32_t v[4][4];
-#pragma unroll
-    for (int group = 0; group < 4; ++group) decode::ldmatrix_x4_trans(v[group], src + group * 16 * 128);
-#pragma unroll
-    for (int group = 0; group < 4; ++group) {
-      uint32_t w[4];
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        w[2 * q] = __byte_perm(v[group][2 * q], v[group][2 * q + 1], sel_a);
-        w[2 * q + 1] = __byte_perm(v[group][2 * q], v[group][2 * q + 1], sel_b);
-      }
-      stmatrix_x4(row + (((4 * h + group) ^ swz) << 4), w);
-    }
+    transpose_load(L, s_page, cp, w);
+    transpose_store(L, s_vt, cp, w);
+  }
+}
+
+// The split form (MLA_FP8_WS_TR_SPLIT, session 53): transpose_page_stsm's rounds, stores and bytes, and
+//  - round 0 is loaded and permuted before the V^T stage is known to be free (wait_vt()), so its load latency leaves
+//    the path from that release to the page's V^T whenever the K page landed first (the usual order: the transposers
+//    waited ~400 cycles a page for a V^T stage and ~150 for K, session 52 c2);
+//  - each thread arrives on the K stage's empty barrier (k_empty) right after its last load from it, before its last
+//    round's stores, so the TMA of the page two ahead starts a round earlier (mbarrier.arrive releases: the loads are
+//    done before the producer can see the phase complete).
+// H200 (bench/decode/NOTES.md "Session 53" c3): fp8 rows 16-18 -2.0 %, 13-15 -1.1..-1.8 %. Moving pair 15's key groups
+// to even out the warps' shares (20 / 22 / 22 group units a page instead of 24 / 20 / 20) cost +2..+3 % on top of it:
+// two warps then pay a sixth, short round's load latency.
+template <class WaitVt>
+__device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s_vt, int tw, WaitVt&& wait_vt,
+                                                     uint32_t k_empty) {
+  const int warp = tw >> 5;
+  const TransposeLane L(tw & 31);
+  uint32_t w[4][4];
+  transpose_load(L, s_page, warp, w);
+  wait_vt();
+  transpose_store(L, s_vt, warp, w);
+#pragma unroll 1
+  for (int cp = warp + 3; cp < 16; cp += 3) {
+    transpose_load(L, s_page, cp, w);
+    if (cp + 3 >= 16) decode::mbar_arrive(k_empty);  // this thread's last load from the K stage is done
+    transpose_store(L, s_vt, cp, w);
   }
 }
 
@@ -113,12 +159,22 @@ __device__ __forceinline__ void zero_vt_tail(uint32_t s_vt, int valid_keys, int 
 // loop for every page; a tail page is then fixed up by zero_vt_tail after a barrier of the transpose threads (named
 // barrier kBarTranspose): a second, masked copy of the loop next to the unmasked one spills.
 constexpr int kBarTranspose = 6;  // kernel_ws.cuh's consumers use named barriers 1-5
-__device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
-  transpose_page_stsm(s_page, s_vt, tw);
+__device__ __forceinline__ void fix_vt_tail(uint32_t s_vt, int valid_keys, int tw) {
   if (valid_keys < kBlockN) {  // uniform across the transpose threads (same page)
     decode::named_sync(kBarTranspose, kWsTransposeThreads);
     zero_vt_tail(s_vt, valid_keys, tw, kWsTransposeThreads);
   }
+}
+__device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
+  transpose_page_stsm(s_page, s_vt, tw);
+  fix_vt_tail(s_vt, valid_keys, tw);
+}
+// The split form: wait_vt() waits for the V^T stage, k_empty is the K stage's empty barrier (arrived on here).
+template <class WaitVt>
+__device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw,
+                                               WaitVt&& wait_vt, uint32_t k_empty) {
+  transpose_page_split(s_page, s_vt, tw, wait_vt, k_empty);
+  fix_vt_tail(s_vt, valid_keys, tw);
 }
 
 }  // namespace mla::sm90::decode_fp8
