@@ -134,12 +134,12 @@ __device__ __forceinline__ bool visible_keys(const decode::DecodeKernelParams& p
 }
 
 // The owner's row maxima (kernel_ws.cuh): a page every row of the warp sees whole (all but a sequence's last page and
-// the causal diagonal's) reduces each row's 16 scores as a depth-4 tree (decode::row_max_tree), both rows interleaved, where
-// `whole ? row_max : mask_row_max` per row compiled to an 18-deep FMNMX chain per row and a branch diamond per row, the
-// second row starting after the first (session 53; the 16-bit kernels' mask_row_max_tree since run 31). A partial page
-// keeps the masked chains in the one warp-uniform branch: masking in place before the tree, as mask_row_max_tree
-// does, made ptxas spill the part cursor (68 bytes) at these consumers' 224 registers. fmaxf is exact in any order,
-// so the maxima (and P) are the serial chain's bit for bit.
+// the causal diagonal's) reduces each row's 16 scores as a depth-4 tree (decode::row_max_tree), both rows
+// interleaved, where `whole ? row_max : mask_row_max` per row compiled to a ~9-deep FMNMX chain and a branch diamond
+// per row, the second row starting after the first (session 53; the 16-bit kernels' mask_row_max_tree since run 31).
+// A partial page keeps the masked chains in the one warp-uniform branch: masking in place before the tree, as
+// mask_row_max_tree does, made ptxas spill the part cursor (68 bytes) at these consumers' 224 registers. fmaxf is exact
+// in any order, so the maxima (and P) are the serial chain's bit for bit.
 __device__ __forceinline__ void page_row_max(float (&sc)[8][4], const decode::DecodeKernelParams& p,
                                              const PartCursor& cur, const int (&row_i)[2], int t4, float (&mx)[2]) {
   int limit[2];

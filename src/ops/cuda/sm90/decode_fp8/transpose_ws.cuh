@@ -65,7 +65,8 @@ __device__ __forceinline__ void transpose_load(const TransposeLane& L, uint32_t 
     }
 }
 // ... and stored (stmatrix.x4) into the V^T stage.
-__device__ __forceinline__ void transpose_store(const TransposeLane& L, uint32_t s_vt, int cp, const uint32_t (&w)[4][4]) {
+__device__ __forceinline__ void transpose_store(const TransposeLane& L, uint32_t s_vt, int cp,
+                                                const uint32_t (&w)[4][4]) {
   const int h = cp >> 3;
   const uint32_t row = s_vt + (((32 * cp) & 255) + L.dim_off) * 128;
 #pragma unroll
