@@ -358,14 +358,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       // Mask keys past each row's visible length (sequence end, causal diagonal); row maxima. Keys past
       // the sequence end may hold NaN codes: the mask replaces their scores whatever they are.
       float mx[2];
-      if constexpr (kTreeMax) {
-        page_row_max(sc, p, cur, row_i, t4, mx);  // mainloop_ws.cuh: a tree on whole pages
-      } else {
-        int limit[2];
-        const bool whole = visible_keys(p, cur, row_i, limit);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) mx[h] = whole ? row_max<8>(sc, h) : mask_row_max<8>(sc, h, limit[h], t4);
-      }
+      page_row_max<kTreeMax>(sc, p, cur, row_i, t4, mx);  // mainloop_ws.cuh: a tree on whole pages (kTreeMax)
       float m_new[2], rowsum[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {

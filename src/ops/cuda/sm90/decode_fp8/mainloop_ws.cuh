@@ -139,16 +139,24 @@ __device__ __forceinline__ bool visible_keys(const decode::DecodeKernelParams& p
 // per row, the second row starting after the first (session 53; the 16-bit kernels' mask_row_max_tree since run 31).
 // A partial page keeps the masked chains in the one warp-uniform branch: masking in place before the tree, as
 // mask_row_max_tree does, made ptxas spill the part cursor (68 bytes) at these consumers' 224 registers. fmaxf is exact
-// in any order, so the maxima (and P) are the serial chain's bit for bit.
+// in any order, so the maxima (and P) are the serial chain's bit for bit. kTree false: the per-row serial chains on
+// every page (the form before; WsSplit keeps it, kernel_ws.cuh kTreeMax).
+template <bool kTree>
 __device__ __forceinline__ void page_row_max(float (&sc)[8][4], const decode::DecodeKernelParams& p,
                                              const PartCursor& cur, const int (&row_i)[2], int t4, float (&mx)[2]) {
   int limit[2];
-  if (!visible_keys(p, cur, row_i, limit)) {
+  const bool whole = visible_keys(p, cur, row_i, limit);
+  if constexpr (kTree) {
+    if (!whole) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) mx[h] = mask_row_max<8>(sc, h, limit[h], t4);
-    return;
+      for (int h = 0; h < 2; ++h) mx[h] = mask_row_max<8>(sc, h, limit[h], t4);
+      return;
+    }
+    decode::row_max_tree(sc, mx);
+  } else {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) mx[h] = whole ? row_max<8>(sc, h) : mask_row_max<8>(sc, h, limit[h], t4);
   }
-  decode::row_max_tree(sc, mx);
 }
 
 // Where a segment's epilogue stages a direct segment's output for its TMA stores (epilogue_out_ws.cuh):
