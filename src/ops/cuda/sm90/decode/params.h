@@ -37,6 +37,7 @@ struct DecodeKernelParams {
   CUtensorMap tmap_q;
   CUtensorMap tmap_kv_rope;       // fp8_ds: the RoPE bytes of the cache (encode_tensor_maps_fp8ds); the fp8 16-row
                                   // kernel: the plain 2D cache map beside its 3D tmap_kv (decode_fp8/page_tma.cuh);
+                                  // the fp8 64-row kernels: the rope bytes as 64 x 64-byte boxes, 64B swizzle;
                                   // the 16-bit 16-row ws kernel: the 3D map in boxes of kN16WsGroupSlabs slabs
   CUtensorMap tmap_out;           // 16-bit out (fp8 too: bf16) as [b][s_q * h_q][512], 64 x 64 boxes, 128B swizzle
 #ifdef MLA_DECODE_TIMELINE

@@ -37,6 +37,7 @@ constexpr int stages_for(int row_groups) { return row_groups == 4 ? 3 : 4; }
 constexpr int kSlabs = 5;
 constexpr int kSlabBytes = kBlockN * 128;                // 8192
 constexpr int kSlabTileBytes = kSlabs * kSlabBytes;      // 40960: one page or one 64-row Q tile
+constexpr int kRopeSlab = kSlabs - 1;                    // the slab of dims 512..575
 __host__ __device__ constexpr int slab_offset(int row, int chunk) {
   return (chunk >> 3) * kSlabBytes + row * 128 + (((chunk & 7) ^ (row & 7)) << 4);
 }

@@ -43,7 +43,12 @@
 // the same as without them): -DMLA_FP8_WS_KO=bits, 1 S not issued (scores 0), 2 no P.V wgmma (the part's last page
 // excepted), 4 no transpose (V^T stages left as they are), 16 no page TMA (k_full completed by a plain arrive); bits 4
 // and 16 also act on kernel_ws3.cuh, whose producer and transposers are these.
-// What they showed: bench/decode/NOTES_plan.md sessions 18 and 20.
+// What they showed: bench/decode/NOTES_plan.md sessions 18 and 20. Session 54 (bench/decode/NOTES.md "Session 54"):
+// 32 each consumer frees a V^T stage when it issues its P.V from it, not when the product is done (the transposer may
+// overwrite V^T under the wgmma): a V^T ring as deep as wanted; 64 the transposers free the K stage before their first
+// load from it (transpose_ws.cuh): a K ring one stage deeper; 128 the page's TMA without its rope box
+// (mainloop_ws.cuh issue_page_tma). On rows 17 / 18 (h_q 128 b128 s4096 / s8192): 32 -0.3 / -0.1 %, 64 +0.5 / +1.8 %,
+// 128 -1.7 / -2.1 %, 16 -8.4 / -7.6 %, 4 -15.2 / -17.1 %.
 #ifndef MLA_FP8_WS_KO
 #define MLA_FP8_WS_KO 0
 #endif
@@ -101,7 +106,7 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCurso
     if constexpr ((MLA_FP8_WS_KO & 16) != 0) {
       mbar_arrive(bars.k_full(stage));
     } else {
-      issue_tile_tma(&p.tmap_kv, c.page * kBlockN, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
+      issue_page_tma<(MLA_FP8_WS_KO & 128) == 0>(p, c.page, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
     }
     if (c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 10);  // timeline_ws.cuh: last TMA
     new_seg = c.last_of_sequence();
@@ -230,7 +235,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   float(&o_regs)[128] = reinterpret_cast<float(&)[128]>(st.o);
   int pend = -1;
   auto release_pending = [&]() {
-    if (pend >= 0) mbar_arrive(bars.vt_empty(pend % kVStages));
+    if ((MLA_FP8_WS_KO & 32) == 0 && pend >= 0) mbar_arrive(bars.vt_empty(pend % kVStages));
     pend = -1;
   };
   // chained: queued behind a P.V group that may still be in flight on O (same shape, same accumulator: the two
@@ -247,6 +252,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     decode::wgmma_fence();
     if constexpr ((MLA_FP8_WS_KO & 2) == 0)
       pv_issue_ws(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
+    if constexpr ((MLA_FP8_WS_KO & 32) != 0) mbar_arrive(bars.vt_empty(vs));  // at the issue: a bound, not a schedule
     ph.mark(ph_issue);
   };
 

@@ -16,8 +16,8 @@ namespace mla::sm90::decode_fp8 {
 template <int RG>
 Status launch_decode_fp8(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
-// Warp-specialized 64-row kernel (kernel_ws.cuh), variant S (config_ws.h WsSchedule); p.d.tmap_kv / tmap_q / tmap_out
-// must hold encode_tensor_maps_fp8's maps.
+// Warp-specialized 64-row kernel (kernel_ws.cuh), variant S (config_ws.h WsSchedule); p.d.tmap_kv / tmap_kv_rope /
+// tmap_q / tmap_out must hold encode_tensor_maps_fp8's maps.
 template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 // The same kernel without its fused-merge instantiation (p.d.merge_counters must be null: the combine merges), for
@@ -28,7 +28,8 @@ Status launch_decode_fp8_ws_combined(const Fp8DecodeParams& p, dim3 grid, cudaSt
 // Scorer-split 64-row kernel (kernel_ws3.cuh, experimental): the same maps as launch_decode_fp8_ws.
 Status launch_decode_fp8_ws3(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
 
-// TMA maps of the e4m3 cache ([num_pages * 64, 576] bytes) and q ([q_rows, 576] bytes) into p (tensor_maps.cu).
+// TMA maps of the e4m3 cache ([num_pages * 64, 576] bytes: tmap_kv, and its rope dims as tmap_kv_rope) and q
+// ([q_rows, 576] bytes) into p (tensor_maps.cu).
 Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows);
 
 // 16-row tiles on wgmma (kernel_h16.cuh; h_q 16, s_q 1): grid = (num_parts, 1); p.d.tmap_kv / tmap_kv_rope / tmap_q

@@ -25,16 +25,33 @@ namespace mla::sm90::decode_fp8 {
 using decode::PartCursor;
 using decode::WsState;
 
-// Producer: a 64-row tile of 576-byte rows (a KV page, or a Q tile) as five 128 x 64 boxes onto an
-// mbarrier expecting the full 40 KB: the fifth box reaches 64 bytes past the row, which the TMA unit
-// fills with zeros and still counts. Rows past the tensor's end are zero-filled likewise. (An in-bounds
-// fifth box, bytes 448..575, measured the same: run W3; so did 36 KB tiles with the rope dims as their own
-// 64-byte-swizzled box, W12. One 3D box per page, which the 16-row kernel takes (page_tma.cuh), cost this kernel
-// +0.4..+1.3 us on every h_q 128 row of b32 / b128: NOTES_plan.md session 16.)
+// Producer: a Q tile (64 rows of 576 bytes) as five 128 x 64 boxes onto an mbarrier expecting the full 40 KB: the
+// fifth box reaches 64 bytes past the row, which the TMA unit fills with zeros and still counts. Rows past the
+// tensor's end are zero-filled likewise. KV pages took this form too until session 54 (issue_page_tma below). (An
+// in-bounds fifth box, bytes 448..575, measured the same: run W3. One 3D box per page, which the 16-row kernel takes
+// (page_tma.cuh), cost this kernel +0.4..+1.3 us on every h_q 128 row of b32 / b128 (NOTES_plan.md session 16) and
+// gained nothing in session 54.)
 __device__ __forceinline__ void issue_tile_tma(const CUtensorMap* map, int row0, uint32_t dst, uint32_t bar) {
   decode::mbar_expect_tx(bar, kSlabTileBytes);
 #pragma unroll
   for (int slab = 0; slab < kSlabs; ++slab) decode::tma_load_2d(dst + slab * kSlabBytes, map, bar, slab * 128, row0);
+}
+
+// Producer: KV page `page` into a K stage: dims 0..511 as the four 128 x 64 boxes of slabs 0-3 (tmap_kv), the rope
+// dims 512..575 as one 64 x 64 box of tmap_kv_rope in the 64-byte-swizzle layout at the start of slab 4 (its second
+// half stays unwritten; S reads the box through wgmma_e4m3.h rope_desc): 36 KB into shared memory, no zero fill.
+// Session 54 (bench/decode/NOTES.md): -0.3..-0.7 % on fp8 rows 17 / 18 against five 128-byte boxes (issue_tile_tma,
+// whose fifth box is half zero fill); one 3D box of the five slabs (the 16-row kernel's page_tma.cuh) was no faster.
+// Knocking the rope box out entirely (MLA_FP8_WS_KO bit 128) takes 1.7-2.4 % off those rows: what the rope's own
+// reads cost.
+template <bool kRope = true>  // false: the knock-out (wrong scores)
+__device__ __forceinline__ void issue_page_tma(const decode::DecodeKernelParams& p, int page, uint32_t dst,
+                                               uint32_t bar) {
+  decode::mbar_expect_tx(bar, kRope ? kPageBytes : kDimV * kBlockN);
+#pragma unroll
+  for (int slab = 0; slab < kDimV / 128; ++slab)
+    decode::tma_load_2d(dst + slab * kSlabBytes, &p.tmap_kv, bar, slab * 128, page * kBlockN);
+  if constexpr (kRope) decode::tma_load_2d(dst + kRopeSlab * kSlabBytes, &p.tmap_kv_rope, bar, kDimV, page * kBlockN);
 }
 
 // Row max of this thread's row h of an S fragment over the 4 lanes sharing it, no key masked (mainloop.cuh

@@ -17,18 +17,20 @@ namespace mla::sm90::decode_fp8 {
 namespace {
 
 // [rows, 576] bytes, boxes of box_rows rows x 128 bytes (the swizzle span: one slab), 128-byte swizzle. The box
-// at column 512 reaches 64 bytes past the row: the TMA unit fills them with zeros (OOB_FILL_NONE).
+// at column 512 reaches 64 bytes past the row: the TMA unit fills them with zeros (OOB_FILL_NONE). box_cols 64 with
+// the 64-byte swizzle: the rope map (bytes 512..575 of each row in one box, nothing past the row).
 Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* what, int box_rows = kBlockN,
-                 CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
+                 CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B, int box_cols = 128,
+                 CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   auto fn = tensor_map_encode_fn();
   if (fn == nullptr) return Status::cuda("mla_decode (fp8)", "cuTensorMapEncodeTiled is not available from the driver");
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(kTokenBytes), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(kTokenBytes)};
-  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r =
       fn(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promotion,
+         CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion,
          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return Status::cuda("mla_decode (fp8)", std::string("cuTensorMapEncodeTiled(") + what + ") failed with CUresult " +
@@ -41,7 +43,11 @@ Status encode_u8(CUtensorMap* map, const void* base, int64_t rows, const char* w
 Status encode_tensor_maps_fp8(decode::DecodeKernelParams* p, int64_t num_pages, int64_t q_rows) {
   CUtensorMapL2promotion kv_promotion;
   MLA_TRY(kv_l2_promotion(CU_TENSOR_MAP_L2_PROMOTION_L2_256B, &kv_promotion));
+  // Pages: dims 0..511 in the 128-byte boxes of tmap_kv, the rope dims as one 64 x 64-byte box of tmap_kv_rope
+  // (64-byte swizzle; mainloop_ws.cuh issue_page_tma). Q tiles: five 128-byte boxes (issue_tile_tma).
   MLA_TRY(encode_u8(&p->tmap_kv, p->kv_cache, num_pages * kBlockN, "kv_cache", kBlockN, kv_promotion));
+  MLA_TRY(encode_u8(&p->tmap_kv_rope, p->kv_cache, num_pages * kBlockN, "kv_cache rope", kBlockN, kv_promotion,
+                    kTokenBytes - kDimV, CU_TENSOR_MAP_SWIZZLE_64B));
   MLA_TRY(decode::encode_tensor_map_out(p));  // bf16 out: kernel_ws.cuh's TMA-stored direct segments
   return encode_u8(&p->tmap_q, p->q, q_rows, "q");
 }

@@ -22,6 +22,9 @@
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"
 #include "ops/cuda/sm90/decode_fp8/traits.h"
 
+#ifndef MLA_FP8_WS_KO  // knock-out bits (kernel_ws.cuh); 0 in every normal build
+#define MLA_FP8_WS_KO 0
+#endif
 namespace mla::sm90::decode_fp8 {
 
 // V^T layout (config_ws.h): the 4 permuted keys 16G + {2t, 2t+1, 8+2t, 9+2t} of output dim d sit at byte
@@ -111,6 +114,10 @@ __device__ __forceinline__ void transpose_page_stsm(uint32_t s_page, uint32_t s_
 template <class WaitVt>
 __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s_vt, int tw, WaitVt&& wait_vt,
                                                      uint32_t k_empty) {
+  // Knock-out bit 64 (kernel_ws.cuh MLA_FP8_WS_KO, session 54): arrive before the first load, so the producer may
+  // refill the stage under this page's loads (wrong results): the timing of a K ring one stage deeper.
+  constexpr bool kEarlyArrive = (MLA_FP8_WS_KO & 64) != 0;
+  if constexpr (kEarlyArrive) decode::mbar_arrive(k_empty);
   const int warp = tw >> 5;
   const TransposeLane L(tw & 31);
   uint32_t w[4][4];
@@ -120,7 +127,8 @@ __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s
 #pragma unroll 1
   for (int cp = warp + 3; cp < 16; cp += 3) {
     transpose_load(L, s_page, cp, w);
-    if (cp + 3 >= 16) decode::mbar_arrive(k_empty);  // this thread's last load from the K stage is done
+    // this thread's last load from the K stage is done
+    if (!kEarlyArrive && cp + 3 >= 16) decode::mbar_arrive(k_empty);
     transpose_store(L, s_vt, cp, w);
   }
 }

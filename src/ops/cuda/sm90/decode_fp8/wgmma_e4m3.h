@@ -1,5 +1,6 @@
 #pragma once
-// 8-bit wgmma atoms of the warp-specialized 64-row kernel (kernel_ws.cuh), and S over the five slabs of a Q tile and a page. Both operands come from
+// 8-bit wgmma atoms of the warp-specialized 64-row kernel (kernel_ws.cuh), and S over a Q tile's five slabs and a
+// page's four slabs and rope box (mainloop_ws.cuh issue_page_tma). Both operands come from
 // shared memory through descriptors (../decode/wgmma.h make_smem_desc) and must be K-major: 8-bit wgmma
 // has no transpose bits, so V reaches P.V as a transposed copy (transpose_ws.cuh). fp32 accumulators in
 // the mma.sync C layout per warp (warp w of the warpgroup: rows 16w + g, 16w + g + 8; n8 tile j: d[4j..4j+3]).
@@ -60,6 +61,19 @@ __host__ __device__ constexpr int slab_step_desc(int s) {
   return (s < 16 ? (s / 4) * (kSlabBytes >> 4) + 2 * (s % 4) : 4 * (kSlabBytes >> 4) + 2 * (s - 16));
 }
 
+// K's rope dims in a page's K stage (mainloop_ws.cuh issue_page_tma): a 64-row box of 64-byte rows at the start of slab
+// kRopeSlab, in the 64-byte-swizzle K-major layout (descriptor layout type 2; 8-row groups 512 bytes apart). Steps 16
+// and 17 read it at +0 / +32 bytes (rope_desc(s_k) + 2 * (s - 16)). The Q tile keeps the 128-byte slab 4 (its TMA,
+// once a segment, is issue_tile_tma's five boxes).
+__device__ __forceinline__ uint64_t rope_desc(uint32_t s_k) {
+  constexpr uint64_t kLayoutMask = 3ull << 62, kSwizzle64B = 2ull << 62;
+  return (decode::make_smem_desc(s_k + kRopeSlab * kSlabBytes, 16, 8 * 64) & ~kLayoutMask) | kSwizzle64B;
+}
+// The B (K) descriptor of k32 step s: slab_step_desc's steps in slabs 0-3, the rope box for steps 16 and 17.
+__device__ __forceinline__ uint64_t k_step_desc(uint64_t db, uint64_t dr, int s) {
+  return s < 16 ? db + slab_step_desc(s) : dr + 2 * (s - 16);
+}
+
 // The last R k32 steps' Q fragments of this thread (warp w of the warpgroup: rows 16w .. 16w + 15 of the Q tile), for
 // scores_qreg: one ldmatrix.x4 per step (8 x 8 b16 matrices: rows +0..7 / +8..15 x bytes 32s .. +15 / +16 .. +31).
 template <int R>
@@ -82,22 +96,23 @@ __device__ __forceinline__ void scores_qreg(float (&d)[32], const uint32_t (&qf)
   decode::fence_operands(d);
   decode::wgmma_fence();
   const uint64_t da = decode::make_smem_desc(s_q_tile, 16, 1024);
-  const uint64_t db = decode::make_smem_desc(s_k, 16, 1024);
+  const uint64_t db = decode::make_smem_desc(s_k, 16, 1024), dr = rope_desc(s_k);
   constexpr int kSteps = kDimQK / 32;
 #pragma unroll
   for (int s = 0; s < kSteps; ++s) {
     if (s < kSteps - R) {
-      wgmma_m64n64k32_e4m3(d, da + slab_step_desc(s), db + slab_step_desc(s));
+      wgmma_m64n64k32_e4m3(d, da + slab_step_desc(s), k_step_desc(db, dr, s));
     } else {
-      wgmma_m64n64k32_e4m3_rs(d, qf[s - (kSteps - R)], db + slab_step_desc(s));
+      wgmma_m64n64k32_e4m3_rs(d, qf[s - (kSteps - R)], k_step_desc(db, dr, s));
     }
   }
   decode::wgmma_commit();
 }
 
 // S (64 rows x N / 2 keys, fp32 fragments) = Q . K^T over a Q tile and a page in the slab layout (config.h):
-// 4 full slabs of 4 k32 steps (+32 bytes per step inside a 128-byte swizzled row), then 2 steps in the fifth
-// slab (dims 512..575, the first 64 bytes of its rows). m64n64k32: the whole page. kWait = false: issued and
+// 4 full slabs of 4 k32 steps (+32 bytes per step inside a 128-byte swizzled row), then 2 steps over dims 512..575:
+// Q's in the first 64 bytes of its fifth slab's rows, K's in the page's rope box (rope_desc). m64n64k32: the whole
+// page. kWait = false: issued and
 // committed as one group, not waited for (kernel_ws.cuh waits later).
 template <int N, bool kWait = true>
 __device__ __forceinline__ void scores_over_slabs(float (&d)[N], uint32_t s_q_tile, uint32_t s_k) {
@@ -109,6 +124,7 @@ __device__ __forceinline__ void scores_over_slabs(float (&d)[N], uint32_t s_q_ti
   decode::wgmma_fence();
   uint64_t da = decode::make_smem_desc(s_q_tile, 16, 1024);
   uint64_t db = decode::make_smem_desc(s_k, 16, 1024);
+  const uint64_t dr = rope_desc(s_k);
 #pragma unroll
   for (int slab = 0; slab < kDimQK / 128; ++slab) {
 #pragma unroll
@@ -117,8 +133,8 @@ __device__ __forceinline__ void scores_over_slabs(float (&d)[N], uint32_t s_q_ti
     db += kSlabBytes >> 4;
   }
   static_assert(kDimQK % 128 == 64, "the fifth slab holds 64 bytes: two k32 steps");
-  atom(da, db);
-  atom(da + 2, db + 2);
+  atom(da, dr);
+  atom(da + 2, dr + 2);
   decode::wgmma_commit();
   if constexpr (kWait) {
     decode::wgmma_wait_all();
