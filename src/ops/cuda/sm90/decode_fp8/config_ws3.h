@@ -1,6 +1,7 @@
 #pragma once
 // Shared-memory layout and roles of the scorer-split 64-row fp8 kernel (kernel_ws3.cuh). Operand layouts are the
-// 64-row kernel's (config_ws.h): Q tile and K pages in five 128-byte-swizzled slabs, V^T stages of 256 rows x 128
+// 64-row kernel's (config_ws.h): Q tile in five 128-byte-swizzled slabs, K pages in four and a 64-byte-swizzled rope
+// box at the start of the fifth (mainloop_ws.cuh issue_page_tma), V^T stages of 256 rows x 128
 // bytes, P halves of 64 bytes in 128-byte rows.
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"
 
