@@ -6,9 +6,9 @@
 // -0.4..-0.7 (NOTES_plan.md session 16; bench_stream's one-copy-per-page finding of session 14). The 64-row kernel
 // lost with it (+0.4..+1.3 us on the h_q 128 rows; no gain again in session 54) and loads its pages as four 2D boxes
 // and a rope box (mainloop_ws.cuh issue_page_tma). The fifth slab covers bytes 512..639 of a row, i.e. also the next
-// token's first 64 bytes (never read: S stops at byte 576, V at 512); for the cache's very last row that is 64 bytes past the tensor, so the cache's last page goes as
-// the five 2D boxes of tmap_kv_rope (the plain [rows, 576] map, its fifth box zero-filled by the TMA unit past byte
-// 576), as do the evict-first pages of short parts (tma_page_hint).
+// token's first 64 bytes (never read: S stops at byte 576, V at 512); for the cache's very last row that is 64 bytes
+// past the tensor, so the cache's last page goes as the five 2D boxes of tmap_kv_rope (the plain [rows, 576] map, its
+// fifth box zero-filled by the TMA unit past byte 576), as do the evict-first pages of short parts (tma_page_hint).
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/params.h"
