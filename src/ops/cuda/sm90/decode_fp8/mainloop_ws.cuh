@@ -40,10 +40,10 @@ __device__ __forceinline__ void issue_tile_tma(const CUtensorMap* map, int row0,
 // Producer: KV page `page` into a K stage: dims 0..511 as the four 128 x 64 boxes of slabs 0-3 (tmap_kv), the rope
 // dims 512..575 as one 64 x 64 box of tmap_kv_rope in the 64-byte-swizzle layout at the start of slab 4 (its second
 // half stays unwritten; S reads the box through wgmma_e4m3.h rope_desc): 36 KB into shared memory, no zero fill.
-// Session 54 (bench/decode/NOTES.md): -0.3..-0.7 % on fp8 rows 17 / 18 against five 128-byte boxes (issue_tile_tma,
-// whose fifth box is half zero fill); one 3D box of the five slabs (the 16-row kernel's page_tma.cuh) was no faster.
-// Knocking the rope box out entirely (MLA_FP8_WS_KO bit 128) takes 1.7-2.4 % off those rows: what the rope's own
-// reads cost.
+// Session 54 (bench/decode/NOTES.md), against five 128-byte boxes (issue_tile_tma, whose fifth box is half zero
+// fill), on three H200s: fp8 rows 17 / 18 -0.1..-0.7 %, rows 13-16 -0.5..+1.5 % (mean +0.0..+0.6 %). One 3D box of the
+// five slabs (the 16-row kernel's page_tma.cuh) was no faster. Knocking the rope box out entirely (MLA_FP8_WS_KO bit
+// 128) takes 1.6-2.4 % off rows 17 / 18: what the rope's own reads cost.
 template <bool kRope = true>  // false: the knock-out (wrong scores)
 __device__ __forceinline__ void issue_page_tma(const decode::DecodeKernelParams& p, int page, uint32_t dst,
                                                uint32_t bar) {
