@@ -12,6 +12,10 @@
 // are done, long before both P.V products end, so the next page's TMA starts early.
 #include "ops/cuda/sm90/decode_fp8/config.h"
 
+// Knock-out bits of the 64-row kernels, for measurements only (what each does: kernel_ws.cuh); 0 in every normal build.
+#ifndef MLA_FP8_WS_KO
+#define MLA_FP8_WS_KO 0
+#endif
 namespace mla::sm90::decode_fp8 {
 
 constexpr int kWsThreads = 384;           // warpgroups 0, 1: consumers; 2: producer (TMA thread + transposers)

@@ -48,10 +48,8 @@
 // overwrite V^T under the wgmma): a V^T ring as deep as wanted; 64 the transposers free the K stage before their first
 // load from it (transpose_ws.cuh): a K ring one stage deeper; 128 the page's TMA without its rope box
 // (mainloop_ws.cuh issue_page_tma). On rows 17 / 18 (h_q 128 b128 s4096 / s8192): 32 -0.3 / -0.1 %, 64 +0.5 / +1.8 %,
-// 128 -1.7 / -2.1 %, 16 -8.4 / -7.6 %, 4 -15.2 / -17.1 %.
-#ifndef MLA_FP8_WS_KO
-#define MLA_FP8_WS_KO 0
-#endif
+// 128 -1.7 / -2.1 %, 16 -8.4 / -7.6 %, 4 -15.2 / -17.1 %. (The macro's default, 0, is in config_ws.h: transpose_ws.cuh
+// and mainloop_ws.cuh read it too.)
 // The V^T transposer's split form (1, session 53: transpose_ws.cuh transpose_page_split, round 0 loaded before the
 // V^T stage wait and the K stage released after the last load) or the whole-round form before it (0: for A/B runs).
 #ifndef MLA_FP8_WS_TR_SPLIT

@@ -22,9 +22,6 @@
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"
 #include "ops/cuda/sm90/decode_fp8/traits.h"
 
-#ifndef MLA_FP8_WS_KO  // knock-out bits (kernel_ws.cuh); 0 in every normal build
-#define MLA_FP8_WS_KO 0
-#endif
 namespace mla::sm90::decode_fp8 {
 
 // V^T layout (config_ws.h): the 4 permuted keys 16G + {2t, 2t+1, 8+2t, 9+2t} of output dim d sit at byte

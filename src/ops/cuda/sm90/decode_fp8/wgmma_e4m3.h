@@ -66,7 +66,7 @@ __host__ __device__ constexpr int slab_step_desc(int s) {
 // and 17 read it at +0 / +32 bytes (rope_desc(s_k) + 2 * (s - 16)). The Q tile keeps the 128-byte slab 4 (its TMA,
 // once a segment, is issue_tile_tma's five boxes).
 __device__ __forceinline__ uint64_t rope_desc(uint32_t s_k) {
-  constexpr uint64_t kLayoutMask = 3ull << 62, kSwizzle64B = 2ull << 62;
+  constexpr uint64_t kLayoutMask = 3ull << 62, kSwizzle64B = 2ull << 62;  // make_smem_desc writes type 1 (128B)
   return (decode::make_smem_desc(s_k + kRopeSlab * kSlabBytes, 16, 8 * 64) & ~kLayoutMask) | kSwizzle64B;
 }
 // The B (K) descriptor of k32 step s: slab_step_desc's steps in slabs 0-3, the rope box for steps 16 and 17.
@@ -112,8 +112,7 @@ __device__ __forceinline__ void scores_qreg(float (&d)[32], const uint32_t (&qf)
 // S (64 rows x N / 2 keys, fp32 fragments) = Q . K^T over a Q tile and a page in the slab layout (config.h):
 // 4 full slabs of 4 k32 steps (+32 bytes per step inside a 128-byte swizzled row), then 2 steps over dims 512..575:
 // Q's in the first 64 bytes of its fifth slab's rows, K's in the page's rope box (rope_desc). m64n64k32: the whole
-// page. kWait = false: issued and
-// committed as one group, not waited for (kernel_ws.cuh waits later).
+// page. kWait = false: issued and committed as one group, not waited for (kernel_ws.cuh waits later).
 template <int N, bool kWait = true>
 __device__ __forceinline__ void scores_over_slabs(float (&d)[N], uint32_t s_q_tile, uint32_t s_k) {
   static_assert(N == 32, "m64n64k32");
