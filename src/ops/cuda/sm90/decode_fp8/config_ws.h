@@ -18,9 +18,17 @@
 #endif
 namespace mla::sm90::decode_fp8 {
 
+// Transpose warps of the producer warpgroup (kernel_ws.cuh): 3 (warps 1..3, beside warp 0's TMA thread), or 4 with the
+// copies issued by lane 0 of transpose warp 0 between its rounds (tma_issuer_ws.cuh; session 55, for A/B runs).
+#ifndef MLA_FP8_WS_TR_WARPS
+#define MLA_FP8_WS_TR_WARPS 3
+#endif
+constexpr int kWsTrWarps = MLA_FP8_WS_TR_WARPS;
+static_assert(kWsTrWarps == 3 || kWsTrWarps == 4, "3 transpose warps beside the TMA thread's, or 4");
 constexpr int kWsThreads = 384;           // warpgroups 0, 1: consumers; 2: producer (TMA thread + transposers)
 constexpr int kWsConsumerThreads = 256;
-constexpr int kWsTransposeThreads = 96;   // warps 1..3 of the producer warpgroup
+constexpr int kWsTransposeThreads = 32 * kWsTrWarps;
+constexpr int kWs3TransposeThreads = 96;  // kernel_ws3.cuh: warps 1..3 of its producer warpgroup
 constexpr int kVtBytes = kDimV * kBlockN;           // 32768
 constexpr int kPBufBytes = kRowsPerCta * 128;        // 8192: P of two pages (64-byte halves of each row)
 constexpr int kWsBarrierBytes = 256;

@@ -7,7 +7,8 @@
 //   warpgroup 2, warp 0, one thread: TMA of the Q tile per segment and of each page into kKStages K stages
 //     (k_full: TMA bytes; k_empty: the owner's S and the transpose are done with the page);
 //   warpgroup 2, warps 1..3: V^T of each page into kVStages V^T stages (transpose_ws.cuh; vt_full: 96
-//     arrivals; vt_empty: both consumers' P.V done);
+//     arrivals; vt_empty: both consumers' P.V done); with MLA_FP8_WS_TR_WARPS=4 (config_ws.h, session 55) warps
+//     0..3 transpose and lane 0 of warp 0 issues the copies between its rounds (tma_issuer_ws.cuh);
 //   warpgroups 0 / 1: consumers owning output columns [0, 256) / [256, 512). Page j belongs to warpgroup
 //     j % 2, which computes S (m64n64k32), the softmax against the running max of page j - 1 and P (e4m3)
 //     into half j % 2 of the P buffer; both warpgroups add P V for their half (m64n256k32).
@@ -37,6 +38,7 @@
 #include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/phases_ws.cuh"  // per-phase clock sums (nothing outside a -DMLA_DECODE_PHASES build)
 #include "ops/cuda/sm90/decode_fp8/timeline_ws.cuh"
+#include "ops/cuda/sm90/decode_fp8/tma_issuer_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/transpose_ws.cuh"
 
 // Knock-outs for measurements (diagnostics only: results are wrong by design; 0 in every normal build, whose SASS is
@@ -114,14 +116,44 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCurso
   }
 }
 
-// 96 threads: V^T of page j into stage j % kVStages once both consumers are done with page
+// A transpose warp's waits and its hook between rounds: plain waits, nothing between (every transpose warp of the
+// 3-warp form, warps 1..3 of the 4-warp form).
+struct TrPlainWaits {
+  __device__ void wait_k(uint32_t bar, uint32_t parity) const { mbar_wait(bar, parity); }
+  __device__ void between() const {}
+};
+// Warp 0 of the 4-warp form: lane 0 polls the TMA issuer (tma_issuer_ws.cuh) between rounds and while it waits, the
+// other lanes wait at the warp barrier; then every lane takes the barrier's phase itself (its acquire of the TMA's or
+// the consumers' writes).
+template <class Issuer, class Bars>
+struct TrIssuingWaits {
+  Issuer& is;
+  const Fp8DecodeParams& fp;
+  const Bars& bars;
+  uint32_t s_q_tile, s_k0;
+  int tile_row0, lane;
+  __device__ void poll() const { is.poll(fp, bars, s_q_tile, s_k0, tile_row0); }
+  __device__ void wait_k(uint32_t bar, uint32_t parity) const {
+    if (lane == 0) {
+      while (!decode::mbar_test(bar, parity)) poll();
+    }
+    __syncwarp();
+    mbar_wait(bar, parity);
+  }
+  __device__ void between() const {
+    if (lane == 0) poll();
+    __syncwarp();
+  }
+};
+
+// 32 kTrWarps threads: V^T of page j into stage j % kVStages once both consumers are done with page
 // j - kVStages's; tokens past the sequence end become zeros. kSplitForm: transpose_ws.cuh's split form
 // (MLA_FP8_WS_TR_SPLIT; kernel_ws3.cuh keeps the whole-round form: the split one spilled 56 bytes under its
-// 56-register producer warpgroup there).
-template <class S, bool kSplitForm = (MLA_FP8_WS_TR_SPLIT != 0)>
+// 56-register producer warpgroup there). waits: TrPlainWaits or TrIssuingWaits (above).
+template <class S, int kTrWarps, bool kSplitForm = (MLA_FP8_WS_TR_SPLIT != 0), class Waits = TrPlainWaits>
 __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& p, PartCursor c,
                                               const WsBarriers<S::kKStages, S::kVStages>& bars, uint32_t s_k0,
-                                              uint32_t s_vt0, int tw) {
+                                              uint32_t s_vt0, int tw, const Waits& waits = {}) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   int j = 0;
   decode::ProducerPhaseSums ph;  // diagnostics only (../decode/phase_sums.cuh, phases_ws.cuh)
@@ -138,19 +170,19 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
       wait_vt();
       ph.mark(kTrVtWait);
     }
-    mbar_wait(bars.k_full(ks), phase(j, kKStages));
+    waits.wait_k(bars.k_full(ks), phase(j, kKStages));
     ph.mark(kTrKWait);
     if (tw == 0 && j == 0) MLA_TL_MARK_FIRST(p.timeline, 9);  // timeline_ws.cuh: first K page landed (transposer)
     const uint32_t s_k = s_k0 + ks * kSlabTileBytes, s_vt = s_vt0 + vs * kVtBytes;
     const int valid_keys = c.seqlen - c.blk * kBlockN;
     if constexpr (kSplit) {
-      transpose_page(s_k, s_vt, valid_keys, tw, [&] {
+      transpose_page<kTrWarps>(s_k, s_vt, valid_keys, tw, [&] {
         ph.mark(kTrTranspose);
         wait_vt();
         ph.mark(kTrVtWait);
-      }, bars.k_empty(ks));
+      }, bars.k_empty(ks), [&] { waits.between(); });
     } else if constexpr ((MLA_FP8_WS_KO & 4) == 0) {
-      transpose_page(s_k, s_vt, valid_keys, tw);
+      transpose_page<kTrWarps>(s_k, s_vt, valid_keys, tw);
     }
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
@@ -471,12 +503,28 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   const int wg = decode::ws_warpgroup(), tid = threadIdx.x % 128;
   if (wg == 2) {
     decode::setmaxnreg_dec<56>();
-    if (tid == 0) {
+    if constexpr (kWsTrWarps == 4) {
+      // Four transpose warps; warp 0's lane 0 also issues the copies (tma_issuer_ws.cuh).
+      const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_vt0 = decode::smem_u32(smem + L.vt_offset);
+      if (tid < 32) {
+        using Bars = WsBarriers<kKStages, kVStages>;
+        static_assert(8 * (2 * kKStages + 2 * kVStages + 2) <= kIssuerStateOffset, "mbarriers, then the issuer's state");
+        // Lane 0 alone walks the issuer (tma_issuer_ws.cuh); the other lanes hold an unused copy.
+        PolledTmaIssuer<kKStages, Bars> issuer(reinterpret_cast<IssuerState*>(smem + L.bar_offset + kIssuerStateOffset));
+        if (tid == 0) issuer.start(p);
+        const TrIssuingWaits<PolledTmaIssuer<kKStages, Bars>, Bars> waits{
+            issuer, fp, bars, decode::smem_u32(smem + L.q_offset), s_k0, static_cast<int>(blockIdx.y) * kRowsPerCta,
+            tid};
+        ws_transposer<S, 4>(p, cur, bars, s_k0, s_vt0, tid, waits);
+      } else {
+        ws_transposer<S, 4>(p, cur, bars, s_k0, s_vt0, tid);
+      }
+    } else if (tid == 0) {
       ws_producer<S>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
                      blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
-      ws_transposer<S>(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset),
-                       tid - 32);
+      ws_transposer<S, 3>(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset),
+                          tid - 32);
     }
     return;
   }

@@ -223,10 +223,10 @@ __global__ void __launch_bounds__(kWs3Threads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWs3KStages; ++s) {
       decode::mbar_init(bars.k_full(s), 1);
-      decode::mbar_init(bars.k_empty(s), 128 + kWsTransposeThreads);  // the scorer + the transposers
+      decode::mbar_init(bars.k_empty(s), 128 + kWs3TransposeThreads);  // the scorer + the transposers
     }
     for (int v = 0; v < kWs3VStages; ++v) {
-      decode::mbar_init(bars.vt_full(v), kWsTransposeThreads);
+      decode::mbar_init(bars.vt_full(v), kWs3TransposeThreads);
       decode::mbar_init(bars.vt_empty(v), kWsConsumerThreads);  // both accumulators
     }
     decode::mbar_init(bars.q_full(), 1);
@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(kWs3Threads, 1)
       ws_producer<Ws3Schedule>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
                                blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
-      ws_transposer<Ws3Schedule, false>(p, cur, bars, decode::smem_u32(smem + L.k_offset),
+      ws_transposer<Ws3Schedule, 3, false>(p, cur, bars, decode::smem_u32(smem + L.k_offset),
                                         decode::smem_u32(smem + L.vt_offset), tid - 32);
     }
     return;

@@ -87,12 +87,14 @@ __device__ __forceinline__ void transpose_store(const TransposeLane& L, uint32_t
 // the ldmatrix latency 6 times per page (runs W8-W10: 2 per round paid it 12 times and the transposer sat on the
 // critical path; 8 per round spills in the producer warpgroup's 56 registers). No tail mask here: an AND per word
 // on every page was 3 % slower (W9); tail pages are fixed up by zero_vt_tail.
+// kWarps: the transpose warps (3, or 4 in kernel_ws.cuh's MLA_FP8_WS_TR_WARPS form).
+template <int kWarps>
 __device__ __forceinline__ void transpose_page_stsm(uint32_t s_page, uint32_t s_vt, int tw) {
   const int warp = tw >> 5;
   const TransposeLane L(tw & 31);
   uint32_t w[4][4];
 #pragma unroll 1
-  for (int cp = warp; cp < 16; cp += 3) {
+  for (int cp = warp; cp < 16; cp += kWarps) {
     transpose_load(L, s_page, cp, w);
     transpose_store(L, s_vt, cp, w);
   }
@@ -108,9 +110,10 @@ __device__ __forceinline__ void transpose_page_stsm(uint32_t s_page, uint32_t s_
 // H200 (bench/decode/NOTES.md "Session 53" c3): fp8 rows 16-18 -2.0 %, 13-15 -1.1..-1.8 %. Moving pair 15's key groups
 // to even out the warps' shares (20 / 22 / 22 group units a page instead of 24 / 20 / 20) cost +2..+3 % on top of it:
 // two warps then pay a sixth, short round's load latency.
-template <class WaitVt>
+// between(): called after each round's stores (the four-warp form's TMA polls there; a no-op otherwise).
+template <int kWarps, class WaitVt, class Between>
 __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s_vt, int tw, WaitVt&& wait_vt,
-                                                     uint32_t k_empty) {
+                                                     uint32_t k_empty, Between&& between) {
   // Knock-out bit 64 (kernel_ws.cuh MLA_FP8_WS_KO, session 54): arrive before the first load, so the producer may
   // refill the stage under this page's loads (wrong results): the timing of a K ring one stage deeper.
   constexpr bool kEarlyArrive = (MLA_FP8_WS_KO & 64) != 0;
@@ -121,12 +124,14 @@ __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s
   transpose_load(L, s_page, warp, w);
   wait_vt();
   transpose_store(L, s_vt, warp, w);
+  between();
 #pragma unroll 1
-  for (int cp = warp + 3; cp < 16; cp += 3) {
+  for (int cp = warp + kWarps; cp < 16; cp += kWarps) {
     transpose_load(L, s_page, cp, w);
     // this thread's last load from the K stage is done
-    if (!kEarlyArrive && cp + 3 >= 16) decode::mbar_arrive(k_empty);
+    if (!kEarlyArrive && cp + kWarps >= 16) decode::mbar_arrive(k_empty);
     transpose_store(L, s_vt, cp, w);
+    between();
   }
 }
 
@@ -161,26 +166,28 @@ __device__ __forceinline__ void zero_vt_tail(uint32_t s_vt, int valid_keys, int 
   }
 }
 
-// tw: this thread's index among the 96 transpose threads; valid_keys: keys of the page below seqlen. One unmasked
+// tw: this thread's index among the 32 kWarps transpose threads; valid_keys: keys of the page below seqlen. One unmasked
 // loop for every page; a tail page is then fixed up by zero_vt_tail after a barrier of the transpose threads (named
 // barrier kBarTranspose): a second, masked copy of the loop next to the unmasked one spills.
 constexpr int kBarTranspose = 6;  // kernel_ws.cuh's consumers use named barriers 1-5
+template <int kWarps>
 __device__ __forceinline__ void fix_vt_tail(uint32_t s_vt, int valid_keys, int tw) {
   if (valid_keys < kBlockN) {  // uniform across the transpose threads (same page)
-    decode::named_sync(kBarTranspose, kWsTransposeThreads);
-    zero_vt_tail(s_vt, valid_keys, tw, kWsTransposeThreads);
+    decode::named_sync(kBarTranspose, 32 * kWarps);
+    zero_vt_tail(s_vt, valid_keys, tw, 32 * kWarps);
   }
 }
+template <int kWarps>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw) {
-  transpose_page_stsm(s_page, s_vt, tw);
-  fix_vt_tail(s_vt, valid_keys, tw);
+  transpose_page_stsm<kWarps>(s_page, s_vt, tw);
+  fix_vt_tail<kWarps>(s_vt, valid_keys, tw);
 }
 // The split form: wait_vt() waits for the V^T stage, k_empty is the K stage's empty barrier (arrived on here).
-template <class WaitVt>
+template <int kWarps, class WaitVt, class Between>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw,
-                                               WaitVt&& wait_vt, uint32_t k_empty) {
-  transpose_page_split(s_page, s_vt, tw, wait_vt, k_empty);
-  fix_vt_tail(s_vt, valid_keys, tw);
+                                               WaitVt&& wait_vt, uint32_t k_empty, Between&& between) {
+  transpose_page_split<kWarps>(s_page, s_vt, tw, wait_vt, k_empty, between);
+  fix_vt_tail<kWarps>(s_vt, valid_keys, tw);
 }
 
 }  // namespace mla::sm90::decode_fp8
