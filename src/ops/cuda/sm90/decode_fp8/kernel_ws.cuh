@@ -50,8 +50,11 @@
 // overwrite V^T under the wgmma): a V^T ring as deep as wanted; 64 the transposers free the K stage before their first
 // load from it (transpose_ws.cuh): a K ring one stage deeper; 128 the page's TMA without its rope box
 // (mainloop_ws.cuh issue_page_tma). On rows 17 / 18 (h_q 128 b128 s4096 / s8192): 32 -0.3 / -0.1 %, 64 +0.5 / +1.8 %,
-// 128 -1.7 / -2.1 %, 16 -8.4 / -7.6 %, 4 -15.2 / -17.1 %. (The macro's default, 0, is in config_ws.h: transpose_ws.cuh
-// and mainloop_ws.cuh read it too.)
+// 128 -1.7 / -2.1 %, 16 -8.4 / -7.6 %, 4 -15.2 / -17.1 %. Session 55 (bounds of a sequence switch, not yet run): 256
+// the epilogues of segments other than the part's last write nothing (both warpgroups skip them alike, so neither
+// exchanges row sums); 512 a new segment keeps the previous segment's Q tile (the producer completes q_full without a
+// copy; the 3-warp form only). (The macro's default, 0, is in config_ws.h: transpose_ws.cuh and mainloop_ws.cuh read it
+// too.)
 // The V^T transposer's split form (1, session 53: transpose_ws.cuh transpose_page_split, round 0 loaded before the
 // V^T stage wait and the K stage released after the last load) or the whole-round form before it (0: for A/B runs).
 #ifndef MLA_FP8_WS_TR_SPLIT
@@ -98,8 +101,12 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCurso
   while (c.valid()) {
     if (new_seg) {
       ++seg;
-      if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
-      issue_tile_tma(&p.tmap_q, c.b * p.rows + tile_row0, s_q_tile, bars.q_full());
+      if ((MLA_FP8_WS_KO & 512) != 0 && seg > 0) {
+        mbar_arrive(bars.q_full());  // knock-out 512: the segment keeps the previous Q tile
+      } else {
+        if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
+        issue_tile_tma(&p.tmap_q, c.b * p.rows + tile_row0, s_q_tile, bars.q_full());
+      }
     }
     const int stage = j % kKStages;
     if (j >= kKStages) mbar_wait(bars.k_empty(stage), phase(j - kKStages, kKStages));
@@ -302,11 +309,18 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   // A segment's epilogue. This warpgroup's next S is of a new segment, whose Q tile it waits for and loads (q_new
   // below), so the Q registers are dead from the segment's last S on; overwriting them after the epilogue tells ptxas
   // so (it frees them for the epilogue; it did not, alone, keep the 8-step build from spilling: config_ws.h).
-  auto epilogue = [&](int b, OutStage out) {
+  // part_last: the part's last segment (knock-out 256 skips the others' output, both warpgroups alike).
+  auto epilogue = [&](int b, OutStage out, bool part_last) {
     tl.last(7);  // timeline_ws.cuh: an epilogue started
     const unsigned long long t_epi = tl.now();
     tl.seg();
-    ws_fp8_epilogue(fp, st, s_l, epi, b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane, merges, out);
+    if ((MLA_FP8_WS_KO & 256) != 0 && !part_last) {
+      ++epi;
+      st.reset();
+    } else {
+      ws_fp8_epilogue(fp, st, s_l, epi, b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane, merges,
+                      out);
+    }
     tl.add(kTlEpilogue, t_epi);
     if constexpr (kQR > 0 && S::kTmaOut > 0) {
 #pragma unroll
@@ -343,7 +357,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
         decode::fence_operands(o_regs);
         release_pending();
         tl.add(kTlEpilogue, t_w);
-        epilogue(prev_b, out_stage(false, true));
+        epilogue(prev_b, out_stage(false, true), false);
         ph.mark(kPhSwitch);
       }
       const unsigned long long t_top = tl.now();
@@ -450,7 +464,10 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       decode::fence_operands(o_regs);
       release_pending();
       ph.mark(kPhDrain);
-      if (end) epilogue(cur.b, out_stage(cur.last_of_part(p), false));
+      if (end) {
+        const bool part_last = cur.last_of_part(p);
+        epilogue(cur.b, out_stage(part_last, false), part_last);
+      }
     }
     prev_end = end;
     prev_b = cur.b;
@@ -462,7 +479,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     float mp[2];
     wait_other(j - 1, mp);
     pv(j - 1, mp, zero2);
-    epilogue(prev_b, out_stage(true, false));
+    epilogue(prev_b, out_stage(true, false), true);
   }
   tl.last(8);  // timeline_ws.cuh: CTA done
   tl.flush();
