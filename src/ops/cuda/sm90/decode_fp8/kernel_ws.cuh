@@ -203,6 +203,30 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
   if (tw == 0) ph.store_producer();
 }
 
+// The producer warpgroup of the 4-warp form (MLA_FP8_WS_TR_WARPS 4): four transpose warps, lane 0 of warp 0 also
+// issuing the copies (tma_issuer_ws.cuh); tid: 0..127 in the warpgroup.
+template <class S>
+__device__ __forceinline__ void ws_transposers_issuing(const Fp8DecodeParams& fp, const PartCursor& cur,
+                                                       const WsBarriers<S::kKStages, S::kVStages>& bars, uint8_t* smem,
+                                                       int tid) {
+  constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
+  using Bars = WsBarriers<kKStages, kVStages>;
+  using Issuer = PolledTmaIssuer<kKStages, Bars>;
+  static_assert(8 * (2 * kKStages + 2 * kVStages + 2) <= kIssuerStateOffset, "mbarriers, then the issuer's state");
+  constexpr WsSmemLayout L = ws_smem_layout<S>();
+  const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_vt0 = decode::smem_u32(smem + L.vt_offset);
+  if (tid >= 32) {
+    ws_transposer<S, 4>(fp.d, cur, bars, s_k0, s_vt0, tid);
+    return;
+  }
+  // Lane 0 alone walks the issuer; the other lanes hold an unused copy.
+  Issuer issuer(reinterpret_cast<IssuerState*>(smem + L.bar_offset + kIssuerStateOffset));
+  if (tid == 0) issuer.start(fp.d);
+  const TrIssuingWaits<Issuer, Bars> waits{
+      issuer, fp, bars, decode::smem_u32(smem + L.q_offset), s_k0, static_cast<int>(blockIdx.y) * kRowsPerCta, tid};
+  ws_transposer<S, 4>(fp.d, cur, bars, s_k0, s_vt0, tid, waits);
+}
+
 template <class S, bool kFused>
 __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCursor cur,
                                             const WsBarriers<S::kKStages, S::kVStages>& bars, uint8_t* smem, int wg,
@@ -521,21 +545,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   if (wg == 2) {
     decode::setmaxnreg_dec<56>();
     if constexpr (kWsTrWarps == 4) {
-      // Four transpose warps; warp 0's lane 0 also issues the copies (tma_issuer_ws.cuh).
-      const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_vt0 = decode::smem_u32(smem + L.vt_offset);
-      if (tid < 32) {
-        using Bars = WsBarriers<kKStages, kVStages>;
-        static_assert(8 * (2 * kKStages + 2 * kVStages + 2) <= kIssuerStateOffset, "mbarriers, then the issuer's state");
-        // Lane 0 alone walks the issuer (tma_issuer_ws.cuh); the other lanes hold an unused copy.
-        PolledTmaIssuer<kKStages, Bars> issuer(reinterpret_cast<IssuerState*>(smem + L.bar_offset + kIssuerStateOffset));
-        if (tid == 0) issuer.start(p);
-        const TrIssuingWaits<PolledTmaIssuer<kKStages, Bars>, Bars> waits{
-            issuer, fp, bars, decode::smem_u32(smem + L.q_offset), s_k0, static_cast<int>(blockIdx.y) * kRowsPerCta,
-            tid};
-        ws_transposer<S, 4>(p, cur, bars, s_k0, s_vt0, tid, waits);
-      } else {
-        ws_transposer<S, 4>(p, cur, bars, s_k0, s_vt0, tid);
-      }
+      ws_transposers_issuing<S>(fp, cur, bars, smem, tid);
     } else if (tid == 0) {
       ws_producer<S>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
                      blockIdx.y * kRowsPerCta);

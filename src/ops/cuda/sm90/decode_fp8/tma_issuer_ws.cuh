@@ -1,11 +1,12 @@
 #pragma once
 // The page and Q-tile TMA of the 64-row fp8 kernel's four-transposer form (kernel_ws.cuh, MLA_FP8_WS_TR_WARPS 4,
-// session 55): no warp is left for a TMA thread of its own (with a 13th warp, 416 threads, ptxas caps the launch at
-// 128 registers a thread, as for 512: C7602 for P.V's 128 accumulators; likely the 4 warps then on one SM
-// sub-partition, 4 x 128 = its 512 per lane), so lane 0 of transpose warp 0 issues the copies between its rounds. It polls (mbarrier test_wait, never a blocking wait): a copy
-// whose gate is closed (the K stage's k_empty, a Q tile's q_empty) is tried again at the next poll, so the warp's own
-// transpose never waits behind a gate (session 52 c1 put a blocking issue between a warp's shares: +1.3..+15.5 %).
-// The copies and their order are ws_producer's (kernel_ws.cuh).
+// session 55). No warp is left for a TMA thread of its own: with a 13th warp (416 threads) ptxas caps the launch at 128
+// registers a thread, as for 512, and P.V's 128 accumulators need more (C7602); likely because sub-partition 0 then
+// holds 4 warps and 4 x 128 is its 512 registers per lane. So lane 0 of transpose warp 0 issues the copies between its
+// rounds. It polls (mbarrier test_wait, never a blocking wait): a copy whose gate is closed (the K stage's k_empty, a
+// Q tile's q_empty) is tried again at the next poll, so the warp's own transpose never waits behind a gate (session 52
+// c1 put a blocking issue between a warp's shares: +1.3..+15.5 %). The copies and their order are ws_producer's
+// (kernel_ws.cuh).
 //
 // Registers: the transposers have 56, and the issuer's walk of the part (a PartCursor and three counters) on top of
 // the transpose spilled 164 bytes, so that state lives in shared memory (IssuerState, in the barrier area) and only
