@@ -8,7 +8,8 @@
 //     (k_full: TMA bytes; k_empty: the owner's S and the transpose are done with the page);
 //   warpgroup 2, warps 1..3: V^T of each page into kVStages V^T stages (transpose_ws.cuh; vt_full: 96
 //     arrivals; vt_empty: both consumers' P.V done); with MLA_FP8_WS_TR_WARPS=4 (config_ws.h, session 55) warps
-//     0..3 transpose and lane 0 of warp 0 issues the copies between its rounds (tma_issuer_ws.cuh);
+//     0..3 transpose (vt_full: 128 arrivals) and lane 0 of warp 0 issues the copies between its rounds
+//     (tma_issuer_ws.cuh);
 //   warpgroups 0 / 1: consumers owning output columns [0, 256) / [256, 512). Page j belongs to warpgroup
 //     j % 2, which computes S (m64n64k32), the softmax against the running max of page j - 1 and P (e4m3)
 //     into half j % 2 of the P buffer; both warpgroups add P V for their half (m64n256k32).
@@ -101,10 +102,11 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCurso
   while (c.valid()) {
     if (new_seg) {
       ++seg;
+      // (The q_empty wait stays in knock-out 512 too: it keeps q_full's phases from running ahead of the consumers.)
+      if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
       if ((MLA_FP8_WS_KO & 512) != 0 && seg > 0) {
         mbar_arrive(bars.q_full());  // knock-out 512: the segment keeps the previous Q tile
       } else {
-        if (seg > 0) mbar_wait(bars.q_empty(), (seg - 1) & 1);
         issue_tile_tma(&p.tmap_q, c.b * p.rows + tile_row0, s_q_tile, bars.q_full());
       }
     }
@@ -194,6 +196,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     if constexpr (!kSplit) mbar_arrive(bars.k_empty(ks));
+    waits.between();  // after the page's V^T is published, so a copy issued here does not delay it
     ph.mark(kTrTranspose);
     ph.page();
     if (tw == 0 && c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 11);  // last V^T written
@@ -338,13 +341,18 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     tl.last(7);  // timeline_ws.cuh: an epilogue started
     const unsigned long long t_epi = tl.now();
     tl.seg();
-    if ((MLA_FP8_WS_KO & 256) != 0 && !part_last) {
-      ++epi;
-      st.reset();
-    } else {
+    bool write = true;
+    if constexpr ((MLA_FP8_WS_KO & 256) != 0) {
+      write = part_last;
+      if (!write) {
+        merges.note(b, p.split_offsets[b + 1] - p.split_offsets[b]);  // the fused merge's counters stay whole
+        ++epi;
+        st.reset();
+      }
+    }
+    if (write)
       ws_fp8_epilogue(fp, st, s_l, epi, b, first_batch, first_split, tile_row0, valid_rows, wg, warp, lane, merges,
                       out);
-    }
     tl.add(kTlEpilogue, t_epi);
     if constexpr (kQR > 0 && S::kTmaOut > 0) {
 #pragma unroll

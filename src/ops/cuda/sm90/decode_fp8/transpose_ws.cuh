@@ -110,7 +110,7 @@ __device__ __forceinline__ void transpose_page_stsm(uint32_t s_page, uint32_t s_
 // H200 (bench/decode/NOTES.md "Session 53" c3): fp8 rows 16-18 -2.0 %, 13-15 -1.1..-1.8 %. Moving pair 15's key groups
 // to even out the warps' shares (20 / 22 / 22 group units a page instead of 24 / 20 / 20) cost +2..+3 % on top of it:
 // two warps then pay a sixth, short round's load latency.
-// between(): called after each round's stores (the four-warp form's TMA polls there; a no-op otherwise).
+// between(): called after each round's stores but the last (the four-warp form's TMA polls there; a no-op otherwise).
 template <int kWarps, class WaitVt, class Between>
 __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s_vt, int tw, WaitVt&& wait_vt,
                                                      uint32_t k_empty, Between&& between) {
@@ -131,7 +131,7 @@ __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s
     // this thread's last load from the K stage is done
     if (!kEarlyArrive && cp + kWarps >= 16) decode::mbar_arrive(k_empty);
     transpose_store(L, s_vt, cp, w);
-    between();
+    if (cp + kWarps < 16) between();  // (after the last round the caller polls, once V^T is published)
   }
 }
 
