@@ -8,9 +8,10 @@ Usage: bench_decode --format fp8 --rows 14-18 --reps 30 | python3 scripts/ws_pha
   --kernel ws3  the fp8 scorer-split kernel's (decode_fp8/phases_ws.cuh Ws3Phase; run bench_decode with
                 MLA_DECODE_FP8_VARIANT64=ws3): the scorer ("wg 0", slots 0-8) and accumulator 0 ("wg 1", slots 9-15)
                 on separate lines, the transposers as the producer side
-  --per-warp    also one line per consumer warp (a build with -DMLA_DECODE_PHASES_PER_WARP stores every warp's sums;
-                otherwise only warp 0 of each warpgroup's); the first line of a row averages every consumer line
-                printed (all warps in such a build)
+  --per-warp    also one line per consumer warp and per producer-side warp (a build with -DMLA_DECODE_PHASES_PER_WARP
+                stores every warp's sums; otherwise only warp 0 of each consumer warpgroup's and the producer side's
+                first timing warp's); the first line of a row averages every consumer line printed (all warps in such
+                a build), the producer-side line its first warp's (as without the flag)
 Device printf lines come out at the bench's synchronizations, before the table row of their decode calls: each row's
 lines are the ones printed since the previous row. Prints, per row, the mean SM cycles per own page of every consumer
 phase (both warpgroups, the three sampled CTAs, every call of the row) and per page of every producer-side phase.
@@ -42,7 +43,7 @@ def mean_columns(rows):
     return [sum(r[i] for r in rows) / n for i in range(len(rows[0]))] if n else []
 
 
-def report(label, cons, prod, names, per_warp):
+def report(label, cons, prod, names, per_warp, prod_warps):
     if not cons:
         return
     cnames, pnames, roles = names
@@ -65,6 +66,11 @@ def report(label, cons, prod, names, per_warp):
             w = mean_columns([v for k, v in cons if k == key])[:len(cnames)]
             print(f"  warpgroup {key[0]} warp {key[1]}: {sum(w):.0f} | " +
                   ", ".join(f"{name} {v:.0f}" for name, v in zip(cnames, w)))
+    if per_warp:
+        for warp in sorted({w for w, _ in prod_warps}):
+            p = mean_columns([v for w, v in prod_warps if w == warp])[:len(pnames)]
+            print(f"  producer-side warp {warp}: {sum(p):.0f} | " +
+                  ", ".join(f"{name} {v:.0f}" for name, v in zip(pnames, p)))
 
 
 def main():
@@ -73,7 +79,7 @@ def main():
     ap.add_argument("--per-warp", action="store_true")
     args = ap.parse_args()
     names = NAMES[args.kernel]
-    cons, prod = [], []
+    cons, prod, prod_warps = [], [], []
     for line in sys.stdin:
         m = re.match(r"WSPH consumer cta \d+ wg (\d+)(?: warp (\d+))? pages (\d+) \| (.*)", line)
         if m:
@@ -81,16 +87,19 @@ def main():
                 key = (int(m.group(1)), int(m.group(2) or 0))
                 cons.append((key, [float(x) for x in m.group(4).split()]))
             continue
-        m = re.match(r"WSPH producer cta \d+ pages (\d+) \| (.*)", line)
+        m = re.match(r"WSPH producer cta \d+ (?:warp (\d+) )?pages (\d+) \| (.*)", line)
         if m:
-            if int(m.group(1)) > 0:
-                prod.append([float(x) for x in m.group(2).split()])
+            if int(m.group(2)) > 0:
+                warp, sums = int(m.group(1) or 0), [float(x) for x in m.group(3).split()]
+                prod_warps.append((warp, sums))
+                if warp == 0:
+                    prod.append(sums)
             continue
         m = re.match(r"\|\s*(\w+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([\d.]+)\s*\|", line)
         if m:
             report(f"{m.group(1)} h_q {m.group(2)} batch {m.group(3)} seqlen {m.group(4)} ({m.group(5)} us in this build)",
-                   cons, prod, names, args.per_warp)
-            cons, prod = [], []
+                   cons, prod, names, args.per_warp, prod_warps)
+            cons, prod, prod_warps = [], [], []
 
 
 if __name__ == "__main__":

@@ -27,12 +27,13 @@ constexpr int kConsumerPhaseSlots = 16;  // phases per consumer line
 constexpr int kProducerPhaseSlots = 4;   // phases per producer-side line
 
 #ifdef MLA_DECODE_PHASES
-// [CTA slot 0..2][role][sums..., pages]. Roles: 0 / 1 warp 0 of consumer warpgroup 0 / 1, 2 the producer side, and
-// with MLA_DECODE_PHASES_PER_WARP 3 + 3 wg + warp - 1 for warps 1..3. (This numbering keeps the fp8 kernel's phases
-// build free of spills; numbering the producer first made ptxas spill 44 bytes there.) One copy per translation unit:
-// each instantiation file launches its own printer.
+// [CTA slot 0..2][role][sums..., pages]. Roles: 0 / 1 warp 0 of consumer warpgroup 0 / 1, 2 the producer side (its
+// first timing warp), and with MLA_DECODE_PHASES_PER_WARP 3 + 3 wg + warp - 1 for consumer warps 1..3 and 9 + w - 1
+// for the producer side's timing warps w = 1..3 (the fp8 kernels' transpose warps after the first; session 55). (Numbering
+// the producer first made ptxas spill more in the fp8 kernel's phases build; that build spills 44 bytes as it is, 60
+// in the 4-transpose-warp form, session 55: its times are a diagnostic build's.) One copy per translation unit: each instantiation file launches its own printer.
 #ifdef MLA_DECODE_PHASES_PER_WARP
-constexpr int kPhaseRoles = 9;
+constexpr int kPhaseRoles = 12;
 #else
 constexpr int kPhaseRoles = 3;
 #endif
@@ -76,6 +77,15 @@ struct PhaseSums {
   }
   // The producer side's sums; call from its one timing thread.
   __device__ void store_producer() const { store(2); }
+  // ... or from lane 0 of each of its timing warps w (0..3): w = 0 as store_producer, the others with
+  // MLA_DECODE_PHASES_PER_WARP only.
+  __device__ void store_producer_warp(int w) const {
+    if (w == 0) {
+      store(2);
+    } else if (kPhaseRoles > 9) {
+      store(9 + w - 1);
+    }
+  }
 
  private:
   __device__ void store(int role) const {
@@ -97,7 +107,10 @@ static __global__ void phase_sums_print_kernel() {
     for (int role = 0; role < kPhaseRoles; ++role) {
       uint32_t* a = g_phase_sums[slot][role];
       const float n = a[kConsumerPhaseSlots] > 0 ? a[kConsumerPhaseSlots] : 1;
-      if (role != 2) {
+      if (role >= 9) {
+        printf("WSPH producer cta %d warp %d pages %u | %.0f %.0f %.0f %.0f\n", phase_sums_cta(slot), role - 8,
+               a[kConsumerPhaseSlots], a[0] / n, a[1] / n, a[2] / n, a[3] / n);
+      } else if (role != 2) {
         const int wg = role < 2 ? role : (role - 3) / 3, warp = role < 2 ? 0 : (role - 3) % 3 + 1;
         printf("WSPH consumer cta %d wg %d warp %d pages %u | %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f "
                "%.0f %.0f %.0f %.0f\n",
@@ -120,6 +133,7 @@ struct PhaseSums {
   __device__ void page() {}
   __device__ void store_consumer(int, int, int) const {}
   __device__ void store_producer() const {}
+  __device__ void store_producer_warp(int) const {}
 };
 using ConsumerPhaseSums = PhaseSums<kConsumerPhaseSlots>;
 using ProducerPhaseSums = PhaseSums<kProducerPhaseSlots>;

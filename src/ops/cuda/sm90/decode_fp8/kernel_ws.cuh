@@ -203,7 +203,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     c.advance(p);
     ++j;
   }
-  if (tw == 0) ph.store_producer();
+  if ((tw & 31) == 0) ph.store_producer_warp(tw >> 5);  // per transpose warp (phase_sums.cuh)
 }
 
 // The producer warpgroup of the 4-warp form (MLA_FP8_WS_TR_WARPS 4): four transpose warps, lane 0 of warp 0 also
