@@ -29,9 +29,10 @@ constexpr int kProducerPhaseSlots = 4;   // phases per producer-side line
 #ifdef MLA_DECODE_PHASES
 // [CTA slot 0..2][role][sums..., pages]. Roles: 0 / 1 warp 0 of consumer warpgroup 0 / 1, 2 the producer side (its
 // first timing warp), and with MLA_DECODE_PHASES_PER_WARP 3 + 3 wg + warp - 1 for consumer warps 1..3 and 9 + w - 1
-// for the producer side's timing warps w = 1..3 (the fp8 kernels' transpose warps after the first; session 55). (Numbering
-// the producer first made ptxas spill more in the fp8 kernel's phases build; that build spills 44 bytes as it is, 60
-// in the 4-transpose-warp form, session 55: its times are a diagnostic build's.) One copy per translation unit: each instantiation file launches its own printer.
+// for the producer side's timing warps w = 1..3 (the fp8 kernels' transpose warps after the first; session 55).
+// (Numbering the producer first made ptxas spill more in the fp8 kernel's phases build; that build spills 44 bytes as
+// it is, 60 in the 4-transpose-warp form: its times are a diagnostic build's.) One copy per translation unit: each
+// instantiation file launches its own printer.
 #ifdef MLA_DECODE_PHASES_PER_WARP
 constexpr int kPhaseRoles = 12;
 #else

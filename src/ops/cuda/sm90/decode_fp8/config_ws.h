@@ -28,7 +28,6 @@ static_assert(kWsTrWarps == 3 || kWsTrWarps == 4, "3 transpose warps beside the 
 constexpr int kWsThreads = 384;           // warpgroups 0, 1: consumers; 2: producer (TMA thread + transposers)
 constexpr int kWsConsumerThreads = 256;
 constexpr int kWsTransposeThreads = 32 * kWsTrWarps;
-constexpr int kWs3TransposeThreads = 96;  // kernel_ws3.cuh: warps 1..3 of its producer warpgroup
 constexpr int kVtBytes = kDimV * kBlockN;           // 32768
 constexpr int kPBufBytes = kRowsPerCta * 128;        // 8192: P of two pages (64-byte halves of each row)
 constexpr int kWsBarrierBytes = 256;

@@ -219,7 +219,7 @@ __device__ __forceinline__ void ws_transposers_issuing(const Fp8DecodeParams& fp
   constexpr WsSmemLayout L = ws_smem_layout<S>();
   const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_vt0 = decode::smem_u32(smem + L.vt_offset);
   if (tid >= 32) {
-    ws_transposer<S, 4>(fp.d, cur, bars, s_k0, s_vt0, tid);
+    ws_transposer<S, kWsTrWarps>(fp.d, cur, bars, s_k0, s_vt0, tid);
     return;
   }
   // Lane 0 alone walks the issuer; the other lanes hold an unused copy.
@@ -227,7 +227,7 @@ __device__ __forceinline__ void ws_transposers_issuing(const Fp8DecodeParams& fp
   if (tid == 0) issuer.start(fp.d);
   const TrIssuingWaits<Issuer, Bars> waits{
       issuer, fp, bars, decode::smem_u32(smem + L.q_offset), s_k0, static_cast<int>(blockIdx.y) * kRowsPerCta, tid};
-  ws_transposer<S, 4>(fp.d, cur, bars, s_k0, s_vt0, tid, waits);
+  ws_transposer<S, kWsTrWarps>(fp.d, cur, bars, s_k0, s_vt0, tid, waits);
 }
 
 template <class S, bool kFused>
@@ -558,8 +558,8 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
       ws_producer<S>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
                      blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
-      ws_transposer<S, 3>(p, cur, bars, decode::smem_u32(smem + L.k_offset), decode::smem_u32(smem + L.vt_offset),
-                          tid - 32);
+      ws_transposer<S, kWsTrWarps>(p, cur, bars, decode::smem_u32(smem + L.k_offset),
+                                   decode::smem_u32(smem + L.vt_offset), tid - 32);
     }
     return;
   }

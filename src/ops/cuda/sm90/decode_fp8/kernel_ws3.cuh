@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(kWs3Threads, 1)
       ws_producer<Ws3Schedule>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
                                blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
-      ws_transposer<Ws3Schedule, 3, false>(p, cur, bars, decode::smem_u32(smem + L.k_offset),
+      ws_transposer<Ws3Schedule, kWs3TrWarps, false>(p, cur, bars, decode::smem_u32(smem + L.k_offset),
                                         decode::smem_u32(smem + L.vt_offset), tid - 32);
     }
     return;

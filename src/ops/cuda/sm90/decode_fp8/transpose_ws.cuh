@@ -166,9 +166,9 @@ __device__ __forceinline__ void zero_vt_tail(uint32_t s_vt, int valid_keys, int 
   }
 }
 
-// tw: this thread's index among the 32 kWarps transpose threads; valid_keys: keys of the page below seqlen. One unmasked
-// loop for every page; a tail page is then fixed up by zero_vt_tail after a barrier of the transpose threads (named
-// barrier kBarTranspose): a second, masked copy of the loop next to the unmasked one spills.
+// tw: this thread's index among the 32 x kWarps transpose threads; valid_keys: keys of the page below seqlen. One
+// unmasked loop for every page; a tail page is then fixed up by zero_vt_tail after a barrier of the transpose threads
+// (named barrier kBarTranspose): a second, masked copy of the loop next to the unmasked one spills.
 constexpr int kBarTranspose = 6;  // kernel_ws.cuh's consumers use named barriers 1-5
 template <int kWarps>
 __device__ __forceinline__ void fix_vt_tail(uint32_t s_vt, int valid_keys, int tw) {
