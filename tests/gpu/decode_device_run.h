@@ -48,6 +48,16 @@ inline Status whole_sequence_forms(int batch, int s_q, int h_q, const std::vecto
   return Status::ok();
 }
 
+// Whether the step runs the 64-row warp-specialized kernel with its default knobs: 64-row head tiles (not the narrow
+// 16-row ones) of at least 32 query rows (MLA_DECODE_N32's default sends 32-47 rows there; 16 rows run a 16-row kernel).
+inline Status takes_ws64(int batch, int s_q, int h_q, const std::vector<int>& seqlens, KvFormat format, bool* ws64) {
+  const std::vector<int32_t> lens(seqlens.begin(), seqlens.end());
+  DecodePlanGeometry g;
+  MLA_TRY(decode_plan_geometry(batch, s_q, h_q, device_sm_count(), &g, lens.data(), format));
+  *ws64 = g.tile_rows == kDecodeRowsPerCta && s_q * h_q >= 32;
+  return Status::ok();
+}
+
 // The fused merge's counters (DecodePlanView::merge_counters): plan_decode zeroes them and every mla_decode call must
 // leave them zero, or the next layer's call of the step would merge at the wrong arrival.
 inline Status check_merge_counters_zero(const DeviceBuffer& d_cnt, const std::string& name) {

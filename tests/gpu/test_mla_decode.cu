@@ -332,6 +332,19 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
                        }});
     }
   }
+  // Steps on the 64-row warp-specialized kernel write their direct segments through its TMA-store epilogue; each runs
+  // again on the kernel's plain-store form (MLA_DECODE_WS64_OUT=plain, read on every call; merged by the combine), which
+  // steps of all-cut sequences take under `auto`. Same tolerance: the same values, stored through another path.
+  {
+    bool ws64 = false;
+    if (takes_ws64(c.batch, c.s_q, c.h_q, c.seqlens, c.format, &ws64).is_ok() && ws64) {
+      const std::string n = name + "_plainout";
+      cases.push_back({"mla_decode", n, kDecodeTol, [c, n](CaseReport* rep) {
+                         ScopedEnv env("MLA_DECODE_WS64_OUT", "plain");
+                         return run_decode_case(n, c, rep);
+                       }});
+    }
+  }
   // Every case passes the plan's merge_counters, so its split sequences are merged by the decode kernel where it can
   // (fused_merge.cuh), and again by the combine grid (MLA_DECODE_MERGE=combine, read on every call). Same tolerance:
   // the fused merge is the combine's math on the same fp32 partials, in another order of the same sums.
@@ -490,6 +503,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        try_call("bad MLA_DECODE_N16", good, g, plan, ws.bytes()); }
                      { ScopedEnv env("MLA_DECODE_N32", "wgmma");  // not a variant (read on every call, any rows)
                        try_call("bad MLA_DECODE_N32", good, g, plan, ws.bytes()); }
+                     { ScopedEnv env("MLA_DECODE_WS64_OUT", "bulk");  // not a form (read on every call, any rows)
+                       try_call("bad MLA_DECODE_WS64_OUT", good, g, plan, ws.bytes()); }
                      { ScopedEnv env("MLA_DECODE_HEAD_PAIRS", "on");  // not a value
                        try_call("bad MLA_DECODE_HEAD_PAIRS", good, g, plan, ws.bytes()); }
                      { ScopedEnv env("MLA_DECODE_MERGE", "both");  // not a mode

@@ -126,12 +126,26 @@ Status n32_ws(bool* ws) {
   return Status::ok();
 }
 
+// How the 16-bit 64-row kernel writes direct segments: MLA_DECODE_WS64_OUT = tma (default, or unset: the TMA-store
+// epilogue, epilogue_tma_ws.cuh) | auto (plain stores on combine-merged steps whose sequences are all cut,
+// decode_plan_spreads_sequences: every segment is a split partial there, so the TMA epilogue never runs; what it costs
+// is the kernel's allocation, 1-2 % on h_q 128 b32 in the fp8 / fp8_ds kernels, sessions 49-50) | plain (every step;
+// merged by the combine). auto is the rule the fp8 and fp8_ds 64-row kernels take by default; for bf16 / fp16 it
+// waits for its measurement (bench/decode/NOTES.md "Session 56"). Read on every call, so the tests run every form.
+Status ws64_plain_out(const DecodeKernelParams& kp, const DecodePlanGeometry& g, bool* plain) {
+  const EnvKnob k = read_env_knob("MLA_DECODE_WS64_OUT", {"tma", "auto", "plain"});
+  MLA_TRY(k.status);
+  *plain = k.index == 2 || (k.index == 1 && kp.merge_counters == nullptr && decode_plan_spreads_sequences(g));
+  return Status::ok();
+}
+
 template <class Traits>
-Status launch_ws(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, dim3 grid,
+Status launch_ws(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_pages, dim3 grid, bool plain,
                  cudaStream_t stream) {
   using namespace sm90::decode;
+  if (plain) kp.merge_counters = nullptr;  // the plain-store form has no fused merge: launch() adds the combine
   MLA_TRY(encode_tensor_maps(&kp, num_pages, static_cast<int64_t>(g.batch) * kp.rows));
-  return launch_decode_ws<Traits, true, true>(kp, grid, stream);
+  return launch_decode_ws<Traits, true, true>(kp, grid, stream, plain);
 }
 
 // The 16-bit kernels; the warp-specialized ones (kWs, kN16Ws) can merge split sequences themselves (fused_merge.cuh).
@@ -144,8 +158,9 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   MLA_TRY(variant16_knob().status);
   MLA_TRY(force_mma_sync_knob().status);
   MLA_TRY(l2_prefetch_knob().status);
-  bool n16ws = false;
+  bool n16ws = false, ws64_plain = false;
   MLA_TRY(n16_ws(&n16ws));  // checked on every call, whatever the rows, as the other knobs
+  MLA_TRY(ws64_plain_out(kp, g, &ws64_plain));
   const dim3 grid(g.num_parts, g.num_head_tiles);
   // Active 16-row groups: a single short tile (h_q 16/32 with few query rows) skips the empty groups.
   const int rows_first_tile = kp.rows < g.tile_rows ? kp.rows : g.tile_rows;
@@ -168,7 +183,7 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
   if (k != Kernel16::kWs && k != Kernel16::kN16Ws) kp.merge_counters = nullptr;  // these need the combine
   switch (k) {
     case Kernel16::kWs:
-      MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, stream));
+      MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, ws64_plain, stream));
       break;
     case Kernel16::kN16Ws:
       MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages, kN16WsGroupSlabs));  // kernel_n16ws.cuh: + the slab-group map

@@ -106,7 +106,8 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
 // ws_consumer and decode_fp8ds/kernel_ws64.cuh's consumer: a view on the consumer's own state (references, as the
 // lambdas it replaces captured them), so it compiles to the same code.
 // kTmaOut: direct segments through the TMA-store epilogue (kTmaOutFor's default); false: plain stores for every segment
-// (fp8_ds's ws64 on steps whose sequences are all cut, decode_fp8ds/kernel_ws64.cuh).
+// (the plain-store forms of this file's kernel and of decode_fp8ds/kernel_ws64.cuh, for steps whose sequences are all
+// cut, where no segment is direct and the TMA epilogue's code only costs the kernel its allocation).
 template <class Traits, bool kFused = false, bool kTmaOut = kTmaOutFor<Traits>>
 struct WsPeerSteps {
   const DecodeKernelParams& p;
@@ -184,7 +185,7 @@ __device__ __forceinline__ void acquire_q(const WsBarriers& bars, int seg, int& 
   }
 }
 
-template <class Traits, bool kFused>
+template <class Traits, bool kFused, bool kTmaOut>
 __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCursor cur, const WsBarriers& bars,
                                             uint8_t* smem, int wg, int tid) {
   constexpr WsSmemLayout L = ws_smem_layout();
@@ -212,8 +213,8 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   constexpr bool k16 = Traits::kFormat != KvFormat::kFp8Ds;
   PStoreAddrs p_addrs;
   if constexpr (k16) p_addrs.init(s_kv0 + wg * kPageBytes, row_local[0], t4);
-  WsPeerSteps<Traits, kFused> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0, valid_rows,
-                           first_batch, first_split};
+  WsPeerSteps<Traits, kFused, kTmaOut> peer{p, bars, st, s_m, s_l, row_local, s_kv0, wg, warp, lane, tile_row0,
+                                            valid_rows, first_batch, first_split};
 
   Ws64Timeline tl;  // diagnostics only (timeline_ws64.cuh), empty in a normal build
   tl.init(p, tid == 0);
@@ -341,8 +342,10 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   peer.merges.template finish<Traits, float, kWsConsumerThreads>(p, wg * 128 + tid);
 }
 
-// kFused: the fused merge (fused_merge.cuh; the combine-mode instantiation has none of its code).
-template <class Traits, bool kFused>
+// kFused: the fused merge (fused_merge.cuh; the combine-mode instantiation has none of its code). kTmaOut: direct
+// segments through the TMA-store epilogue (the default); false: the plain-store form (WsPeerSteps), launched with the
+// combine only (launch_decode_ws).
+template <class Traits, bool kFused, bool kTmaOut = kTmaOutFor<Traits>>
 __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __grid_constant__ DecodeKernelParams p) {
   // fp8_ds: the producer warpgroup dequantizes latent slabs (producer_ws_fp8ds.cuh), which then complete
   // one by one on the per-slab full barriers.
@@ -397,7 +400,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
   } else {
     setmaxnreg_inc<232>();
   }
-  ws_consumer<Traits, kFused>(p, cur, bars, smem, wg, tid);
+  ws_consumer<Traits, kFused, kTmaOut>(p, cur, bars, smem, wg, tid);
   if (threadIdx.x == 0) clock_probe_stop();
 }
 

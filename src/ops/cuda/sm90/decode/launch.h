@@ -19,9 +19,11 @@ Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream
 
 // Warp-specialized 64-row variant (kernel_ws.cuh): TMA producer warp + two ping-pong wgmma consumer
 // warpgroups. p.tmap_* must be encoded first (encode_tensor_maps). <kPvFirst, kSlabBars> must be <true, true>,
-// the one schedule kept (kernel_ws.cuh; the parameters stay so callers name the schedule they rely on).
+// the one schedule kept (kernel_ws.cuh; the parameters stay so callers name the schedule they rely on). plain_out (bf16 /
+// fp16 only, p.merge_counters null): the form that writes direct segments with plain stores instead of the TMA-store
+// epilogue, for steps whose sequences are all cut (mla_decode.cu, MLA_DECODE_WS64_OUT).
 template <class Traits, bool kPvFirst, bool kSlabBars>
-Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream);
+Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream, bool plain_out = false);
 
 // Warp-specialized 16-row tiles (kernel_n16ws.cuh; h_q 16, s_q 1: one 16-row tile per CTA). p.tmap_kv from
 // encode_tensor_map_kv_slabs16, p.tmap_q from encode_tensor_map_q16 first.

@@ -19,14 +19,26 @@ Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream
 }
 
 template <class Traits, bool kPvFirst, bool kSlabBars>
-Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream) {
+Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream, bool plain_out) {
   static_assert(kPvFirst && kSlabBars, "only the pvfirst schedule with per-slab barriers is built (kernel_ws.cuh)");
   constexpr int smem = ws_smem_layout(Traits::kFormat == KvFormat::kFp8Ds).total;
-  // A fused-merge instantiation for the 16-bit formats only: fp8_ds's producer-converts path has none (its ws16 and
-  // owner-converts kernels have their own; mla_decode.cu passes no counters here), so both choices are its one kernel.
-  constexpr bool kFusedForm = Traits::kFormat != KvFormat::kFp8Ds;
-  MLA_TRY((launch_merging_kernel<&mla_decode_ws_kernel<Traits, kFusedForm>, &mla_decode_ws_kernel<Traits, false>>(
-      p, grid, kWsThreads, smem, stream, "mla_decode", /*pairable=*/true)));
+  // A fused-merge instantiation and a plain-store form for the 16-bit formats only: fp8_ds's producer-converts path has
+  // neither (its ws16 and owner-converts kernels have their own; mla_decode.cu passes no counters here), so both
+  // merging choices are its one kernel.
+  constexpr bool k16 = Traits::kFormat != KvFormat::kFp8Ds;
+  if (plain_out) {
+    if (!k16)
+      return Status::internal("mla_decode", "the fp8_ds producer-converts 64-row kernel has no plain-store form");
+    if (p.merge_counters != nullptr)
+      return Status::internal("mla_decode",
+                              "the 64-row plain-store form merges through the combine (merge_counters given)");
+    if constexpr (k16)
+      MLA_TRY((launch_kernel<&mla_decode_ws_kernel<Traits, false, false>>(p, grid, kWsThreads, smem, stream,
+                                                                           "mla_decode", /*pairable=*/true)));
+  } else {
+    MLA_TRY((launch_merging_kernel<&mla_decode_ws_kernel<Traits, k16>, &mla_decode_ws_kernel<Traits, false>>(
+        p, grid, kWsThreads, smem, stream, "mla_decode", /*pairable=*/true)));
+  }
   phase_sums_print(stream);             // diagnostics builds only (phase_sums.cuh)
   clock_probe_fold(stream, kClockWs64);  // (clock_probe.cuh)
   return Status::ok();

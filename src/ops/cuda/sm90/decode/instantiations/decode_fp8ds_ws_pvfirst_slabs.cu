@@ -3,5 +3,5 @@
 #include "ops/cuda/sm90/decode/launch_impl.cuh"
 
 namespace mla::sm90::decode {
-template Status launch_decode_ws<Fp8DsTraits, true, true>(const DecodeKernelParams&, dim3, cudaStream_t);
+template Status launch_decode_ws<Fp8DsTraits, true, true>(const DecodeKernelParams&, dim3, cudaStream_t, bool);
 }  // namespace mla::sm90::decode
