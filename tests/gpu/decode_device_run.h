@@ -48,8 +48,9 @@ inline Status whole_sequence_forms(int batch, int s_q, int h_q, const std::vecto
   return Status::ok();
 }
 
-// Whether the step runs the 64-row warp-specialized kernel with its default knobs: 64-row head tiles (not the narrow
-// 16-row ones) of at least 32 query rows (MLA_DECODE_N32's default sends 32-47 rows there; 16 rows run a 16-row kernel).
+// Whether a 16-bit step runs the 64-row warp-specialized kernel with the default knobs: 64-row head tiles (not the
+// narrow 16-row ones) of at least 32 query rows (MLA_DECODE_N32's default sends 32-47 rows there; 16 rows run a 16-row
+// kernel). Not for fp8, whose 32-row tiles run its 16-row kernel.
 inline Status takes_ws64(int batch, int s_q, int h_q, const std::vector<int>& seqlens, KvFormat format, bool* ws64) {
   const std::vector<int32_t> lens(seqlens.begin(), seqlens.end());
   DecodePlanGeometry g;

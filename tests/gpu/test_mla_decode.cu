@@ -333,8 +333,8 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
     }
   }
   // Steps on the 64-row warp-specialized kernel write their direct segments through its TMA-store epilogue; each runs
-  // again on the kernel's plain-store form (MLA_DECODE_WS64_OUT=plain, read on every call; merged by the combine), which
-  // steps of all-cut sequences take under `auto`. Same tolerance: the same values, stored through another path.
+  // again on the kernel's plain-store form (MLA_DECODE_WS64_OUT=plain, read on every call; merged by the combine),
+  // which steps that cut nearly every sequence take under `auto`. Same tolerance: the same values, stored through another path.
   {
     bool ws64 = false;
     if (takes_ws64(c.batch, c.s_q, c.h_q, c.seqlens, c.format, &ws64).is_ok() && ws64) {

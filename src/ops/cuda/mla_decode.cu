@@ -127,11 +127,12 @@ Status n32_ws(bool* ws) {
 }
 
 // How the 16-bit 64-row kernel writes direct segments: MLA_DECODE_WS64_OUT = tma (default, or unset: the TMA-store
-// epilogue, epilogue_tma_ws.cuh) | auto (plain stores on combine-merged steps whose sequences are all cut,
-// decode_plan_spreads_sequences: every segment is a split partial there, so the TMA epilogue never runs; what it costs
-// is the kernel's allocation, 1-2 % on h_q 128 b32 in the fp8 / fp8_ds kernels, sessions 49-50) | plain (every step;
-// merged by the combine). auto is the rule the fp8 and fp8_ds 64-row kernels take by default; for bf16 / fp16 it
-// waits for its measurement (bench/decode/NOTES.md "Session 56"). Read on every call, so the tests run every form.
+// epilogue, epilogue_tma_ws.cuh) | auto (plain stores on combine-merged steps that cut nearly every sequence,
+// decode_plan_spreads_sequences: nearly every segment is a split partial there, so the TMA epilogue seldom runs; what
+// it costs is the kernel's allocation, 1-2 % on h_q 128 b32 in the fp8 / fp8_ds kernels, sessions 49-50) | plain
+// (every step; merged by the combine, whatever MLA_DECODE_MERGE says, as MLA_DECODE_FP8DS_WS64_OUT=plain). auto is the
+// rule the fp8 and fp8_ds 64-row kernels take by default; for bf16 / fp16 it waits for its measurement
+// (bench/decode/NOTES.md "Session 56"). Read on every call, so the tests run every form.
 Status ws64_plain_out(const DecodeKernelParams& kp, const DecodePlanGeometry& g, bool* plain) {
   const EnvKnob k = read_env_knob("MLA_DECODE_WS64_OUT", {"tma", "auto", "plain"});
   MLA_TRY(k.status);

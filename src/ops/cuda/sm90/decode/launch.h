@@ -19,9 +19,10 @@ Status launch_decode(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream
 
 // Warp-specialized 64-row variant (kernel_ws.cuh): TMA producer warp + two ping-pong wgmma consumer
 // warpgroups. p.tmap_* must be encoded first (encode_tensor_maps). <kPvFirst, kSlabBars> must be <true, true>,
-// the one schedule kept (kernel_ws.cuh; the parameters stay so callers name the schedule they rely on). plain_out (bf16 /
-// fp16 only, p.merge_counters null): the form that writes direct segments with plain stores instead of the TMA-store
-// epilogue, for steps whose sequences are all cut (mla_decode.cu, MLA_DECODE_WS64_OUT).
+// the one schedule kept (kernel_ws.cuh; the parameters stay so callers name the schedule they rely on).
+// plain_out (bf16 / fp16 only, p.merge_counters null): the form that writes direct segments with plain stores instead
+// of the TMA-store epilogue (mla_decode.cu, MLA_DECODE_WS64_OUT: `auto` takes it on steps that cut nearly every
+// sequence).
 template <class Traits, bool kPvFirst, bool kSlabBars>
 Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t stream, bool plain_out = false);
 

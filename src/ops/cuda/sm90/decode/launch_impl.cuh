@@ -27,14 +27,15 @@ Status launch_decode_ws(const DecodeKernelParams& p, dim3 grid, cudaStream_t str
   // merging choices are its one kernel.
   constexpr bool k16 = Traits::kFormat != KvFormat::kFp8Ds;
   if (plain_out) {
-    if (!k16)
-      return Status::internal("mla_decode", "the fp8_ds producer-converts 64-row kernel has no plain-store form");
-    if (p.merge_counters != nullptr)
-      return Status::internal("mla_decode",
-                              "the 64-row plain-store form merges through the combine (merge_counters given)");
-    if constexpr (k16)
+    if constexpr (k16) {
+      if (p.merge_counters != nullptr)
+        return Status::internal("mla_decode",
+                                "the 64-row plain-store form merges through the combine (merge_counters given)");
       MLA_TRY((launch_kernel<&mla_decode_ws_kernel<Traits, false, false>>(p, grid, kWsThreads, smem, stream,
                                                                            "mla_decode", /*pairable=*/true)));
+    } else {
+      return Status::internal("mla_decode", "the fp8_ds producer-converts 64-row kernel has no plain-store form");
+    }
   } else {
     MLA_TRY((launch_merging_kernel<&mla_decode_ws_kernel<Traits, k16>, &mla_decode_ws_kernel<Traits, false>>(
         p, grid, kWsThreads, smem, stream, "mla_decode", /*pairable=*/true)));
