@@ -144,7 +144,10 @@ struct TrIssuingWaits {
   __device__ void poll() const { is.poll(fp, bars, s_q_tile, s_k0, tile_row0); }
   __device__ void wait_k(uint32_t bar, uint32_t parity) const {
     if (lane == 0) {
-      while (!decode::mbar_test(bar, parity)) poll();
+      while (!decode::mbar_test(bar, parity)) {
+        poll();
+        if constexpr (MLA_FP8_WS_ISSUER_SLEEP_NS > 0) __nanosleep(MLA_FP8_WS_ISSUER_SLEEP_NS);
+      }
     }
     __syncwarp();
     mbar_wait(bar, parity);
