@@ -106,8 +106,8 @@ __device__ __forceinline__ void ws_producer(const DecodeKernelParams& p, PartCur
 // ws_consumer and decode_fp8ds/kernel_ws64.cuh's consumer: a view on the consumer's own state (references, as the
 // lambdas it replaces captured them), so it compiles to the same code.
 // kTmaOut: direct segments through the TMA-store epilogue (kTmaOutFor's default); false: plain stores for every segment
-// (the plain-store forms of this file's kernel and of decode_fp8ds/kernel_ws64.cuh, for steps whose sequences are all
-// cut, where no segment is direct and the TMA epilogue's code only costs the kernel its allocation).
+// (the plain-store forms of this file's kernel and of decode_fp8ds/kernel_ws64.cuh, for steps that cut nearly every
+// sequence, where the TMA epilogue seldom runs and its code mostly costs the kernel its allocation).
 template <class Traits, bool kFused = false, bool kTmaOut = kTmaOutFor<Traits>>
 struct WsPeerSteps {
   const DecodeKernelParams& p;
