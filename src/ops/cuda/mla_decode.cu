@@ -126,6 +126,16 @@ Status n32_ws(bool* ws) {
   return Status::ok();
 }
 
+// A 64-row kernel's output form from knob `name` = auto | tma | plain (unset: auto where unset_is_auto, else tma), read
+// on every call. auto: plain on combine-merged steps that cut nearly every sequence (decode_plan_spreads_sequences).
+Status plain_out_knob(const char* name, bool unset_is_auto, const DecodeKernelParams& kp, const DecodePlanGeometry& g,
+                      bool* plain) {
+  const EnvKnob k = read_env_knob(name, {"auto", "tma", "plain"});
+  MLA_TRY(k.status);
+  const bool is_auto = k.index == 0 || (k.index < 0 && unset_is_auto);
+  *plain = k.index == 2 || (is_auto && kp.merge_counters == nullptr && decode_plan_spreads_sequences(g));
+  return Status::ok();
+}
 // How the 16-bit 64-row kernel writes direct segments: MLA_DECODE_WS64_OUT = tma (default, or unset: the TMA-store
 // epilogue, epilogue_tma_ws.cuh) | auto (plain stores on combine-merged steps that cut nearly every sequence,
 // decode_plan_spreads_sequences: nearly every segment is a split partial there, so the TMA epilogue seldom runs; what
@@ -134,10 +144,7 @@ Status n32_ws(bool* ws) {
 // rule the fp8 and fp8_ds 64-row kernels take by default; for bf16 / fp16 it waits for its measurement
 // (bench/decode/NOTES.md "Session 56"). Read on every call, so the tests run every form.
 Status ws64_plain_out(const DecodeKernelParams& kp, const DecodePlanGeometry& g, bool* plain) {
-  const EnvKnob k = read_env_knob("MLA_DECODE_WS64_OUT", {"tma", "auto", "plain"});
-  MLA_TRY(k.status);
-  *plain = k.index == 2 || (k.index == 1 && kp.merge_counters == nullptr && decode_plan_spreads_sequences(g));
-  return Status::ok();
+  return plain_out_knob("MLA_DECODE_WS64_OUT", /*unset_is_auto=*/false, kp, g, plain);
 }
 
 template <class Traits>
@@ -229,10 +236,7 @@ bool fp8ds_owner_converts(int h_q) { return h_q >= 64 && fp8ds_ws64_knob().index
 // is a split partial there, and the TMA epilogue's code cost the kernel 1-2 % on h_q 128 b32, session 49 c6 / c8);
 // `tma` / `plain` force one form (`plain` merges by the combine). Read on every call, so the tests run both.
 Status fp8ds_ws64_plain_out(const DecodeKernelParams& kp, const DecodePlanGeometry& g, bool* plain) {
-  const EnvKnob k = read_env_knob("MLA_DECODE_FP8DS_WS64_OUT", {"auto", "tma", "plain"});
-  MLA_TRY(k.status);
-  *plain = k.index == 2 || (k.index <= 0 && kp.merge_counters == nullptr && decode_plan_spreads_sequences(g));
-  return Status::ok();
+  return plain_out_knob("MLA_DECODE_FP8DS_WS64_OUT", /*unset_is_auto=*/true, kp, g, plain);
 }
 
 // fp8_ds: the bf16 kernels with dequantizing page loaders (sm90/decode/pages.cuh, producer_ws_fp8ds.cuh) or

@@ -248,7 +248,7 @@ __global__ void __launch_bounds__(kWs3Threads, 1)
                                blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {
       ws_transposer<Ws3Schedule, kWs3TrWarps, false>(p, cur, bars, decode::smem_u32(smem + L.k_offset),
-                                        decode::smem_u32(smem + L.vt_offset), tid - 32);
+                                                     decode::smem_u32(smem + L.vt_offset), tid - 32);
     }
     return;
   }
