@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   const int row0 = p.tiles[2 * blockIdx.y + 1];
   const int row_end = min(row0 + C::kBM, p.offsets[expert + 1]);
   extern __shared__ __align__(128) uint8_t smem[];
-  const uint32_t s_base = smem_addr(smem);
+  const uint32_t s_base = smem_u32(smem);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int wm = warp / C::kWarpsN, wn = warp % C::kWarpsN;
 

@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the grouped_gemm kernels (mma.sync in grouped_gemm.cu, wgmma in grouped_gemm_wgmma.cu): the
-// kernel parameters, the cp.async / ldmatrix / mma PTX wrappers, the 128-byte-row XOR swizzle (which is
+// kernel parameters, the PTX wrappers they use, the 128-byte-row XOR swizzle (which is
 // also wgmma's canonical 128B-swizzle K-major layout when a tile starts on a 1024-byte boundary), and the
 // loader's row mapping.
 #include <cuda_bf16.h>
@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "mla/core/status.h"
+#include "ops/cuda/sm90/decode/ptx.h"
 
 namespace mla::cuda::grouped {
 
@@ -27,31 +28,13 @@ struct GroupedKernelParams {
   bool silu;
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global → shared, L2 only; src_bytes 0 writes zeros and reads nothing.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// The PTX wrappers are the decode kernels' (sm90/decode/ptx.h): cp.async with its zero fill, ldmatrix, mma.sync.
+using sm90::decode::cp_async_16;
+using sm90::decode::cp_async_commit;
+using sm90::decode::cp_async_wait;
+using sm90::decode::ldmatrix_x4;
+using sm90::decode::mma_bf16;
+using sm90::decode::smem_u32;
 
 // Byte offset of 16-byte chunk `ch` of row `r` in a swizzled tile.
 __device__ __forceinline__ uint32_t swz(int r, int ch) { return r * kRowBytes + ((ch ^ (r & 7)) << 4); }

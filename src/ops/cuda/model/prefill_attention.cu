@@ -23,6 +23,7 @@
 
 #include "mla/core/cuda_check.h"
 #include "mla/core/env_knob.h"
+#include "ops/cuda/sm90/decode/ptx.h"
 
 namespace mla::cuda {
 namespace {
@@ -60,34 +61,20 @@ struct PrefillKernelParams {
   float scale_log2;  // softmax_scale · log2(e)
 };
 
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// The PTX wrappers are the decode kernels' (sm90/decode/ptx.h): mma.sync, cp.async, ldmatrix.
+using sm90::decode::cp_async_16;
+using sm90::decode::cp_async_commit;
+using sm90::decode::cp_async_wait;
+using sm90::decode::ldmatrix_x4;
+using sm90::decode::ldmatrix_x4_trans;
+using sm90::decode::mma_bf16;
+using sm90::decode::smem_u32;
 
 __device__ __forceinline__ uint32_t ld32(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
 // 16 bytes global → shared, asynchronously; `valid` false writes 16 zero bytes (src-size 0 reads nothing).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const __nv_bfloat16* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const __nv_bfloat16* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
+  cp_async_16(smem_u32(dst), src, valid ? 16 : 0);
 }
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
@@ -171,7 +158,7 @@ __global__ void __launch_bounds__(kWarps * 32, 8 / kWarps) prefill_attention_ker
 
   for (int it = 0; it < num_tiles; ++it) {
     const int kt = it * kTileK;
-    cp_async_wait_all();
+    cp_async_wait<0>();
     __syncthreads();  // this tile has landed for every thread, and every warp is done with the other stage
     if (it + 1 < num_tiles) {
       __nv_bfloat16* next = smem + ((it + 1) % kStages) * kStageElems;
@@ -190,7 +177,7 @@ __global__ void __launch_bounds__(kWarps * 32, 8 / kWarps) prefill_attention_ker
 #pragma unroll
       for (int np = 0; np < kKeyTiles / 2; ++np) {
         uint32_t bk[4];
-        ldsm_x4(bk, &sK[(np * 16 + lm_hi16 + lm_row) * kKPitch + ks * 16 + lm_hi8]);
+        ldmatrix_x4(bk, smem_u32(&sK[(np * 16 + lm_hi16 + lm_row) * kKPitch + ks * 16 + lm_hi8]));
         mma_bf16(s[2 * np], qf[ks], bk[0], bk[1]);
         mma_bf16(s[2 * np + 1], qf[ks], bk[2], bk[3]);
       }
@@ -236,13 +223,13 @@ __global__ void __launch_bounds__(kWarps * 32, 8 / kWarps) prefill_attention_ker
 #pragma unroll
       for (int np = 0; np < kVTiles / 2; ++np) {
         uint32_t bv[4];
-        ldsm_x4_trans(bv, &sV[(kk * 16 + lm_hi8 + lm_row) * kVPitch + np * 16 + lm_hi16]);
+        ldmatrix_x4_trans(bv, smem_u32(&sV[(kk * 16 + lm_hi8 + lm_row) * kVPitch + np * 16 + lm_hi16]));
         mma_bf16(o[2 * np], a, bv[0], bv[1]);
         mma_bf16(o[2 * np + 1], a, bv[2], bv[3]);
       }
     }
   }
-  cp_async_wait_all();  // nothing may still be landing in shared memory when the CTA exits
+  cp_async_wait<0>();  // nothing may still be landing in shared memory when the CTA exits
 
   // Epilogue: the quad's partial sums → 1/l, bf16 pairs out, lse in natural log.
   l_lo = quad_sum(l_lo), l_hi = quad_sum(l_hi);

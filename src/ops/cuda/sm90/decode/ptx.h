@@ -50,6 +50,15 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                : "r"(addr));
 }
 
+// D += A (16x16 row) * B (16x8 col), bf16 in, fp32 accumulate (mma.sync m16n8k16; fragment layouts in the PTX ISA).
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // 2^x as one MUFU.EX2, subnormal results flushed to 0 (exp2f adds a range check and two multiplies per value to
 // produce them). Every softmax that uses it takes x = (s - m) * scale_log2 <= 0 (<= 8 under fp8's lazy running max,
 // mla/ops/decode_running_max.h): a flushed P is below 2^-126, far

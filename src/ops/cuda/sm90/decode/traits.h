@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "mla/core/kv_format.h"
+#include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
 
 namespace mla::sm90::decode {
@@ -21,11 +22,7 @@ struct Bf16Traits {
   }
   // D += A (16x16 row) * B (16x8 col), fp32 accumulate.
   __device__ __forceinline__ static void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    mma_bf16(d, a, b0, b1);
   }
   // wgmma atoms of the 64-row variant: S slice (64 x 32 keys) and O slice (64 x 256, V MN-major).
   __device__ __forceinline__ static void wgmma_qk(float (&d)[16], uint64_t a, uint64_t b) { wgmma_m64n32k16_bf16(d, a, b); }
