@@ -59,15 +59,19 @@ if [[ $PARTS == *sanitize* ]]; then
   echo "== racecheck (256-thread kernel) rc=$? $(grep -E 'RACECHECK SUMMARY' "$O/racecheck.log" | tail -1)"
 fi
 if [[ $PARTS == *sass* ]] && command -v cuobjdump > /dev/null; then
-  # Opcode histograms of the fp8_ds kernels: the 16-row exact-code ws kernel (default for h_q 16, s_q 1) and the
-  # dequantizing ones (what the dequantization costs in instructions).
-  for k in '_ZN3mla4sm9012decode_fp8ds4ws1628mla_decode_fp8ds_ws16_kernelENS0_6decode18DecodeKernelParamsE' \
-           '_ZN3mla4sm906decode17mla_decode_kernelINS1_11Fp8DsTraitsELi1ELb0EEEvNS1_18DecodeKernelParamsE' \
-           '_ZN3mla4sm906decode20mla_decode_ws_kernelINS1_11Fp8DsTraitsENS1_9WsVariantILb1ELb1EEEEEvNS1_18DecodeKernelParamsE'; do
-    echo "== $k"
-    cuobjdump -sass -fun "$k" "$T8" | grep -oE '^\s+/\*[0-9a-f]{4,6}\*/\s+(@!?U?P[0-9T] )?[A-Z][A-Z0-9_.]*' |
-      awk '{print $NF}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -25 | tr '\n' ' '
+  # Opcode histograms of the fp8_ds kernels, every instantiation whose mangled name holds one of these: the 16-row
+  # exact-code ws kernels (default for h_q 16, s_q 1), the dequantizing mma.sync ones and the 64-row ws ones (what the
+  # dequantization costs in instructions). Names are matched, not spelled out: a new template argument must not leave
+  # the histogram silently empty.
+  hist() {
+    grep -oE '^\s+/\*[0-9a-f]{4,6}\*/\s+(@!?U?P[0-9T] )?[A-Z][A-Z0-9_.]*' | awk '{print $NF}' | sed 's/\..*//' |
+      sort | uniq -c | sort -rn | head -25 | tr '\n' ' '
     echo
+  }
+  for k in $(cuobjdump -sass "$T8" | grep -oE 'Function : \S+' | awk '{print $3}' |
+             grep -E 'mla_decode_fp8ds_ws16_kernel|mla_decode_kernelINS1_11Fp8DsTraits|mla_decode_fp8ds_ws64_kernel'); do
+    echo "== $k"
+    cuobjdump -sass -fun "$k" "$T8" 2> /dev/null | hist  # (quiet: it warns for every cubin without the kernel)
   done > "$O/sass_hist.txt" 2>&1
   echo "== sass histogram written ($(wc -c < "$O/sass_hist.txt") bytes)"
 fi
