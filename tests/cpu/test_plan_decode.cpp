@@ -859,5 +859,41 @@ TEST(PlanDecode, CombineManyChunksTakeARowInOneLoadBatch) {
   }
 }
 
+// decode_plan_spreads_sequences picks the 64-row kernels' plain-store form (mla_decode.cu plain_out_knob's auto,
+// decode_fp8/variant64.h). It is a shape rule (2 x batch <= num_parts). On a step of about equal lengths of >= 10
+// pages it means the plan cuts nearly every sequence, so the TMA-store epilogue the form drops would seldom run. It
+// can hold where few or none are cut: on short sequences (the split price keeps those whole) and on skewed steps
+// (only the long ones are cut). The form is correct there too; its direct segments are plain stores.
+TEST(PlanDecode, SpreadStepsOfEqualLengthsCutNearlyEverySequence) {
+  std::mt19937 rng(11);
+  int spread_steps = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    const int batch = 1 + rng() % 140;
+    const int base = 577 + rng() % 12000;  // >= 10 pages; 3-9 page steps of 17-66 sequences kept up to all whole
+    std::vector<int32_t> sl(batch);
+    for (auto& x : sl) x = base + int32_t(rng() % (base / 16 + 1));
+    const int h_q = 16 << (rng() % 4);
+    const Plan p = make_plan(sl, 1, h_q, 132, {}, -1, /*host_seqlens=*/true);
+    if (p.g.tile_rows != kDecodeRowsPerCta || !decode_plan_spreads_sequences(p.g)) continue;
+    ++spread_steps;
+    int cut = 0;
+    for (int b = 0; b < batch; ++b) cut += p.offsets[b + 1] - p.offsets[b] > 1;
+    // Nearly: b66 at h_q 64 (two columns each, exactly) keeps 7 of 66 whole.
+    EXPECT_GE(cut, batch * 85 / 100) << "batch " << batch << " h_q " << h_q << " length " << base;
+  }
+  EXPECT_GE(spread_steps, 50);  // the loop saw enough spread steps to mean something
+  auto whole = [](const Plan& p, int b) { return p.offsets[b + 1] - p.offsets[b] == 1; };
+  const Plan short_step = make_plan(std::vector<int32_t>(39, 269), 1, 64, 132, {}, -1, true);  // 5 pages each
+  ASSERT_EQ(short_step.g.tile_rows, kDecodeRowsPerCta);
+  EXPECT_TRUE(decode_plan_spreads_sequences(short_step.g));
+  for (int b = 0; b < 39; ++b) EXPECT_TRUE(whole(short_step, b)) << b;
+  std::vector<int32_t> skewed(13, 640);  // 12 sequences of 10 pages and one of 1024
+  skewed[5] = 65536;
+  const Plan skewed_step = make_plan(skewed, 1, 128, 132, {}, -1, true);
+  ASSERT_EQ(skewed_step.g.tile_rows, kDecodeRowsPerCta);
+  EXPECT_TRUE(decode_plan_spreads_sequences(skewed_step.g));
+  for (int b = 0; b < 13; ++b) EXPECT_EQ(whole(skewed_step, b), b != 5) << b;
+}
+
 }  // namespace
 }  // namespace mla
