@@ -251,22 +251,4 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   return finish(Status::ok());
 }
 
-// Bad-input cases: every call in `results` must have returned an error and launched nothing, so `out`
-// (allocated poisoned) still holds only 0xFF bytes. Prints each status; reports (accepted, bytes written).
-inline Status report_rejections(const std::vector<std::pair<std::string, Status>>& results, const DeviceBuffer& out,
-                                CaseReport* rep) {
-  MLA_CUDA_TRY("test", cudaDeviceSynchronize());
-  std::vector<uint8_t> bytes(out.bytes());
-  MLA_TRY(out.download(&bytes));
-  size_t accepted = 0;
-  for (const auto& [what, st] : results) {
-    if (st.is_ok()) ++accepted;
-    std::printf("  %-30s -> %s\n", what.c_str(), st.is_ok() ? "ACCEPTED (bad input)" : st.to_string().c_str());
-  }
-  const size_t written = std::count_if(bytes.begin(), bytes.end(), [](uint8_t v) { return v != DeviceBuffer::kPoisonByte; });
-  const std::vector<double> got{double(accepted), double(written)}, want{0, 0};
-  rep->add("accepted_or_written", compare_vec(got, want));
-  return Status::ok();
-}
-
 }  // namespace mla::test

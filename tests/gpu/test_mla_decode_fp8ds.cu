@@ -32,6 +32,7 @@
 #include "common/decode_data.h"
 #include "common/random.h"
 #include "decode_device_run.h"
+#include "decode_rejections.h"
 #include "harness/device_buffer.h"
 #include "harness/registry.h"
 #include "harness/scoped_env.h"
@@ -605,37 +606,23 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      s.format = KvFormat::kFp8Ds;
                      auto rng = case_rng("fp8_ds_bad_inputs");
                      const DecodeHostData h = make_decode_data(s, rng);
-                     DecodePlanGeometry g;
-                     MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &g));
-                     DeviceBuffer q, cache, bt, sl, out, lse, parts, off, ws;
-                     MLA_TRY(q.alloc(h.q.size()));
-                     MLA_TRY(cache.alloc(h.cache.size() * 2));  // room for a 576-wide 16-bit view
-                     MLA_TRY(bt.alloc(h.block_table.size() * 4));
-                     MLA_TRY(sl.alloc(8));
-                     MLA_TRY(out.alloc(h.out_elems() * 2));
-                     MLA_TRY(lse.alloc(h.lse_elems() * 4));
-                     MLA_TRY(parts.alloc(size_t(g.num_parts) * kPlanPartInts * 4));
-                     MLA_TRY(off.alloc(3 * 4));
-                     MLA_TRY(ws.alloc(decode_workspace_bytes(g)));
-                     const MlaDecodeParams good =
-                         h.params(q.data(), cache.data(), bt.data(), sl.data(), out.data(), lse.data(), kSoftmaxScale);
-                     DecodePlanView plan{parts.as<int32_t>(), off.as<int32_t>(), g.num_parts};
-                     std::vector<std::pair<std::string, Status>> results;
-                     auto try_call = [&](const std::string& what, const MlaDecodeParams& p) {
-                       results.emplace_back(what, cuda::mla_decode(p, g, plan, ws.data(), ws.bytes(), nullptr));
-                     };
-                     { auto p = good; p.q.dtype = DType::kFp16; try_call("fp8_ds with fp16 q", p); }
-                     { auto p = good; p.q.dtype = DType::kE4m3; try_call("fp8_ds with e4m3 q", p); }
-                     { auto p = good; p.out.dtype = DType::kFp16; try_call("fp8_ds with fp16 out", p); }
-                     { auto p = good; p.kv_cache = TensorView::contiguous(cache.data(), DType::kBf16, {h.num_pages, 64, 576});
-                       try_call("fp8_ds with a bf16 cache", p); }
-                     { auto p = good; p.kv_cache = TensorView::contiguous(cache.data(), DType::kUint8, {h.num_pages, 64, 576});
-                       try_call("fp8_ds with 576-byte tokens", p); }
-                     { auto p = good; p.kv_cache.data = static_cast<uint8_t*>(cache.data()) + 8;
-                       try_call("misaligned cache", p); }
-                     { auto p = good; p.q.data = static_cast<uint8_t*>(q.data()) + 2; try_call("misaligned q", p); }
-                     { auto p = good; p.format = KvFormat::kFp8; try_call("fp8 format, fp8_ds cache", p); }
-                     return report_rejections(results, out, rep);
+                     DecodeRejections r;  // the cache: room for a 576-wide 16-bit view
+                     MLA_TRY(r.alloc(s.batch, s.s_q, s.h_q, h.q.size(), h.cache.size() * 2, h.block_table.size() * 4,
+                                     h.out_elems() * 2, h.lse_elems() * 4));
+                     const MlaDecodeParams good = h.params(r.q.data(), r.cache.data(), r.bt.data(), r.sl.data(),
+                                                           r.out.data(), r.lse.data(), kSoftmaxScale);
+                     { auto p = good; p.q.dtype = DType::kFp16; r.call("fp8_ds with fp16 q", p); }
+                     { auto p = good; p.q.dtype = DType::kE4m3; r.call("fp8_ds with e4m3 q", p); }
+                     { auto p = good; p.out.dtype = DType::kFp16; r.call("fp8_ds with fp16 out", p); }
+                     { auto p = good; p.kv_cache = TensorView::contiguous(r.cache.data(), DType::kBf16, {h.num_pages, 64, 576});
+                       r.call("fp8_ds with a bf16 cache", p); }
+                     { auto p = good; p.kv_cache = TensorView::contiguous(r.cache.data(), DType::kUint8, {h.num_pages, 64, 576});
+                       r.call("fp8_ds with 576-byte tokens", p); }
+                     { auto p = good; p.kv_cache.data = static_cast<uint8_t*>(r.cache.data()) + 8;
+                       r.call("misaligned cache", p); }
+                     { auto p = good; p.q.data = static_cast<uint8_t*>(r.q.data()) + 2; r.call("misaligned q", p); }
+                     { auto p = good; p.format = KvFormat::kFp8; r.call("fp8 format, fp8_ds cache", p); }
+                     return r.report(rep);
                    }});
 });
 
