@@ -59,17 +59,19 @@ if [[ $PARTS == *sanitize* ]]; then
   echo "== racecheck (256-thread kernel) rc=$? $(grep -E 'RACECHECK SUMMARY' "$O/racecheck.log" | tail -1)"
 fi
 if [[ $PARTS == *sass* ]] && command -v cuobjdump > /dev/null; then
-  # Opcode histograms of the fp8_ds kernels, every instantiation whose mangled name holds one of these: the 16-row
-  # exact-code ws kernels (default for h_q 16, s_q 1), the dequantizing mma.sync ones and the 64-row ws ones (what the
-  # dequantization costs in instructions). Names are matched, not spelled out: a new template argument must not leave
-  # the histogram silently empty.
+  # Opcode histograms of every fp8_ds kernel (mangled name holding Fp8DsTraits or decode_fp8ds): the 16-row exact-code
+  # ws kernels (default for h_q 16, s_q 1), the dequantizing mma.sync ones and the 64-row ws ones, producer- and
+  # owner-converts (what the dequantization costs in instructions). Names are matched, not spelled out, so a new
+  # template argument does not drop a kernel; none found is said.
   hist() {
     grep -oE '^\s+/\*[0-9a-f]{4,6}\*/\s+(@!?U?P[0-9T] )?[A-Z][A-Z0-9_.]*' | awk '{print $NF}' | sed 's/\..*//' |
       sort | uniq -c | sort -rn | head -25 | tr '\n' ' '
     echo
   }
-  for k in $(cuobjdump -sass "$T8" | grep -oE 'Function : \S+' | awk '{print $3}' |
-             grep -E 'mla_decode_fp8ds_ws16_kernel|mla_decode_kernelINS1_11Fp8DsTraits|mla_decode_fp8ds_ws64_kernel'); do
+  kernels=$(cuobjdump -sass "$T8" | grep -oE 'Function : \S+' | awk '{print $3}' | grep -E 'Fp8DsTraits|decode_fp8ds' |
+            sort -u)
+  [ -n "$kernels" ] || echo "== sass: no fp8_ds kernel found in $T8"
+  for k in $kernels; do
     echo "== $k"
     cuobjdump -sass -fun "$k" "$T8" 2> /dev/null | hist  # (quiet: it warns for every cubin without the kernel)
   done > "$O/sass_hist.txt" 2>&1

@@ -861,9 +861,10 @@ TEST(PlanDecode, CombineManyChunksTakeARowInOneLoadBatch) {
 
 // decode_plan_spreads_sequences picks the 64-row kernels' plain-store form (mla_decode.cu plain_out_knob's auto,
 // decode_fp8/variant64.h). It is a shape rule (2 x batch <= num_parts). On a step of about equal lengths of >= 10
-// pages it means the plan cuts nearly every sequence, so the TMA-store epilogue the form drops would seldom run. It
-// can hold where few or none are cut: on short sequences (the split price keeps those whole) and on skewed steps
-// (only the long ones are cut). The form is correct there too; its direct segments are plain stores.
+// pages it means the plan cuts nearly every sequence (>= 80 %), so the TMA-store epilogue the form drops would seldom
+// run. It can hold where few or none are cut: on short sequences (today's tuning, DecodePlanTuning's defaults, keeps
+// them whole: seq_cost and the split price weigh a cut against their few pages) and on skewed steps (only the long
+// ones are cut). The form is correct there too; its direct segments are plain stores.
 TEST(PlanDecode, SpreadStepsOfEqualLengthsCutNearlyEverySequence) {
   std::mt19937 rng(11);
   int spread_steps = 0;
@@ -878,11 +879,12 @@ TEST(PlanDecode, SpreadStepsOfEqualLengthsCutNearlyEverySequence) {
     ++spread_steps;
     int cut = 0;
     for (int b = 0; b < batch; ++b) cut += p.offsets[b + 1] - p.offsets[b] > 1;
-    // Nearly: b66 at h_q 64 (two columns each, exactly) keeps 7 of 66 whole.
-    EXPECT_GE(cut, batch * 85 / 100) << "batch " << batch << " h_q " << h_q << " length " << base;
+    // Nearly: the low end seen is h_q 128 b33 of 14-15 pages, 27 of 33 cut (rare; a helper drew 200k such steps).
+    EXPECT_GE(100 * cut, 80 * batch) << "batch " << batch << " h_q " << h_q << " length " << base;
   }
   EXPECT_GE(spread_steps, 50);  // the loop saw enough spread steps to mean something
   auto whole = [](const Plan& p, int b) { return p.offsets[b + 1] - p.offsets[b] == 1; };
+  // With today's tuning (seq_cost 3 or 5, or split price 0, would cut all 39 here).
   const Plan short_step = make_plan(std::vector<int32_t>(39, 269), 1, 64, 132, {}, -1, true);  // 5 pages each
   ASSERT_EQ(short_step.g.tile_rows, kDecodeRowsPerCta);
   EXPECT_TRUE(decode_plan_spreads_sequences(short_step.g));

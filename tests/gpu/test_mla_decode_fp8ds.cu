@@ -622,6 +622,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        r.call("misaligned cache", p); }
                      { auto p = good; p.q.data = static_cast<uint8_t*>(r.q.data()) + 2; r.call("misaligned q", p); }
                      { auto p = good; p.format = KvFormat::kFp8; r.call("fp8 format, fp8_ds cache", p); }
+                     { ScopedEnv env("MLA_DECODE_N32", "wgmma");  // not a variant (launch_fp8ds reads it on every call)
+                       r.call("bad MLA_DECODE_N32", good); }
                      return r.report(rep);
                    }});
 });

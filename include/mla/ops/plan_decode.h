@@ -183,8 +183,8 @@ inline bool decode_plan_wants_fused_merge(const DecodePlanGeometry& g, const int
 }
 
 // Whether a step's sequences average at least two CTA columns each (2 x batch <= num_parts): on about equal lengths of
-// >= 10 pages its plan then cuts nearly every sequence into pieces, each written as a split partial (shorter sequences
-// the split price keeps whole, and a skewed step cuts only its long ones: test_plan_decode.cpp). The fp8 and fp8_ds
+// >= 10 pages its plan then cuts nearly every sequence into pieces, each written as a split partial (shorter ones the
+// default tuning keeps whole, and a skewed step cuts only its long ones: test_plan_decode.cpp). The fp8 and fp8_ds
 // 64-row kernels run a form without their TMA-store epilogue for direct segments on such steps when the combine merges
 // them (decode_fp8/variant64.h, mla_decode.cu). A shape rule, so a CUDA graph replayed across steps keeps its kernel.
 inline bool decode_plan_spreads_sequences(const DecodePlanGeometry& g) { return 2 * g.batch <= g.num_parts; }

@@ -24,8 +24,7 @@ constexpr int kStageBytes = (kBM + kBN) * kRowBytes;            // 48 KB
 constexpr int kSmemBytes = kStages * kStageBytes + 1024;       // + alignment slack for the 1024-byte atoms
 constexpr int kAChunks = kBM * 8 / kThreads, kBChunks = kBN * 8 / kThreads;
 
-// The wgmma wrappers are the decode kernels' (sm90/decode/wgmma.h). K-major 128B-swizzle descriptors: leading
-// offset unused (16), 1024 bytes between 8-row groups.
+// The wgmma wrappers are the decode kernels' (sm90/decode/wgmma.h).
 using sm90::decode::fence_operands;
 using sm90::decode::fence_proxy_async;
 using sm90::decode::make_smem_desc;
@@ -33,6 +32,9 @@ using sm90::decode::wgmma_commit;
 using sm90::decode::wgmma_fence;
 using sm90::decode::wgmma_m64n256k16_bf16;
 using sm90::decode::wgmma_wait_group;
+
+// K-major 128B-swizzle descriptor: leading offset unused (16), 1024 bytes between 8-row groups.
+__device__ __forceinline__ uint64_t desc_k_major(uint32_t addr) { return make_smem_desc(addr, 16, 1024); }
 
 __global__ void __launch_bounds__(kThreads, 1) grouped_gemm_wgmma_kernel(const __grid_constant__ GroupedKernelParams p) {
   const int expert = p.tiles[2 * blockIdx.y];
@@ -95,7 +97,7 @@ __global__ void __launch_bounds__(kThreads, 1) grouped_gemm_wgmma_kernel(const _
     if (nk < KT) load_stage(nk % kStages, nk);
     cp_async_commit();
     const uint32_t sa = s_base + (kt % kStages) * kStageBytes, sb = sa + kBM * kRowBytes;
-    const uint64_t da = make_smem_desc(sa + wg * 64 * kRowBytes, 16, 1024), db = make_smem_desc(sb, 16, 1024);
+    const uint64_t da = desc_k_major(sa + wg * 64 * kRowBytes), db = desc_k_major(sb);
     fence_operands(acc);
     wgmma_fence();
 #pragma unroll

@@ -73,7 +73,7 @@ using sm90::decode::smem_u32;
 __device__ __forceinline__ uint32_t ld32(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
 // 16 bytes global → shared, asynchronously; `valid` false writes 16 zero bytes (src-size 0 reads nothing).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+__device__ __forceinline__ void cp_async16_or_zero(void* dst, const void* src, bool valid) {
   cp_async_16(smem_u32(dst), src, valid ? 16 : 0);
 }
 
@@ -104,13 +104,13 @@ __device__ __forceinline__ void load_tile(const PrefillKernelParams& p, __nv_bfl
     const int64_t row = int64_t(k_start) + (ok ? j : 0);
     const __nv_bfloat16* src = ch < kNopeChunks ? p.k_nope + row * p.kn_row + int64_t(head) * p.kn_head + ch * 8
                                                 : p.k_pe + row * p.pe_row + (ch - kNopeChunks) * 8;
-    cp_async16(&sK[key * kKPitch + ch * 8], src, ok);
+    cp_async16_or_zero(&sK[key * kKPitch + ch * 8], src, ok);
   }
   for (int i = threadIdx.x; i < kTileK * kVChunks; i += kThreads) {
     const int key = i / kVChunks, ch = i % kVChunks, j = kt + key;
     const bool ok = j < k_len;
     const int64_t row = int64_t(k_start) + (ok ? j : 0);
-    cp_async16(&sV[key * kVPitch + ch * 8], p.v + row * p.v_row + int64_t(head) * p.v_head + ch * 8, ok);
+    cp_async16_or_zero(&sV[key * kVPitch + ch * 8], p.v + row * p.v_row + int64_t(head) * p.v_head + ch * 8, ok);
   }
 }
 

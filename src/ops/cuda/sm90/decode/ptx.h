@@ -1,6 +1,6 @@
 #pragma once
-// Thin PTX wrappers used by the decode kernel (sm_80+ instructions that are still the cheapest way to
-// move a swizzled page through shared memory into mma.sync operands).
+// Thin PTX wrappers used by the decode kernels, and by the model's grouped GEMM and prefill attention (sm_80+
+// instructions that are still the cheapest way to move a swizzled tile through shared memory into mma.sync operands).
 #include <cstdint>
 
 namespace mla::sm90::decode {
