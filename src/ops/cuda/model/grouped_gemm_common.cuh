@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "mla/core/status.h"
-#include "ops/cuda/sm90/decode/ptx.h"
+#include "ptx.cuh"
 
 namespace mla::cuda::grouped {
 
@@ -27,14 +27,6 @@ struct GroupedKernelParams {
   int N, K;
   bool silu;
 };
-
-// The PTX wrappers are the decode kernels' (sm90/decode/ptx.h): cp.async with its zero fill, ldmatrix, mma.sync.
-using sm90::decode::cp_async_16;
-using sm90::decode::cp_async_commit;
-using sm90::decode::cp_async_wait;
-using sm90::decode::ldmatrix_x4;
-using sm90::decode::mma_bf16;
-using sm90::decode::smem_u32;
 
 // Byte offset of 16-byte chunk `ch` of row `r` in a swizzled tile.
 __device__ __forceinline__ uint32_t swz(int r, int ch) { return r * kRowBytes + ((ch ^ (r & 7)) << 4); }

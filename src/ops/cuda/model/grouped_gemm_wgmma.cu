@@ -13,7 +13,6 @@
 
 #include "grouped_gemm_common.cuh"
 #include "mla/core/cuda_check.h"
-#include "ops/cuda/sm90/decode/wgmma.h"
 
 namespace mla::cuda::grouped {
 namespace {
@@ -23,15 +22,6 @@ constexpr int kBM = 128, kBN = 256, kStages = 4, kThreads = 256;
 constexpr int kStageBytes = (kBM + kBN) * kRowBytes;            // 48 KB
 constexpr int kSmemBytes = kStages * kStageBytes + 1024;       // + alignment slack for the 1024-byte atoms
 constexpr int kAChunks = kBM * 8 / kThreads, kBChunks = kBN * 8 / kThreads;
-
-// The wgmma wrappers are the decode kernels' (sm90/decode/wgmma.h).
-using sm90::decode::fence_operands;
-using sm90::decode::fence_proxy_async;
-using sm90::decode::make_smem_desc;
-using sm90::decode::wgmma_commit;
-using sm90::decode::wgmma_fence;
-using sm90::decode::wgmma_m64n256k16_bf16;
-using sm90::decode::wgmma_wait_group;
 
 // K-major 128B-swizzle descriptor: leading offset unused (16), 1024 bytes between 8-row groups.
 __device__ __forceinline__ uint64_t desc_k_major(uint32_t addr) { return make_smem_desc(addr, 16, 1024); }

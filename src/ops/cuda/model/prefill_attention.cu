@@ -23,7 +23,7 @@
 
 #include "mla/core/cuda_check.h"
 #include "mla/core/env_knob.h"
-#include "ops/cuda/sm90/decode/ptx.h"
+#include "ptx.cuh"
 
 namespace mla::cuda {
 namespace {
@@ -60,15 +60,6 @@ struct PrefillKernelParams {
   int64_t q_row, kn_row, kn_head, pe_row, v_row, v_head, o_row, o_head, tq;
   float scale_log2;  // softmax_scale · log2(e)
 };
-
-// The PTX wrappers are the decode kernels' (sm90/decode/ptx.h): mma.sync, cp.async, ldmatrix.
-using sm90::decode::cp_async_16;
-using sm90::decode::cp_async_commit;
-using sm90::decode::cp_async_wait;
-using sm90::decode::ldmatrix_x4;
-using sm90::decode::ldmatrix_x4_trans;
-using sm90::decode::mma_bf16;
-using sm90::decode::smem_u32;
 
 __device__ __forceinline__ uint32_t ld32(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
