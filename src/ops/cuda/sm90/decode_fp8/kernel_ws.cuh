@@ -86,9 +86,6 @@ struct WsBarriers {
   __device__ uint32_t q_empty() const { return q_full() + 8; }
 };
 
-// Parity of the barrier phase that page j completes in its stage (stage j % n, phase j / n).
-__device__ __forceinline__ uint32_t phase(int j, int n) { return static_cast<uint32_t>(j / n) & 1u; }
-
 // One thread: Q tile of segment s once both consumers released segment s - 1's; page j into K stage
 // j % kKStages once page j - kKStages's S and transpose are done.
 template <class S, class Bars>
@@ -112,12 +109,7 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCurso
     }
     const int stage = j % kKStages;
     if (j >= kKStages) mbar_wait(bars.k_empty(stage), phase(j - kKStages, kKStages));
-    if constexpr ((MLA_FP8_WS_KO & 16) != 0) {
-      mbar_arrive(bars.k_full(stage));
-    } else {
-      issue_page_tma<(MLA_FP8_WS_KO & 128) == 0>(p, c.page, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
-    }
-    if (c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 10);  // timeline_ws.cuh: last TMA
+    issue_k_page(p, c, c.page, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
     new_seg = c.last_of_sequence();
     c.advance(p);
     c.fetch_page(p);  // the next page's block-table entry loads while this thread waits

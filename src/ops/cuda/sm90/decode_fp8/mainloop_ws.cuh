@@ -11,6 +11,7 @@
 #include "ops/cuda/sm90/decode/fused_merge.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/timeline.cuh"  // MLA_TL_MARK_* (nothing outside a timeline build)
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"
@@ -53,6 +54,22 @@ __device__ __forceinline__ void issue_page_tma(const decode::DecodeKernelParams&
     decode::tma_load_2d(dst + slab * kSlabBytes, &p.tmap_kv, bar, slab * 128, page * kBlockN);
   if constexpr (kRope) decode::tma_load_2d(dst + kRopeSlab * kSlabBytes, &p.tmap_kv_rope, bar, kDimV, page * kBlockN);
 }
+
+// Producer: cursor c's page (physical page `page`) into the K stage at dst, onto its k_full barrier, and the
+// timeline's last-TMA mark; the one copy step of both issuers (kernel_ws.cuh ws_producer, tma_issuer_ws.cuh).
+// Knock-outs (kernel_ws.cuh MLA_FP8_WS_KO): 16 completes k_full by a plain arrive, no copy; 128 copies no rope box.
+__device__ __forceinline__ void issue_k_page(const decode::DecodeKernelParams& p, const PartCursor& c, int page,
+                                             uint32_t dst, uint32_t k_full) {
+  if constexpr ((MLA_FP8_WS_KO & 16) != 0) {
+    decode::mbar_arrive(k_full);
+  } else {
+    issue_page_tma<(MLA_FP8_WS_KO & 128) == 0>(p, page, dst, k_full);
+  }
+  if (c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 10);  // timeline_ws.cuh: last TMA
+}
+
+// Parity of the barrier phase that page j completes in its stage (stage j % n, phase j / n).
+__device__ __forceinline__ uint32_t phase(int j, int n) { return static_cast<uint32_t>(j / n) & 1u; }
 
 // Row max of this thread's row h of an S fragment over the 4 lanes sharing it, no key masked (mainloop.cuh
 // mask_row_max without the mask: for pages whose every key is visible to every row of the warp).

@@ -14,7 +14,6 @@
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/scheduler.cuh"
-#include "ops/cuda/sm90/decode/timeline.cuh"  // MLA_TL_MARK_* (nothing outside a timeline build)
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/params.h"
@@ -66,12 +65,7 @@ struct PolledTmaIssuer {
         s.need_q = 0;
       } else {
         const int stage = s.j % kKStages;
-        if constexpr ((MLA_FP8_WS_KO & 16) != 0) {
-          decode::mbar_arrive(bars.k_full(stage));
-        } else {
-          issue_page_tma<(MLA_FP8_WS_KO & 128) == 0>(p, page, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
-        }
-        if (s.c.last_of_sequence() && s.c.b == s.c.end_b) MLA_TL_MARK_LAST(p.timeline, 10);  // timeline_ws.cuh
+        issue_k_page(p, s.c, page, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
         s.need_q = s.c.last_of_sequence();
         s.c.advance(p);
         s.c.fetch_page(p);
@@ -88,7 +82,7 @@ struct PolledTmaIssuer {
         gate = bars.q_empty() | static_cast<uint32_t>(s.seg & 1);
       } else {
         if (s.j < kKStages) continue;
-        gate = bars.k_empty(s.j % kKStages) | (static_cast<uint32_t>((s.j - kKStages) / kKStages) & 1u);
+        gate = bars.k_empty(s.j % kKStages) | phase(s.j - kKStages, kKStages);
       }
       if (!decode::mbar_test(gate & ~1u, gate & 1u)) break;
     }
