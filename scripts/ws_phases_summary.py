@@ -43,9 +43,10 @@ def mean_columns(rows):
     return [sum(r[i] for r in rows) / n for i in range(len(rows[0]))] if n else []
 
 
-def report(label, cons, prod, names, per_warp, prod_warps):
+def report(label, cons, prod_warps, names, per_warp):
     if not cons:
         return
+    prod = [v for w, v in prod_warps if w == 0]  # the producer side's first timing warp
     cnames, pnames, roles = names
     if roles:
         for wg, role, lo, hi in roles:
@@ -79,7 +80,7 @@ def main():
     ap.add_argument("--per-warp", action="store_true")
     args = ap.parse_args()
     names = NAMES[args.kernel]
-    cons, prod, prod_warps = [], [], []
+    cons, prod_warps = [], []
     for line in sys.stdin:
         m = re.match(r"WSPH consumer cta \d+ wg (\d+)(?: warp (\d+))? pages (\d+) \| (.*)", line)
         if m:
@@ -90,16 +91,13 @@ def main():
         m = re.match(r"WSPH producer cta \d+ (?:warp (\d+) )?pages (\d+) \| (.*)", line)
         if m:
             if int(m.group(2)) > 0:
-                warp, sums = int(m.group(1) or 0), [float(x) for x in m.group(3).split()]
-                prod_warps.append((warp, sums))
-                if warp == 0:
-                    prod.append(sums)
+                prod_warps.append((int(m.group(1) or 0), [float(x) for x in m.group(3).split()]))
             continue
         m = re.match(r"\|\s*(\w+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([\d.]+)\s*\|", line)
         if m:
             report(f"{m.group(1)} h_q {m.group(2)} batch {m.group(3)} seqlen {m.group(4)} ({m.group(5)} us in this build)",
-                   cons, prod, names, args.per_warp, prod_warps)
-            cons, prod, prod_warps = [], [], []
+                   cons, prod_warps, names, args.per_warp)
+            cons, prod_warps = [], []
 
 
 if __name__ == "__main__":
