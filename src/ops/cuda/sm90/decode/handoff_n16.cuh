@@ -236,7 +236,7 @@ struct AccExchange {
 };
 __device__ __forceinline__ AccExchange acc_exchange(const DecodeKernelParams& p, const uint8_t* smem,
                                                     const SmemLayoutN16& L) {
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int32_t* rec = part_record(p);
   return {reinterpret_cast<const float*>(smem + L.alpha_offset), reinterpret_cast<const float*>(smem + L.lsum_offset),
           reinterpret_cast<const float*>(smem + L.mfin_offset), rec[kPartBeginBatch], rec[kPartFirstSplit]};
 }

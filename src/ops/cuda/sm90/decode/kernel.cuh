@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_kernel(const __grid_co
 #else
   constexpr bool tl_on = false, tl_first = false;
 #endif
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int32_t* rec = part_record(p);
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
 
   PartCursor comp, load;

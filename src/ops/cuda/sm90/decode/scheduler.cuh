@@ -14,6 +14,11 @@
 
 namespace mla::sm90::decode {
 
+// This CTA's plan part: record blockIdx.x [kPlanPartInts] of p.parts.
+__device__ __forceinline__ const int32_t* part_record(const DecodeKernelParams& p) {
+  return p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+}
+
 // Start chain: the record's hints (plan_decode.h fields 5-7) stand in for seqlens[begin_batch] and the
 // block-table entries of the part's first two items, so the first KV copy depends on one global load (the
 // record) instead of three in a row (record, seqlens, block table; ~0.5-0.7 us each). A hint of -1 is not
@@ -56,7 +61,7 @@ struct PartCursor {
   }
   // This CTA's plan part (record blockIdx.x); false for an empty part (more CTAs than work), uniform across the CTA.
   __device__ bool init_part(const DecodeKernelParams& p) {
-    init(p, p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts);
+    init(p, part_record(p));
     return valid();
   }
   __device__ bool valid() const { return b < batch; }
@@ -134,7 +139,7 @@ struct PartCursor {
 // KV pages of this CTA's part from its record (plan_decode.h decode_part_pages_from_record: exact for parts in one or
 // two sequences, one page per sequence in between beyond).
 __device__ __forceinline__ int part_pages_from_record(const DecodeKernelParams& p) {
-  return decode_part_pages_from_record(p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts);
+  return decode_part_pages_from_record(part_record(p));
 }
 
 // Whether this CTA's KV copies take the L2 evict-first policy: its part holds at most kKvEvictFirstPartBytes (config.h).

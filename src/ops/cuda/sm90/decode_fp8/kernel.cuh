@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_fp8_kernel(const __gri
   const bool writes = rg * kRowGroup < valid_rows;  // this warp's rows exist
   // Warps of empty row groups skip the math and only join barriers.
   const bool active = writes;
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int32_t* rec = decode::part_record(p);
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
 
   decode::PartCursor comp, load;

@@ -71,7 +71,7 @@ using Bars = decode::n16::RingQBars<kStages, kQSlots>;
 // The part's pages come from its record (decode::part_pages_from_record) when the part is one sequence's range or
 // the tail of its first sequence; any other part counts as long (as measured in session 14).
 __device__ __forceinline__ int producer_lead(const decode::DecodeKernelParams& p) {
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int32_t* rec = decode::part_record(p);
   const int b0 = rec[kPartBeginBatch], b1 = rec[kPartEndBatch];
   const bool sized = b1 == b0 || (b1 == b0 + 1 && rec[kPartEndBlock] == 0);
   return sized && decode::part_pages_from_record(p) <= kShallowLeadMaxPages ? kShallowLead : kStages;

@@ -243,7 +243,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int tile_row0 = blockIdx.y * kRowsPerCta;
   const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int32_t* rec = decode::part_record(p);
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
   int row_local[2], row_i[2];
 #pragma unroll

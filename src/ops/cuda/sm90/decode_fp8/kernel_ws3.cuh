@@ -167,7 +167,7 @@ __device__ __forceinline__ void ws3_accumulator(const Fp8DecodeParams& fp, PartC
   const bool adds_sums = wg == 0 && t4 == 0;  // see the file comment (row sums)
   // The epilogue's rows (this CTA's head tile) and split slots (the part's first item).
   const int tile_row0 = blockIdx.y * kRowsPerCta, valid_rows = min(kRowsPerCta, p.rows - tile_row0);
-  const int32_t* part = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int32_t* part = decode::part_record(p);
   const int first_batch = part[kPartBeginBatch], first_split = part[kPartFirstSplit];
   WsState st;
   st.reset();

@@ -460,7 +460,7 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
   const float* s_lsum = reinterpret_cast<const float*>(smem + L.lsum);
   const float* s_mfin = reinterpret_cast<const float*>(smem + L.mfin);
   const int g = lane >> 2, t = lane & 3;
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int32_t* rec = decode::part_record(p);
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
   const int dim0 = 16 * w + 2 * g;  // + 128c (+ 64 for m-block 2c + 1): this thread's 2 dims per m-block
   const uint32_t lane_row = (8 * ((lane >> 3) & 1) + (lane & 7)) * kTokenBytes + 64 * (lane >> 4) + 16 * w;

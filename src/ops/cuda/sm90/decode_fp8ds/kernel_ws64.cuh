@@ -136,7 +136,7 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int tile_row0 = blockIdx.y * kRowsPerCta;
   const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int32_t* rec = part_record(p);
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
   int row_local[2], row_i[2];
 #pragma unroll
@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     mbar_init_fence();
   }
   __syncthreads();
-  const int32_t* rec = p.parts + static_cast<int64_t>(blockIdx.x) * kPlanPartInts;
+  const int32_t* rec = part_record(p);
   PartCursor cur;
   cur.init(p, rec);
   if (!cur.valid()) {  // an empty part: uniform across the CTA
