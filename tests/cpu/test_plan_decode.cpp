@@ -382,6 +382,38 @@ TEST(PlanDecode, GeometryRejectsBadShapes) {
   EXPECT_FALSE(decode_plan_geometry(1, 1, 16, 0, &g).is_ok());
 }
 
+// With the step's host seqlens the geometry knows the block-table width the step needs; a negative length is refused
+// there, and a narrower table is refused by the plan (ref and cuda share check_plan_block_table) before anything runs.
+TEST(PlanDecode, GeometryKnowsTheTableWidthTheStepNeeds) {
+  DecodePlanGeometry g;
+  const std::vector<int32_t> lens = {1, 640, 0, 129};  // 1, 10, 0 and 3 pages
+  ASSERT_TRUE(decode_plan_geometry(4, 1, 16, 132, &g, lens.data()).is_ok());
+  EXPECT_EQ(g.host_max_seq_pages, 10);
+  ASSERT_TRUE(decode_plan_geometry(4, 1, 16, 132, &g).is_ok());
+  EXPECT_EQ(g.host_max_seq_pages, 0);  // no seqlens: unknown, nothing to check
+
+  const std::vector<int32_t> negative = {64, -1};
+  const Status neg = decode_plan_geometry(2, 1, 16, 132, &g, negative.data());
+  EXPECT_EQ(neg.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(neg.to_string().find("seqlens[1] = -1"), std::string::npos) << neg.to_string();
+
+  ASSERT_TRUE(decode_plan_geometry(4, 1, 16, 132, &g, lens.data()).is_ok());
+  std::vector<int32_t> table(4 * 9, 0), parts(size_t(g.num_parts) * kPlanPartInts), offsets(5);
+  std::vector<int32_t> seqlens = lens;
+  const TensorView sl = TensorView::contiguous(seqlens.data(), DType::kInt32, {4});
+  const DecodePlanView plan{parts.data(), offsets.data(), g.num_parts};
+  const Status narrow = ref::plan_decode(sl, TensorView::contiguous(table.data(), DType::kInt32, {4, 9}), g, plan);
+  EXPECT_EQ(narrow.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(narrow.to_string().find("has 9 pages per row, the step's longest sequence needs 10"), std::string::npos)
+      << narrow.to_string();
+  table.resize(4 * 10, 0);
+  EXPECT_TRUE(ref::plan_decode(sl, TensorView::contiguous(table.data(), DType::kInt32, {4, 10}), g, plan).is_ok());
+  EXPECT_TRUE(check_block_table_width("mla_decode", TensorView::contiguous(table.data(), DType::kInt32, {4, 10}), g)
+                  .is_ok());
+  const Status named = check_block_table_width("mla_decode", TensorView::contiguous(table.data(), DType::kInt32, {4, 2}), g);
+  EXPECT_EQ(named.op(), "mla_decode");
+}
+
 TEST(PlanDecode, SingleLongSequenceSplitsAcrossAllParts) {
   const std::vector<int32_t> sl = {8192};  // 128 blocks
   Plan p = make_plan(sl, 1, 16, 132);

@@ -32,8 +32,8 @@ struct MlaDecodeParams {
 
 // Host-side validation shared by every backend: dtypes, ranks, shapes, contiguity, head count, page size,
 // null pointers, scales. Data-dependent checks (a seqlen that needs more pages than the block table
-// row has) happen where the data is readable: in the reference, and in the CUDA launcher when the caller
-// passes host copies of seqlens (MlaDecodeHostInfo).
+// row has) happen where the data is readable: in the reference, and in the CUDA launcher when the plan
+// geometry was made from the step's host seqlens (DecodePlanGeometry::host_max_seq_pages).
 Status validate_mla_decode(const MlaDecodeParams& p);
 
 // How the reference rounds P before P·V, mirroring the MMA operand type of the kernel for each format

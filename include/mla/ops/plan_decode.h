@@ -82,6 +82,10 @@ struct DecodePlanGeometry {
   // launcher may pick a kernel by for a step of short parts (the fp8 64-row tiles' scorer-split kernel,
   // decode_fp8/variant64.h). A CUDA graph replayed across steps has no seqlens and keeps the shapes' default.
   int host_mean_part_pages = 0;
+  // Pages of the step's longest sequence when decode_plan_geometry was given the host seqlens, else 0 (unknown): the
+  // block-table width the step needs. mla_decode and plan_decode reject a narrower table before launching anything
+  // (a kernel would read past the row: other sequences' pages, or past the buffer).
+  int host_max_seq_pages = 0;
 };
 
 // The tuning a plan_decode call may run with: seq_cost, split_cost, short_step_pages and the geometry's split_price
@@ -92,7 +96,8 @@ Status check_decode_plan_tuning(const DecodePlanTuning& tune, const DecodePlanGe
 // int32 [batch]): the step's sequence lengths, read only for the head-tile choice (decode_plan_narrow_tiles) and the
 // column count (decode_plan_whole_sequences, which also reads `format`, the KV format the step runs); without them
 // the tiles are 64 rows over the machine's columns, so the geometry of a step is a function of its shapes alone --
-// what a CUDA graph replayed across steps needs (it holds the grid it was captured with).
+// what a CUDA graph replayed across steps needs (it holds the grid it was captured with). With host_seqlens, a
+// negative length is an error, and host_max_seq_pages records the block-table width the step needs.
 Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out,
                             const int32_t* host_seqlens = nullptr, KvFormat format = KvFormat::kBf16);
 
@@ -212,8 +217,13 @@ MLA_HD_INLINE int decode_part_pages_from_record(const int32_t* rec) {
   return decode_num_blocks(first_seqlen) - k0 + k1 + (b1 - b0 - 1);
 }
 
-// Checks the optional block table of plan_decode: int32 [batch, max_blocks], contiguous (empty: no page hints).
-Status check_plan_block_table(const TensorView& block_table, int batch, DecodePlanPages* out);
+// Checks the optional block table of plan_decode: int32 [batch, max_blocks], contiguous (empty: no page hints), and
+// at least g.host_max_seq_pages wide (the page hints read up to the second block of a sequence).
+Status check_plan_block_table(const TensorView& block_table, const DecodePlanGeometry& g, DecodePlanPages* out);
+
+// The block-table width a step needs against the one given (op: the caller's name for the error): an error where the
+// geometry knows the step's longest sequence (host_max_seq_pages) and the table's rows are narrower.
+Status check_block_table_width(const char* op, const TensorView& block_table, const DecodePlanGeometry& g);
 
 namespace ref {
 // Host plan: seqlens host [batch] int32 -> plan (host buffers sized from the geometry). With the step's

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "mla/core/check.h"
@@ -105,6 +106,12 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
   g.max_splits = batch + g.num_parts - 1;
   g.split_price = decode_split_price(s_q * h_q < g.tile_rows ? s_q * h_q : g.tile_rows);
   if (host_seqlens != nullptr) {
+    for (int b = 0; b < batch; ++b) {
+      if (host_seqlens[b] < 0)
+        return Status::invalid("plan_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(host_seqlens[b]) +
+                                                  " < 0 (" + shape + ")");
+      g.host_max_seq_pages = std::max(g.host_max_seq_pages, decode_num_blocks(host_seqlens[b]));
+    }
     const int64_t pages = decode_step_size(host_seqlens, batch).blocks;
     g.host_mean_part_pages = static_cast<int>((pages + g.num_parts - 1) / g.num_parts);
   }
@@ -112,13 +119,22 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
   return Status::ok();
 }
 
-Status check_plan_block_table(const TensorView& block_table, int batch, DecodePlanPages* out) {
+Status check_block_table_width(const char* op, const TensorView& block_table, const DecodePlanGeometry& g) {
+  if (block_table.rank == 2 && block_table.shape[1] < g.host_max_seq_pages)
+    return Status::invalid(op, "block_table " + block_table.str() + " has " + std::to_string(block_table.shape[1]) +
+                                   " pages per row, the step's longest sequence needs " +
+                                   std::to_string(g.host_max_seq_pages) + " (host seqlens given to the plan geometry)");
+  return Status::ok();
+}
+
+Status check_plan_block_table(const TensorView& block_table, const DecodePlanGeometry& g, DecodePlanPages* out) {
   *out = {};
   if (!block_table.defined()) return Status::ok();
   // Rows may be strided (a view into a wider table), the blocks of a row must be adjacent.
-  MLA_TRY(check_tensor("plan_decode", "block_table", block_table, DType::kInt32, {batch, kAnyDim}, false));
+  MLA_TRY(check_tensor("plan_decode", "block_table", block_table, DType::kInt32, {g.batch, kAnyDim}, false));
   if (block_table.stride[1] != 1)
     return Status::invalid("plan_decode", "block_table rows must be contiguous, got " + block_table.str());
+  MLA_TRY(check_block_table_width("plan_decode", block_table, g));
   out->data = block_table.ptr<const int32_t>();
   out->stride = block_table.stride[0];
   return Status::ok();

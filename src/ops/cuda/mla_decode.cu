@@ -51,6 +51,7 @@ Status check_plan(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
                                     (ws ? "non-null" : "null") + ", need " + std::to_string(decode_workspace_bytes(g)));
   if (!aligned16(p.q.data) || !aligned16(p.kv_cache.data) || !aligned16(p.out.data) || !aligned16(ws))
     return Status::invalid(kOp, "q, kv_cache, out and workspace must be 16-byte aligned");
+  MLA_TRY(check_block_table_width(kOp, p.block_table, g));
   if (g.num_head_tiles > 65535 || g.batch > 65535)
     return Status::unsupported(kOp, "batch or head tiles exceed the grid limit (" + p.q.str() + ")");
   return Status::ok();
