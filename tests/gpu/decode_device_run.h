@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -56,6 +57,28 @@ inline Status takes_ws64(int batch, int s_q, int h_q, const std::vector<int>& se
   DecodePlanGeometry g;
   MLA_TRY(decode_plan_geometry(batch, s_q, h_q, device_sm_count(), &g, lens.data(), format));
   *ws64 = g.tile_rows == kDecodeRowsPerCta && s_q * h_q >= 32;
+  return Status::ok();
+}
+
+// Rows that see no key (a seqlen of 0, or a causal row before its sequence's first key) have an exact result by
+// contract (mla_decode.h): out 0 and lse -inf. Checked bit for bit (out +-0) instead of through the tolerance the other
+// rows get, which small garbage would pass. out [b, s_q, h_q, 512] 16-bit, lse [b, h_q, s_q].
+inline Status check_empty_rows(int batch, int s_q, int h_q, bool causal, const std::vector<int32_t>& seqlens,
+                               const std::vector<uint16_t>& out, const std::vector<float>& lse, const std::string& name) {
+  for (int b = 0; b < batch; ++b)
+    for (int i = 0; i < s_q; ++i) {
+      if ((causal ? seqlens[b] - s_q + 1 + i : seqlens[b]) > 0) continue;
+      for (int h = 0; h < h_q; ++h) {
+        const float l = lse[(size_t(b) * h_q + h) * s_q + i];
+        const uint16_t* o = &out[((size_t(b) * s_q + i) * h_q + h) * kDimV];
+        const bool zero = std::all_of(o, o + kDimV, [](uint16_t v) { return (v & 0x7FFFu) == 0; });
+        if (!zero || !(std::isinf(l) && l < 0))
+          return Status::internal("mla_decode", "row (b " + std::to_string(b) + ", i " + std::to_string(i) + ", h " +
+                                                    std::to_string(h) + ") sees no key: out " +
+                                                    (zero ? "0" : "not 0") + ", lse " + std::to_string(l) +
+                                                    " (want 0, -inf) (" + name + ")");
+      }
+    }
   return Status::ok();
 }
 
@@ -233,6 +256,8 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   r->lse.assign(h.lse_elems(), 0.f);
   MLA_TRY(d_out.download(&r->out));
   MLA_TRY(d_lse.download(&r->lse));
+  if (Status st = check_empty_rows(s.batch, s.s_q, s.h_q, s.causal, h.seqlens, r->out, r->lse, name); !st.is_ok())
+    return finish(st);
 
   std::vector<uint16_t> out_g;
   std::vector<float> lse_g;

@@ -242,6 +242,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   MLA_TRY(ref::mla_decode_split(ph, plan_ref, o_acc.data(), lse_acc.data()));
   rep->add("out", compare16(c.format, out, out_ref));
   rep->add("lse", compare_vec(lse, lse_ref));
+  MLA_TRY(check_empty_rows(c.batch, c.s_q, c.h_q, c.causal, h.seqlens, out, lse, name));
   if (!graph_same) return graph_difference(name, c, out, lse, out_g, lse_g, out_ref);
   MLA_TRY(replays);
 
@@ -465,6 +466,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                                      size_t(2) * 16 * kDimV * 2, 2 * 16 * 4));
                      const MlaDecodeParams good = make_params(c, h, r.q.data(), r.cache.data(), r.bt.data(), r.sl.data(),
                                                               r.out.data(), r.lse.data());
+                     MLA_TRY(r.upload(h.q, h.cache, h.block_table, h.seqlens));
+                     r.call_each_null(good);
+                     r.call_table_too_short(good, h.seqlens);
                      { auto p = good; p.q.dtype = DType::kFp32; r.call("q fp32", p); }
                      { auto p = good; p.format = KvFormat::kFp16; r.call("format mismatch", p); }
                      { auto p = good; p.q.shape[2] = 24; p.q = TensorView::contiguous(r.q.data(), DType::kBf16, {2, 1, 24, 576});
@@ -473,7 +477,6 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        r.call("s_q 5", p); }
                      { auto p = good; p.block_table = TensorView::contiguous(r.bt.data(), DType::kInt32, {3, h.max_pages});
                        r.call("block_table rows", p); }
-                     { auto p = good; p.out.data = nullptr; r.call("null out", p); }
                      { auto p = good; p.kv_cache = TensorView::contiguous(r.cache.data(), DType::kBf16, {h.num_pages, 32, 576});
                        r.call("page size 32", p); }
                      { auto p = good; p.out.stride[3] = 2; r.call("strided out", p); }

@@ -611,6 +611,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                                      h.out_elems() * 2, h.lse_elems() * 4));
                      const MlaDecodeParams good = h.params(r.q.data(), r.cache.data(), r.bt.data(), r.sl.data(),
                                                            r.out.data(), r.lse.data(), kSoftmaxScale);
+                     MLA_TRY(r.upload(h.q, h.cache, h.block_table, h.seqlens));
+                     r.call_each_null(good);
+                     r.call_table_too_short(good, h.seqlens);
                      { auto p = good; p.q.dtype = DType::kFp16; r.call("fp8_ds with fp16 q", p); }
                      { auto p = good; p.q.dtype = DType::kE4m3; r.call("fp8_ds with e4m3 q", p); }
                      { auto p = good; p.out.dtype = DType::kFp16; r.call("fp8_ds with fp16 out", p); }

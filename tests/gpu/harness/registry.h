@@ -12,16 +12,24 @@
 
 namespace mla::test {
 
+struct CaseMetric {
+  std::string what;             // "out", "lse", ...
+  ErrorStats stats;
+  const Tolerance* tol = nullptr;  // its own limits (a static Tolerance), else the case's
+};
+
 struct CaseReport {
-  std::vector<std::pair<std::string, ErrorStats>> metrics;  // one per checked output (out, lse, bytes...)
-  std::string note;                                         // anything worth printing (e.g. error vs bf16)
-  void add(std::string what, ErrorStats s) { metrics.emplace_back(std::move(what), s); }
+  std::vector<CaseMetric> metrics;  // one per checked output (out, lse, bytes...)
+  std::string note;                 // anything worth printing (e.g. error vs bf16)
+  void add(std::string what, ErrorStats s, const Tolerance* own = nullptr) {
+    metrics.push_back({std::move(what), s, own});
+  }
 };
 
 struct GpuCase {
   std::string op;     // "mla_decode", "fp8_convert", ...
   std::string name;   // shape/format description, unique within the op
-  Tolerance tol;      // applied to every metric of the report
+  Tolerance tol;      // applied to every metric of the report that does not bring its own
   std::function<Status(CaseReport*)> run;
 };
 
