@@ -19,6 +19,7 @@
 
 #include "common/random.h"
 #include "decode_device_run.h"
+#include "decode_graph_steps.h"
 #include "decode_rejections.h"
 #include "harness/device_buffer.h"
 #include "harness/registry.h"
@@ -476,6 +477,37 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add_case(cases, dc(kH, 1, 128, 1, false, {8191}), "len8191");
   add_case(cases, dc(kH, 128, 32, 1, false, random_lens("fp16b128h32", 128, 1, 300)), "rand1_300");
   add_case(cases, dc(kH, 7, 128, 4, true, {1, 2, 3, 4, 63, 64, 65}), "tiny_mix");
+});
+
+// One CUDA graph replayed over steps of other seqlens under the shapes' geometry (decode_graph_steps.h), as the engine's
+// graph steps run: the 16-row kernels (h_q 16), the 64-row ones where the step's seqlens would have picked narrow tiles
+// (h_q 128 short) or one column per sequence (h_q 128 b32 s512), and causal s_q 2 in fp16.
+void add_graph_case(std::vector<GpuCase>& cases, KvFormat f, int batch, int h_q, int s_q, bool causal,
+                    const std::vector<int>& lens, const std::string& tag) {
+  DecodeShape shape;
+  shape.batch = batch;
+  shape.h_q = h_q;
+  shape.s_q = s_q;
+  shape.causal = causal;
+  shape.seqlens = lens;
+  shape.format = f;
+  const std::string name = case_name(dc(f, batch, h_q, s_q, causal, lens), tag) + "_graph_steps";
+  cases.push_back({"mla_decode", name, case_tol(f), [shape, name, f](CaseReport* rep) -> Status {
+                     auto rng = case_rng(name);
+                     const DecodeHostData h = make_decode_data(shape, rng);
+                     return run_graph_over_steps(name, h, kSoftmaxScale, graph_steps_within(h.seqlens),
+                                                 [&](const GraphStepResult& r) {
+                                                   rep->add(r.tag + " out", compare16(f, r.out, r.out_ref));
+                                                   rep->add(r.tag + " lse", compare_vec(r.lse, r.lse_ref), &kDecodeLseTol);
+                                                 });
+                   }});
+}
+
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  add_graph_case(cases, kB, 7, 16, 1, false, random_lens("graph_b7h16", 7, 1, 4096), "rand1_4096");
+  add_graph_case(cases, kB, 8, 128, 1, false, random_lens("graph_b8h128", 8, 1, 700), "rand1_700");
+  add_graph_case(cases, kB, 32, 128, 1, false, std::vector<int>(32, 512), "all512");
+  add_graph_case(cases, kH, 5, 64, 2, true, random_lens("graph_b5h64", 5, 1, 3000), "rand1_3000");
 });
 
 // Bad input: each call must return an error Status and launch nothing (out stays poisoned).

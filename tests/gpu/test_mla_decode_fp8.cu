@@ -20,6 +20,7 @@
 #include "common/decode_data.h"
 #include "common/random.h"
 #include "decode_device_run.h"
+#include "decode_graph_steps.h"
 #include "decode_rejections.h"
 #include "harness/device_buffer.h"
 #include "harness/registry.h"
@@ -446,6 +447,48 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {7, 16, 2, true, random_lens("b7h16sq2", 7, 1, 8191), "rand1_8191", 0.02f, 1.f, kDs});
   add(cases, {32, 32, 1, false, random_lens("b32h32", 32, 1, 4096), "rand1_4096", 1.f});
   add(cases, {64, 16, 2, true, random_lens("b64h16sq2short", 64, 1, 130), "rand1_130", 1.f, 1.f, kDs});
+});
+
+// One CUDA graph replayed over steps of other seqlens under the shapes' geometry (decode_graph_steps.h), as the engine's
+// graph steps run: the 16-row kernel, the 64-row kernel where the step's seqlens would have picked narrow tiles, and
+// causal 32-row tiles at scales apart.
+void add_graph(std::vector<GpuCase>& cases, int batch, int h_q, int s_q, bool causal, const std::vector<int>& lens,
+               const std::string& tag, float q_scale, float k_scale) {
+  DecodeShape shape;
+  shape.batch = batch;
+  shape.h_q = h_q;
+  shape.s_q = s_q;
+  shape.causal = causal;
+  shape.seqlens = lens;
+  shape.format = KvFormat::kFp8;
+  shape.q_scale = q_scale;
+  shape.k_scale = k_scale;
+  const std::string name = "fp8_b" + std::to_string(batch) + "_h" + std::to_string(h_q) + "_sq" + std::to_string(s_q) +
+                           (causal ? "_causal" : "") + "_" + tag + "_graph_steps";
+  cases.push_back({"mla_decode", name, kFp8Tol, [shape, name](CaseReport* rep) -> Status {
+                     auto rng = case_rng(name);
+                     const DecodeHostData h = make_decode_data(shape, rng);
+                     const double vmax = max_abs_v(h);  // over the longest step's tokens: a unit, the same for all
+                     return run_graph_over_steps(
+                         name, h, kSoftmaxScale, graph_steps_within(h.seqlens), [&](const GraphStepResult& r) {
+                           rep->add(r.tag + " out/max|V|", compare_bf16(r.out, r.out_ref, vmax));
+                           rep->add(r.tag + " lse/max(1,|lse|)",
+                                    compare(r.lse.size(),
+                                            [&](size_t i) {
+                                              return double(r.lse[i]) / std::max(1.0, std::fabs(double(r.lse_ref[i])));
+                                            },
+                                            [&](size_t i) {
+                                              return double(r.lse_ref[i]) / std::max(1.0, std::fabs(double(r.lse_ref[i])));
+                                            }),
+                                    &kFp8LseTol);
+                         });
+                   }});
+}
+
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  add_graph(cases, 7, 16, 1, false, random_lens("graph_b7h16", 7, 1, 4096), "rand1_4096", 1.f, 1.f);
+  add_graph(cases, 8, 128, 1, false, random_lens("graph_b8h128", 8, 1, 700), "rand1_700", 1.f, 1.f);
+  add_graph(cases, 5, 16, 2, true, random_lens("graph_b5h16sq2", 5, 1, 3000), "rand1_3000", 0.02f, 3.f);
 });
 
 // Bad fp8 input: each call must return an error Status and launch nothing (out stays poisoned).
