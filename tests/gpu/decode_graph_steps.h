@@ -118,6 +118,7 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
                                            r.lse_ref.data(), softmax_scale),
                                   DecodePlanView{parts_ref.data(), off_ref.data(), g.num_parts}, o_acc.data(),
                                   lse_acc.data()));
+    MLA_TRY(check_reference_complete(r.out_ref, r.lse_ref, name + ", " + r.tag));
     report(r);
   }
   for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws})

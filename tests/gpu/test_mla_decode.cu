@@ -254,6 +254,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
                                          const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()),
                                          out_ref.data(), lse_ref.data());
   MLA_TRY(ref::mla_decode_split(ph, plan_ref, o_acc.data(), lse_acc.data()));
+  MLA_TRY(check_reference_complete(out_ref, lse_ref, name));
   rep->add("out", compare16(c.format, out, out_ref));
   rep->add("lse", compare_vec(lse, lse_ref), &kDecodeLseTol);
   MLA_TRY(check_empty_rows(c.batch, c.s_q, c.h_q, c.causal, h.seqlens, out, lse, name));

@@ -163,6 +163,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
                                       const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()),
                                       out_ref.data(), lse_ref.data(), c.softmax_scale);
   MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data()));
+  MLA_TRY(check_reference_complete(out_ref, lse_ref, name));
   const double vmax = max_abs_v(h);
   rep->add("out/max|V|", compare_bf16(out, out_ref, vmax));
   rep->add("lse/max(1,|lse|)",

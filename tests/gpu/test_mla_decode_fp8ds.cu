@@ -228,6 +228,7 @@ Status run_fp8ds_case(const std::string& name, DecodeHostData h, CaseReport* rep
   std::vector<float> lse_ref(h.lse_elems(), NAN);
   MLA_TRY(split_ref(h.params(h.q.data(), h.cache.data(), h.block_table.data(), h.seqlens.data(), out_ref.data(),
                              lse_ref.data(), kSoftmaxScale)));
+  MLA_TRY(check_reference_complete(out_ref, lse_ref, name));
   const double vmax = max_abs_v(h);
   rep->add("out/max|V|", compare_out(r.out, out_ref, vmax));
   rep->add("lse/max(1,|lse|)", compare_lse(r.lse, lse_ref));
