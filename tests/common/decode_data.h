@@ -11,6 +11,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mla/core/fp8.h"
@@ -41,6 +42,18 @@ struct DecodeShape {
   int spare_pages = 3;                 // pages no sequence uses (NaN-filled)
   int spare_cols = 2;                  // block-table columns past the longest sequence (sentinels)
 };
+
+// A step's shape; the other fields keep their defaults.
+inline DecodeShape decode_shape(KvFormat f, int batch, int h_q, int s_q, bool causal, std::vector<int> seqlens) {
+  DecodeShape s;
+  s.format = f;
+  s.batch = batch;
+  s.h_q = h_q;
+  s.s_q = s_q;
+  s.causal = causal;
+  s.seqlens = std::move(seqlens);
+  return s;
+}
 
 struct DecodeHostData {
   DecodeShape shape;

@@ -136,7 +136,7 @@ TEST_P(MlaDecodeValidate, RefusesBadScalesAndMismatchedFormats) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, MlaDecodeValidate,
                          ::testing::Values(KvFormat::kBf16, KvFormat::kFp16, KvFormat::kFp8, KvFormat::kFp8Ds),
-                         [](const auto& info) { return std::string(kv_format_name(info.param)); });
+                         [](const ::testing::TestParamInfo<KvFormat>& p) { return std::string(kv_format_name(p.param)); });
 
 }  // namespace
 }  // namespace mla

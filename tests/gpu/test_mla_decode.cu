@@ -485,13 +485,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
 // (h_q 128 short) or one column per sequence (h_q 128 b32 s512), and causal s_q 2 in fp16.
 void add_graph_case(std::vector<GpuCase>& cases, KvFormat f, int batch, int h_q, int s_q, bool causal,
                     const std::vector<int>& lens, const std::string& tag) {
-  DecodeShape shape;
-  shape.batch = batch;
-  shape.h_q = h_q;
-  shape.s_q = s_q;
-  shape.causal = causal;
-  shape.seqlens = lens;
-  shape.format = f;
+  const DecodeShape shape = decode_shape(f, batch, h_q, s_q, causal, lens);
   const std::string name = case_name(dc(f, batch, h_q, s_q, causal, lens), tag) + "_graph_steps";
   cases.push_back({"mla_decode", name, case_tol(f), [shape, name, f](CaseReport* rep) -> Status {
                      auto rng = case_rng(name);

@@ -455,13 +455,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
 // causal 32-row tiles at scales apart.
 void add_graph(std::vector<GpuCase>& cases, int batch, int h_q, int s_q, bool causal, const std::vector<int>& lens,
                const std::string& tag, float q_scale, float k_scale) {
-  DecodeShape shape;
-  shape.batch = batch;
-  shape.h_q = h_q;
-  shape.s_q = s_q;
-  shape.causal = causal;
-  shape.seqlens = lens;
-  shape.format = KvFormat::kFp8;
+  DecodeShape shape = decode_shape(KvFormat::kFp8, batch, h_q, s_q, causal, lens);
   shape.q_scale = q_scale;
   shape.k_scale = k_scale;
   const std::string name = "fp8_b" + std::to_string(batch) + "_h" + std::to_string(h_q) + "_sq" + std::to_string(s_q) +
