@@ -32,6 +32,7 @@
 #include "common/decode_data.h"
 #include "common/random.h"
 #include "decode_device_run.h"
+#include "decode_graph_steps.h"
 #include "decode_rejections.h"
 #include "harness/device_buffer.h"
 #include "harness/registry.h"
@@ -386,6 +387,29 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
 }
 
 constexpr DataKind kDs = DataKind::kDeepSeekLike;
+
+// One CUDA graph replayed over steps of other seqlens under the shapes' geometry (decode_graph_steps.h), as the engine's
+// graph steps run, on the 16- and 64-row kernels. The aggregate tolerance only (a plan or replay bug gives O(1)
+// errors); the row bounds and the second comparison stay with the eager cases.
+void add_graph(std::vector<GpuCase>& cases, int batch, int h_q, const std::vector<int>& lens, const std::string& tag) {
+  const DecodeShape shape = decode_shape(KvFormat::kFp8Ds, batch, h_q, 1, false, lens);
+  const std::string name = "fp8_ds_b" + std::to_string(batch) + "_h" + std::to_string(h_q) + "_sq1_" + tag + "_graph_steps";
+  cases.push_back({"mla_decode", name, kFp8DsTol, [shape, name](CaseReport* rep) -> Status {
+                     auto rng = case_rng(name);
+                     const DecodeHostData h = make_decode_data(shape, rng);
+                     const double vmax = max_abs_v(h);
+                     return run_graph_over_steps(name, h, kSoftmaxScale, graph_steps_within(h.seqlens),
+                                                 [&](const GraphStepResult& r) {
+                                                   rep->add(r.tag + " out/max|V|", compare_out(r.out, r.out_ref, vmax));
+                                                   rep->add(r.tag + " lse/max(1,|lse|)", compare_lse(r.lse, r.lse_ref));
+                                                 });
+                   }});
+}
+
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  add_graph(cases, 7, 16, random_lens("graph_b7h16", 7, 1, 4096), "rand1_4096");
+  add_graph(cases, 8, 128, random_lens("graph_b8h128", 8, 1, 700), "rand1_700");
+});
 
 // The shape grid of the other formats' tests.
 MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
