@@ -21,8 +21,11 @@ done
 wait
 grep -h "^test" $o/t/*.txt | cut -c1-200; grep -h -A3 "FAIL" $o/t/*.txt | head -20
 for t in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
-  ( MLA_SMALL_CASES=1 timeout 120 compute-sanitizer --tool memcheck $B/$t > $o/s/$t.memcheck.log 2>&1; echo "memcheck $t rc=$?: $(grep -E 'ERROR SUMMARY' $o/s/$t.memcheck.log | tail -1) $(grep -E '^\[  (PASSED|FAILED)' $o/s/$t.memcheck.log | tr '\n' ' ')" ) &
+  ( MLA_SMALL_CASES=1 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $B/$t > $o/s/$t.memcheck.log 2>&1; echo "memcheck $t rc=$?: $(grep -E 'ERROR SUMMARY' $o/s/$t.memcheck.log | tail -1) $(grep -E '^\[  (PASSED|FAILED)' $o/s/$t.memcheck.log | tr '\n' ' ')" | tee $o/s/$t.memcheck.rc ) &
 done; wait
+# One verdict over the tests and the sanitizer: a failed suite (gpu_check's FAILURES) or a memcheck rc other than 0.
+if grep -q "gpu_check: FAILURES" $o/t/*.txt || grep -qv " rc=0:" $o/s/*.memcheck.rc; then echo "full_gpu_run tests: FAILURES"
+else echo "full_gpu_run tests: ALL OK"; fi
 # The benches and the end-to-end pair through gpu_check.sh (its bench and --e2e loops), one call per argument set.
 gc() { scripts/gpu_check.sh --bin $B --bench-only --out "$@" 2>&1 | grep -E "^(bench|e2e|\| (bf16|fp8|fp8_ds) \|)|KV cache" | cut -c1-200; }
 gc $o/b/decode --filter '^bench_decode$' --bench-args "--reps 30"
