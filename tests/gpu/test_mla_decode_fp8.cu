@@ -145,6 +145,15 @@ Status unquantized_reference(const DecodeHostData& h, float softmax_scale, std::
 
 // One case: the device run's shared checks (decode_device_run.h: device plan vs host plan, graph replays vs eager,
 // merge counters, guards), then the kernel vs the split reference on the same plan.
+// The suite's out rel_l2 of the cases on N(0,1) data that nothing drives to +-448, in run order, for the suite-level
+// check registered last (fp8_suite_median_error): one case's limit (kFp8Tol) must allow a rare tail of P flips, so a
+// systematic mismatch of a few 1e-2 -- the exact running max instead of the lazy one (2.3e-2 - 2.7e-2 in a CPU model),
+// P not cast to e4m3 (1.6e-2 - 2.5e-2), both passed by every case -- shows only in the median over many cases.
+std::vector<double>& suite_out_rel_l2() {
+  static std::vector<double> v;
+  return v;
+}
+
 Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) {
   auto rng = case_rng(name);
   const DecodeHostData h = make_decode_data(c.shape, rng);
@@ -165,7 +174,11 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data()));
   MLA_TRY(check_reference_complete(out_ref, lse_ref, name));
   const double vmax = max_abs_v(h);
-  rep->add("out/max|V|", compare_bf16(out, out_ref, vmax));
+  const ErrorStats out_err = compare_bf16(out, out_ref, vmax);
+  rep->add("out/max|V|", out_err);
+  const DecodeShape& sh = c.shape;
+  if (sh.data == DataKind::kNormal && sh.data_scale / sh.q_scale <= 448.f && sh.data_scale / sh.k_scale <= 448.f)
+    suite_out_rel_l2().push_back(out_err.rel_l2);
   rep->add("lse/max(1,|lse|)",
            compare(lse.size(), [&](size_t i) { return double(lse[i]) / std::max(1.0, std::fabs(double(lse_ref[i]))); },
                    [&](size_t i) { return double(lse_ref[i]) / std::max(1.0, std::fabs(double(lse_ref[i]))); }),
@@ -520,6 +533,32 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      { ScopedEnv env("MLA_DECODE_FP8_VARIANT64", "ws4");  // not a variant
                        r.call("bad MLA_DECODE_FP8_VARIANT64", good); }
                      return r.report(rep);
+                   }});
+});
+
+// Registered last (static registration runs in file order, the cases run in registration order): the median of every
+// earlier case's out rel_l2 on N(0,1) data that nothing saturates (suite_out_rel_l2). Measured on the H200 (session 54
+// c7, MLA_TEST_SEED=5407, those 302 case runs of then): median 5.6e-3, p90 9.7e-3, max 2.4e-2. Limit 1e-2: a
+// systematic mismatch moves the median to >= 1.6e-2 (above); the median of ~300 runs moves by a few % from seed to seed.
+// With under 50 such runs before it (a --gtest_filter, the sanitizers' small set) it reports the median and checks
+// nothing more.
+MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
+  cases.push_back({"mla_decode", "fp8_suite_median_error",
+                   Tolerance{1e-2, 1.0, "median out rel_l2 over the suite: measured 5.6e-3; a systematic mismatch >= 1.6e-2"},
+                   [](CaseReport* rep) -> Status {
+                     std::vector<double> v = suite_out_rel_l2();
+                     ErrorStats med;
+                     med.n = v.size();
+                     if (!v.empty()) {
+                       std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+                       med.rel_l2 = v[v.size() / 2];
+                     }
+                     char buf[120];
+                     std::snprintf(buf, sizeof buf, "median out rel_l2 %.3e over %zu case runs", med.rel_l2, v.size());
+                     rep->note = buf;
+                     if (v.size() < 50) med.rel_l2 = 0;  // too few runs for a median to mean anything
+                     rep->add("median out rel_l2 of the suite", med);
+                     return Status::ok();
                    }});
 });
 
