@@ -11,8 +11,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 ( scripts/gpu_check.sh --bin $B --tests-only --filter 'decode_fp8$' --out $o/t/b > $o/t/b.txt 2>&1 ) &
 ( scripts/gpu_check.sh --bin $B --tests-only --filter 'fp8ds' --out $o/t/c > $o/t/c.txt 2>&1 ) &
 # The opt-in 64-row kernels that are not the default (each the previous default, kept for comparison): their tests too.
-( MLA_DECODE_FP8DS_WS64=producer timeout 150 $B/gpu_test_mla_decode_fp8ds --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8ds_producer.log 2>&1; echo "opt-in MLA_DECODE_FP8DS_WS64=producer h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8ds_producer.log | tr '\n' ' ')" ) &
-( MLA_DECODE_FP8_VARIANT64=ws_ahead timeout 150 $B/gpu_test_mla_decode_fp8 --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8_ws_ahead.log 2>&1; echo "opt-in MLA_DECODE_FP8_VARIANT64=ws_ahead h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8_ws_ahead.log | tr '\n' ' ')" ) &
+( MLA_DECODE_FP8DS_WS64=producer timeout 150 $B/gpu_test_mla_decode_fp8ds --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8ds_producer.log 2>&1; echo "opt-in MLA_DECODE_FP8DS_WS64=producer h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8ds_producer.log | tr '\n' ' ')" | tee $o/t/optin_fp8ds_producer.rc ) &
+( MLA_DECODE_FP8_VARIANT64=ws_ahead timeout 150 $B/gpu_test_mla_decode_fp8 --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8_ws_ahead.log 2>&1; echo "opt-in MLA_DECODE_FP8_VARIANT64=ws_ahead h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8_ws_ahead.log | tr '\n' ' ')" | tee $o/t/optin_fp8_ws_ahead.rc ) &
 scripts/gpu_check.sh --bin $B --tests-only --filter 'cache|codecs|engine|convert|model' --out $o/t/d > $o/t/d.txt 2>&1
 MLA_PREFILL_WARPS=5 $B/gpu_test_model_ops --gtest_filter='*prefill*' > $o/t/badknob.log 2>&1; echo "bad MLA_PREFILL_WARPS rc=$? (expect 1): $(grep -c MLA_PREFILL_WARPS $o/t/badknob.log) lines name it"
 for kf in MLA_DECODE_L2_PREFETCH:bf16 MLA_DECODE_FP8_L2_PREFETCH:fp8 MLA_DECODE_FORCE_MMA_SYNC:bf16; do
@@ -24,8 +24,10 @@ for t in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; 
   ( MLA_SMALL_CASES=1 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $B/$t > $o/s/$t.memcheck.log 2>&1; echo "memcheck $t rc=$?: $(grep -E 'ERROR SUMMARY' $o/s/$t.memcheck.log | tail -1) $(grep -E '^\[  (PASSED|FAILED)' $o/s/$t.memcheck.log | tr '\n' ' ')" | tee $o/s/$t.memcheck.rc ) &
 done; wait
 # One verdict over the tests and the sanitizer: a failed suite (gpu_check's FAILURES) or a memcheck rc other than 0.
-if grep -q "gpu_check: FAILURES" $o/t/*.txt || grep -qv " rc=0:" $o/s/*.memcheck.rc; then echo "full_gpu_run tests: FAILURES"
-else echo "full_gpu_run tests: ALL OK"; fi
+bad=0; grep -q "gpu_check: FAILURES" $o/t/*.txt && bad=1
+for f in $o/s/*.memcheck.rc; do grep -q " rc=0:" "$f" || bad=1; done  # an empty or missing line fails too
+for f in $o/t/optin_*.rc; do grep -q " rc=0:" "$f" || bad=1; done
+echo "full_gpu_run tests: $([ $bad = 0 ] && echo ALL OK || echo FAILURES)"
 # The benches and the end-to-end pair through gpu_check.sh (its bench and --e2e loops), one call per argument set.
 gc() { scripts/gpu_check.sh --bin $B --bench-only --out "$@" 2>&1 | grep -E "^(bench|e2e|\| (bf16|fp8|fp8_ds) \|)|KV cache" | cut -c1-200; }
 gc $o/b/decode --filter '^bench_decode$' --bench-args "--reps 30"

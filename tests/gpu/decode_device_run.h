@@ -82,17 +82,20 @@ inline Status check_empty_rows(int batch, int s_q, int h_q, bool causal, const s
   return Status::ok();
 }
 
-// The reference wrote every value: the comparisons skip a position where both sides are NaN (metrics.h), so a row that
-// neither the reference (its buffers start NaN) nor the kernel (poisoned outputs) wrote would otherwise pass.
-inline Status check_reference_complete(const std::vector<uint16_t>& out_ref, const std::vector<float>& lse_ref,
+// The reference wrote every value, and a number: the comparisons skip a position where both sides are NaN (metrics.h),
+// so a row that neither the reference (its buffers start NaN) nor the kernel (poisoned outputs) wrote, or a NaN both
+// computed, would otherwise pass. out_ref 16-bit in the format's output type (fp16 for fp16, bf16 otherwise): every
+// value finite; lse_ref finite or -inf (a row that sees no key).
+inline Status check_reference_complete(KvFormat f, const std::vector<uint16_t>& out_ref, const std::vector<float>& lse_ref,
                                        const std::string& name) {
-  // The callers fill out_ref with 0xFFFF (NaN in bf16 and fp16) and lse_ref with NaN; a written value is finite (out)
-  // or finite / -inf (lse).
-  const size_t bad_out = std::count(out_ref.begin(), out_ref.end(), uint16_t{0xFFFF});
-  const size_t bad_lse = std::count_if(lse_ref.begin(), lse_ref.end(), [](float x) { return std::isnan(x); });
+  const uint16_t exp_mask = f == KvFormat::kFp16 ? 0x7C00u : 0x7F80u;  // all ones: inf or NaN
+  const size_t bad_out =
+      std::count_if(out_ref.begin(), out_ref.end(), [&](uint16_t v) { return (v & exp_mask) == exp_mask; });
+  const size_t bad_lse =
+      std::count_if(lse_ref.begin(), lse_ref.end(), [](float x) { return std::isnan(x) || x == INFINITY; });
   if (bad_out == 0 && bad_lse == 0) return Status::ok();
-  return Status::internal("test", "the reference left " + std::to_string(bad_out) + " out and " +
-                                      std::to_string(bad_lse) + " lse values NaN (" + name + ")");
+  return Status::internal("test", "the reference left " + std::to_string(bad_out) + " out values not finite and " +
+                                      std::to_string(bad_lse) + " lse values NaN or +inf (" + name + ")");
 }
 
 // The fused merge's counters (DecodePlanView::merge_counters): plan_decode zeroes them and every mla_decode call must

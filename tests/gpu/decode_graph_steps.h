@@ -80,7 +80,9 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
   std::vector<int32_t> parts_ref(parts_ints), off_ref(size_t(s.batch) + 1), parts_dev(parts_ints),
       off_dev(size_t(s.batch) + 1);
   std::vector<float> o_acc(size_t(g.max_splits) * s.s_q * s.h_q * kDimV), lse_acc(size_t(g.max_splits) * s.s_q * s.h_q);
-  for (size_t k = 0; k < steps.size(); ++k) {
+  // One step: its seqlens in, the graph launched, its plan, empty rows and reference; every error returns to the loop
+  // below, which releases the graph and the stream.
+  auto run_step = [&](size_t k) -> Status {
     std::vector<int32_t> lens = steps[k];
     GraphStepResult r;
     r.tag = "step " + std::to_string(k);
@@ -89,10 +91,12 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
     MLA_TRY(d_out.poison());
     MLA_TRY(d_lse.poison());
     MLA_TRY(d_parts.poison());
+    MLA_TRY(d_off.poison());
+    MLA_TRY(d_ws.poison());
     if (cudaError_t e = cudaGraphLaunch(exec, stream); e != cudaSuccess)
-      return finish(Status::cuda("mla_decode", cudaGetErrorString(e)));
+      return (Status::cuda("mla_decode", cudaGetErrorString(e)));
     if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
-      return finish(Status::cuda("mla_decode", std::string(cudaGetErrorString(e)) + " (" + name + ", " + r.tag + ")"));
+      return (Status::cuda("mla_decode", std::string(cudaGetErrorString(e)) + " (" + name + ", " + r.tag + ")"));
     r.out.assign(h.out_elems(), 0);
     r.lse.assign(h.lse_elems(), 0.f);
     MLA_TRY(d_out.download(&r.out));
@@ -106,11 +110,11 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
                                                     {s.batch, h.max_pages}),
                              g, DecodePlanView{parts_ref.data(), off_ref.data(), g.num_parts}));
     if (parts_dev != parts_ref || off_dev != off_ref)
-      return finish(Status::internal("plan_decode", "the graph's plan differs from the host plan of " + r.tag + " (" +
+      return (Status::internal("plan_decode", "the graph's plan differs from the host plan of " + r.tag + " (" +
                                                         name + ")"));
     if (Status st = check_empty_rows(s.batch, s.s_q, s.h_q, s.causal, lens, r.out, r.lse, name + ", " + r.tag);
         !st.is_ok())
-      return finish(st);
+      return (st);
     r.out_ref.assign(h.out_elems(), 0xFFFFu);
     r.lse_ref.assign(h.lse_elems(), NAN);
     MLA_TRY(ref::mla_decode_split(h.params(const_cast<uint8_t*>(h.q.data()), const_cast<uint8_t*>(h.cache.data()),
@@ -118,9 +122,12 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
                                            r.lse_ref.data(), softmax_scale),
                                   DecodePlanView{parts_ref.data(), off_ref.data(), g.num_parts}, o_acc.data(),
                                   lse_acc.data()));
-    MLA_TRY(check_reference_complete(r.out_ref, r.lse_ref, name + ", " + r.tag));
+    MLA_TRY(check_reference_complete(s.format, r.out_ref, r.lse_ref, name + ", " + r.tag));
     report(r);
-  }
+    return Status::ok();
+  };
+  for (size_t k = 0; k < steps.size(); ++k)
+    if (Status st = run_step(k); !st.is_ok()) return finish(st);
   for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws})
     if (Status st = b->check_guards(name); !st.is_ok()) return finish(st);
   return finish(Status::ok());

@@ -47,12 +47,14 @@ constexpr Tolerance kDecodeTol{2e-3, 6.25e-2,
                                "16-bit P and output rounding flips on summation-order noise: measured worst "
                                "rel_l2 4.0e-4 / max_abs 7.8e-3; limits 5x and 2 bf16 ulps at |out| < 4"};
 // fp16 (same kernels, fp16 MMA): P and the output round to 3 more mantissa bits, so each flip above moves a value 8x
-// less: the bf16 measurements scale to a worst rel_l2 of ~5e-5. Limits 10x that, and two fp16 ulps at |out| < 8 (2^-8
-// each) -- tight enough that an fp16 path rounding P or the output through bf16 (rel_l2 ~2^-9 / sqrt(3) ~ 1e-3) fails.
-// Derived from the bf16 numbers, not yet measured on fp16 cases themselves (session 58): the next run's log does.
+// less but flips are 8x more frequent (a flip needs the noise within half an ulp of a midpoint): rel_l2 scales by
+// 1 / sqrt(8), the bf16 worst (4.0e-4; 5.2e-4 in session 39) to ~1.4e-4 - 1.8e-4. Limits ~3x that, and two fp16 ulps
+// at |out| < 8 (2^-8 each) -- still tight enough that an fp16 path rounding P or the output through bf16 (rel_l2
+// ~2^-9 / sqrt(3) ~ 1e-3) fails. Derived from the bf16 numbers, not yet measured on fp16 cases themselves (session 58):
+// if the next run's fp16 worst exceeds ~2.5e-4, this wants ~8e-4.
 constexpr Tolerance kFp16Tol{5e-4, 7.8125e-3,
-                             "fp16 P and output rounding flips: the bf16 worst scaled by 2^-3 (~5e-5), limits 10x and "
-                             "2 fp16 ulps at |out| < 8"};
+                             "fp16 P and output rounding flips: the bf16 worst scaled by 8^-1/2 (~1.6e-4), limits ~3x "
+                             "and 2 fp16 ulps at |out| < 8"};
 // lse, both formats: fp32 scores of exact 16-bit products, a row sum of unrounded P, the combine's fp32 log-sum-exp;
 // only summation order and the fast exp2 / log differ from the reference (~1e-6 relative). Measured rel_l2 <= 4e-7
 // (above). Limits 25x that and 1e-3 in natural-log units (0.1 % of the softmax normaliser); the out tolerance would
@@ -254,7 +256,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
                                          const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()),
                                          out_ref.data(), lse_ref.data());
   MLA_TRY(ref::mla_decode_split(ph, plan_ref, o_acc.data(), lse_acc.data()));
-  MLA_TRY(check_reference_complete(out_ref, lse_ref, name));
+  MLA_TRY(check_reference_complete(c.format, out_ref, lse_ref, name));
   rep->add("out", compare16(c.format, out, out_ref));
   rep->add("lse", compare_vec(lse, lse_ref), &kDecodeLseTol);
   MLA_TRY(check_empty_rows(c.batch, c.s_q, c.h_q, c.causal, h.seqlens, out, lse, name));
@@ -487,6 +489,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
 // (h_q 128 short) or one column per sequence (h_q 128 b32 s512), and causal s_q 2 in fp16.
 void add_graph_case(std::vector<GpuCase>& cases, KvFormat f, int batch, int h_q, int s_q, bool causal,
                     const std::vector<int>& lens, const std::string& tag) {
+  if (small_cases()) return;  // 4 steps of CPU references each: too long under the sanitizers
   const DecodeShape shape = decode_shape(f, batch, h_q, s_q, causal, lens);
   const std::string name = case_name(dc(f, batch, h_q, s_q, causal, lens), tag) + "_graph_steps";
   cases.push_back({"mla_decode", name, case_tol(f), [shape, name, f](CaseReport* rep) -> Status {

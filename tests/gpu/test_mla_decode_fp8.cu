@@ -172,7 +172,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
                                       const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()),
                                       out_ref.data(), lse_ref.data(), c.softmax_scale);
   MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data()));
-  MLA_TRY(check_reference_complete(out_ref, lse_ref, name));
+  MLA_TRY(check_reference_complete(KvFormat::kFp8, out_ref, lse_ref, name));
   const double vmax = max_abs_v(h);
   const ErrorStats out_err = compare_bf16(out, out_ref, vmax);
   rep->add("out/max|V|", out_err);
@@ -468,6 +468,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
 // causal 32-row tiles at scales apart.
 void add_graph(std::vector<GpuCase>& cases, int batch, int h_q, int s_q, bool causal, const std::vector<int>& lens,
                const std::string& tag, float q_scale, float k_scale) {
+  if (small_cases()) return;  // 4 steps of CPU references each: too long under the sanitizers
   DecodeShape shape = decode_shape(KvFormat::kFp8, batch, h_q, s_q, causal, lens);
   shape.q_scale = q_scale;
   shape.k_scale = k_scale;
