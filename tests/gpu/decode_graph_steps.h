@@ -94,9 +94,9 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
     MLA_TRY(d_off.poison());
     MLA_TRY(d_ws.poison());
     if (cudaError_t e = cudaGraphLaunch(exec, stream); e != cudaSuccess)
-      return (Status::cuda("mla_decode", cudaGetErrorString(e)));
+      return Status::cuda("mla_decode", cudaGetErrorString(e));
     if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
-      return (Status::cuda("mla_decode", std::string(cudaGetErrorString(e)) + " (" + name + ", " + r.tag + ")"));
+      return Status::cuda("mla_decode", std::string(cudaGetErrorString(e)) + " (" + name + ", " + r.tag + ")");
     r.out.assign(h.out_elems(), 0);
     r.lse.assign(h.lse_elems(), 0.f);
     MLA_TRY(d_out.download(&r.out));
@@ -110,11 +110,10 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
                                                     {s.batch, h.max_pages}),
                              g, DecodePlanView{parts_ref.data(), off_ref.data(), g.num_parts}));
     if (parts_dev != parts_ref || off_dev != off_ref)
-      return (Status::internal("plan_decode", "the graph's plan differs from the host plan of " + r.tag + " (" +
-                                                        name + ")"));
+      return Status::internal("plan_decode", "the graph's plan differs from the host plan of " + r.tag + " (" + name + ")");
     if (Status st = check_empty_rows(s.batch, s.s_q, s.h_q, s.causal, lens, r.out, r.lse, name + ", " + r.tag);
         !st.is_ok())
-      return (st);
+      return st;
     r.out_ref.assign(h.out_elems(), 0xFFFFu);
     r.lse_ref.assign(h.lse_elems(), NAN);
     MLA_TRY(ref::mla_decode_split(h.params(const_cast<uint8_t*>(h.q.data()), const_cast<uint8_t*>(h.cache.data()),
