@@ -555,7 +555,9 @@ void register_cases(std::vector<GpuCase>& cases) {
   cases.push_back({"cache_ops_validation", "launchers_reject_bad_args", kExact, run_launcher_rejections});
   struct Q { DType dt; int64_t n; int offset; float scale; };
   for (const Q& q : {Q{DType::kBf16, 128 * 4 * 576, 0, 0.05f}, Q{DType::kFp16, 100003, 0, 1.f}, Q{DType::kFp32, 1 << 20, 0, 0.37f},
-                     Q{DType::kBf16, 4097, 1, 0.5f}, Q{DType::kFp32, 1, 0, 2.f}}) {
+                     Q{DType::kBf16, 4097, 1, 0.5f}, Q{DType::kFp32, 1, 0, 2.f},
+                     // the decode tests' scales (q codes 50x and a third of the data): mostly pinned, and fine
+                     Q{DType::kBf16, 65536, 0, 0.02f}, Q{DType::kFp16, 65537, 0, 3.f}}) {
     if (small && q.n > (1 << 17)) continue;
     const std::string name = dt_name(q.dt) + "_n" + std::to_string(q.n) + (q.offset ? "_unaligned" : "");
     cases.push_back({"quantize_fp8", name, kExact, [q, name](CaseReport* r) { return run_quant(q.dt, q.n, q.offset, q.scale, name, r); }});

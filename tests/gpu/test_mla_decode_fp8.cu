@@ -401,14 +401,16 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {2, 32, 2, true, {700, 65}, "700_65", 0.02f, 20.f, DataKind::kNormal, true, true});
   // The 16-bit suite's other shapes (session 58): h_q 16 s16384 (128 one-page pieces), the TMA-store epilogue's clipped
   // tiles (h_q 32 x s_q 3: a full tile and a 32-row one; h_q 16 x s_q 3: 48 rows), h_q 64 over two long sequences,
-  // s_q 4 at h_q 32 / 64 (128 / 256 rows: 2 / 4 tiles), h_q 128 s_q 4 over 16384 + 8191 keys, many 1-2 page sequences
-  // per 16- and 32-row part (Q slots reloaded at every switch), and b128 h_q 64 s_q 2.
+  // s_q 4 at h_q 32 / 64 (128 / 256 rows: 2 / 4 tiles; both in the sanitizers' small set, with s_q 2 unmasked), h_q
+  // 128 s_q 4 over 16384 + 8191 keys, many 1-2 page sequences per 16- and 32-row part (Q slots reloaded at every
+  // switch), and b128 h_q 64 s_q 2.
   add(cases, {1, 16, 1, false, {16384}, "len16384", 1.f});
   add(cases, {16, 32, 3, true, {1, 2, 63, 64, 65, 100, 127, 128, 129, 1, 64, 65, 30, 90, 110, 120}, "clip_mix", 1.f});
   add(cases, {7, 16, 3, true, {1, 63, 64, 65, 127, 129, 200}, "clip_mix", 1.f, 1.f, DataKind::kNormal, true, true});
   add(cases, {2, 64, 1, false, {16384, 4096}, "16384_4096", 1.f});
-  add(cases, {2, 32, 4, true, {300, 1000}, "300_1000", 1.f, 1.f, kDs});
-  add(cases, {2, 64, 4, true, {700, 65}, "700_65", 1.f});
+  add(cases, {2, 32, 4, true, {300, 1000}, "300_1000", 1.f, 1.f, kDs, true, true});
+  add(cases, {2, 64, 4, true, {700, 65}, "700_65", 1.f, 1.f, DataKind::kNormal, true, true});
+  add(cases, {3, 16, 2, false, {100, 65, 1}, "100_65_1", 1.f, 1.f, DataKind::kNormal, true, true});  // s_q 2, no mask
   add(cases, {2, 128, 4, true, {16384, 8191}, "16384_8191", 1.f, 1.f, DataKind::kNormal, false});
   add(cases, {400, 16, 1, false, random_lens("b400h16", 400, 1, 80), "rand1_80", 1.f});
   add(cases, {300, 32, 1, false, random_lens("b300h32", 300, 1, 80), "rand1_80", 1.f});
