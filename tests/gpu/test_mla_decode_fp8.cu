@@ -506,11 +506,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
 MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   cases.push_back({"mla_decode", "fp8_bad_inputs_no_launch", Tolerance{0.0, 0.0, "a status code is exact"},
                    [](CaseReport* rep) -> Status {
-                     DecodeShape s;
-                     s.batch = 2;
-                     s.h_q = 16;
-                     s.seqlens = {100, 200};
-                     s.format = KvFormat::kFp8;
+                     const DecodeShape s = decode_shape(KvFormat::kFp8, 2, 16, 1, false, {100, 200});
                      auto rng = case_rng("fp8_bad_inputs");
                      const DecodeHostData h = make_decode_data(s, rng);
                      DecodeRejections r;  // room for a bf16 q too

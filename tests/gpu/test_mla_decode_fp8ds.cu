@@ -625,11 +625,7 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
 MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   cases.push_back({"mla_decode", "fp8_ds_bad_inputs_no_launch", Tolerance{0.0, 0.0, "a status code is exact"},
                    [](CaseReport* rep) -> Status {
-                     DecodeShape s;
-                     s.batch = 2;
-                     s.h_q = 16;
-                     s.seqlens = {100, 200};
-                     s.format = KvFormat::kFp8Ds;
+                     const DecodeShape s = decode_shape(KvFormat::kFp8Ds, 2, 16, 1, false, {100, 200});
                      auto rng = case_rng("fp8_ds_bad_inputs");
                      const DecodeHostData h = make_decode_data(s, rng);
                      DecodeRejections r;  // the cache: room for a 576-wide 16-bit view
