@@ -162,8 +162,9 @@ Status run_format(const Args& a, const model::ModelConfig& c, const model::Model
   const auto t1 = Clock::now();
   MLA_TRY(model::CudaBackend::create(w, o, &be));
   const auto t2 = Clock::now();
-  std::printf("model %s, %lld layers, kv %s, %lld pages\n", a.preset.c_str(), static_cast<long long>(c.num_hidden_layers),
-              std::string(kv_format_name(kv)).c_str(), static_cast<long long>(o.num_pages));
+  std::printf("model %s, %lld layers, kv %s, %lld pages\n", a.preset.c_str(),
+              static_cast<long long>(c.num_hidden_layers), std::string(kv_format_name(kv)).c_str(),
+              static_cast<long long>(o.num_pages));
   std::printf("upload + allocation: %.1f s\n", secs(t1, t2));
 
   // Prefill: warm up once, then time fresh sequences (each step starts from position 0).
@@ -183,8 +184,8 @@ Status run_format(const Args& a, const model::ModelConfig& c, const model::Model
     std::sort(times.begin(), times.end());
     const double tp = times[times.size() / 2];
     std::printf("prefill %lld x %lld tokens, %s: %.1f ms, %.0f tokens/s (median of %zu)\n",
-                static_cast<long long>(a.prefill_seqs), static_cast<long long>(a.prefill_len), var.label.c_str(), tp * 1e3,
-                double(a.prefill_seqs * a.prefill_len) / tp, times.size());
+                static_cast<long long>(a.prefill_seqs), static_cast<long long>(a.prefill_len), var.label.c_str(),
+                tp * 1e3, double(a.prefill_seqs * a.prefill_len) / tp, times.size());
   }
 
   std::printf("| batch | context | variant | decode step ms | tokens/s |\n|---|---|---|---|---|\n");

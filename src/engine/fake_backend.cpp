@@ -41,7 +41,8 @@ Status FakeBackend::check(const StepInputs& in) const {
     return Status::invalid(op, "inconsistent input sizes");
   }
   for (int64_t slot : in.slot_mapping) {
-    if (slot < 0 || slot >= int64_t(cache_.size())) return Status::invalid(op, "slot " + std::to_string(slot) + " out of range");
+    if (slot < 0 || slot >= int64_t(cache_.size()))
+      return Status::invalid(op, "slot " + std::to_string(slot) + " out of range");
   }
   for (size_t j = 0; j < in.sample_entries.size(); ++j) {
     const int e = in.sample_entries[j];
@@ -63,7 +64,8 @@ Status FakeBackend::forward(const StepInputs& in, Logits* logits) {
   num_rows_ += in.num_tokens;
   // All writes before any read, as attention sees the step's own keys (causally: a sampled row is its
   // sequence's last, so it sees every key of its sequence).
-  for (size_t i = 0; i < size_t(in.num_tokens); ++i) cache_[size_t(in.slot_mapping[i])] = kv_entry(in.input_ids[i], in.positions[i]);
+  for (size_t i = 0; i < size_t(in.num_tokens); ++i)
+    cache_[size_t(in.slot_mapping[i])] = kv_entry(in.input_ids[i], in.positions[i]);
   logits->num_rows = int(in.logits_indices.size());
   logits->vocab = vocab_;
   logits->data.assign(size_t(logits->num_rows) * size_t(vocab_), 0.0f);

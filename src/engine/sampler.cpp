@@ -27,7 +27,8 @@ Status sample_row(const float* logits, int vocab, const SampleRequest& req, std:
   int32_t argmax = -1;
   for (int v = 0; v < vocab; ++v) {
     const float x = logits[v];
-    if (std::isnan(x) || x == INFINITY) return Status::invalid(op, "logit " + std::to_string(v) + " is " + std::to_string(x));
+    if (std::isnan(x) || x == INFINITY)
+      return Status::invalid(op, "logit " + std::to_string(v) + " is " + std::to_string(x));
     if (x > max_logit) max_logit = x, argmax = v;  // strict: the lowest id wins ties
   }
   if (argmax < 0) return Status::invalid(op, "every logit is -inf");

@@ -29,7 +29,8 @@ Status read_index(const std::string& index_path, std::map<std::string, std::vect
   if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     return Status::invalid(kOp, index_path + ": expected a JSON object with a \"weight_map\" object");
   for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-    if (!it->is_string()) return Status::invalid(kOp, index_path + ": weight_map[\"" + it.key() + "\"] is not a file name");
+    if (!it->is_string())
+      return Status::invalid(kOp, index_path + ": weight_map[\"" + it.key() + "\"] is not a file name");
     const std::string shard = it->get<std::string>();
     if (shard.find('/') != std::string::npos)
       return Status::invalid(kOp, index_path + ": shard \"" + shard + "\" is not a plain file name");
@@ -44,7 +45,8 @@ Status Checkpoint::add_file(const std::string& file, const std::vector<std::stri
   std::shared_ptr<SafetensorsFile> f;
   MLA_TRY(SafetensorsFile::open(file, &f));
   auto add = [&](const TensorInfo& t) -> Status {
-    if (tensors_.count(t.name)) return Status::invalid(kOp, "tensor \"" + t.name + "\" appears in two shards (" + file + ")");
+    if (tensors_.count(t.name))
+      return Status::invalid(kOp, "tensor \"" + t.name + "\" appears in two shards (" + file + ")");
     tensors_[t.name] = {&t, f};
     return Status::ok();
   };

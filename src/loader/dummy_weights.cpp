@@ -71,9 +71,9 @@ Status make_dummy_weights(const model::ModelConfig& config, uint64_t seed, DType
   const double need = static_cast<double>(model::num_parameters(config)) * static_cast<double>(dtype_size(dtype));
   const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   if (have > 0 && need > 0.8 * have)
-    return Status::oom("make_dummy_weights", config.name + " needs " + std::to_string(need / 1e9) + " GB of host memory in " +
-                                                 std::string(dtype_name(dtype)) + ", this machine has " +
-                                                 std::to_string(have / 1e9) + " GB");
+    return Status::oom("make_dummy_weights", config.name + " needs " + std::to_string(need / 1e9) +
+                                                 " GB of host memory in " + std::string(dtype_name(dtype)) +
+                                                 ", this machine has " + std::to_string(have / 1e9) + " GB");
   for (const auto& s : specs) {
     int64_t n = 1;
     for (int64_t d : s.shape) n *= d;

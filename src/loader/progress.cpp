@@ -35,8 +35,9 @@ void ProgressBar::draw(bool force) {
   if (!force && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
   constexpr int kWidth = 30;
-  const double frac = total_bytes_ ? static_cast<double>(bytes_) / static_cast<double>(total_bytes_)
-                                   : (total_items_ ? static_cast<double>(items_) / static_cast<double>(total_items_) : 1.0);
+  const double frac = total_bytes_
+                          ? static_cast<double>(bytes_) / static_cast<double>(total_bytes_)
+                          : (total_items_ ? static_cast<double>(items_) / static_cast<double>(total_items_) : 1.0);
   const int filled = static_cast<int>(frac * kWidth + 0.5);
   char bar[kWidth + 1];
   for (int i = 0; i < kWidth; ++i) bar[i] = i < filled ? '#' : '.';

@@ -42,7 +42,8 @@ Status SafetensorsFile::open(const std::string& path, std::shared_ptr<Safetensor
   const size_t size = static_cast<size_t>(st.st_size);
   if (size < 8) {
     ::close(fd);
-    return Status::invalid(kOp, path + ": " + std::to_string(size) + " bytes, too short for a header (truncated file?)");
+    return Status::invalid(kOp,
+                           path + ": " + std::to_string(size) + " bytes, too short for a header (truncated file?)");
   }
   void* m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);  // the mapping keeps the file referenced
@@ -91,7 +92,8 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
   for (const auto& t : tensors) {
     size_t n = dtype_size(t.dtype);
     for (int64_t d : t.shape) n *= static_cast<size_t>(d);
-    h[t.name] = {{"dtype", safetensors_dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
+    h[t.name] = {
+        {"dtype", safetensors_dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
     offset += n;
   }
   std::string header = h.dump();

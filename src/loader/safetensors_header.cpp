@@ -47,8 +47,8 @@ Status parse_entry(const std::string& name, const json& e, size_t data_size, std
                           "] outside the data section of " + std::to_string(data_size) + " bytes (truncated file?)");
   const uint64_t want = static_cast<uint64_t>(numel) * dtype_size(t->dtype);
   if (en - b != want)
-    return bad(where, "tensor \"" + name + "\": " + t->str() + " needs " + std::to_string(want) + " bytes, data_offsets give " +
-                          std::to_string(en - b));
+    return bad(where, "tensor \"" + name + "\": " + t->str() + " needs " + std::to_string(want) +
+                          " bytes, data_offsets give " + std::to_string(en - b));
   t->begin = static_cast<size_t>(b);
   t->end = static_cast<size_t>(en);
   return Status::ok();

@@ -18,7 +18,8 @@ Status save_weights(const model::ModelWeights& w, const std::string& dir, int nu
     const TensorView& v = *specs[i].slot;
     if (!v.defined() || !v.is_contiguous() || v.numel() == 0)
       return Status::invalid("save_weights", "tensor \"" + specs[i].hf_name + "\" is not set or not contiguous");
-    shards[i * static_cast<size_t>(num_shards) / specs.size()].push_back({specs[i].hf_name, v.dtype, specs[i].shape, v.data});
+    shards[i * static_cast<size_t>(num_shards) / specs.size()].push_back(
+        {specs[i].hf_name, v.dtype, specs[i].shape, v.data});
   }
   if (num_shards == 1) return write_safetensors(dir + "/model.safetensors", shards[0], {{"format", "pt"}});
   nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();

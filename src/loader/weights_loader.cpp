@@ -63,10 +63,12 @@ Status load_weights(const std::string& path, const model::ModelConfig& config, m
   std::set<const SafetensorsFile*> files;
   for (const auto& s : specs) {
     const CheckpointTensor* t = ckpt.find(s.hf_name);
-    if (!t) return Status::invalid(kOp, path + ": missing tensor \"" + s.hf_name + "\" (" + s.our_name + ", expected " + shape_str(s.shape) + ")");
+    if (!t)
+      return Status::invalid(kOp, path + ": missing tensor \"" + s.hf_name + "\" (" + s.our_name + ", expected " +
+                                      shape_str(s.shape) + ")");
     if (t->info->shape != s.shape)
-      return Status::invalid(kOp, path + ": tensor \"" + s.hf_name + "\" (" + s.our_name + ") has shape " + t->info->str() +
-                                      ", expected " + shape_str(s.shape));
+      return Status::invalid(kOp, path + ": tensor \"" + s.hf_name + "\" (" + s.our_name + ") has shape " +
+                                      t->info->str() + ", expected " + shape_str(s.shape));
     TensorView v = t->file->view(*t->info);
     const DType dt = t->info->dtype;
     if (dt != DType::kBf16 && dt != DType::kFp32 && dt != DType::kFp16)

@@ -17,18 +17,21 @@ Status validate_forward_batch(const ForwardBatch& b, const ModelConfig& c,
     if (!seen.insert(q.seq_id).second) return Status::invalid(op, name + " twice in one batch");
     const int64_t cached = cached_tokens(q.seq_id);
     if (q.start_pos != cached)
-      return Status::invalid(op, name + ": start_pos " + std::to_string(q.start_pos) + " but " + std::to_string(cached) +
-                                     " tokens cached");
+      return Status::invalid(op, name + ": start_pos " + std::to_string(q.start_pos) + " but " +
+                                     std::to_string(cached) + " tokens cached");
     if (q.start_pos + q.num_tokens > c.max_position_embeddings)
       return Status::invalid(op, name + " exceeds max_position_embeddings");
     total += q.num_tokens;
   }
   if (total != b.num_tokens())
-    return Status::invalid(op, "chunks hold " + std::to_string(total) + " tokens, token_ids has " + std::to_string(b.num_tokens()));
+    return Status::invalid(
+        op, "chunks hold " + std::to_string(total) + " tokens, token_ids has " + std::to_string(b.num_tokens()));
   for (int32_t r : b.logits_rows)
-    if (r < 0 || r >= b.num_tokens()) return Status::invalid(op, "logits row " + std::to_string(r) + " outside the step's rows");
+    if (r < 0 || r >= b.num_tokens())
+      return Status::invalid(op, "logits row " + std::to_string(r) + " outside the step's rows");
   for (int32_t id : b.token_ids)
-    if (id < 0 || id >= c.vocab_size) return Status::invalid(op, "token id " + std::to_string(id) + " outside the vocabulary");
+    if (id < 0 || id >= c.vocab_size)
+      return Status::invalid(op, "token id " + std::to_string(id) + " outside the vocabulary");
   return Status::ok();
 }
 

@@ -185,15 +185,18 @@ Status parse_fields(const json& j, std::string_view src, ModelConfig* c) {
   MLA_TRY(rd.string("topk_method", &topk));
   if (topk == "greedy") c->topk_method = TopkMethod::kGreedy;
   else if (topk == "group_limited_greedy") c->topk_method = TopkMethod::kGroupLimitedGreedy;
-  else return Status::unsupported(kOp, std::string(src) + ": topk_method \"" + topk + "\" (greedy, group_limited_greedy)");
+  else
+    return Status::unsupported(kOp, std::string(src) + ": topk_method \"" + topk + "\" (greedy, group_limited_greedy)");
   MLA_TRY(rd.string("scoring_func", &scoring));
-  if (scoring != "softmax") return Status::unsupported(kOp, std::string(src) + ": scoring_func \"" + scoring + "\" (only softmax)");
+  if (scoring != "softmax")
+    return Status::unsupported(kOp, std::string(src) + ": scoring_func \"" + scoring + "\" (only softmax)");
   MLA_TRY(rd.string("hidden_act", &act));
   if (act != "silu") return Status::unsupported(kOp, std::string(src) + ": hidden_act \"" + act + "\" (only silu)");
   bool attention_bias = false, mlp_bias = false;
   MLA_TRY(rd.boolean("attention_bias", &attention_bias));
   MLA_TRY(rd.boolean("mlp_bias", &mlp_bias));
-  if (attention_bias || mlp_bias) return Status::unsupported(kOp, std::string(src) + ": attention_bias/mlp_bias = true");
+  if (attention_bias || mlp_bias)
+    return Status::unsupported(kOp, std::string(src) + ": attention_bias/mlp_bias = true");
 
   // Legacy rope_scaling first, then transformers 5.x rope_parameters (which wins when both exist).
   for (const char* key : {"rope_scaling", "rope_parameters"}) {

@@ -33,7 +33,8 @@ Status validate_config(const ModelConfig& c) {
   if (c.kv_lora_rank != 512)
     return Status::unsupported(kOp, c.name + ": kv_lora_rank " + std::to_string(c.kv_lora_rank) + " (must be 512)");
   if (c.qk_rope_head_dim != 64)
-    return Status::unsupported(kOp, c.name + ": qk_rope_head_dim " + std::to_string(c.qk_rope_head_dim) + " (must be 64)");
+    return Status::unsupported(kOp,
+                               c.name + ": qk_rope_head_dim " + std::to_string(c.qk_rope_head_dim) + " (must be 64)");
   MLA_TRY(need(c.vocab_size > 0, c, "vocab_size must be > 0"));
   MLA_TRY(need(c.hidden_size > 0, c, "hidden_size must be > 0"));
   MLA_TRY(need(c.num_hidden_layers > 0, c, "num_hidden_layers must be > 0"));
@@ -65,7 +66,8 @@ Status validate_config(const ModelConfig& c) {
   if (c.rope_scaling.enabled) {
     const YarnScaling& y = c.rope_scaling;
     MLA_TRY(need(y.factor >= 1.0, c, "rope_scaling.factor must be >= 1"));
-    MLA_TRY(need(y.original_max_position_embeddings > 0, c, "rope_scaling.original_max_position_embeddings must be > 0"));
+    MLA_TRY(
+        need(y.original_max_position_embeddings > 0, c, "rope_scaling.original_max_position_embeddings must be > 0"));
     MLA_TRY(need(y.beta_fast > 0 && y.beta_slow > 0, c, "rope_scaling.beta_fast/beta_slow must be > 0"));
   }
   for (int64_t id : c.eos_token_ids)

@@ -63,7 +63,8 @@ void mla_attention_absorbed(const MlaChunk& a, const ModelConfig& c, const Tenso
   const int64_t nh = c.num_attention_heads, dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim;
   const int64_t dv = c.v_head_dim, dkv = dn + dv, R = c.kv_lora_rank, D = c.latent_dim();
   const std::vector<float> w = kv_b_fp32(kv_b);
-  std::vector<float> q_lat(static_cast<size_t>(R)), o_lat(static_cast<size_t>(R)), p(static_cast<size_t>(a.start + a.n));
+  std::vector<float> q_lat(static_cast<size_t>(R)), o_lat(static_cast<size_t>(R)),
+      p(static_cast<size_t>(a.start + a.n));
   for (int64_t i = 0; i < a.n; ++i) {
     const int64_t len = a.start + i + 1;
     for (int64_t h = 0; h < nh; ++h) {

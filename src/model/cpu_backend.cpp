@@ -21,7 +21,9 @@ Status check_act(const char* op, const char* name, const TensorView& v, int64_t 
 }  // namespace
 
 CpuBackend::CpuBackend(ModelWeights w)
-    : w_(std::move(w)), rope_(make_rope_table(w_.config)), softmax_scale_(static_cast<float>(w_.config.softmax_scale())) {}
+    : w_(std::move(w)),
+      rope_(make_rope_table(w_.config)),
+      softmax_scale_(static_cast<float>(w_.config.softmax_scale())) {}
 
 Status CpuBackend::create(ModelWeights weights, std::unique_ptr<CpuBackend>* out) {
   MLA_TRY(validate_config(weights.config));
@@ -78,7 +80,8 @@ Status CpuBackend::rmsnorm(const TensorView& x, const TensorView& w, float eps, 
   return Status::ok();
 }
 
-Status CpuBackend::add_rmsnorm(const TensorView& x, TensorView residual, const TensorView& w, float eps, TensorView out) {
+Status CpuBackend::add_rmsnorm(const TensorView& x, TensorView residual, const TensorView& w, float eps,
+                               TensorView out) {
   MLA_TRY(check_act("add_rmsnorm", "x", x, -1, w.numel()));
   MLA_TRY(check_act("add_rmsnorm", "residual", residual, x.shape[0], x.shape[1]));
   for (int64_t t = 0; t < x.shape[0]; ++t) {

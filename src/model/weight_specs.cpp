@@ -75,7 +75,8 @@ Status check_host_weight(const WeightSpec& spec, const char* op) {
   const std::vector<int64_t> shape(v.shape.begin(), v.shape.begin() + v.rank);
   if (!v.defined() || !v.data || shape != spec.shape || !v.is_contiguous() ||
       (v.dtype != DType::kFp32 && v.dtype != DType::kBf16))
-    return Status::invalid(op, "weight \"" + spec.hf_name + "\": expected fp32 or bf16 contiguous of its spec's shape, got " +
+    return Status::invalid(op, "weight \"" + spec.hf_name +
+                                   "\": expected fp32 or bf16 contiguous of its spec's shape, got " +
                                    (v.defined() ? v.str() : std::string("nothing")));
   return Status::ok();
 }

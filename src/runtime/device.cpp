@@ -15,7 +15,8 @@ Status current_device_info(DeviceInfo* out) {
   int dev = 0;
   MLA_CUDA_TRY("device_info", cudaGetDevice(&dev));
   std::lock_guard<std::mutex> lock(mu);
-  if (dev < 0 || dev >= static_cast<int>(cache.size())) return Status::internal("device_info", "device index out of range");
+  if (dev < 0 || dev >= static_cast<int>(cache.size()))
+    return Status::internal("device_info", "device index out of range");
   DeviceInfo& d = cache[dev];
   if (d.num_sms == 0) {
     cudaDeviceProp prop{};

@@ -69,11 +69,13 @@ struct DecodeHostData {
   size_t lse_elems() const { return size_t(shape.batch) * shape.h_q * shape.s_q; }
 
   // Params over caller-provided pointers (host or device) with this data's shapes.
-  MlaDecodeParams params(void* dq, void* dcache, void* dbt, void* dsl, void* dout, void* dlse, float softmax_scale) const {
+  MlaDecodeParams params(void* dq, void* dcache, void* dbt, void* dsl, void* dout, void* dlse,
+                         float softmax_scale) const {
     const DecodeShape& s = shape;
     MlaDecodeParams p;
     p.q = TensorView::contiguous(dq, kv_query_dtype(s.format), {s.batch, s.s_q, s.h_q, kDimQK});
-    p.kv_cache = TensorView::contiguous(dcache, kv_cache_dtype(s.format), {num_pages, kDecodePageSize, kv_token_elems(s.format)});
+    p.kv_cache = TensorView::contiguous(dcache, kv_cache_dtype(s.format),
+                                        {num_pages, kDecodePageSize, kv_token_elems(s.format)});
     p.block_table = TensorView::contiguous(dbt, DType::kInt32, {s.batch, max_pages});
     p.seqlens = TensorView::contiguous(dsl, DType::kInt32, {s.batch});
     p.out = TensorView::contiguous(dout, s.format == KvFormat::kFp16 ? DType::kFp16 : DType::kBf16,
@@ -143,7 +145,8 @@ inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rn
     std::vector<int64_t> slots(L);
     for (int t = 0; t < L; ++t) {
       draw_token(rows + size_t(t) * kDimQK);
-      slots[t] = int64_t(h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize]) * kDecodePageSize + t % kDecodePageSize;
+      slots[t] =
+          int64_t(h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize]) * kDecodePageSize + t % kDecodePageSize;
     }
     if (L == 0) continue;
     // kv_c and k_pe are column splits of the [L, 576] float rows.

@@ -68,7 +68,8 @@ inline std::string chi_square_failure(const std::vector<long>& counts, const std
   long pooled_c = 0;
   for (size_t v = 0; v < p.size(); ++v) {
     if (p[v] == 0) {
-      if (counts[v] != 0) return "token " + std::to_string(v) + " drawn " + std::to_string(counts[v]) + " times outside the support";
+      if (counts[v] != 0)
+        return "token " + std::to_string(v) + " drawn " + std::to_string(counts[v]) + " times outside the support";
       continue;
     }
     const double e = p[v] * double(n);

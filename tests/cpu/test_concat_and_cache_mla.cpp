@@ -68,10 +68,12 @@ ConcatData make_setup(const Case& c, int t, std::mt19937_64& rng) {
           RawArray(c.in, size_t(t) * kDimRope), {}, {}, {}};
   fill_rows(s.rows, t, rng, k_scale);
   for (int i = 0; i < t; ++i) {
-    for (int j = 0; j < kDimLatent; ++j) std::memcpy(&s.kv_c.bytes[(size_t(i) * kDimLatent + j) * s.kv_c.esize()],
-                                                     &s.rows.bytes[(size_t(i) * kDimQK + j) * s.rows.esize()], s.rows.esize());
-    for (int j = 0; j < kDimRope; ++j) std::memcpy(&s.k_pe.bytes[(size_t(i) * kDimRope + j) * s.k_pe.esize()],
-                                                   &s.rows.bytes[(size_t(i) * kDimQK + kDimLatent + j) * s.rows.esize()], s.rows.esize());
+    for (int j = 0; j < kDimLatent; ++j)
+      std::memcpy(&s.kv_c.bytes[(size_t(i) * kDimLatent + j) * s.kv_c.esize()],
+                  &s.rows.bytes[(size_t(i) * kDimQK + j) * s.rows.esize()], s.rows.esize());
+    for (int j = 0; j < kDimRope; ++j)
+      std::memcpy(&s.k_pe.bytes[(size_t(i) * kDimRope + j) * s.k_pe.esize()],
+                  &s.rows.bytes[(size_t(i) * kDimQK + kDimLatent + j) * s.rows.esize()], s.rows.esize());
   }
   // Distinct random slots, about a fifth of them padding.
   std::vector<int64_t> perm(num_pages * c.page_size);
@@ -233,8 +235,8 @@ TEST(ConcatAndCacheMla, RejectsBadArguments) {
       {"kv_c", [](auto& p) { p.kv_c = TensorView{}; }},
       {"kv_c", [](auto& p) { p.kv_c.stride[1] = 2; }},
       {"kv_c", [&](auto& p) { p.kv_c.data = unaligned.data() + 2; }},
-      {"kv_c", [](auto& p) { p.kv_c.stride[0] = 516; }},   // row stride not a multiple of 16 bytes
-      {"kv_c", [](auto& p) { p.kv_c.stride[0] = 256; }},   // rows overlap
+      {"kv_c", [](auto& p) { p.kv_c.stride[0] = 516; }},       // row stride not a multiple of 16 bytes
+      {"kv_c", [](auto& p) { p.kv_c.stride[0] = 256; }},       // rows overlap
       {"k_pe", [](auto& p) { p.k_pe.dtype = DType::kFp16; }},  // differs from kv_c
       {"k_pe", [](auto& p) { p.k_pe.shape[0] = 3; }},
       {"k_pe", [](auto& p) { p.k_pe.shape[1] = 32; }},
@@ -243,13 +245,35 @@ TEST(ConcatAndCacheMla, RejectsBadArguments) {
       {"kv_cache", [](auto& p) { p.kv_cache.dtype = DType::kE4m3; }},  // fp8_ds caches are uint8
       {"kv_cache", [](auto& p) { p.kv_cache.shape[2] = 576; }},
       {"kv_cache", [](auto& p) { p.kv_cache.data = nullptr; }},
-      {"page size", [](auto& p) { p.kv_cache.shape[1] = 8; p.kv_cache.stride[0] = 8 * 656; }},
-      {"page size", [](auto& p) { p.kv_cache.shape[1] = 128; p.kv_cache.stride[0] = 128 * 656; }},
+      {"page size",
+       [](auto& p) {
+         p.kv_cache.shape[1] = 8;
+         p.kv_cache.stride[0] = 8 * 656;
+       }},
+      {"page size",
+       [](auto& p) {
+         p.kv_cache.shape[1] = 128;
+         p.kv_cache.stride[0] = 128 * 656;
+       }},
       {"kv_cache", [](auto& p) { p.kv_cache.stride[0] += 1; }},
-      {"k_scale", [](auto& p) { p.format = KvFormat::kFp8; p.kv_cache.dtype = DType::kE4m3; p.kv_cache.shape[2] = 576;
-                                p.kv_cache.stride[1] = 576; p.kv_cache.stride[0] = 16 * 576; p.k_scale = 0.f; }},
-      {"k_scale", [](auto& p) { p.format = KvFormat::kFp8; p.kv_cache.dtype = DType::kE4m3; p.kv_cache.shape[2] = 576;
-                                p.kv_cache.stride[1] = 576; p.kv_cache.stride[0] = 16 * 576; p.k_scale = std::nanf(""); }},
+      {"k_scale",
+       [](auto& p) {
+         p.format = KvFormat::kFp8;
+         p.kv_cache.dtype = DType::kE4m3;
+         p.kv_cache.shape[2] = 576;
+         p.kv_cache.stride[1] = 576;
+         p.kv_cache.stride[0] = 16 * 576;
+         p.k_scale = 0.f;
+       }},
+      {"k_scale",
+       [](auto& p) {
+         p.format = KvFormat::kFp8;
+         p.kv_cache.dtype = DType::kE4m3;
+         p.kv_cache.shape[2] = 576;
+         p.kv_cache.stride[1] = 576;
+         p.kv_cache.stride[0] = 16 * 576;
+         p.k_scale = std::nanf("");
+       }},
   };
   for (const auto& [what, mutate] : bad) {
     ConcatAndCacheMlaParams p = s.p;

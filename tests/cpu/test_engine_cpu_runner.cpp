@@ -28,7 +28,8 @@ std::unique_ptr<runner::CpuModelRunner> make_runner(int num_pages) {
   return r;
 }
 
-std::vector<std::vector<int32_t>> generate(int num_pages, int budget, const std::vector<Request>& reqs, int64_t* preempted) {
+std::vector<std::vector<int32_t>> generate(int num_pages, int budget, const std::vector<Request>& reqs,
+                                           int64_t* preempted) {
   auto r = make_runner(num_pages);
   EngineConfig c;
   c.scheduler.max_num_seqs = 8;

@@ -32,7 +32,8 @@ SchedulerConfig config(int max_seqs, int budget, int pages, int page_size) {
 
 // One token per sampling entry; token 5 always (the tests here finish by length).
 std::vector<int32_t> tokens_for(const ScheduledBatch& b) {
-  return std::vector<int32_t>(size_t(std::count_if(b.seqs.begin(), b.seqs.end(), [](auto& e) { return e.samples; })), 5);
+  return std::vector<int32_t>(size_t(std::count_if(b.seqs.begin(), b.seqs.end(), [](auto& e) { return e.samples; })),
+                              5);
 }
 
 // Schedules a step, checks every invariant against the state before it, and applies it.
@@ -148,7 +149,8 @@ TEST(Scheduler, AddRefusesRequestsLongerThanMaxModelLen) {
   EXPECT_TRUE(s.add(make_seq(0, 60, 40)).is_ok());  // 100 tokens: at the limit
   const Status st = s.add(make_seq(1, 60, 41));
   ASSERT_FALSE(st.is_ok());
-  EXPECT_NE(st.to_string().find("prompt (60) + max_tokens (41) = 101 tokens exceed max_model_len 100"), std::string::npos)
+  EXPECT_NE(st.to_string().find("prompt (60) + max_tokens (41) = 101 tokens exceed max_model_len 100"),
+            std::string::npos)
       << st.to_string();
   EXPECT_EQ(s.waiting().size(), 1u);
 }
@@ -237,7 +239,8 @@ TEST(Scheduler, AdmitsInArrivalOrderUnderMaxNumSeqs) {
   for (int step = 0; step < 100 && s.has_unfinished(); ++step) {
     checked_step(s, &b, &fin);
     for (SeqId id : s.running()) {
-      if (std::find(admission_order.begin(), admission_order.end(), id) == admission_order.end()) admission_order.push_back(id);
+      if (std::find(admission_order.begin(), admission_order.end(), id) == admission_order.end())
+        admission_order.push_back(id);
     }
   }
   EXPECT_EQ(admission_order, (std::vector<SeqId>{0, 1, 2, 3, 4}));

@@ -136,7 +136,8 @@ TEST_P(GatherCacheMlaRef, MatchesFloat64Oracle) {
         } else if (c.out == DType::kBf16) {
           uint16_t raw;
           std::memcpy(&raw, row + 2 * j, 2);
-          ok = oracle::same(oracle::bf16_value(raw), oracle::round_to(cached_value(c, tok, j, d.p.k_scale), oracle::kBf16));
+          ok = oracle::same(oracle::bf16_value(raw),
+                            oracle::round_to(cached_value(c, tok, j, d.p.k_scale), oracle::kBf16));
         } else {
           float f;
           std::memcpy(&f, row + 4 * j, 4);

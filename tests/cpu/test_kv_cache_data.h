@@ -32,7 +32,8 @@ struct RawArray {
   double get(size_t i) const {
     const uint32_t u = bits(i);
     if (dtype == DType::kFp32) { float f; std::memcpy(&f, &u, 4); return f; }
-    return dtype == DType::kBf16 ? oracle::bf16_value(static_cast<uint16_t>(u)) : oracle::fp16_value(static_cast<uint16_t>(u));
+    return dtype == DType::kBf16 ? oracle::bf16_value(static_cast<uint16_t>(u))
+                                 : oracle::fp16_value(static_cast<uint16_t>(u));
   }
 };
 

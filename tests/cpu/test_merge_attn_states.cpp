@@ -116,7 +116,8 @@ TEST_P(MergeAttnStatesRef, MatchesFloat64Oracle) {
       for (int j = 0; j < m.d; ++j) {
         const double got = m.out.get((size_t(t) * m.h + k) * m.d + j), want = r.out[j];
         const bool ok = std::isnan(want) ? std::isnan(got) : std::fabs(got - want) <= tolerance(dt, want, r.mag[j]);
-        if (!ok && bad++ < 5) ADD_FAILURE() << "out t " << t << " h " << k << " j " << j << ": " << got << " vs " << want;
+        if (!ok && bad++ < 5)
+          ADD_FAILURE() << "out t " << t << " h " << k << " j " << j << ": " << got << " vs " << want;
       }
     }
   }

@@ -26,7 +26,9 @@ using test::DecodeShape;
 struct Outputs {
   std::vector<uint16_t> out;
   std::vector<float> lse;
-  float out_at(size_t i, KvFormat f) const { return f == KvFormat::kFp16 ? fp16_to_float(out[i]) : bf16_to_float(out[i]); }
+  float out_at(size_t i, KvFormat f) const {
+    return f == KvFormat::kFp16 ? fp16_to_float(out[i]) : bf16_to_float(out[i]);
+  }
 };
 
 float softmax_scale_for_test() { return 1.f / std::sqrt(192.f); }
@@ -52,7 +54,8 @@ void oracle(const DecodeHostData& h, std::vector<double>* out, std::vector<doubl
       case KvFormat::kFp16: return fp16_to_float(uint16_t(tok[2 * d] | (tok[2 * d + 1] << 8)));
       case KvFormat::kBf16: return bf16_to_float(uint16_t(tok[2 * d] | (tok[2 * d + 1] << 8)));
       case KvFormat::kFp8Ds:
-        return d < kDimLatent ? cache::fp8_ds_latent(tok, d) : bf16_to_float(cache::fp8_ds_rope_bits(tok, d - kDimLatent));
+        return d < kDimLatent ? cache::fp8_ds_latent(tok, d)
+                              : bf16_to_float(cache::fp8_ds_rope_bits(tok, d - kDimLatent));
     }
     return NAN;
   };
@@ -121,7 +124,8 @@ TEST_P(MlaDecodeRef, MatchesFloat64Oracle) {
     ASSERT_TRUE(run_ref(h, &o, r).is_ok());
     const auto so = test::compare(oo.size(), [&](size_t i) { return double(o.out_at(i, c.shape.format)); },
                                   [&](size_t i) { return oo[i]; });
-    const auto sl = test::compare(ol.size(), [&](size_t i) { return double(o.lse[i]); }, [&](size_t i) { return ol[i]; });
+    const auto sl = test::compare(
+        ol.size(), [&](size_t i) { return double(o.lse[i]); }, [&](size_t i) { return ol[i]; });
     const double tol = r == PRounding::kNone ? c.tol_exact : c.tol_rounded;
     EXPECT_EQ(so.nonfinite_got + so.mismatched_nan, 0u) << so.str();
     EXPECT_LE(so.rel_l2, tol) << (r == PRounding::kNone ? "exact P: " : "rounded P: ") << so.str();

@@ -1,6 +1,6 @@
-// validate_mla_decode, argument by argument: the host checks the CPU reference and the CUDA launcher both run first (the
-// launcher before it launches anything), so every bad tensor (null, wrong dtype, wrong rank, a wrong dim, strided) and
-// every bad scalar must be refused with an error that names the op and the argument, in every KV format.
+// validate_mla_decode, argument by argument: the host checks the CPU reference and the CUDA launcher both run first
+// (the launcher before it launches anything), so every bad tensor (null, wrong dtype, wrong rank, a wrong dim, strided)
+// and every bad scalar must be refused with an error that names the op and the argument, in every KV format.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -100,7 +100,8 @@ TEST_P(MlaDecodeValidate, RefusesShapesThatDisagree) {
   expect_refused(with(&MlaDecodeParams::seqlens, {b - 1}), "seqlens batch", "seqlens");
   expect_refused(with(&MlaDecodeParams::out, {b, s_q, h_q, kDimQK}), "out width 576", "out");
   expect_refused(with(&MlaDecodeParams::out, {b, s_q - 1, h_q, kDimV}), "out s_q", "out");
-  expect_refused(with(&MlaDecodeParams::lse, {b, s_q, h_q}), "lse [b, s_q, h_q]", "lse");  // the layout is [b, h_q, s_q]
+  expect_refused(with(&MlaDecodeParams::lse, {b, s_q, h_q}), "lse [b, s_q, h_q]",
+                 "lse");  // the layout is [b, h_q, s_q]
   expect_refused(with(&MlaDecodeParams::q, {b, s_q, 8, kDimQK}), "h_q 8", "h_q must be 16, 32, 64 or 128");
   expect_refused(with(&MlaDecodeParams::q, {b, 5, h_q, kDimQK}), "s_q 5", "s_q must be in 1..4");
   expect_refused(with(&MlaDecodeParams::q, {0, s_q, h_q, kDimQK}), "batch 0", "batch must be >= 1");
@@ -136,7 +137,9 @@ TEST_P(MlaDecodeValidate, RefusesBadScalesAndMismatchedFormats) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, MlaDecodeValidate,
                          ::testing::Values(KvFormat::kBf16, KvFormat::kFp16, KvFormat::kFp8, KvFormat::kFp8Ds),
-                         [](const ::testing::TestParamInfo<KvFormat>& p) { return std::string(kv_format_name(p.param)); });
+                         [](const ::testing::TestParamInfo<KvFormat>& p) {
+                           return std::string(kv_format_name(p.param));
+                         });
 
 }  // namespace
 }  // namespace mla

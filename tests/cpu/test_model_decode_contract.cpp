@@ -32,8 +32,13 @@ TEST(ModelDecodeContract, AbsorbedAttentionEqualsMlaDecodeOp) {
     std::vector<float> q(static_cast<size_t>(s_q * nh * (dn + 64)));
     for (auto& x : q) x = nd(rng);
     std::vector<float> mine(static_cast<size_t>(s_q * nh * dv));
-    cpu::mla_attention_absorbed({.q = q.data(), .ldq = nh * (dn + 64), .n = s_q, .start = L - s_q, .cache = cache.data(),
-                                 .out = mine.data(), .ldo = nh * dv},
+    cpu::mla_attention_absorbed({.q = q.data(),
+                                 .ldq = nh * (dn + 64),
+                                 .n = s_q,
+                                 .start = L - s_q,
+                                 .cache = cache.data(),
+                                 .out = mine.data(),
+                                 .ldo = nh * dv},
                                 c, w, scale);
 
     // The op's inputs: absorbed q in bf16, the cache paged in bf16.

@@ -50,7 +50,12 @@ std::vector<int32_t> random_topk(int64_t t, int64_t k, int E, std::mt19937_64& r
 
 TEST(MoeAlignRef, MatchesTheHostCountingSortAndTilesCoverEveryRow) {
   std::mt19937_64 rng(7);
-  for (auto [t, k, E, bm] : {std::tuple{1, 6, 64, 16}, {64, 6, 64, 16}, {128, 6, 64, 32}, {300, 6, 64, 64}, {2000, 8, 256, 128}, {37, 1, 3, 16}}) {
+  for (auto [t, k, E, bm] : {std::tuple{1, 6, 64, 16},
+                             {64, 6, 64, 16},
+                             {128, 6, 64, 32},
+                             {300, 6, 64, 64},
+                             {2000, 8, 256, 128},
+                             {37, 1, 3, 16}}) {
     const std::vector<int32_t> ids = random_topk(t, k, E, rng);
     Aligned a;
     ASSERT_TRUE(align(ids, t, k, E, bm, &a).is_ok());
@@ -114,7 +119,8 @@ TEST(GroupedGemmRef, EqualsPerExpertLinearAndSiluMul) {
   std::mt19937_64 rng(11);
   std::normal_distribution<float> nd(0.f, 1.f);
   const int64_t E = 4, N = 32, K = 24, t = 23;
-  const std::vector<int32_t> ids = {0, 2, 2, 2, 3, 0, 3, 3, 3, 3, 3, 0, 2, 3, 2, 0, 3, 3, 3, 0, 2, 3, 3};  // expert 1 empty
+  const std::vector<int32_t> ids = {0, 2, 2, 2, 3, 0, 3, 3, 3, 3, 3, 0,
+                                    2, 3, 2, 0, 3, 3, 3, 0, 2, 3, 3};  // expert 1 empty
   Aligned al;
   ASSERT_TRUE(align(ids, t, 1, int(E), 16, &al).is_ok());
   const int64_t lda = K + 8;
@@ -142,10 +148,12 @@ TEST(GroupedGemmRef, EqualsPerExpertLinearAndSiluMul) {
       ASSERT_LT(r, al.off[size_t(e) + 1]);
       std::vector<float> x(static_cast<size_t>(K)), y(static_cast<size_t>(N));
       for (int64_t q = 0; q < K; ++q) x[size_t(q)] = bf16_to_float(a[size_t(al.perm[size_t(r)] * lda + q)]);
-      model::cpu::linear(x.data(), K, 1, TensorView::contiguous(&w[size_t(e * N * K)], DType::kBf16, {N, K}), y.data(), N);
+      model::cpu::linear(x.data(), K, 1, TensorView::contiguous(&w[size_t(e * N * K)], DType::kBf16, {N, K}), y.data(),
+                         N);
       for (int64_t j = 0; j < n_out; ++j) {
-        const float want = silu ? round_bf16(model::cpu::silu(round_bf16(y[size_t(j)])) * round_bf16(y[size_t(N / 2 + j)]))
-                                : round_bf16(y[size_t(j)]);
+        const float want =
+            silu ? round_bf16(model::cpu::silu(round_bf16(y[size_t(j)])) * round_bf16(y[size_t(N / 2 + j)]))
+                 : round_bf16(y[size_t(j)]);
         // Same float sums in the same order: identical, except that silu's exp may differ by an ulp.
         EXPECT_NEAR(bf16_to_float(out[size_t(r * n_out + j)]), want, silu ? std::abs(want) * 8e-3f : 0.f)
             << "row " << r << " col " << j;
@@ -157,7 +165,8 @@ TEST(GroupedGemmRef, EqualsPerExpertLinearAndSiluMul) {
 TEST(GroupedGemmRef, LeavesRowsPastTheLastExpertAndRejectsBadShapes) {
   const int64_t E = 2, N = 16, K = 8;
   std::vector<int32_t> off = {0, 1, 2}, tiles = {0, 0, 1, 1, -1, -1};
-  std::vector<uint16_t> a(size_t(4 * K), float_to_bf16(1.f)), w(size_t(E * N * K), float_to_bf16(0.5f)), out(size_t(4 * N), 0xFFFF);
+  std::vector<uint16_t> a(size_t(4 * K), float_to_bf16(1.f)), w(size_t(E * N * K), float_to_bf16(0.5f)),
+      out(size_t(4 * N), 0xFFFF);
   GroupedGemmParams p;
   p.a = TensorView::contiguous(a.data(), DType::kBf16, {4, K});
   p.w = TensorView::contiguous(w.data(), DType::kBf16, {E, N, K});

@@ -312,10 +312,10 @@ TEST(PlanDecode, GeometrySplitPriceFollowsTheTileRows) {
   EXPECT_EQ(g.split_price, 1);
 }
 
-// Short steps (decode_plan_seq_cost): at most short_step_pages pages per CTA column, rounded up, and sequences of at least
-// kDecodeShortStepSpan columns' pages on average charge no seq_cost, so their cuts use the idle columns.
-// What decode_plan_seq_cost and the plans' total cost are computed from: pages of 64 tokens (a partial page counts),
-// and only the sequences with keys.
+// Short steps (decode_plan_seq_cost): at most short_step_pages pages per CTA column, rounded up, and sequences of at
+// least kDecodeShortStepSpan columns' pages on average charge no seq_cost, so their cuts use the idle columns. What
+// decode_plan_seq_cost and the plans' total cost are computed from: pages of 64 tokens (a partial page counts), and
+// only the sequences with keys.
 TEST(PlanDecode, StepSize) {
   const std::vector<int32_t> lens = {0, 1, 64, 65, 8192, 0};
   const DecodeStepSize s = decode_step_size(lens.data(), static_cast<int>(lens.size()));
@@ -410,7 +410,8 @@ TEST(PlanDecode, GeometryKnowsTheTableWidthTheStepNeeds) {
   EXPECT_TRUE(ref::plan_decode(sl, TensorView::contiguous(table.data(), DType::kInt32, {4, 10}), g, plan).is_ok());
   EXPECT_TRUE(check_block_table_width("mla_decode", TensorView::contiguous(table.data(), DType::kInt32, {4, 10}), g)
                   .is_ok());
-  const Status named = check_block_table_width("mla_decode", TensorView::contiguous(table.data(), DType::kInt32, {4, 2}), g);
+  const Status named =
+      check_block_table_width("mla_decode", TensorView::contiguous(table.data(), DType::kInt32, {4, 2}), g);
   EXPECT_EQ(named.op(), "mla_decode");
 }
 
@@ -672,9 +673,9 @@ TEST(PlanDecode, PerPartWeighsPagesAgainstPartials) {
   EXPECT_EQ(decode_plan_per_part(132, 1, 66, {}, 0), 2);
 }
 
-// The h_q 128 batch-1 rows on 64-row tiles (2 head tiles x 66 parts, price 1, raise weight 3): 1-page pieces at s512 (8 splits),
-// 2 at s4096 (32) and s8192 (64; 43 of 3 with session 8's weight 4.5, which lost 1.5 us fp8_ds and gained at most
-// 0.2 fp8 with fcb23dd's partials: NOTES_plan.md "Session 9, price"), every piece within 2 pages; h_q 16 (price 0)
+// The h_q 128 batch-1 rows on 64-row tiles (2 head tiles x 66 parts, price 1, raise weight 3): 1-page pieces at s512 (8
+// splits), 2 at s4096 (32) and s8192 (64; 43 of 3 with session 8's weight 4.5, which lost 1.5 us fp8_ds and gained at
+// most 0.2 fp8 with fcb23dd's partials: NOTES_plan.md "Session 9, price"), every piece within 2 pages; h_q 16 (price 0)
 // keeps its 1-page pieces.
 TEST(PlanDecode, BatchOnePiecesFollowThePartialTraffic) {
   const int expect_splits[3] = {8, 32, 64}, expect_pages[3] = {1, 2, 2};

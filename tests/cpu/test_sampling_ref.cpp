@@ -115,7 +115,8 @@ TEST(SamplingRef, ADrawDependsOnlyOnSeedAndIndex) {
   // Different draw indices of one seed do move (not a constant): 64 draws see more than one token.
   std::vector<SamplingRow> rs;
   std::vector<float> rep;
-  for (int i = 0; i < 64; ++i) rs.push_back(row(1.f, 0, 1.f, 42, i)), rep.insert(rep.end(), x.begin(), x.begin() + vocab);
+  for (int i = 0; i < 64; ++i)
+    rs.push_back(row(1.f, 0, 1.f, 42, i)), rep.insert(rep.end(), x.begin(), x.begin() + vocab);
   const auto c = run(rep, vocab, rs);
   EXPECT_GT(std::count_if(c.begin(), c.end(), [&](int32_t t) { return t != c[0]; }), 0);
 }

@@ -24,7 +24,8 @@ namespace mla::test {
 
 inline int device_sm_count() {
   int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
     return 132;
   return sms;
 }
@@ -64,7 +65,8 @@ inline Status takes_ws64(int batch, int s_q, int h_q, const std::vector<int>& se
 // contract (mla_decode.h): out 0 and lse -inf. Checked bit for bit (out +-0) instead of through the tolerance the other
 // rows get, which small garbage would pass. out [b, s_q, h_q, 512] 16-bit, lse [b, h_q, s_q].
 inline Status check_empty_rows(int batch, int s_q, int h_q, bool causal, const std::vector<int32_t>& seqlens,
-                               const std::vector<uint16_t>& out, const std::vector<float>& lse, const std::string& name) {
+                               const std::vector<uint16_t>& out, const std::vector<float>& lse,
+                               const std::string& name) {
   for (int b = 0; b < batch; ++b)
     for (int i = 0; i < s_q; ++i) {
       if ((causal ? seqlens[b] - s_q + 1 + i : seqlens[b]) > 0) continue;
@@ -86,8 +88,8 @@ inline Status check_empty_rows(int batch, int s_q, int h_q, bool causal, const s
 // so a row that neither the reference (its buffers start NaN) nor the kernel (poisoned outputs) wrote, or a NaN both
 // computed, would otherwise pass. out_ref 16-bit in the format's output type (fp16 for fp16, bf16 otherwise): every
 // value finite; lse_ref finite or -inf (a row that sees no key).
-inline Status check_reference_complete(KvFormat f, const std::vector<uint16_t>& out_ref, const std::vector<float>& lse_ref,
-                                       const std::string& name) {
+inline Status check_reference_complete(KvFormat f, const std::vector<uint16_t>& out_ref,
+                                       const std::vector<float>& lse_ref, const std::string& name) {
   const uint16_t exp_mask = f == KvFormat::kFp16 ? 0x7C00u : 0x7F80u;  // all ones: inf or NaN
   const size_t bad_out =
       std::count_if(out_ref.begin(), out_ref.end(), [&](uint16_t v) { return (v & exp_mask) == exp_mask; });
@@ -252,7 +254,8 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   // host plan must equal); the graph below is captured without the page hints, so its bit-for-bit match with
   // the eager result also checks the cursor's block-table loads against the hinted first pages.
   auto call = [&](bool hints) -> Status {
-    MLA_TRY(hints ? cuda::plan_decode(d_seqlens, p.block_table, g, plan, stream) : cuda::plan_decode(d_seqlens, g, plan, stream));
+    MLA_TRY(hints ? cuda::plan_decode(d_seqlens, p.block_table, g, plan, stream)
+                  : cuda::plan_decode(d_seqlens, g, plan, stream));
     return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
   };
   auto finish = [&](Status st) {
@@ -278,8 +281,8 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   std::vector<uint16_t> out_g;
   std::vector<float> lse_g;
   Status replays;
-  if (Status st = replay_as_graph([&] { return call(false); }, stream, d_out, d_lse, d_parts, r->out, r->lse, name, &out_g,
-                                  &lse_g, &replays);
+  if (Status st = replay_as_graph([&] { return call(false); }, stream, d_out, d_lse, d_parts, r->out, r->lse, name,
+                                  &out_g, &lse_g, &replays);
       !st.is_ok())
     return finish(st);
   if (std::memcmp(out_g.data(), r->out.data(), out_g.size() * 2) != 0 ||

@@ -110,7 +110,8 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
                                                     {s.batch, h.max_pages}),
                              g, DecodePlanView{parts_ref.data(), off_ref.data(), g.num_parts}));
     if (parts_dev != parts_ref || off_dev != off_ref)
-      return Status::internal("plan_decode", "the graph's plan differs from the host plan of " + r.tag + " (" + name + ")");
+      return Status::internal("plan_decode",
+                              "the graph's plan differs from the host plan of " + r.tag + " (" + name + ")");
     if (Status st = check_empty_rows(s.batch, s.s_q, s.h_q, s.causal, lens, r.out, r.lse, name + ", " + r.tag);
         !st.is_ok())
       return st;

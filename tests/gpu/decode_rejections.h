@@ -68,8 +68,8 @@ struct DecodeRejections {
     }
     MlaDecodeParams p = good;
     p.block_table = TensorView::contiguous(good.block_table.data, DType::kInt32, {g.batch, gs.host_max_seq_pages - 1});
-    // The seqlens' grid has at most g's parts (narrow tiles or whole sequences only take fewer), so the plan buffers and
-    // workspace sized for g hold it; the plan's contents do not matter to a call that must not launch.
+    // The seqlens' grid has at most g's parts (narrow tiles or whole sequences only take fewer), so the plan buffers
+    // and workspace sized for g hold it; the plan's contents do not matter to a call that must not launch.
     call("block_table too short", p, gs, DecodePlanView{plan.parts, plan.split_offsets, gs.num_parts}, ws.bytes());
   }
 

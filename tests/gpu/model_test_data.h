@@ -54,8 +54,10 @@ Status to_device(const std::vector<T>& v, DeviceBuffer* d) {
 }
 
 // [rows, cols] view of a device buffer with row stride ld (elements) starting at element offset `off`.
-inline TensorView view2d(const DeviceBuffer& d, DType dt, int64_t rows, int64_t cols, int64_t ld = -1, int64_t off = 0) {
-  TensorView v = TensorView::contiguous(static_cast<uint8_t*>(d.data()) + off * int64_t(dtype_size(dt)), dt, {rows, cols});
+inline TensorView view2d(const DeviceBuffer& d, DType dt, int64_t rows, int64_t cols, int64_t ld = -1,
+                         int64_t off = 0) {
+  TensorView v =
+      TensorView::contiguous(static_cast<uint8_t*>(d.data()) + off * int64_t(dtype_size(dt)), dt, {rows, cols});
   if (ld >= 0) v.stride[0] = ld;
   return v;
 }

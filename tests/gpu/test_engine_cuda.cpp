@@ -130,7 +130,8 @@ std::vector<std::vector<int32_t>> generate(CudaModelRunner* r, const std::vector
   return toks;
 }
 
-void expect_same(const std::vector<std::vector<int32_t>>& a, const std::vector<std::vector<int32_t>>& b, const char* what) {
+void expect_same(const std::vector<std::vector<int32_t>>& a, const std::vector<std::vector<int32_t>>& b,
+                 const char* what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << what << ": request " << i;
 }
@@ -239,7 +240,8 @@ TEST(EngineCuda, GraphReplayEqualsEagerBitForBit) {
   EXPECT_EQ(p->stats().graph_steps, 0);
   ASSERT_EQ(fg.size(), reqs.size());
   ASSERT_EQ(fp.size(), reqs.size());
-  for (size_t i = 0; i < fg.size(); ++i) EXPECT_EQ(fg[i].output_token_ids, fp[i].output_token_ids) << "request " << fg[i].id;
+  for (size_t i = 0; i < fg.size(); ++i)
+    EXPECT_EQ(fg[i].output_token_ids, fp[i].output_token_ids) << "request " << fg[i].id;
   std::printf("%d steps compared, %d of them replayed from graphs\n", steps, compared_graph_steps);
 }
 

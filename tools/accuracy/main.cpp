@@ -32,7 +32,8 @@ using mla::test::DecodeHostData;
 using mla::test::DecodeShape;
 
 constexpr float kModelSoftmaxScale = 0.07216878f;  // 1/sqrt(192), DeepSeek-V2's q·k scale before YaRN mscale
-constexpr const char* kUsage = "usage: mla_accuracy [--csv FILE] [--h-q 16,128] [--seqlens 1500,4096] [--softmax-scale S]\n";
+constexpr const char* kUsage =
+    "usage: mla_accuracy [--csv FILE] [--h-q 16,128] [--seqlens 1500,4096] [--softmax-scale S]\n";
 
 // float64 attention over the original float inputs.
 void oracle(const DecodeHostData& h, float softmax_scale, std::vector<double>* out, std::vector<double>* lse) {
@@ -108,7 +109,8 @@ int main(int argc, char** argv) {
                             {"fp8 (scales 1.0)", KvFormat::kFp8, false},
                             {"fp8 (amax/448 scales)", KvFormat::kFp8, true},
                             {"fp8_ds", KvFormat::kFp8Ds, false}};
-  std::printf("| data | h_q | format | out rel L2 | out max abs | lse rel L2 | lse max abs |\n|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| data | h_q | format | out rel L2 | out max abs | lse rel L2 | lse max abs |\n|---|---|---|---|---|---|---|\n");
   for (DataKind kind : {DataKind::kNormal, DataKind::kDeepSeekLike}) {
     const char* data_name = kind == DataKind::kNormal ? "N(0,1)" : "DeepSeek-like";
     for (int h_q : heads) {
@@ -142,11 +144,13 @@ int main(int argc, char** argv) {
           return double(r.format == KvFormat::kFp16 ? mla::fp16_to_float(out[i]) : mla::bf16_to_float(out[i]));
         };
         const auto so = mla::test::compare(oo.size(), val, [&](size_t i) { return oo[i]; });
-        const auto sl = mla::test::compare(ol.size(), [&](size_t i) { return double(lse[i]); }, [&](size_t i) { return ol[i]; });
+        const auto sl = mla::test::compare(
+            ol.size(), [&](size_t i) { return double(lse[i]); }, [&](size_t i) { return ol[i]; });
         std::printf("| %s | %d | %s | %.2e | %.2e | %.2e | %.2e |\n", data_name, h_q, r.name, so.rel_l2, so.max_abs,
                     sl.rel_l2, sl.max_abs);
-        if (csv) std::fprintf(csv, "\"%s\",%d,\"%s\",%.4e,%.4e,%.4e,%.4e\n", data_name, h_q, r.name, so.rel_l2, so.max_abs,
-                              sl.rel_l2, sl.max_abs);
+        if (csv)
+          std::fprintf(csv, "\"%s\",%d,\"%s\",%.4e,%.4e,%.4e,%.4e\n", data_name, h_q, r.name, so.rel_l2, so.max_abs,
+                       sl.rel_l2, sl.max_abs);
         std::fflush(stdout);
       }
     }

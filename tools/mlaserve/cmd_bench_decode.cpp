@@ -27,8 +27,9 @@ bool have_gpu() {
   }
   return true;
 #else
-  std::fprintf(stderr,
-               "mlaserve: built without CUDA (MLA_CUDA=OFF); the decode benchmark needs a CUDA build and an sm_90 GPU\n");
+  std::fprintf(
+      stderr,
+      "mlaserve: built without CUDA (MLA_CUDA=OFF); the decode benchmark needs a CUDA build and an sm_90 GPU\n");
   return false;
 #endif
 }

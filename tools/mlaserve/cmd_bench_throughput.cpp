@@ -30,8 +30,9 @@ void add_bench_throughput(CLI::App& bench, std::function<int()>* run) {
   app->add_option("--output-len", o->output_len, "generated tokens per request")->capture_default_str();
   app->add_option("--num-prompts", o->num_prompts, "requests")->capture_default_str();
   app->add_option("--output-json", o->output_json, "also write the results as JSON");
-  app->add_option("--stats-interval", o->stats_interval,
-                  "also print the step summary (steps by kind, ms) to stderr every this many seconds (0: at the end only)")
+  app->add_option(
+         "--stats-interval", o->stats_interval,
+         "also print the step summary (steps by kind, ms) to stderr every this many seconds (0: at the end only)")
       ->capture_default_str();
   app->add_option("--time-limit", o->time_limit,
                   "stop generating after this many seconds and print the step summary instead of a throughput (a "
@@ -96,7 +97,8 @@ void add_bench_throughput(CLI::App& bench, std::function<int()>* run) {
                     "requests, %lld decode tokens in all\n",
                     elapsed, (long long)done, o->num_prompts, (long long)out_tokens,
                     (long long)h.engine->stats().num_decode_tokens);
-        std::printf("\nSteps (wall ms from schedule to tokens back):\n%s%s", engine::format_step_stats(h.engine->stats()).c_str(),
+        std::printf("\nSteps (wall ms from schedule to tokens back):\n%s%s",
+                    engine::format_step_stats(h.engine->stats()).c_str(),
                     h.runner_summary ? h.runner_summary().c_str() : "");
         return 0;
       }
@@ -106,14 +108,15 @@ void add_bench_throughput(CLI::App& bench, std::function<int()>* run) {
                   total / elapsed, out_tokens / elapsed);
       std::printf("Total num prompt tokens:  %lld\nTotal num output tokens:  %lld\n", (long long)prompt_tokens,
                   (long long)out_tokens);
-      std::printf("\nSteps (wall ms from schedule to tokens back):\n%s%s", engine::format_step_stats(h.engine->stats()).c_str(),
+      std::printf("\nSteps (wall ms from schedule to tokens back):\n%s%s",
+                  engine::format_step_stats(h.engine->stats()).c_str(),
                   h.runner_summary ? h.runner_summary().c_str() : "");
       if (!o->output_json.empty()) {
         std::ofstream js(o->output_json);
         js << "{\"elapsed_time\": " << elapsed << ", \"num_requests\": " << o->num_prompts
            << ", \"total_num_tokens\": " << total << ", \"requests_per_second\": " << o->num_prompts / elapsed
-           << ", \"tokens_per_second\": " << total / elapsed << ", \"output_tokens_per_second\": " << out_tokens / elapsed
-           << "}\n";
+           << ", \"tokens_per_second\": " << total / elapsed
+           << ", \"output_tokens_per_second\": " << out_tokens / elapsed << "}\n";
         if (!js) {
           std::fprintf(stderr, "mlaserve: cannot write %s\n", o->output_json.c_str());
           return 1;

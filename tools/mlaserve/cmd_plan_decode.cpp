@@ -51,8 +51,9 @@ Status parse_seqlens(const std::string& spec, std::vector<int32_t>* out) {
       ok = !count_s.empty() && *end == '\0' && count >= 1 && count <= (1L << 20);
     }
     if (!ok)
-      return Status::invalid(kOp, "--seqlens wants LEN[xCOUNT] items separated by commas (LEN >= 0, COUNT >= 1); got '" +
-                                      item + "' in '" + spec + "'");
+      return Status::invalid(
+          kOp, "--seqlens wants LEN[xCOUNT] items separated by commas (LEN >= 0, COUNT >= 1); got '" + item + "' in '" +
+                   spec + "'");
     out->insert(out->end(), static_cast<size_t>(count), static_cast<int32_t>(len));
   }
   if (out->empty()) return Status::invalid(kOp, "--seqlens names no sequence; got '" + spec + "'");
@@ -64,7 +65,8 @@ std::string histogram(const std::vector<int64_t>& xs) {
   std::map<int64_t, int> h;
   for (int64_t x : xs) ++h[x];
   std::string s;
-  for (const auto& [value, count] : h) s += (s.empty() ? "" : " ") + std::to_string(count) + "x" + std::to_string(value);
+  for (const auto& [value, count] : h)
+    s += (s.empty() ? "" : " ") + std::to_string(count) + "x" + std::to_string(value);
   return s;
 }
 

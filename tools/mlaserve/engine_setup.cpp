@@ -85,7 +85,8 @@ void resolve_batch_defaults(EngineOptions* o, size_t device_bytes, const std::st
 // layers x tokens x (q, latent, attention out, MLP temporaries, residual) with 50 % headroom.
 size_t activation_bytes(const model::ModelConfig& c, int64_t tokens) {
   const int64_t h = c.num_attention_heads;
-  const int64_t mlp = std::max(c.intermediate_size, c.moe_intermediate_size * (c.num_experts_per_tok + c.n_shared_experts));
+  const int64_t mlp =
+      std::max(c.intermediate_size, c.moe_intermediate_size * (c.num_experts_per_tok + c.n_shared_experts));
   const int64_t per_layer = h * c.qk_head_dim() + c.latent_dim() + h * c.v_head_dim + 3 * mlp + 6 * c.hidden_size;
   return static_cast<size_t>(1.5 * double(tokens) * double(c.num_hidden_layers * per_layer) * 2.0) + (size_t{64} << 20);
 }
@@ -95,7 +96,8 @@ Status build_cuda_engine(const EngineOptions& opts, KvFormat format, EngineHandl
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
     return Status::unsupported("engine", "no CUDA GPU visible; use --device cpu (e.g. with --model dummy:tiny)");
   if (format != KvFormat::kBf16 && format != KvFormat::kFp8 && format != KvFormat::kFp8Ds)
-    return Status::unsupported("engine", "--device cuda supports --kv-cache-dtype auto, fp8 and fp8_ds, not " + opts.kv_cache_dtype);
+    return Status::unsupported(
+        "engine", "--device cuda supports --kv-cache-dtype auto, fp8 and fp8_ds, not " + opts.kv_cache_dtype);
   int dev = 0;
   cudaDeviceProp prop{};
   if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
@@ -115,25 +117,28 @@ Status build_cuda_engine(const EngineOptions& opts, KvFormat format, EngineHandl
   // MoE sorts every (token, expert) pair into expert-contiguous rows with their gate/up/down temporaries;
   // 8192 tokens of V2-Lite need ~0.5 GB (seen: "scratch arena too small" at the 512 MB default).
   const double moe_pairs = double(o.max_num_batched_tokens) * double(c.num_experts_per_tok + c.n_shared_experts);
-  bo.scratch_bytes = std::max(bo.scratch_bytes,
-                              static_cast<size_t>(1.5 * moe_pairs * double(c.hidden_size + 3 * c.moe_intermediate_size) * 2.0) +
-                                  (size_t{64} << 20));
+  bo.scratch_bytes =
+      std::max(bo.scratch_bytes,
+               static_cast<size_t>(1.5 * moe_pairs * double(c.hidden_size + 3 * c.moe_intermediate_size) * 2.0) +
+                   (size_t{64} << 20));
   // Memory: weights and the fixed buffers first, with a provisional activation arena and a KV pool just
   // large enough for the runner's two profiling steps; the runner then measures the arena's peak and asks
   // num_pages_for how many pages --gpu-memory-utilization leaves (cudaMemGetInfo, after freeing both).
   size_t free_b = 0, total_b = 0;
   if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return Status::cuda("engine", "cudaMemGetInfo failed");
   const double weights_b = 2.0 * double(model::num_parameters(c));
-  const double room = double(free_b) - weights_b - double(bo.scratch_bytes + bo.gemm_workspace_bytes) - double(size_t{2} << 30);
+  const double room =
+      double(free_b) - weights_b - double(bo.scratch_bytes + bo.gemm_workspace_bytes) - double(size_t{2} << 30);
   // Without room for activations the first profiling step would fail deep inside a kernel launch with an
   // arena out-of-memory; say what does not fit instead.
   if (room < double(size_t{512} << 20)) {
     char msg[400];
-    std::snprintf(msg, sizeof msg,
-                  "no room for activations and a KV cache: %.1f GB free on the GPU, weights %.1f GB (%s), scratch + GEMM "
-                  "workspace %.1f GB, 2 GB reserve; use a smaller model or --max-num-batched-tokens (now %d)",
-                  double(free_b) / 1e9, weights_b / 1e9, o.source.model.c_str(),
-                  double(bo.scratch_bytes + bo.gemm_workspace_bytes) / 1e9, o.max_num_batched_tokens);
+    std::snprintf(
+        msg, sizeof msg,
+        "no room for activations and a KV cache: %.1f GB free on the GPU, weights %.1f GB (%s), scratch + GEMM "
+        "workspace %.1f GB, 2 GB reserve; use a smaller model or --max-num-batched-tokens (now %d)",
+        double(free_b) / 1e9, weights_b / 1e9, o.source.model.c_str(),
+        double(bo.scratch_bytes + bo.gemm_workspace_bytes) / 1e9, o.max_num_batched_tokens);
     return Status::oom("engine", msg);
   }
   bo.activation_bytes = std::min(activation_bytes(c, o.max_num_batched_tokens), static_cast<size_t>(0.8 * room));
@@ -158,32 +163,37 @@ Status build_cuda_engine(const EngineOptions& opts, KvFormat format, EngineHandl
   const auto& gs = r->stats();
   if (!gs.captured.empty()) {
     // A capture stopped early by a small cache keeps the buckets it has: say both.
-    std::fprintf(stderr, "CUDA graphs: decode steps of %zu batch sizes (up to %d sequences)%s%s%s\n", gs.captured.size(),
-                 gs.captured.back(), gs.graphs_off.empty() ? "" : "; larger batches eager (", gs.graphs_off.c_str(),
-                 gs.graphs_off.empty() ? "" : ")");
+    std::fprintf(stderr, "CUDA graphs: decode steps of %zu batch sizes (up to %d sequences)%s%s%s\n",
+                 gs.captured.size(), gs.captured.back(), gs.graphs_off.empty() ? "" : "; larger batches eager (",
+                 gs.graphs_off.c_str(), gs.graphs_off.empty() ? "" : ")");
   } else {
-    std::fprintf(stderr, "CUDA graphs: off (%s)\n", gs.graphs_off.empty() ? "no bucket captured" : gs.graphs_off.c_str());
+    std::fprintf(stderr, "CUDA graphs: off (%s)\n",
+                 gs.graphs_off.empty() ? "no bucket captured" : gs.graphs_off.c_str());
   }
-  std::fprintf(stderr,
-               "activation arena: %.2f GB = the profiled peaks of a decode step of %d sequences (%.2f GB) and a prefill "
-               "of %d tokens (%.2f GB), +5 %% (the provisional arena was %.2f GB)\n",
-               double(gs.activation_bytes) / 1e9, o.max_num_seqs, double(gs.decode_peak) / 1e9, o.max_num_batched_tokens,
-               double(gs.prefill_peak) / 1e9, double(gs.provisional_activation_bytes) / 1e9);
+  std::fprintf(
+      stderr,
+      "activation arena: %.2f GB = the profiled peaks of a decode step of %d sequences (%.2f GB) and a prefill "
+      "of %d tokens (%.2f GB), +5 %% (the provisional arena was %.2f GB)\n",
+      double(gs.activation_bytes) / 1e9, o.max_num_seqs, double(gs.decode_peak) / 1e9, o.max_num_batched_tokens,
+      double(gs.prefill_peak) / 1e9, double(gs.provisional_activation_bytes) / 1e9);
   std::fprintf(stderr, "KV cache: %lld pages x %d tokens = %lld tokens (%s, %d B/token/layer, %.1f GB)\n",
                (long long)bo.num_pages, kDecodePageSize, (long long)bo.num_pages * kDecodePageSize,
-               std::string(kv_format_name(format)).c_str(), kv_bytes_per_token(format), double(bo.num_pages) * page_b / 1e9);
+               std::string(kv_format_name(format)).c_str(), kv_bytes_per_token(format),
+               double(bo.num_pages) * page_b / 1e9);
   if (o.num_pages <= 0) {
     // The same budget in every format the backend runs, so runs of different formats compare at a glance.
     std::string line = "KV budget " + std::to_string(kv_budget / 1e9).substr(0, 5) + " GB (--gpu-memory-utilization " +
                        std::to_string(o.gpu_memory_utilization).substr(0, 4) + " after weights and arenas) holds:";
     for (KvFormat f : {KvFormat::kBf16, KvFormat::kFp8, KvFormat::kFp8Ds}) {
-      const int64_t pages = static_cast<int64_t>(kv_budget / (double(kDecodePageSize) * kv_bytes_per_token(f) * double(c.num_hidden_layers)));
+      const int64_t pages = static_cast<int64_t>(
+          kv_budget / (double(kDecodePageSize) * kv_bytes_per_token(f) * double(c.num_hidden_layers)));
       line += " " + std::string(kv_format_name(f)) + " " + std::to_string(pages) + " pages (" +
               std::to_string(pages * kDecodePageSize) + " tokens);";
     }
     std::fprintf(stderr, "%s\n", line.c_str());
   }
-  std::fprintf(stderr, "batching: --max-num-seqs %d --max-num-batched-tokens %d\n", o.max_num_seqs, o.max_num_batched_tokens);
+  std::fprintf(stderr, "batching: --max-num-seqs %d --max-num-batched-tokens %d\n", o.max_num_seqs,
+               o.max_num_batched_tokens);
   const engine::EngineConfig ec = engine_config(o, c, static_cast<int>(bo.num_pages), model_len);
   MLA_TRY(ec.scheduler.validate());
   out->vocab_size = c.vocab_size;
@@ -221,8 +231,8 @@ Status build_cpu_engine(const EngineOptions& opts, KvFormat format, EngineHandle
   EngineOptions o = opts;
   resolve_batch_defaults(&o, 0, "cpu");
   if (format != KvFormat::kBf16)
-    return Status::unsupported("engine", "--device cpu keeps its KV cache in fp32; --kv-cache-dtype " + o.kv_cache_dtype +
-                                               " needs --device cuda");
+    return Status::unsupported("engine", "--device cpu keeps its KV cache in fp32; --kv-cache-dtype " +
+                                             o.kv_cache_dtype + " needs --device cuda");
   const auto t0 = std::chrono::steady_clock::now();
   model::ModelWeights w;
   MLA_TRY(load_model_weights(o.source, DType::kFp32, &w));

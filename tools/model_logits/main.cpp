@@ -122,7 +122,8 @@ struct Runner {
 Status make_runner(const std::string& device, const model::ModelWeights& w, KvFormat kv, int64_t P, int64_t T,
                    Runner* r) {
   if (device == "cpu") {
-    if (kv != KvFormat::kBf16) return Status::unsupported(kOp, "--device cpu keeps an fp32 cache: --kv-cache-dtype auto only");
+    if (kv != KvFormat::kBf16)
+      return Status::unsupported(kOp, "--device cpu keeps an fp32 cache: --kv-cache-dtype auto only");
     std::unique_ptr<model::CpuBackend> be;
     MLA_TRY(model::CpuBackend::create(w, &be));
     r->be = std::move(be);
@@ -137,10 +138,13 @@ Status make_runner(const std::string& device, const model::ModelWeights& w, KvFo
   o.max_batch_tokens = P * T;
   // Per-layer activations of one step of P·T tokens (engine_setup's sizing) plus the fp32 logits [P·T, V],
   // 50 % headroom; MoE scratch for P·T·(top-k + shared) sorted rows.
-  const int64_t mlp = std::max(c.intermediate_size, c.moe_intermediate_size * (c.num_experts_per_tok + c.n_shared_experts));
-  const int64_t per_layer = c.num_attention_heads * (c.qk_head_dim() + c.v_head_dim) + c.latent_dim() + 3 * mlp + 6 * c.hidden_size;
-  o.activation_bytes = static_cast<size_t>(1.5 * double(P * T) * double(c.num_hidden_layers * per_layer * 2 + 4 * c.vocab_size)) +
-                       (size_t{256} << 20);
+  const int64_t mlp =
+      std::max(c.intermediate_size, c.moe_intermediate_size * (c.num_experts_per_tok + c.n_shared_experts));
+  const int64_t per_layer =
+      c.num_attention_heads * (c.qk_head_dim() + c.v_head_dim) + c.latent_dim() + 3 * mlp + 6 * c.hidden_size;
+  o.activation_bytes =
+      static_cast<size_t>(1.5 * double(P * T) * double(c.num_hidden_layers * per_layer * 2 + 4 * c.vocab_size)) +
+      (size_t{256} << 20);
   o.scratch_bytes = static_cast<size_t>(1.5 * double(P * T) * double(c.num_experts_per_tok + c.n_shared_experts) *
                                         double(c.hidden_size + 3 * c.moe_intermediate_size) * 2.0) +
                     (size_t{256} << 20);
@@ -204,8 +208,8 @@ Status run(const Args& a) {
   const model::ModelConfig& c = w.config;
   const int64_t V = c.vocab_size;
   std::printf("loaded %s (%lld layers, vocab %lld) in %.1f s (mapped); %lld prompts x %lld tokens\n", a.model.c_str(),
-              static_cast<long long>(c.num_hidden_layers), static_cast<long long>(V), secs(t0), static_cast<long long>(P),
-              static_cast<long long>(T));
+              static_cast<long long>(c.num_hidden_layers), static_cast<long long>(V), secs(t0),
+              static_cast<long long>(P), static_cast<long long>(T));
 
   for (const std::string& kv_name : a.kv) {
     KvFormat kv = KvFormat::kBf16;
@@ -224,8 +228,8 @@ Status run(const Args& a) {
       const std::string path = a.out + "." + kv_name + (from == 0 ? ".prefill" : ".decode") + ".safetensors";
       MLA_TRY(write_logits(path, logits, P, T, V));
       std::printf("[%s] %s: %.2f s (incl. logits download) -> %s\n", kv_name.c_str(),
-                  from == 0 ? "prefill of whole prompts" : ("prefill " + std::to_string(from) + " then decode").c_str(), tr,
-                  path.c_str());
+                  from == 0 ? "prefill of whole prompts" : ("prefill " + std::to_string(from) + " then decode").c_str(),
+                  tr, path.c_str());
     }
   }
   std::printf("host memory: %s\n", host_memory().c_str());

@@ -12,12 +12,22 @@ class [[nodiscard]] Status {
  public:
   Status() = default;
   static Status ok() { return {}; }
-  static Status invalid(std::string op, std::string msg) { return {StatusCode::kInvalidArgument, std::move(op), std::move(msg)}; }
-  static Status unsupported(std::string op, std::string msg) { return {StatusCode::kUnsupported, std::move(op), std::move(msg)}; }
-  static Status cuda(std::string op, std::string msg) { return {StatusCode::kCudaError, std::move(op), std::move(msg)}; }
+  static Status invalid(std::string op, std::string msg) {
+    return {StatusCode::kInvalidArgument, std::move(op), std::move(msg)};
+  }
+  static Status unsupported(std::string op, std::string msg) {
+    return {StatusCode::kUnsupported, std::move(op), std::move(msg)};
+  }
+  static Status cuda(std::string op, std::string msg) {
+    return {StatusCode::kCudaError, std::move(op), std::move(msg)};
+  }
   static Status io(std::string op, std::string msg) { return {StatusCode::kIoError, std::move(op), std::move(msg)}; }
-  static Status oom(std::string op, std::string msg) { return {StatusCode::kOutOfMemory, std::move(op), std::move(msg)}; }
-  static Status internal(std::string op, std::string msg) { return {StatusCode::kInternal, std::move(op), std::move(msg)}; }
+  static Status oom(std::string op, std::string msg) {
+    return {StatusCode::kOutOfMemory, std::move(op), std::move(msg)};
+  }
+  static Status internal(std::string op, std::string msg) {
+    return {StatusCode::kInternal, std::move(op), std::move(msg)};
+  }
 
   bool is_ok() const { return code_ == StatusCode::kOk; }
   explicit operator bool() const { return is_ok(); }

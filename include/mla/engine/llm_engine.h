@@ -78,7 +78,8 @@ class LLMEngine {
   const EngineStats& stats() const { return stats_; }
 
  private:
-  LLMEngine(const EngineConfig& config, ModelBackend* backend) : config_(config), backend_(*backend), scheduler_(config.scheduler) {}
+  LLMEngine(const EngineConfig& config, ModelBackend* backend)
+      : config_(config), backend_(*backend), scheduler_(config.scheduler) {}
 
   EngineConfig config_;
   ModelBackend& backend_;

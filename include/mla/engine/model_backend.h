@@ -1,8 +1,9 @@
 #pragma once
 // ModelBackend: what the engine needs from a model. One call per step: run the step's rows, write
 // their KV into the backend's own paged cache at slot_mapping, and return the logits of the rows in
-// logits_indices (forward), or tokens sampled from them (forward_sample). The engine owns scheduling and pages; the backend owns weights and cache memory.
-// The real DeepSeek-V2 runners (CPU and CUDA) implement this; tests use FakeBackend.
+// logits_indices (forward), or tokens sampled from them (forward_sample). The engine owns scheduling and pages; the
+// backend owns weights and cache memory. The real DeepSeek-V2 runners (CPU and CUDA) implement this; tests use
+// FakeBackend.
 #include <cstddef>
 #include <cstdint>
 #include <vector>

@@ -19,9 +19,9 @@
 namespace mla {
 
 struct ConcatAndCacheMlaParams {
-  TensorView kv_c;          // [t, 512] bf16 | fp16 | fp32; rows may be strided (a split of [t, 576]), last dim unit stride
+  TensorView kv_c;          // [t, 512] bf16 | fp16 | fp32; rows may be strided (a split of [t, 576]), dim 1 packed
   TensorView k_pe;          // [t, 64], same dtype as kv_c; rows may be strided, last dim unit stride
-  TensorView kv_cache;      // [num_pages, page_size, 576] bf16 | fp16 | e4m3, or uint8 [num_pages, page_size, 656] (fp8_ds); contiguous
+  TensorView kv_cache;      // [pages, page_size, 576] bf16 | fp16 | e4m3, or uint8 [..., 656] (fp8_ds); contiguous
   TensorView slot_mapping;  // [t] int64: page * page_size + row, or < 0 to skip
   KvFormat format = KvFormat::kBf16;
   float k_scale = 1.f;      // fp8 only: finite and > 0

@@ -20,7 +20,7 @@
 namespace mla {
 
 struct GatherCacheMlaParams {
-  TensorView kv_cache;     // [num_pages, page_size, 576] bf16 | fp16 | e4m3, or uint8 [num_pages, page_size, 656] (fp8_ds); contiguous
+  TensorView kv_cache;     // [pages, page_size, 576] bf16 | fp16 | e4m3, or uint8 [..., 656] (fp8_ds); contiguous
   TensorView dst;          // [n_rows >= Σ len, 576] bf16 | fp32, contiguous
   TensorView block_table;  // [b, max_pages] int32, contiguous
   TensorView cu_seq_lens;  // [b + 1] int32, non-decreasing, cu_seq_lens[b] <= n_rows

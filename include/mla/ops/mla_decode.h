@@ -17,7 +17,7 @@
 namespace mla {
 
 struct MlaDecodeParams {
-  TensorView q;            // [b, s_q, h_q, 576]  bf16 (bf16, fp8_ds) | fp16 (fp16) | e4m3 (fp8, = satfinite(q / q_scale))
+  TensorView q;            // [b, s_q, h_q, 576] bf16 (bf16, fp8_ds) | fp16 (fp16) | e4m3 (fp8: satfinite(q / q_scale))
   TensorView kv_cache;     // [num_pages, 64, 576] bf16 | fp16 | e4m3, or uint8 [num_pages, 64, 656] for fp8_ds
   TensorView block_table;  // [b, max_pages] int32; entries past a sequence's last page are never read
   TensorView seqlens;      // [b] int32, keys per sequence (the s_q new tokens included), >= 0

@@ -203,7 +203,9 @@ inline size_t decode_workspace_lse_offset(const DecodePlanGeometry& g) {
   return (o + 255) / 256 * 256;
 }
 
-MLA_HD_INLINE int decode_num_blocks(int seqlen) { return seqlen > 0 ? (seqlen + kDecodePageSize - 1) / kDecodePageSize : 0; }
+MLA_HD_INLINE int decode_num_blocks(int seqlen) {
+  return seqlen > 0 ? (seqlen + kDecodePageSize - 1) / kDecodePageSize : 0;
+}
 
 // KV pages of a part, from its record alone (a kernel sizes its own part with it before walking it): exact when the
 // part lies in one sequence, or in two with the first one's length in the record's seqlen hint; otherwise (more

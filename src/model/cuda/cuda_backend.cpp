@@ -29,7 +29,8 @@ Status check_config(const ModelConfig& c, const CudaBackendOptions& o) {
     return Status::unsupported(kOp, "num_attention_heads " + std::to_string(c.num_attention_heads) + " (1..128 run)");
   if (c.n_routed_experts > kMoeMaxExperts || c.num_experts_per_tok > kMoeMaxTopK)
     return Status::unsupported(kOp, "MoE routing runs E <= 256 and top-k <= 16, got E " +
-                                    std::to_string(c.n_routed_experts) + ", k " + std::to_string(c.num_experts_per_tok));
+                                        std::to_string(c.n_routed_experts) + ", k " +
+                                        std::to_string(c.num_experts_per_tok));
   if (c.qk_nope_head_dim % 8 != 0 || c.v_head_dim % 8 != 0 || c.hidden_size % 8 != 0)
     return Status::unsupported(kOp, "qk_nope_head_dim, v_head_dim and hidden_size must be multiples of 8");
   if (o.kv_format != KvFormat::kBf16 && o.kv_format != KvFormat::kFp8 && o.kv_format != KvFormat::kFp8Ds)
@@ -85,7 +86,8 @@ CudaBackend::State::~State() {
 CudaBackend::CudaBackend(std::unique_ptr<State> s) : s_(std::move(s)) {}
 CudaBackend::~CudaBackend() = default;
 
-Status CudaBackend::create(const ModelWeights& host, const CudaBackendOptions& opts, std::unique_ptr<CudaBackend>* out) {
+Status CudaBackend::create(const ModelWeights& host, const CudaBackendOptions& opts,
+                           std::unique_ptr<CudaBackend>* out) {
   MLA_TRY(validate_config(host.config));
   MLA_TRY(check_config(host.config, opts));
   const ModelConfig& c = host.config;
@@ -159,7 +161,8 @@ Status CudaBackend::rmsnorm(const TensorView& x, const TensorView& w, float eps,
   return cuda::rmsnorm({.x = x, .w = w, .out = out, .eps = eps}, stream());
 }
 
-Status CudaBackend::add_rmsnorm(const TensorView& x, TensorView residual, const TensorView& w, float eps, TensorView out) {
+Status CudaBackend::add_rmsnorm(const TensorView& x, TensorView residual, const TensorView& w, float eps,
+                                TensorView out) {
   return cuda::add_rmsnorm({.x = x, .residual = residual, .w = w, .out = out, .eps = eps}, stream());
 }
 
@@ -209,7 +212,8 @@ Status CudaBackend::gather_logit_rows(const TensorView& x, TensorView out) {
   if (!s_->step.valid) return Status::invalid("gather_logit_rows", "no step begun");
   const int64_t n = static_cast<int64_t>(s_->step.batch.logits_rows.size());
   if (x.rank != 2 || x.shape[0] != s_->step.tokens)
-    return Status::invalid("gather_logit_rows", "x: expected [" + std::to_string(s_->step.tokens) + ", cols], got " + x.str());
+    return Status::invalid("gather_logit_rows",
+                           "x: expected [" + std::to_string(s_->step.tokens) + ", cols], got " + x.str());
   const RowCopyParams p{.x = x, .rows = TensorView::contiguous(s_->step.logits_rows, DType::kInt32, {n}), .out = out};
   return cuda::gather_rows(p, stream());
 }

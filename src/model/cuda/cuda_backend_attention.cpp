@@ -29,10 +29,12 @@ TensorView cols(TensorView v, int64_t c0, int64_t n) {
 }
 
 Status check(const char* name, const TensorView& v, int64_t rows, int64_t cols) {
-  if (v.rank == 2 && v.dtype == DType::kBf16 && v.data && v.stride[1] == 1 && v.shape[0] == rows && v.shape[1] == cols &&
-      v.stride[0] >= cols && v.stride[0] % 8 == 0 && reinterpret_cast<uintptr_t>(v.data) % 16 == 0)
+  if (v.rank == 2 && v.dtype == DType::kBf16 && v.data && v.stride[1] == 1 && v.shape[0] == rows &&
+      v.shape[1] == cols && v.stride[0] >= cols && v.stride[0] % 8 == 0 &&
+      reinterpret_cast<uintptr_t>(v.data) % 16 == 0)
     return Status::ok();
-  return Status::invalid(kOp, std::string(name) + ": expected bf16[" + std::to_string(rows) + ", " + std::to_string(cols) +
+  return Status::invalid(kOp, std::string(name) + ": expected bf16[" + std::to_string(rows) + ", " +
+                                  std::to_string(cols) +
                                   "] (unit column stride, row stride % 8 == 0, 16-byte aligned), got " + v.str());
 }
 
@@ -47,10 +49,12 @@ Status CudaBackend::mla_attention(int layer, const TensorView& q, const TensorVi
   MLA_TRY(check("q", q, t, nh * (dn + kDimRope)));
   MLA_TRY(check("latent", latent, t, kDimQK));
   MLA_TRY(check("out", out, t, nh * dv));
-  if (layer < 0 || layer >= c.num_hidden_layers) return Status::invalid(kOp, "layer " + std::to_string(layer) + " out of range");
+  if (layer < 0 || layer >= c.num_hidden_layers)
+    return Status::invalid(kOp, "layer " + std::to_string(layer) + " out of range");
   const TensorView& kv_b = w.kv_b_proj;
   if (!(kv_b.rank == 2 && kv_b.dtype == DType::kBf16 && kv_b.shape[0] == nh * (dn + dv) && kv_b.shape[1] == kDimLatent))
-    return Status::invalid(kOp, "kv_b_proj: expected bf16[" + std::to_string(nh * (dn + dv)) + ", 512], got " + kv_b.str());
+    return Status::invalid(kOp,
+                           "kv_b_proj: expected bf16[" + std::to_string(nh * (dn + dv)) + ", 512], got " + kv_b.str());
   if (path != s.step.batch.attn_path)
     return Status::invalid(kOp, "path differs from the batch's attn_path (begin_step planned for that one)");
   const TensorView cache = s.kv_cache(layer);

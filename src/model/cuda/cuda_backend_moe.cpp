@@ -76,10 +76,11 @@ bool stacked(const MoeWeights& w, TensorView* gate_up, TensorView* down) {
 Status CudaBackend::State::check_moe_error() {
   if (!moe_error_host || *moe_error_host == 0) return Status::ok();
   *moe_error_host = 0;  // reported once; a later step that routes cleanly passes
-  return Status::internal(kOp, "the router produced an out-of-range expert id (NaN router logits from NaN hidden "
-                               "states?) in a step since the previous check (the flag is read at the syncs of sampling and "
-                               "downloads, so a prefill chunk that samples nothing reports at the next one): those "
-                               "tokens got no routed-expert output");
+  return Status::internal(kOp,
+                          "the router produced an out-of-range expert id (NaN router logits from NaN hidden "
+                          "states?) in a step since the previous check (the flag is read at the syncs of sampling and "
+                          "downloads, so a prefill chunk that samples nothing reports at the next one): those "
+                          "tokens got no routed-expert output");
 }
 
 Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out) {
@@ -94,7 +95,8 @@ Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out
     return Status::invalid(kOp, std::to_string(w.experts.size()) + " experts given, config says " + std::to_string(E));
   const int64_t t = x.shape[0], n = t * k;
   // tune = false for the per-expert path's GEMMs: a new row count almost every call, each seen once.
-  auto linear_into = [&](const char* what, const TensorView& a, const TensorView& wt, TensorView c_out, bool tune = true) {
+  auto linear_into = [&](const char* what, const TensorView& a, const TensorView& wt, TensorView c_out,
+                         bool tune = true) {
     cuda_backend::GemmArgs g;
     g.tune = tune;
     g.a = a.data, g.lda = a.stride[0];
@@ -123,14 +125,16 @@ Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out
     offsets = s.scratch_view(DType::kInt32, E + 1, 1), tiles = s.scratch_view(DType::kInt32, max_tiles, 2);
     h = s.scratch_view(DType::kBf16, n, I);
   } else {
-    xs = s.scratch_view(DType::kBf16, n, H), g = s.scratch_view(DType::kBf16, n, I), u = s.scratch_view(DType::kBf16, n, I);
+    xs = s.scratch_view(DType::kBf16, n, H), g = s.scratch_view(DType::kBf16, n, I),
+    u = s.scratch_view(DType::kBf16, n, I);
   }
   const int64_t Is = I * c.n_shared_experts;
   TensorView sgu, sh;
   if (c.n_shared_experts > 0) sgu = s.scratch_view(DType::kBf16, t, 2 * Is), sh = s.scratch_view(DType::kBf16, t, H);
   for (const TensorView* v : {&logits, &ids, &wts, &perm, &src, &ys})
     if (!v->defined()) return Status::oom(kOp, "scratch arena too small for " + std::to_string(t) + " tokens");
-  if (grouped ? (!offsets.defined() || !tiles.defined() || !h.defined()) : (!xs.defined() || !g.defined() || !u.defined()))
+  if (grouped ? (!offsets.defined() || !tiles.defined() || !h.defined())
+              : (!xs.defined() || !g.defined() || !u.defined()))
     return Status::oom(kOp, "scratch arena too small for the experts of " + std::to_string(t) + " tokens");
   if (c.n_shared_experts > 0 && (!sgu.defined() || !sh.defined()))
     return Status::oom(kOp, "scratch arena too small for the shared experts of " + std::to_string(t) + " tokens");
@@ -195,7 +199,8 @@ Status CudaBackend::moe(const TensorView& x, const MoeWeights& w, TensorView out
     for (int64_t e = 0; e < E; ++e) {
       const int64_t r0 = offset[static_cast<size_t>(e)], m = offset[static_cast<size_t>(e) + 1] - r0;
       if (m == 0) continue;
-      MLA_TRY(linear_into("moe expert down_proj", rows(g, r0, m), w.experts[static_cast<size_t>(e)].down_proj, rows(ys, r0, m), false));
+      MLA_TRY(linear_into("moe expert down_proj", rows(g, r0, m), w.experts[static_cast<size_t>(e)].down_proj,
+                          rows(ys, r0, m), false));
     }
     // The host buffers above are pageable: cudaMemcpyAsync from them returns once the bytes are staged, so
     // they may go out of scope here.

@@ -38,7 +38,8 @@ Status CudaBackend::stage(const ForwardBatch& b, int64_t pad_rows) {
   MLA_TRY(check_batch(s, b));
   const ModelConfig& c = s.w.config;
   // The expanded path runs prefill_attention, written for d_nope = d_v = 128.
-  const bool can_expand = s.opts.prefill_attention && c.qk_nope_head_dim == kPrefillDimNope && c.v_head_dim == kPrefillDimV;
+  const bool can_expand =
+      s.opts.prefill_attention && c.qk_nope_head_dim == kPrefillDimNope && c.v_head_dim == kPrefillDimV;
   if (b.attn_path == AttnPath::kExpanded && !can_expand)
     return Status::unsupported(kOp, "AttnPath::kExpanded needs prefill_attention enabled and qk_nope_head_dim = "
                                     "v_head_dim = 128");
@@ -46,8 +47,10 @@ Status CudaBackend::stage(const ForwardBatch& b, int64_t pad_rows) {
   if (padded) {
     if (pad_rows < b.num_tokens() || static_cast<int64_t>(b.seqs.size()) != b.num_tokens() ||
         b.logits_rows.size() != b.seqs.size() || b.attn_path != AttnPath::kAuto)
-      return Status::invalid(kOp, "stage_padded_decode: a decode-only batch (one token and one logits row per sequence) "
-                                  "of at most " + std::to_string(pad_rows) + " sequences expected");
+      return Status::invalid(kOp,
+                             "stage_padded_decode: a decode-only batch (one token and one logits row per sequence) "
+                             "of at most " +
+                                 std::to_string(pad_rows) + " sequences expected");
     for (size_t i = 0; i < b.logits_rows.size(); ++i)
       if (b.logits_rows[i] != static_cast<int32_t>(i))
         return Status::invalid(kOp, "stage_padded_decode: logits rows must be 0..b-1 in order");
@@ -93,7 +96,8 @@ Status CudaBackend::stage(const ForwardBatch& b, int64_t pad_rows) {
   const int64_t used_width = width;  // columns any row reads; a graph step's rows are wider (stale past this)
   if (padded) width = graph_width, num_abs = t;
   const int64_t num_logits = padded ? t : static_cast<int64_t>(b.logits_rows.size());
-  if (!st.sampling_host.empty() && static_cast<int64_t>(st.sampling_host.size()) != static_cast<int64_t>(b.logits_rows.size()))
+  if (!st.sampling_host.empty() &&
+      static_cast<int64_t>(st.sampling_host.size()) != static_cast<int64_t>(b.logits_rows.size()))
     return Status::invalid(kOp, std::to_string(st.sampling_host.size()) + " sampling rows for " +
                                     std::to_string(b.logits_rows.size()) + " logits rows");
   const int64_t num_samples = st.sampling_host.empty() ? 0 : num_logits;
@@ -116,9 +120,10 @@ Status CudaBackend::stage(const ForwardBatch& b, int64_t pad_rows) {
   d.abs_table = s.io.reserve(std::max<int64_t>(num_abs * width, 1), &h.abs_table);
   d.exp_table = s.io.reserve(std::max<int64_t>(num_exp * width, 1), &h.exp_table);
   if (!d.exp_table || num_samples > s.io.max_samples())
-    return Status::oom(kOp, "step inputs (" + std::to_string(t) + " rows, " + std::to_string(num_abs) + " decode rows and " +
-                                std::to_string(num_exp) + " prefill chunks × " + std::to_string(width) +
-                                " pages) exceed the fixed staging block of " + std::to_string(s.io.capacity()) +
+    return Status::oom(kOp, "step inputs (" + std::to_string(t) + " rows, " + std::to_string(num_abs) +
+                                " decode rows and " + std::to_string(num_exp) + " prefill chunks × " +
+                                std::to_string(width) + " pages) exceed the fixed staging block of " +
+                                std::to_string(s.io.capacity()) +
                                 " bytes (raise max_num_seqs or lower max_pages_per_seq)");
 
   // Fill.
@@ -218,7 +223,8 @@ Status CudaBackend::plan_step() {
     st.dec_workspace_bytes = decode_workspace_bytes(st.geom);
     st.dec_workspace = s.act.alloc(st.dec_workspace_bytes);
     if (!st.plan.parts || !st.plan.split_offsets || !st.dec_workspace)
-      return Status::oom(kOp, "activation arena exhausted by the decode plan (" + std::to_string(st.num_abs) + " rows)");
+      return Status::oom(kOp,
+                         "activation arena exhausted by the decode plan (" + std::to_string(st.num_abs) + " rows)");
     // With the block table (uploaded above on this stream) the plan's records carry each CTA's first pages.
     MLA_TRY(cuda::plan_decode(TensorView::contiguous(st.dec_seqlens, DType::kInt32, {st.num_abs}),
                               TensorView::contiguous(st.dec_block_table, DType::kInt32, {st.num_abs, st.table_width}),
@@ -234,8 +240,8 @@ Status CudaBackend::begin_step(const ForwardBatch& b) {
     // A padded decode step staged by stage_padded_decode (its eager run, or its graph capture).
     if (b.num_tokens() != s.step.tokens || b.attn_path != AttnPath::kAuto ||
         b.logits_rows.size() != s.step.batch.logits_rows.size())
-      return Status::invalid(kOp, "a padded step of " + std::to_string(s.step.tokens) + " rows is staged; got a batch of " +
-                                      std::to_string(b.num_tokens()));
+      return Status::invalid(kOp, "a padded step of " + std::to_string(s.step.tokens) +
+                                      " rows is staged; got a batch of " + std::to_string(b.num_tokens()));
     s.act.reset();  // the same arena addresses on every run of the step: what a captured graph holds
     return plan_step();
   }

@@ -61,7 +61,8 @@ Status set_batch(const char* op, cublasLtMatrixLayout_t l, int batch, int64_t st
 std::string shape_str(const GemmArgs& g) {
   return "m " + std::to_string(g.m) + ", n " + std::to_string(g.n) + ", k " + std::to_string(g.k) + ", batch " +
          std::to_string(g.batch) + ", lda " + std::to_string(g.lda) + ", ldb " + std::to_string(g.ldb) + ", ldc " +
-         std::to_string(g.ldc) + (g.b_is_nk ? ", B [n, k]" : ", B [k, n]") + ", C " + std::string(dtype_name(g.c_dtype));
+         std::to_string(g.ldc) + (g.b_is_nk ? ", B [n, k]" : ", B [k, n]") + ", C " +
+         std::string(dtype_name(g.c_dtype));
 }
 
 // One shape's descriptors and algorithm, reused while the shape recurs (every layer, every step).
@@ -96,10 +97,14 @@ Status make_plan(const char* op, cublasLtHandle_t h, const GemmArgs& g, uint32_t
   LT_TRY(op, cublasLtMatmulPreferenceCreate(&d.pref));
   const uint64_t ws = workspace_bytes;
   LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-  LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
-  LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
-  LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
-  LT_TRY(op, cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
+  LT_TRY(op,
+         cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a));
+  LT_TRY(op,
+         cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b));
+  LT_TRY(op,
+         cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c));
+  LT_TRY(op,
+         cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c));
 
   cands->assign(static_cast<size_t>(std::max(want, 1)), cublasLtMatmulHeuristicResult_t{});
   int found = 0;
@@ -203,7 +208,8 @@ Status Gemm::settle(const char* op, const GemmArgs& g, const PlanKey& key, void*
   bkey[0] = m_bucket(g.m);
   if (auto t = cache_->tuned.find(bkey); t != cache_->tuned.end()) {
     cublasLtMatmulHeuristicResult_t chk{};
-    if (cublasLtMatmulAlgoCheck(h, pl.d.op, pl.d.a, pl.d.b, pl.d.c, pl.d.c, &t->second, &chk) == CUBLAS_STATUS_SUCCESS &&
+    if (cublasLtMatmulAlgoCheck(h, pl.d.op, pl.d.a, pl.d.b, pl.d.c, pl.d.c, &t->second, &chk) ==
+            CUBLAS_STATUS_SUCCESS &&
         chk.workspaceSize <= workspace_bytes_) {
       pl.algo = t->second;
       pl.settled = true;

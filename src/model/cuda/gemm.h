@@ -6,9 +6,9 @@
 // heuristic query costs tens of microseconds, more than a small decode GEMM itself.
 //
 // Autotuning (decode shapes; off by default since H200 run 1 of bench/model/NOTES_step.md moved no step beyond
-// noise — GemmTuneOptions::enabled or MLA_GEMM_TUNE=1 turn it on): cuBLASLt's heuristic ranks algorithms by a model, and for the skinny
-// weight-streaming products of a decode step (m <= 256 rows against a [n, 2048] weight) its first choice
-// can leave most SMs idle. So the first call of such a shape times the heuristic's top candidates on the
+// noise — GemmTuneOptions::enabled or MLA_GEMM_TUNE=1 turn it on): cuBLASLt's heuristic ranks algorithms by a model,
+// and for the skinny weight-streaming products of a decode step (m <= 256 rows against a [n, 2048] weight) its first
+// choice can leave most SMs idle. So the first call of such a shape times the heuristic's top candidates on the
 // caller's own operands, each rep after an L2 flush (the weights of a real step come from HBM), and keeps
 // the fastest. A tuned algorithm is shared by every m in the same power-of-two bucket (checked with
 // cublasLtMatmulAlgoCheck), so an eager engine that sees many batch sizes tunes at most 9 times per shape.

@@ -36,7 +36,8 @@ int64_t rows_bucket(int64_t t) {
 }
 
 // The kernel's layout rules (grouped_gemm.h) for this call.
-bool shape_ok(const SmallMTables& tb, const TensorView& x, const TensorView& w, const TensorView& out, GroupedEpilogue epi) {
+bool shape_ok(const SmallMTables& tb, const TensorView& x, const TensorView& w, const TensorView& out,
+              GroupedEpilogue epi) {
   if (x.rank != 2 || w.rank != 2 || out.rank != 2 || out.dtype != DType::kBf16 || x.dtype != DType::kBf16 ||
       w.dtype != DType::kBf16)
     return false;
@@ -64,7 +65,8 @@ Status init_small_m_tables(int64_t max_rows, void* device, const void* flush, si
   size_t starts[4];
   for (int i = 0; i < 4; ++i) {
     starts[i] = h.size();
-    for (int64_t j = 0; j < tiles_of(max_rows, kBlockMs[i]); ++j) h.push_back(0), h.push_back(static_cast<int32_t>(j * kBlockMs[i]));
+    for (int64_t j = 0; j < tiles_of(max_rows, kBlockMs[i]); ++j)
+      h.push_back(0), h.push_back(static_cast<int32_t>(j * kBlockMs[i]));
   }
   MLA_CUDA_TRY(kOp, cudaMemcpy(device, h.data(), h.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
   const auto* base = static_cast<const int32_t*>(device);
@@ -82,7 +84,8 @@ Status small_m_linear(const SmallMTables& tables, const TensorView& x, const Ten
                       TensorView out, Stream stream, int block_m) {
   const int64_t t = x.rank == 2 ? x.shape[0] : -1;
   if (t < 1 || t > tables.max_rows || w.rank != 2)
-    return Status::invalid(kOp, "x " + x.str() + " · w " + w.str() + "ᵀ: 1 <= rows <= " + std::to_string(tables.max_rows));
+    return Status::invalid(kOp,
+                           "x " + x.str() + " · w " + w.str() + "ᵀ: 1 <= rows <= " + std::to_string(tables.max_rows));
   const int bm = block_m > 0 ? block_m : small_m_block_m(t);
   const int slot = bm == 16 ? 0 : bm == 32 ? 1 : bm == 64 ? 2 : bm == 128 ? 3 : -1;
   if (slot < 0) return Status::invalid(kOp, "block_m " + std::to_string(bm) + " (16, 32, 64 or 128)");
@@ -98,8 +101,8 @@ Status small_m_linear(const SmallMTables& tables, const TensorView& x, const Ten
   return cuda::grouped_gemm(p, stream);
 }
 
-Status small_m_run(const SmallMTables& tb, const TensorView& x, const TensorView& w, GroupedEpilogue epi, TensorView out,
-                   Stream stream, const std::function<Status()>& fallback) {
+Status small_m_run(const SmallMTables& tb, const TensorView& x, const TensorView& w, GroupedEpilogue epi,
+                   TensorView out, Stream stream, const std::function<Status()>& fallback) {
   const EnvKnob mode = read_env_knob("MLA_DENSE_PATH", {"cublaslt", "grouped"});  // per call: bench variants
   MLA_TRY(mode.status);
   if (mode.index == 0 || !tb.choices || !shape_ok(tb, x, w, out, epi)) return fallback();
@@ -133,11 +136,12 @@ Status small_m_run(const SmallMTables& tb, const TensorView& x, const TensorView
                        (epi == GroupedEpilogue::kSiluMul ? " silu" : "") + ":";
     char buf[48];
     for (size_t c = 0; c < cands.size(); ++c) {
-      std::snprintf(buf, sizeof buf, " %s %.1f us", cands[c] == 0 ? "cublaslt" : ("bm" + std::to_string(cands[c])).c_str(),
-                    med[c] * 1e3);
+      std::snprintf(buf, sizeof buf, " %s %.1f us",
+                    cands[c] == 0 ? "cublaslt" : ("bm" + std::to_string(cands[c])).c_str(), med[c] * 1e3);
       line += buf;
     }
-    std::fprintf(stderr, "%s -> %s\n", line.c_str(), cands[best] == 0 ? "cublaslt" : ("bm" + std::to_string(cands[best])).c_str());
+    std::fprintf(stderr, "%s -> %s\n", line.c_str(),
+                 cands[best] == 0 ? "cublaslt" : ("bm" + std::to_string(cands[best])).c_str());
   }
   return run(cands[best]);  // the chosen path writes the result (candidates may differ by a rounding)
 }

@@ -31,7 +31,8 @@ class StepIo {
     bytes_ = input_bytes, max_samples_ = max_samples;
     cudaError_t e = cudaHostAlloc(&host_, input_bytes, cudaHostAllocDefault);
     if (e == cudaSuccess) e = cudaMalloc(&dev_, input_bytes);
-    if (e == cudaSuccess) e = cudaHostAlloc(reinterpret_cast<void**>(&tok_host_), size_t(max_samples) * 4, cudaHostAllocDefault);
+    if (e == cudaSuccess)
+      e = cudaHostAlloc(reinterpret_cast<void**>(&tok_host_), size_t(max_samples) * 4, cudaHostAllocDefault);
     if (e == cudaSuccess) e = cudaMalloc(reinterpret_cast<void**>(&tok_dev_), size_t(max_samples) * 4);
     return e;
   }
@@ -62,7 +63,9 @@ class StepIo {
   }
   void* device_end() const { return static_cast<uint8_t*>(dev_) + used_; }
   void* device_begin() const { return dev_; }
-  size_t offset(const void* dev) const { return size_t(static_cast<const uint8_t*>(dev) - static_cast<uint8_t*>(dev_)); }
+  size_t offset(const void* dev) const {
+    return size_t(static_cast<const uint8_t*>(dev) - static_cast<uint8_t*>(dev_));
+  }
   template <class T>
   T* host_of(T* dev) const { return reinterpret_cast<T*>(static_cast<uint8_t*>(host_) + offset(dev)); }
   size_t capacity() const { return bytes_; }

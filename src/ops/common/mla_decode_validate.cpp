@@ -23,7 +23,8 @@ Status validate_mla_decode(const MlaDecodeParams& p) {
     return Status::unsupported(kOp, "q: h_q must be 16, 32, 64 or 128, got " + p.q.str());
   MLA_TRY(check_tensor(kOp, "kv_cache", p.kv_cache, kv_cache_dtype(p.format),
                        {kAnyDim, kDecodePageSize, kv_token_elems(p.format)}));
-  if (p.kv_cache.shape[0] < 1) return Status::invalid(kOp, "kv_cache: needs at least one page, got " + p.kv_cache.str());
+  if (p.kv_cache.shape[0] < 1)
+    return Status::invalid(kOp, "kv_cache: needs at least one page, got " + p.kv_cache.str());
   MLA_TRY(check_tensor(kOp, "block_table", p.block_table, DType::kInt32, {b, kAnyDim}));
   if (p.block_table.shape[1] < 1)
     return Status::invalid(kOp, "block_table: needs at least one column, got " + p.block_table.str());

@@ -17,8 +17,9 @@ Status check_rows_view(const char* op, const char* name, const TensorView& v, st
                   (rows < 0 || v.shape[0] == rows) && (cols < 0 || v.shape[1] == cols) && v.shape[1] % 8 == 0 &&
                   v.stride[0] % 8 == 0 && reinterpret_cast<uintptr_t>(v.data) % 16 == 0;
   if (ok) return Status::ok();
-  return Status::invalid(op, std::string(name) + ": expected " + allowed + "[" + (rows < 0 ? "?" : std::to_string(rows)) +
-                                 ", " + (cols < 0 ? "?" : std::to_string(cols)) +
+  return Status::invalid(op, std::string(name) + ": expected " + allowed + "[" +
+                                 (rows < 0 ? "?" : std::to_string(rows)) + ", " +
+                                 (cols < 0 ? "?" : std::to_string(cols)) +
                                  "] (cols and row stride multiples of 8, unit column stride, 16-byte aligned), got " +
                                  (v.defined() ? v.str() : std::string("nothing")) + (v.data ? "" : " (null data)"));
 }

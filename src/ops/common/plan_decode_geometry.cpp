@@ -108,8 +108,8 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
   if (host_seqlens != nullptr) {
     for (int b = 0; b < batch; ++b) {
       if (host_seqlens[b] < 0)
-        return Status::invalid("plan_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(host_seqlens[b]) +
-                                                  " < 0 (" + shape + ")");
+        return Status::invalid("plan_decode", "seqlens[" + std::to_string(b) +
+                                                  "] = " + std::to_string(host_seqlens[b]) + " < 0 (" + shape + ")");
       g.host_max_seq_pages = std::max(g.host_max_seq_pages, decode_num_blocks(host_seqlens[b]));
     }
     const int64_t pages = decode_step_size(host_seqlens, batch).blocks;

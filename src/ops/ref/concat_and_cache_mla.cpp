@@ -65,9 +65,10 @@ Status run(const ConcatAndCacheMlaParams& p) {
   // Reject every bad slot before writing anything, so a failed call leaves the cache as it was.
   for (int64_t i = 0; i < t; ++i) {
     if (slots[i] >= capacity)
-      return Status::invalid("concat_and_cache_mla", "slot_mapping[" + std::to_string(i) + "] = " +
-                                                         std::to_string(slots[i]) + " is past the cache " +
-                                                         p.kv_cache.str() + " (" + std::to_string(capacity) + " slots)");
+      return Status::invalid("concat_and_cache_mla", "slot_mapping[" + std::to_string(i) +
+                                                         "] = " + std::to_string(slots[i]) + " is past the cache " +
+                                                         p.kv_cache.str() + " (" + std::to_string(capacity) +
+                                                         " slots)");
   }
   typename In::raw row[kDimQK];
   auto* base = p.kv_cache.ptr<uint8_t>();

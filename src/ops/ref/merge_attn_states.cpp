@@ -15,7 +15,8 @@ Status run(const MergeAttnStatesParams& p) {
   R* o = p.out.ptr<R>();
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t k = 0; k < h; ++k) {
-      const merge::Weights w = merge::weights(p.lse_a.ptr<const float>()[k * n + t], p.lse_b.ptr<const float>()[k * n + t]);
+      const merge::Weights w =
+          merge::weights(p.lse_a.ptr<const float>()[k * n + t], p.lse_b.ptr<const float>()[k * n + t]);
       const int64_t row = (t * h + k) * d;
       for (int64_t j = 0; j < d; ++j) {
         const float va = w.use_a ? cache::to_float(T{}, a[row + j]) : 0.f;

@@ -85,7 +85,8 @@ class RowAttention {
     const int seqlen = p_.seqlens.ptr<const int32_t>()[b];
     const int nrows = row1 - row0;
     std::vector<float> q(static_cast<size_t>(nrows) * kDimQK), m(nrows, kNegInf), l(nrows, 0.f),
-        o(static_cast<size_t>(nrows) * kDimV, 0.f), kblk(static_cast<size_t>(kDecodePageSize) * kDimQK), s(kDecodePageSize);
+        o(static_cast<size_t>(nrows) * kDimV, 0.f), kblk(static_cast<size_t>(kDecodePageSize) * kDimQK),
+        s(kDecodePageSize);
     for (int r = 0; r < nrows; ++r) {
       const int64_t off = ((static_cast<int64_t>(b) * s_q) * h_q + row0 + r) * kDimQK;  // rows are (i, h) row-major
       for (int d = 0; d < kDimQK; ++d) q[r * kDimQK + d] = load_elem(p_.q.data, p_.q.dtype, off + d);
@@ -163,12 +164,14 @@ Status validate_data(const MlaDecodeParams& p, const PagedKvView& kv) {
   const int batch = static_cast<int>(p.q.shape[0]);
   for (int b = 0; b < batch; ++b) {
     const int seqlen = p.seqlens.ptr<const int32_t>()[b];
-    if (seqlen < 0) return Status::invalid("mla_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(seqlen) + " < 0");
+    if (seqlen < 0)
+      return Status::invalid("mla_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(seqlen) + " < 0");
     const int nblk = decode_num_blocks(seqlen);
     if (nblk > kv.block_table_stride)
-      return Status::invalid("mla_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(seqlen) + " needs " +
-                                               std::to_string(nblk) + " pages but block_table " + p.block_table.str() +
-                                               " has " + std::to_string(kv.block_table_stride) + " per row");
+      return Status::invalid("mla_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(seqlen) +
+                                               " needs " + std::to_string(nblk) + " pages but block_table " +
+                                               p.block_table.str() + " has " + std::to_string(kv.block_table_stride) +
+                                               " per row");
     for (int j = 0; j < nblk; ++j) {
       const int32_t pg = kv.page(b, j);
       if (pg < 0 || pg >= kv.num_pages)

@@ -36,7 +36,8 @@ Status validate_moe_align(const MoeAlignParams& p) {
   MLA_TRY(model_ops::check_array(kOp, "expert_offsets", p.expert_offsets, DType::kInt32, p.num_experts + 1));
   MLA_TRY(model_ops::check_array(kOp, "perm", p.perm, DType::kInt32, n));
   MLA_TRY(model_ops::check_array(kOp, "src", p.src, DType::kInt32, n));
-  MLA_TRY(model_ops::check_array(kOp, "tiles", p.tiles, DType::kInt32, 2 * moe_align_max_tiles(n, p.num_experts, p.block_m)));
+  MLA_TRY(model_ops::check_array(kOp, "tiles", p.tiles, DType::kInt32,
+                                 2 * moe_align_max_tiles(n, p.num_experts, p.block_m)));
   MLA_TRY(model_ops::check_array(kOp, "error", p.error, DType::kInt32, 1));
   return Status::ok();
 }

@@ -25,13 +25,15 @@ Status plan_decode(const TensorView& seqlens, const TensorView& block_table, con
   MLA_TRY(check_decode_plan_tuning(tune, g));
   const auto* sl = seqlens.ptr<const int32_t>();
   for (int b = 0; b < g.batch; ++b)
-    if (sl[b] < 0) return Status::invalid("plan_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(sl[b]) + " < 0");
+    if (sl[b] < 0)
+      return Status::invalid("plan_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(sl[b]) + " < 0");
   // The page hints read block_table[b][blk] for the blocks of a sequence: the row must hold them.
   if (pages.data != nullptr)
     for (int b = 0; b < g.batch; ++b)
       if (decode_num_blocks(sl[b]) > block_table.shape[1])
         return Status::invalid("plan_decode", "seqlens[" + std::to_string(b) + "] = " + std::to_string(sl[b]) +
-                                                  " needs more blocks than block_table " + block_table.str() + " holds");
+                                                  " needs more blocks than block_table " + block_table.str() +
+                                                  " holds");
   compute_decode_plan(sl, g.batch, g.num_parts, g.split_price, tune, plan.parts, plan.split_offsets, pages);
   if (plan.merge_counters != nullptr)
     for (int64_t i = 0; i < decode_plan_counters(g); ++i) plan.merge_counters[i] = 0;

@@ -24,9 +24,10 @@ Status prefill_attention(const PrefillAttentionParams& p) {
   for (int64_t bi = 0; bi < b; ++bi) {
     const int64_t q0 = seqs[bi * 4], nq = seqs[bi * 4 + 1], k0 = seqs[bi * 4 + 2], nk = seqs[bi * 4 + 3];
     if (q0 < 0 || nq < 0 || k0 < 0 || nq > nk || q0 + nq > tq || k0 + nk > tk || nq > p.max_q_len)
-      return Status::invalid("prefill_attention", "sequence " + std::to_string(bi) + ": q [" + std::to_string(q0) + ", +" +
-                                                      std::to_string(nq) + "), k [" + std::to_string(k0) + ", +" +
-                                                      std::to_string(nk) + ") out of range or q_len > k_len / max_q_len");
+      return Status::invalid("prefill_attention", "sequence " + std::to_string(bi) + ": q [" + std::to_string(q0) +
+                                                      ", +" + std::to_string(nq) + "), k [" + std::to_string(k0) +
+                                                      ", +" + std::to_string(nk) +
+                                                      ") out of range or q_len > k_len / max_q_len");
     for (int64_t hh = 0; hh < h; ++hh)
       for (int64_t i = 0; i < nq; ++i) {
         const int64_t visible = nk - nq + i + 1;
@@ -34,7 +35,8 @@ Status prefill_attention(const PrefillAttentionParams& p) {
         for (int64_t j = 0; j < visible; ++j) {
           float acc = 0;
           for (int d = 0; d < kPrefillDimNope; ++d) acc += at(p.q, q0 + i, hh, d) * at(p.k_nope, k0 + j, hh, d);
-          for (int d = 0; d < kPrefillDimRope; ++d) acc += at(p.q, q0 + i, hh, kPrefillDimNope + d) * at(p.k_pe, k0 + j, d);
+          for (int d = 0; d < kPrefillDimRope; ++d)
+            acc += at(p.q, q0 + i, hh, kPrefillDimNope + d) * at(p.k_pe, k0 + j, d);
           s[static_cast<size_t>(j)] = acc * p.softmax_scale;
         }
         const float mx = *std::max_element(s.begin(), s.end());
@@ -42,7 +44,8 @@ Status prefill_attention(const PrefillAttentionParams& p) {
         for (float& x : s) sum += (x = std::exp(x - mx));
         std::fill(o.begin(), o.end(), 0.f);
         for (int64_t j = 0; j < visible; ++j)
-          for (int d = 0; d < kPrefillDimV; ++d) o[static_cast<size_t>(d)] += s[static_cast<size_t>(j)] * at(p.v, k0 + j, hh, d);
+          for (int d = 0; d < kPrefillDimV; ++d)
+            o[static_cast<size_t>(d)] += s[static_cast<size_t>(j)] * at(p.v, k0 + j, hh, d);
         uint16_t* out = p.out.ptr<uint16_t>() + (q0 + i) * p.out.stride[0] + hh * p.out.stride[1];
         for (int d = 0; d < kPrefillDimV; ++d) out[d] = float_to_bf16(o[static_cast<size_t>(d)] / sum);
         if (p.lse.defined()) p.lse.ptr<float>()[hh * tq + q0 + i] = mx + std::log(sum);

@@ -65,18 +65,20 @@ void ProfilingBackend::end_graph_step(int bucket, int rows, double wall_ms) {
 std::string ProfilingBackend::report() const {
   std::string out =
       "step profile (eager, CUDA events per op, ms per step): step | steps | rows | decode rows | attn cache write | "
-      "attn decode (absorbed) | attn expand (gather + kv_b_proj) | attn prefill kernel | MoE | dense GEMMs | small ops | "
+      "attn decode (absorbed) | attn expand (gather + kv_b_proj) | attn prefill kernel | MoE | dense GEMMs | small ops "
+      "| "
       "sampling | GPU sum | wall | host (wall - GPU)\n";
   char line[512];
   for (const auto& [label, r] : rows_) {
     double gpu = 0;
     for (double m : r.ms) gpu += m;
     const double n = double(r.steps);
-    std::snprintf(line, sizeof line,
-                  "| %s | %lld | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n",
-                  label.c_str(), (long long)r.steps, double(r.tokens) / n, double(r.decode_rows) / n, r.ms[kAttnWrite] / n,
-                  r.ms[kAttnDecode] / n, r.ms[kAttnExpand] / n, r.ms[kAttnPrefill] / n, r.ms[kMoe] / n, r.ms[kGemm] / n,
-                  r.ms[kSmall] / n, r.ms[kSampling] / n, gpu / n, r.wall / n, (r.wall - gpu) / n);
+    std::snprintf(
+        line, sizeof line,
+        "| %s | %lld | %.1f | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n",
+        label.c_str(), (long long)r.steps, double(r.tokens) / n, double(r.decode_rows) / n, r.ms[kAttnWrite] / n,
+        r.ms[kAttnDecode] / n, r.ms[kAttnExpand] / n, r.ms[kAttnPrefill] / n, r.ms[kMoe] / n, r.ms[kGemm] / n,
+        r.ms[kSmall] / n, r.ms[kSampling] / n, gpu / n, r.wall / n, (r.wall - gpu) / n);
     out += line;
   }
   if (!graph_rows_.empty()) {
