@@ -57,8 +57,8 @@ std::vector<uint16_t> random_bf16(size_t n, std::mt19937_64& rng) {
 }
 
 // shape_gbs > 0: also the share of the measured streaming ceiling of the op's read/write shape.
-double print_row(const char* op, const std::string& fmt, const std::string& what, int64_t tokens, double bytes, float ms,
-                 double shape_gbs = 0) {
+double print_row(const char* op, const std::string& fmt, const std::string& what, int64_t tokens, double bytes,
+                 float ms, double shape_gbs = 0) {
   const double gbs = bytes / (ms * 1e-3) / 1e9;
   char shape[32] = "-";
   if (shape_gbs > 0) std::snprintf(shape, sizeof shape, "%5.1f %%", 100.0 * gbs / shape_gbs);
@@ -177,8 +177,9 @@ Status bench_gather(const Args& a, const L2Flusher& l2, std::mt19937_64& rng) {
   for (const Sweep& sw : sweeps) {
     const double bytes = double(total) * (kv_bytes_per_token(sw.f) + kDimQK * dtype_size(sw.out));
     auto pct = [&](float ms) { return 100.0 * bytes / (ms * 1e-3) / 1e9 / kCopyCeilingGBs; };
-    std::printf("| %-6s | -> %-4s | %5.1f %% | %5.1f %% | %5.1f %% | %5.1f %% |\n", std::string(kv_format_name(sw.f)).c_str(),
-                std::string(dtype_name(sw.out)).c_str(), pct(sw.ms[0]), pct(sw.ms[1]), pct(sw.ms[2]), pct(sw.ms[3]));
+    std::printf("| %-6s | -> %-4s | %5.1f %% | %5.1f %% | %5.1f %% | %5.1f %% |\n",
+                std::string(kv_format_name(sw.f)).c_str(), std::string(dtype_name(sw.out)).c_str(), pct(sw.ms[0]),
+                pct(sw.ms[1]), pct(sw.ms[2]), pct(sw.ms[3]));
   }
   std::printf("\n");
   return Status::ok();
@@ -237,7 +238,8 @@ Status run_all(const Args& a) {
 }
 
 int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--reps N] [--warmup N] [--concat-tokens N] [--gather-tokens N] [--sweep 0|1]\n", argv0);
+  std::fprintf(stderr, "usage: %s [--reps N] [--warmup N] [--concat-tokens N] [--gather-tokens N] [--sweep 0|1]\n",
+               argv0);
   return 2;
 }
 
@@ -270,8 +272,8 @@ int cache_ops_bench_main(int argc, char** argv) {
               "%% of the %.2f TB/s copy ceiling (ANCHORS.md), bytes = read + written; shape = %% of the "
               "stream row of the same write/read ratio (fp8_ds: 1.76 and 3.5 against 2 and 4)\n\n",
               prop.name, a.timing.reps, a.timing.warmup, kCopyCeilingGBs / 1e3);
-  std::printf("| %-34s | %-6s | %-12s | %8s | %9s | %7s | %7s | %7s |\n", "op", "format", "dtypes", "tokens", "us", "GB/s",
-              "ceiling", "shape");
+  std::printf("| %-34s | %-6s | %-12s | %8s | %9s | %7s | %7s | %7s |\n", "op", "format", "dtypes", "tokens", "us",
+              "GB/s", "ceiling", "shape");
   std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(8, '-').c_str(),
               std::string(14, '-').c_str(), std::string(10, '-').c_str(), std::string(11, '-').c_str(),
               std::string(9, '-').c_str(), std::string(9, '-').c_str(), std::string(9, '-').c_str());

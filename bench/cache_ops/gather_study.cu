@@ -17,8 +17,12 @@ __device__ __forceinline__ uint32_t mix32(uint32_t x) {
 }
 
 // A finite bf16 / fp16 of magnitude 2^-7 .. 2^3 from 32 random bits.
-__device__ __forceinline__ uint16_t rand_bf16(uint32_t h) { return uint16_t((h & 0x8000u) | ((120u + (h >> 16) % 11u) << 7) | (h & 0x7Fu)); }
-__device__ __forceinline__ uint16_t rand_fp16(uint32_t h) { return uint16_t((h & 0x8000u) | ((8u + (h >> 16) % 11u) << 10) | (h & 0x3FFu)); }
+__device__ __forceinline__ uint16_t rand_bf16(uint32_t h) {
+  return uint16_t((h & 0x8000u) | ((120u + (h >> 16) % 11u) << 7) | (h & 0x7Fu));
+}
+__device__ __forceinline__ uint16_t rand_fp16(uint32_t h) {
+  return uint16_t((h & 0x8000u) | ((8u + (h >> 16) % 11u) << 10) | (h & 0x3FFu));
+}
 // Four e4m3 codes, none NaN (magnitude 0x7F becomes 0x7E).
 __device__ __forceinline__ uint32_t rand_e4m3x4(uint32_t h) {
   const uint32_t nan = ((h & 0x7F7F7F7Fu) + 0x01010101u) & 0x80808080u;  // bit 7 of each NaN byte
@@ -123,7 +127,8 @@ Status time_stream(int k, const void* in, void* out, int64_t n_in_bytes, const L
 }
 
 Status time_gather_variant(KvFormat f, bool fp32_out, int target_bytes, bool stream_stores,
-                           const cache::GatherKernelParams& kp, const L2Flusher& l2, const TimingOptions& t, float* ms) {
+                           const cache::GatherKernelParams& kp, const L2Flusher& l2, const TimingOptions& t,
+                           float* ms) {
   return time_median_ms(
       [&]() {
         return fp32_out ? launch_format<cache::Fp32>(f, target_bytes, stream_stores, kp)

@@ -5,7 +5,8 @@
 // over --reps calls. Rows print in DESIGN.md §6 column order.
 //
 //   bench_decode [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,18 | 1-9] [--reps N] [--hints on|off|ab] [--timeline]
-//                [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm none|same|other|FORMAT]
+//                [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm
+//                none|same|other|FORMAT]
 //                [--flush memset|read|memset0|fill] [--pad KIB] [--cache-offset KIB] [--churn MIB] [--addresses]
 //                [--touch KIB] [--unrolled N]
 //                (mlaserve bench decode ...)
@@ -104,7 +105,8 @@ constexpr Row kRows[] = {
     {128, 128, 4096, 236.5}, {128, 128, 8192, 484.6},
 };
 
-static_assert(sizeof(kAnchorFp8Us) / sizeof(kAnchorFp8Us[0]) == sizeof(kRows) / sizeof(kRows[0]), "one fp8 anchor per row");
+static_assert(sizeof(kAnchorFp8Us) / sizeof(kAnchorFp8Us[0]) == sizeof(kRows) / sizeof(kRows[0]),
+              "one fp8 anchor per row");
 static_assert(sizeof(kAnchorFp8DsUs) == sizeof(kAnchorFp8Us), "one fp8_ds anchor per row");
 
 constexpr size_t kFlushBytes = mla::bench::kMemsetFlushBytes;
@@ -146,7 +148,8 @@ __global__ void fill_fp8ds(uint8_t* cache, size_t tokens, uint32_t seed) {
     const size_t i0 = t * mla::kDimQK + j * mla::Fp8DsLayout::kTileSize;  // draw numbers: token-major, 576 per token
     if (j == 4) {
       auto* rope = reinterpret_cast<__nv_bfloat16*>(tok + mla::Fp8DsLayout::kRopeOffset);
-      for (int d = 0; d < mla::kDimRope; ++d) rope[d] = __float2bfloat16_rn(normal_at(t * mla::kDimQK + mla::kDimLatent + d, seed));
+      for (int d = 0; d < mla::kDimRope; ++d)
+        rope[d] = __float2bfloat16_rn(normal_at(t * mla::kDimQK + mla::kDimLatent + d, seed));
       continue;
     }
     float amax = 0.f;
@@ -307,11 +310,13 @@ Status parse(int argc, char** argv, Options* o) {
       else if (v == "ab") o->hints = Options::kAb;
       else return Status::invalid(kOp, "--hints wants on, off or ab; got '" + v + "'");
     } else {
-      return Status::invalid(kOp,
-                             "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
-                             "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] "
-                             "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill] [--pad KIB] "
-                             "[--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB] [--unrolled N]; got '" + a + "'");
+      return Status::invalid(
+          kOp,
+          "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
+          "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] "
+          "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill] [--pad KIB] "
+          "[--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB] [--unrolled N]; got '" +
+              a + "'");
     }
   }
   // --shape replaces the grid, so --rows would select nothing it runs: refuse rather than ignore it.
@@ -490,18 +495,19 @@ Status run_timeline(const Row& r, const mla::DecodePlanGeometry& g, const std::v
     cwait.push_back(us(c[1]));
     cdone.push_back(us(c[2]));
     if (j < 4 || j % 64 == 0)
-      std::fprintf(stderr, "tl h%d b%d s%d combine %d sm %llu in %.2f waited %.2f done %.2f\n", r.h_q, r.batch, r.seqlen,
-                   j, c[3], cin.back(), cwait.back(), cdone.back());
+      std::fprintf(stderr, "tl h%d b%d s%d combine %d sm %llu in %.2f waited %.2f done %.2f\n", r.h_q, r.batch,
+                   r.seqlen, j, c[3], cin.back(), cwait.back(), cdone.back());
   }
   if (start.empty()) return Status::internal(kOp, "timeline: no decode CTA stamped");
   auto mx = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
   auto mn = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end()); };
-  std::printf("# timeline h%d b%d s%d (us from the first decode CTA): %zu decode CTAs start <= %.2f, chain med %.2f "
-              "max %.2f, walked min %.2f med %.2f max %.2f | %zu combine CTAs in %.2f-%.2f, waited %.2f-%.2f, done %.2f "
-              "| clock step >= %.3f\n",
-              r.h_q, r.batch, r.seqlen, start.size(), mx(start), median_of(chain), mx(chain), mn(walked), median_of(walked),
-              mx(walked), cin.size(), mn(cin), mx(cin), mn(cwait), mx(cwait), mx(cdone),
-              min_step == ~0ull ? -1.0 : min_step * 1e-3);
+  std::printf(
+      "# timeline h%d b%d s%d (us from the first decode CTA): %zu decode CTAs start <= %.2f, chain med %.2f "
+      "max %.2f, walked min %.2f med %.2f max %.2f | %zu combine CTAs in %.2f-%.2f, waited %.2f-%.2f, done %.2f "
+      "| clock step >= %.3f\n",
+      r.h_q, r.batch, r.seqlen, start.size(), mx(start), median_of(chain), mx(chain), mn(walked), median_of(walked),
+      mx(walked), cin.size(), mn(cin), mx(cin), mn(cwait), mx(cwait), mx(cdone),
+      min_step == ~0ull ? -1.0 : min_step * 1e-3);
   // The kernel's free marks (timeline.cuh MLA_TL_MARK_*; their meaning is documented in the kernel): per mark, over
   // the CTAs that set it, min / median / max µs after the first decode CTA's start.
   for (int k = mla::cuda::kTimelineFirstMark; k < kStride; ++k) {
@@ -594,8 +600,8 @@ Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParam
   MLA_TRY(w->ws.alloc(mla::decode_workspace_bytes(g), kOp));
   fill_normal<<<1024, 256, 0, s>>>(w->q.p, q_elems, 0x4321u, kind);
   if (wf == mla::KvFormat::kFp8Ds) {
-    fill_fp8ds<<<1024, 256, 0, s>>>(reinterpret_cast<uint8_t*>(w->cache.p), size_t(pages_per_seq) * mla::kDecodePageSize,
-                                    0x77u);
+    fill_fp8ds<<<1024, 256, 0, s>>>(reinterpret_cast<uint8_t*>(w->cache.p),
+                                    size_t(pages_per_seq) * mla::kDecodePageSize, 0x77u);
   } else {
     fill_normal<<<1024, 256, 0, s>>>(w->cache.p, cache_elems, 0x77u, kind);
   }
@@ -717,7 +723,8 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
 
   mla::MlaDecodeParams p;
   p.q = mla::TensorView::contiguous(q.p, q_dt, {r.batch, r.s_q, r.h_q, mla::kDimQK});
-  p.kv_cache = mla::TensorView::contiguous(cache_p, dt, {num_pages, mla::kDecodePageSize, mla::kv_token_elems(o.format)});
+  p.kv_cache =
+      mla::TensorView::contiguous(cache_p, dt, {num_pages, mla::kDecodePageSize, mla::kv_token_elems(o.format)});
   p.block_table = mla::TensorView::contiguous(bt.p, mla::DType::kInt32, {r.batch, pages_per_seq});
   p.seqlens = mla::TensorView::contiguous(sl.p, mla::DType::kInt32, {r.batch});
   p.out = mla::TensorView::contiguous(out.p, out_dt, {r.batch, r.s_q, r.h_q, mla::kDimV});
@@ -772,15 +779,18 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   }
   if (o.hints == Options::kOff) MLA_TRY(clear_hints());
   if (o.addresses)
-    std::fprintf(stderr, "# addresses h%d b%d s%d: flush %p q %p cache %p out %p lse %p table %p parts %p ws %p counters %p "
-                 "fused %d\n", r.h_q, r.batch, r.seqlen, flush, static_cast<void*>(q.p), static_cast<void*>(cache_p),
+    std::fprintf(stderr,
+                 "# addresses h%d b%d s%d: flush %p q %p cache %p out %p lse %p table %p parts %p ws %p counters %p "
+                 "fused %d\n",
+                 r.h_q, r.batch, r.seqlen, flush, static_cast<void*>(q.p), static_cast<void*>(cache_p),
                  static_cast<void*>(out.p), static_cast<void*>(lse.p), static_cast<void*>(bt.p),
                  static_cast<void*>(parts.p), static_cast<void*>(ws.p), static_cast<void*>(counters.p),
                  plan.merge_counters != nullptr);
   MLA_TRY(mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s));  // warm-up, attributes
   MLA_CUDA_TRY(kOp, cudaStreamSynchronize(s));
   cudaGraphExec_t decode_exec, plan_exec;
-  MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, &decode_exec));
+  MLA_TRY(capture([&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); },
+                  &decode_exec));
   MLA_TRY(capture([&] { return mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune); }, &plan_exec));
   if (o.prewarm != Options::kNone) MLA_TRY(build_warm_call(r, warm_format(o), p, g, o.tune, s, capture, &warm));
   DevMem<uint32_t> touch_sink;
@@ -831,8 +841,9 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   if (o.timeline) {
     MLA_TRY(mla::cuda::plan_decode(seqlens, table, g, plan, s, o.tune));
     if (o.hints == Options::kOff) MLA_TRY(clear_hints());
-    MLA_TRY(run_timeline(r, g, host, s, flush, [&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); },
-                         capture));
+    MLA_TRY(run_timeline(
+        r, g, host, s, flush,
+        [&] { return mla::cuda::mla_decode(p, g, plan, ws.p, mla::decode_workspace_bytes(g), s); }, capture));
   }
   cudaGraphExecDestroy(decode_exec);
   cudaGraphExecDestroy(plan_exec);
@@ -872,7 +883,9 @@ Status bench(const Options& o) {
               : fp8ds ? "# anchor = the FlashMLA sparse fp8 (656 B/token) column of ANCHORS.md\n"
                       : "# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
   const bool ab = o.hints == Options::kAb;
-  std::printf("# start hints: %s\n", o.hints == Options::kOn ? "on" : o.hints == Options::kOff ? "off" : "ab (µs = on)");
+  std::printf("# start hints: %s\n", o.hints == Options::kOn    ? "on"
+                                     : o.hints == Options::kOff ? "off"
+                                                                : "ab (µs = on)");
   std::printf("# plan: %s CTA columns per head tile, split price %s, tuning seq_cost %d split_cost %d min_part_cost %d "
               "short_step_pages %d\n",
               o.parts > 0 ? std::to_string(o.parts).c_str() : "the geometry's",
@@ -897,7 +910,8 @@ Status bench(const Options& o) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     MLA_TRY(st);
-    std::printf("# empty-kernel graph, timed like a row (the floor of the plan_decode times below): %.1f us\n", floor_us);
+    std::printf("# empty-kernel graph, timed like a row (the floor of the plan_decode times below): %.1f us\n",
+                floor_us);
   }
   MLA_TRY(print_read_probe(s, flush, o.reps));
   std::vector<double> plan_us;

@@ -154,9 +154,10 @@ int run(const Args& a) {
           p.tiles = TensorView::contiguous(d_tiles.p, DType::kInt32, {nt, 2});
           p.block_m = bm;
           p.out = TensorView::contiguous(out.p, DType::kBf16, {m, s.n});
-          const Status gs = validate_grouped_gemm(p).is_ok()
-                                ? bench::time_median_ms([&] { return cuda::grouped_gemm(p, nullptr); }, l2, topt, &grouped[i])
-                                : Status::ok();
+          const Status gs =
+              validate_grouped_gemm(p).is_ok()
+                  ? bench::time_median_ms([&] { return cuda::grouped_gemm(p, nullptr); }, l2, topt, &grouped[i])
+                  : Status::ok();
           if (!gs.is_ok()) grouped[i] = -1;  // e.g. block_m not built: leave the cell empty
         }
       }
@@ -190,6 +191,7 @@ int dense_bench_main(int argc, char** argv) {
     else if (k == "--reps") a.reps = std::atoi(v.c_str());
     else return std::fprintf(stderr, "usage: bench_dense [--m 1,64,128,256] [--reps 30]\n"), 2;
   }
-  if (argc % 2 == 0 || a.ms.empty()) return std::fprintf(stderr, "usage: bench_dense [--m 1,64,128,256] [--reps 30]\n"), 2;
+  if (argc % 2 == 0 || a.ms.empty())
+    return std::fprintf(stderr, "usage: bench_dense [--m 1,64,128,256] [--reps 30]\n"), 2;
   return run(a);
 }

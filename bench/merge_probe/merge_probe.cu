@@ -3,8 +3,8 @@
 // "Session 24" item 3), 3-4x an L2 round trip; this probe times the same protocol outside the decode kernels.
 //
 // Grid of G CTAs x 256 threads. Each CTA stores its piece (bytes_per_piece of floats, as a decode CTA stores its
-// partial), arrives on a counter (bar.sync, fence, atomicAdd), and the last arriver sums the G pieces and stores the sum
-// with one of the read methods below. The merge's cost is the kernel's time minus the time of the same kernel whose
+// partial), arrives on a counter (bar.sync, fence, atomicAdd), and the last arriver sums the G pieces and stores the
+// sum with one of the read methods below. The merge's cost is the kernel's time minus the time of the same kernel whose
 // last arriver reads nothing (method kNone). Every method's sum is checked against the host's.
 // H200, session 25 (bench/decode/NOTES.md "Session 25", with one launch per event pair then): 8 x 2 loads in flight
 // per thread read 128 pieces of 32 KB in 30 us (139 GB/s) where the fused merge of the same bytes took ~165 us; the
@@ -65,7 +65,8 @@ __device__ void read_ldcg(const float4* parts, int g, int q, float4* out) {
   }
 }
 
-__global__ void __launch_bounds__(kThreads, 1) probe_kernel(float4* parts, float4* out, int* counter, int q, int method) {
+__global__ void __launch_bounds__(kThreads, 1)
+    probe_kernel(float4* parts, float4* out, int* counter, int q, int method) {
   __shared__ int last;
   const int g = gridDim.x, piece = blockIdx.x;
   for (int c = threadIdx.x; c < q; c += kThreads) {

@@ -182,7 +182,8 @@ int moe_bench_main(int argc, char** argv) {
   const size_t w13_bytes = size_t(a.E * 2 * a.I * a.H) * 2, w2_bytes = size_t(a.E * a.H * a.I) * 2;
   DeviceBuffer w13(w13_bytes * size_t(a.copies)), w2(w2_bytes * size_t(a.copies));
   if (!w13.p || !w2.p) {
-    std::fprintf(stderr, "bench_moe: cannot allocate %zu MB of weights\n", (w13_bytes + w2_bytes) * size_t(a.copies) >> 20);
+    std::fprintf(stderr, "bench_moe: cannot allocate %zu MB of weights\n",
+                 (w13_bytes + w2_bytes) * size_t(a.copies) >> 20);
     return 1;
   }
   // Weights ~ U(-1, 1) / sqrt(K) · sqrt(3): activations stay O(1) through both GEMMs.
@@ -191,7 +192,8 @@ int moe_bench_main(int argc, char** argv) {
   std::printf("grouped MoE experts: E %lld, k %lld, H %lld, I %lld; weights %.0f MB per layer, %lld copies rotated\n",
               static_cast<long long>(a.E), static_cast<long long>(a.k), static_cast<long long>(a.H),
               static_cast<long long>(a.I), double(w13_bytes + w2_bytes) / 1e6, static_cast<long long>(a.copies));
-  std::printf("| tokens | op | block_m | active experts | µs (median) | GB/s | TFLOP/s |\n|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| tokens | op | block_m | active experts | µs (median) | GB/s | TFLOP/s |\n|---|---|---|---|---|---|---|\n");
   for (int64_t t : a.tokens)
     for (int64_t bm : a.block_ms) {
       const Status s = run_case(a, t, int(bm), w13, w2);

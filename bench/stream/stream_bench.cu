@@ -321,7 +321,8 @@ Status parse(int argc, char** argv, Options* o) {
       o->pages = mla::bench::parse_int_list(argv[++i]);
       for (int64_t p : o->pages)
         if (p < 1 || p > (int64_t(1) << 24))
-          return Status::invalid("bench stream", "--pages wants counts in 1..16777216; got '" + std::string(argv[i]) + "'");
+          return Status::invalid("bench stream",
+                                 "--pages wants counts in 1..16777216; got '" + std::string(argv[i]) + "'");
     } else if (a == "--math-ns" && has) {
       MLA_TRY(num(0, 100000, &o->math_ns));
     } else if (a == "--ctas" && has) {
@@ -358,11 +359,15 @@ Status parse(int argc, char** argv, Options* o) {
       MLA_TRY(num(0, 100000, &o->tail_cost_ns));
     } else if (a == "--box-bytes" && has) {
       MLA_TRY(num(64, 128, &o->box_width));
-      if (o->box_width != 64 && o->box_width != 128) return Status::invalid("bench stream", "--box-bytes wants 64 or 128");
+      if (o->box_width != 64 && o->box_width != 128)
+        return Status::invalid("bench stream", "--box-bytes wants 64 or 128");
     } else {
-      return Status::invalid("bench stream", "usage: [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] "
-                                             "[--reps R] [--copy bulk|box|cpasync|rows] [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] [--dynamic K] [--evict-first F] [--tail S] [--tail-cost NS] [--tail-chunk K]; got '" + a +
-                                             "'");
+      return Status::invalid(
+          "bench stream",
+          "usage: [--page-bytes B] [--pages N[,N...]] [--ctas C] [--stages S] "
+          "[--reps R] [--copy bulk|box|cpasync|rows] [--promotion 0|64|128|256] [--box-bytes 64|128] [--math-ns N] "
+          "[--dynamic K] [--evict-first F] [--tail S] [--tail-cost NS] [--tail-chunk K]; got '" +
+              a + "'");
     }
   }
   if (o->page_bytes % 64 != 0) return Status::invalid("bench stream", "--page-bytes must hold 64 whole tokens");
@@ -381,7 +386,8 @@ Status parse(int argc, char** argv, Options* o) {
   // 227 KB per CTA on sm_90, less the slots' mbarriers.
   if (size_t(slots(*o)) * slot_bytes(*o) + 8 * kMaxStages > 227 * 1024)
     return Status::invalid("bench stream", "the stages (" + std::to_string(slots(*o)) + " x " +
-                                               std::to_string(slot_bytes(*o)) + " bytes) must fit 227 KB of shared memory");
+                                               std::to_string(slot_bytes(*o)) +
+                                               " bytes) must fit 227 KB of shared memory");
   return Status::ok();
 }
 
@@ -437,12 +443,14 @@ Status run(const Options& o) {
                             CU_TENSOR_MAP_INTERLEAVE_NONE,
                             o.box_width == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B, promo,
                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-      if (r != CUDA_SUCCESS) return Status::cuda("bench stream", "cuTensorMapEncodeTiled failed: " + std::to_string(int(r)));
+      if (r != CUDA_SUCCESS)
+        return Status::cuda("bench stream", "cuTensorMapEncodeTiled failed: " + std::to_string(int(r)));
     }
     static const char* kCopyName[] = {"1D bulk copies", "2D TMA boxes", "cp.async 16 B x 256 threads",
                                       "1D bulk copies per token row (rows padded by 16 B)"};
     std::string math = o.math_ns > 0 ? std::to_string(o.math_ns) + " ns of spin per page" : std::string("no math");
-    if (o.dynamic > 0 && o.copy != kCpAsync) math += ", chunks of " + std::to_string(o.dynamic) + " pages claimed dynamically";
+    if (o.dynamic > 0 && o.copy != kCpAsync)
+      math += ", chunks of " + std::to_string(o.dynamic) + " pages claimed dynamically";
     if (o.evict_first > 0.f) math += ", L2 evict-first fraction " + std::to_string(o.evict_first);
     if (o.tail > 0)
       math += ", " + std::to_string(o.tail) + " segments, tails stolen in claims of " + std::to_string(o.tail_chunk) +
@@ -479,7 +487,8 @@ Status run(const Options& o) {
       double us[2];
       MLA_TRY(mla::bench::time_graph_median_us(exec, s, memset_flush, o.reps, &us[0]));
       MLA_TRY(mla::bench::time_graph_median_us(exec, s, clean_flush, o.reps, &us[1]));
-      // One more call after each flush: the CTAs' start / end stamps (min / median / max end, us after the first start).
+      // One more call after each flush: the CTAs' start / end stamps (min / median / max end, us after the first
+      // start).
       struct Ends {
         double min, med, max;
       };

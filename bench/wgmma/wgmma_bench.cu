@@ -71,7 +71,8 @@ __device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float
       }
     } else {
 #pragma unroll
-      for (int s = 0; s < 2; ++s) decode_fp8::wgmma_m64n256k32_e4m3(reinterpret_cast<float(&)[128]>(d), da + 2 * s, db + 2 * s);
+      for (int s = 0; s < 2; ++s)
+        decode_fp8::wgmma_m64n256k32_e4m3(reinterpret_cast<float(&)[128]>(d), da + 2 * s, db + 2 * s);
     }
     decode::wgmma_commit();
     issue += clock64() - ti;

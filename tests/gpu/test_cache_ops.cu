@@ -138,7 +138,8 @@ Status run_concat(const ConcatSpec& s, const std::string& name, CaseReport* rep)
       p.k_pe = TensorView::contiguous(kpe_p, s.in, {t, kDimRope});
     }
     p.slot_mapping = TensorView::contiguous(slots_p, DType::kInt64, {t});
-    p.kv_cache = TensorView::contiguous(cache_p, kv_cache_dtype(s.format), {num_pages, s.page_size, kv_token_elems(s.format)});
+    p.kv_cache =
+        TensorView::contiguous(cache_p, kv_cache_dtype(s.format), {num_pages, s.page_size, kv_token_elems(s.format)});
   };
 
   // Reference on a cache holding the same poison the device buffer starts with.
@@ -217,7 +218,8 @@ struct Sequences {
 };
 
 // Random lengths and starts; pages handed out from a random permutation; unused entries are -1 sentinels.
-Sequences random_sequences(const std::vector<int>& lens, const std::vector<int>& starts, int page_size, std::mt19937_64& rng) {
+Sequences random_sequences(const std::vector<int>& lens, const std::vector<int>& starts, int page_size,
+                           std::mt19937_64& rng) {
   Sequences q;
   const int b = static_cast<int>(lens.size());
   for (int i = 0; i < b; ++i) q.max_pages = std::max(q.max_pages, (starts[i] + lens[i] + page_size - 1) / page_size);
@@ -243,10 +245,12 @@ Status gather_both(KvFormat format, DType out, int page_size, float k_scale, con
                    const std::vector<uint8_t>& host_cache, const DeviceBuffer* dev_cache, int64_t n_rows,
                    std::vector<uint8_t>* got, std::vector<uint8_t>* want) {
   const int b = static_cast<int>(q.cu.size()) - 1;
-  auto bind = [&](GatherCacheMlaParams& p, const void* cache, void* dst, const void* bt, const void* cu, const void* st) {
+  auto bind = [&](GatherCacheMlaParams& p, const void* cache, void* dst, const void* bt, const void* cu,
+                  const void* st) {
     p.format = format;
     p.k_scale = k_scale;
-    p.kv_cache = TensorView::contiguous(cache, kv_cache_dtype(format), {q.num_pages, page_size, kv_token_elems(format)});
+    p.kv_cache =
+        TensorView::contiguous(cache, kv_cache_dtype(format), {q.num_pages, page_size, kv_token_elems(format)});
     p.dst = TensorView::contiguous(dst, out, {n_rows, kDimQK});
     p.block_table = TensorView::contiguous(bt, DType::kInt32, {b, q.max_pages});
     p.cu_seq_lens = TensorView::contiguous(cu, DType::kInt32, {b + 1});
@@ -268,7 +272,8 @@ Status gather_both(KvFormat format, DType out, int page_size, float k_scale, con
   MLA_TRY(sync("gather_and_maybe_dequant_cache_mla"));
   got->resize(want->size());
   MLA_TRY(d_dst.download(got));
-  for (const DeviceBuffer* x : std::initializer_list<const DeviceBuffer*>{&d_dst, &d_bt, &d_cu, &d_st, dev_cache}) MLA_TRY(x->check_guards("gather buffers"));
+  for (const DeviceBuffer* x : std::initializer_list<const DeviceBuffer*>{&d_dst, &d_bt, &d_cu, &d_st, dev_cache})
+    MLA_TRY(x->check_guards("gather buffers"));
   return Status::ok();
 }
 
@@ -351,7 +356,9 @@ Status run_merge(const MergeSpec& s, const std::string& name, CaseReport* rep) {
   const size_t numel = size_t(s.n) * s.h * s.d, nl = size_t(s.n) * s.h;
   std::vector<float> a = randn(rng, numel), b = randn(rng, numel), la = randn(rng, nl, 3.f), lb = randn(rng, nl, 3.f);
   // Special (token, head) rows; an empty side's out is NaN and must not leak into the result.
-  auto row = [&](std::vector<float>& o, int t, int k) { std::fill_n(&o[(size_t(t) * s.h + k) * s.d], s.d, std::nanf("")); };
+  auto row = [&](std::vector<float>& o, int t, int k) {
+    std::fill_n(&o[(size_t(t) * s.h + k) * s.d], s.d, std::nanf(""));
+  };
   auto l = [&](int t, int k) { return size_t(k) * s.n + t; };
   for (int t = 0; t < s.n; t += 5) {
     const int k = t % s.h;
@@ -367,7 +374,8 @@ Status run_merge(const MergeSpec& s, const std::string& name, CaseReport* rep) {
   const size_t bytes = numel * dtype_size(s.dt);
   std::vector<uint8_t> want_out(bytes, kPoison);
   std::vector<float> want_lse(nl);
-  auto bind = [&](MergeAttnStatesParams& p, void* o, void* lse, const void* pa, const void* pla, const void* pb, const void* plb) {
+  auto bind = [&](MergeAttnStatesParams& p, void* o, void* lse, const void* pa, const void* pla, const void* pb,
+                  const void* plb) {
     p.out = TensorView::contiguous(o, s.dt, {s.n, s.h, s.d});
     p.lse = TensorView::contiguous(lse, DType::kFp32, {s.h, s.n});
     p.out_a = TensorView::contiguous(pa, s.dt, {s.n, s.h, s.d});
@@ -501,15 +509,18 @@ void register_cases(std::vector<GpuCase>& cases) {
       for (int t : {1, 42, 4096}) {
         if (small && t > 42) continue;
         const ConcatSpec s{f, DType::kBf16, ps, t, f == KvFormat::kFp8 ? 0.1f : 1.f, t == 42};
-        const std::string name = fmt_name(f) + "_bf16_p" + std::to_string(ps) + "_t" + std::to_string(t) + (s.split ? "_split" : "");
-        cases.push_back({"concat_and_cache_mla", name, kExact, [s, name](CaseReport* r) { return run_concat(s, name, r); }});
+        const std::string name =
+            fmt_name(f) + "_bf16_p" + std::to_string(ps) + "_t" + std::to_string(t) + (s.split ? "_split" : "");
+        cases.push_back(
+            {"concat_and_cache_mla", name, kExact, [s, name](CaseReport* r) { return run_concat(s, name, r); }});
       }
     }
     // Other input dtypes (conversion paths) and a second fp8 scale.
     for (DType in : {DType::kFp16, DType::kFp32}) {
       const ConcatSpec s{f, in, 64, 333, f == KvFormat::kFp8 ? 0.37f : 1.f, in == DType::kFp32};
       const std::string name = fmt_name(f) + "_" + dt_name(in) + "_p64_t333" + (s.split ? "_split" : "");
-      cases.push_back({"concat_and_cache_mla", name, kExact, [s, name](CaseReport* r) { return run_concat(s, name, r); }});
+      cases.push_back(
+          {"concat_and_cache_mla", name, kExact, [s, name](CaseReport* r) { return run_concat(s, name, r); }});
     }
   }
   for (KvFormat f : kFormats) {
@@ -517,8 +528,10 @@ void register_cases(std::vector<GpuCase>& cases) {
       for (int ps : {16, 32, 64}) {
         for (bool starts : {false, true}) {
           const GatherSpec s{f, out, ps, 5, ps == 32 ? 700 : 300, starts, f == KvFormat::kFp8 ? 0.1f : 1.f, 0};
-          const std::string name = fmt_name(f) + "_" + dt_name(out) + "_p" + std::to_string(ps) + (starts ? "_starts" : "");
-          cases.push_back({"gather_cache_mla", name, kExact, [s, name](CaseReport* r) { return run_gather(s, name, r); }});
+          const std::string name =
+              fmt_name(f) + "_" + dt_name(out) + "_p" + std::to_string(ps) + (starts ? "_starts" : "");
+          cases.push_back(
+              {"gather_cache_mla", name, kExact, [s, name](CaseReport* r) { return run_gather(s, name, r); }});
         }
       }
       // The kernel works on tiles of 32 dst rows, one row resolved per lane: many short (and empty)
@@ -526,16 +539,20 @@ void register_cases(std::vector<GpuCase>& cases) {
       // first sequence inside a tile whose leading rows must stay untouched.
       const GatherSpec many{f, out, 16, 70, 23, true, f == KvFormat::kFp8 ? 0.37f : 1.f, 0};
       const std::string mname = fmt_name(f) + "_" + dt_name(out) + "_p16_70_short_seqs";
-      cases.push_back({"gather_cache_mla", mname, kExact, [many, mname](CaseReport* r) { return run_gather(many, mname, r); }});
+      cases.push_back(
+          {"gather_cache_mla", mname, kExact, [many, mname](CaseReport* r) { return run_gather(many, mname, r); }});
       const GatherSpec offs{f, out, 64, 3, 100, false, f == KvFormat::kFp8 ? 0.1f : 1.f, 45};
       const std::string oname = fmt_name(f) + "_" + dt_name(out) + "_p64_rows_from_45";
-      cases.push_back({"gather_cache_mla", oname, kExact, [offs, oname](CaseReport* r) { return run_gather(offs, oname, r); }});
+      cases.push_back(
+          {"gather_cache_mla", oname, kExact, [offs, oname](CaseReport* r) { return run_gather(offs, oname, r); }});
       if (small) continue;
       const GatherSpec big{f, out, 64, 1, 4096, true, f == KvFormat::kFp8 ? 0.1f : 1.f, 0};
       const std::string bname = fmt_name(f) + "_" + dt_name(out) + "_one_seq_4096_starts";
-      cases.push_back({"gather_cache_mla", bname, kExact, [big, bname](CaseReport* r) { return run_gather(big, bname, r); }});
+      cases.push_back(
+          {"gather_cache_mla", bname, kExact, [big, bname](CaseReport* r) { return run_gather(big, bname, r); }});
       const std::string rname = fmt_name(f) + "_" + dt_name(out) + "_8x512_scale0.1";
-      cases.push_back({"cache_round_trip", rname, kExact, [f, out, rname](CaseReport* r) { return run_round_trip(f, out, rname, r); }});
+      cases.push_back({"cache_round_trip", rname, kExact,
+                       [f, out, rname](CaseReport* r) { return run_round_trip(f, out, rname, r); }});
     }
   }
   // merge: identical float formulas on both sides; they differ only by expf/logf (<= 2 ulp) and FMA
@@ -548,19 +565,21 @@ void register_cases(std::vector<GpuCase>& cases) {
                              MergeSpec{DType::kFp32, 100, 128, 512}, MergeSpec{DType::kBf16, 77, 128, 512},
                              MergeSpec{DType::kFp32, 3, 5, 8}}) {
     if (small && int64_t(s.n) * s.h * s.d > (1 << 20)) continue;
-    const std::string name = dt_name(s.dt) + "_n" + std::to_string(s.n) + "_h" + std::to_string(s.h) + "_d" + std::to_string(s.d);
+    const std::string name =
+        dt_name(s.dt) + "_n" + std::to_string(s.n) + "_h" + std::to_string(s.h) + "_d" + std::to_string(s.d);
     const Tolerance tol = s.dt == DType::kBf16 ? merge_bf16 : (s.dt == DType::kFp16 ? merge_fp16 : merge_fp32);
     cases.push_back({"merge_attn_states", name, tol, [s, name](CaseReport* r) { return run_merge(s, name, r); }});
   }
   cases.push_back({"cache_ops_validation", "launchers_reject_bad_args", kExact, run_launcher_rejections});
   struct Q { DType dt; int64_t n; int offset; float scale; };
-  for (const Q& q : {Q{DType::kBf16, 128 * 4 * 576, 0, 0.05f}, Q{DType::kFp16, 100003, 0, 1.f}, Q{DType::kFp32, 1 << 20, 0, 0.37f},
-                     Q{DType::kBf16, 4097, 1, 0.5f}, Q{DType::kFp32, 1, 0, 2.f},
+  for (const Q& q : {Q{DType::kBf16, 128 * 4 * 576, 0, 0.05f}, Q{DType::kFp16, 100003, 0, 1.f},
+                     Q{DType::kFp32, 1 << 20, 0, 0.37f}, Q{DType::kBf16, 4097, 1, 0.5f}, Q{DType::kFp32, 1, 0, 2.f},
                      // the decode tests' scales (q codes 50x and a third of the data): mostly pinned, and fine
                      Q{DType::kBf16, 65536, 0, 0.02f}, Q{DType::kFp16, 65537, 0, 3.f}}) {
     if (small && q.n > (1 << 17)) continue;
     const std::string name = dt_name(q.dt) + "_n" + std::to_string(q.n) + (q.offset ? "_unaligned" : "");
-    cases.push_back({"quantize_fp8", name, kExact, [q, name](CaseReport* r) { return run_quant(q.dt, q.n, q.offset, q.scale, name, r); }});
+    cases.push_back({"quantize_fp8", name, kExact,
+                     [q, name](CaseReport* r) { return run_quant(q.dt, q.n, q.offset, q.scale, name, r); }});
   }
 }
 MLA_GPU_CASES(register_cases);

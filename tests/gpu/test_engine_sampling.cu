@@ -57,7 +57,8 @@ SampleRun gpu_sample(const std::vector<float>& logits, int64_t ld, int vocab, co
   return out;
 }
 
-std::vector<int32_t> ref_sample(const std::vector<float>& logits, int64_t ld, int vocab, const std::vector<SamplingRow>& rs) {
+std::vector<int32_t> ref_sample(const std::vector<float>& logits, int64_t ld, int vocab,
+                                const std::vector<SamplingRow>& rs) {
   std::vector<int32_t> t(rs.size(), 777);
   SampleParams p{.logits = TensorView::contiguous(logits.data(), DType::kFp32, {int64_t(rs.size()), vocab}),
                  .rows = rs.data(),
@@ -69,9 +70,9 @@ std::vector<int32_t> ref_sample(const std::vector<float>& logits, int64_t ld, in
 
 TEST(GpuSampling, MatchesTheReference) {
   std::mt19937 rng(11);
-  const std::vector<SamplingRow> kinds = {row(0.f),         row(1.f),           row(0.5f),          row(2.f),
-                                          row(1.f, 1),      row(0.9f, 5),       row(1.f, 50),       row(1.f, 0, 0.5f),
-                                          row(0.7f, 0, 0.9f), row(1.f, 0, 0.99f), row(1.2f, 40, 0.8f), row(1.f, 0, 0.f)};
+  const std::vector<SamplingRow> kinds = {
+      row(0.f),     row(1.f),          row(0.5f),          row(2.f),           row(1.f, 1),         row(0.9f, 5),
+      row(1.f, 50), row(1.f, 0, 0.5f), row(0.7f, 0, 0.9f), row(1.f, 0, 0.99f), row(1.2f, 40, 0.8f), row(1.f, 0, 0.f)};
   int64_t sampled = 0, mismatched = 0;
   for (int vocab : {102400, 1000, 37}) {
     const int rows = 120;

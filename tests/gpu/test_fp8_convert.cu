@@ -53,7 +53,8 @@ Status run_encode(const std::vector<float>& xs, CaseReport* rep) {
                               if (r != got[i] && bad++ < 8) {
                                 uint32_t b;
                                 std::memcpy(&b, &xs[i], 4);
-                                std::printf("  mismatch: x=%a (0x%08x) device=0x%02x host=0x%02x\n", xs[i], b, got[i], r);
+                                std::printf("  mismatch: x=%a (0x%08x) device=0x%02x host=0x%02x\n", xs[i], b, got[i],
+                                            r);
                               }
                               return double(r);
                             }));

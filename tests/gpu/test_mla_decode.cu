@@ -144,13 +144,13 @@ Status graph_difference(const std::string& name, const DecodeCase& c, const std:
   const size_t first = d.first;
   const ErrorStats e = compare16(c.format, out, out_ref), gr = compare16(c.format, out_g, out_ref);
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "CUDA-graph replay differs from the eager call: %zu of %zu out values, %zu of %zu lse; first out %zu: "
-                "eager %.6g, graph %.6g, reference %.6g; out rel_l2 eager %.3e, graph %.3e; rows%s (%s)",
-                d.n_out, out.size(), d.n_lse, lse.size(), first, first < out.size() ? from16(c.format, out[first]) : 0.f,
-                first < out.size() ? from16(c.format, out_g[first]) : 0.f,
-                first < out.size() ? from16(c.format, out_ref[first]) : 0.f, e.rel_l2, gr.rel_l2, d.rows.c_str(),
-                name.c_str());
+  std::snprintf(
+      buf, sizeof buf,
+      "CUDA-graph replay differs from the eager call: %zu of %zu out values, %zu of %zu lse; first out %zu: "
+      "eager %.6g, graph %.6g, reference %.6g; out rel_l2 eager %.3e, graph %.3e; rows%s (%s)",
+      d.n_out, out.size(), d.n_lse, lse.size(), first, first < out.size() ? from16(c.format, out[first]) : 0.f,
+      first < out.size() ? from16(c.format, out_g[first]) : 0.f,
+      first < out.size() ? from16(c.format, out_ref[first]) : 0.f, e.rel_l2, gr.rel_l2, d.rows.c_str(), name.c_str());
   return Status::internal("mla_decode", buf);
 }
 
@@ -185,17 +185,20 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   std::vector<int32_t> parts_ref(parts_ints, -7), off_ref(c.batch + 1, -7);
   DecodePlanView plan_ref{parts_ref.data(), off_ref.data(), g.num_parts};
   MLA_TRY(ref::plan_decode(TensorView::contiguous(h.seqlens.data(), DType::kInt32, {c.batch}),
-                           TensorView::contiguous(h.block_table.data(), DType::kInt32, {c.batch, h.max_pages}), g, plan_ref));
+                           TensorView::contiguous(h.block_table.data(), DType::kInt32, {c.batch, h.max_pages}), g,
+                           plan_ref));
   cudaStream_t stream;
   MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
   const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {c.batch});
   DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts, d_cnt.as<int32_t>()};
-  const MlaDecodeParams p = make_params(c, h, d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data());
+  const MlaDecodeParams p =
+      make_params(c, h, d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data());
   // The eager call's plan carries the start hints (block table given: the engine's path, whose records the
   // host plan must equal); the graph below is captured without the page hints, so its bit-for-bit match with
   // the eager result also checks the cursor's block-table loads against the hinted first pages.
   auto call = [&](bool hints) -> Status {
-    MLA_TRY(hints ? cuda::plan_decode(d_seqlens, p.block_table, g, plan, stream) : cuda::plan_decode(d_seqlens, g, plan, stream));
+    MLA_TRY(hints ? cuda::plan_decode(d_seqlens, p.block_table, g, plan, stream)
+                  : cuda::plan_decode(d_seqlens, g, plan, stream));
     return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
   };
   MLA_TRY(call(true));
@@ -208,8 +211,10 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   DeviceBuffer d_out_next, d_lse_next;
   MLA_TRY(d_out_next.alloc(out_elems * 2));
   MLA_TRY(d_lse_next.alloc(lse_elems * 4));
-  MLA_CUDA_TRY("test", cudaMemcpyAsync(d_out_next.data(), d_out.data(), out_elems * 2, cudaMemcpyDeviceToDevice, stream));
-  MLA_CUDA_TRY("test", cudaMemcpyAsync(d_lse_next.data(), d_lse.data(), lse_elems * 4, cudaMemcpyDeviceToDevice, stream));
+  MLA_CUDA_TRY("test",
+               cudaMemcpyAsync(d_out_next.data(), d_out.data(), out_elems * 2, cudaMemcpyDeviceToDevice, stream));
+  MLA_CUDA_TRY("test",
+               cudaMemcpyAsync(d_lse_next.data(), d_lse.data(), lse_elems * 4, cudaMemcpyDeviceToDevice, stream));
   MLA_CUDA_TRY("test", cudaStreamSynchronize(stream));
   std::vector<int32_t> parts_dev(parts_ints), off_dev(c.batch + 1);
   MLA_TRY(d_parts.download(&parts_dev));
@@ -253,8 +258,8 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   std::vector<float> o_acc(static_cast<size_t>(g.max_splits) * c.s_q * c.h_q * kDimV, NAN),
       lse_acc(static_cast<size_t>(g.max_splits) * c.s_q * c.h_q, NAN);
   const MlaDecodeParams ph = make_params(c, h, const_cast<uint16_t*>(h.q.data()), const_cast<uint16_t*>(h.cache.data()),
-                                         const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()),
-                                         out_ref.data(), lse_ref.data());
+                                         const_cast<int32_t*>(h.block_table.data()),
+                                         const_cast<int32_t*>(h.seqlens.data()), out_ref.data(), lse_ref.data());
   MLA_TRY(ref::mla_decode_split(ph, plan_ref, o_acc.data(), lse_acc.data()));
   MLA_TRY(check_reference_complete(c.format, out_ref, lse_ref, name));
   rep->add("out", compare16(c.format, out, out_ref));
@@ -295,7 +300,8 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
   for (int len : c.seqlens) tokens += len;
   if (small_cases() && (c.batch > 8 || tokens > 5000)) return;
   const std::string name = case_name(c, lens);
-  cases.push_back({"mla_decode", name, case_tol(c.format), [c, name](CaseReport* rep) { return run_decode_case(name, c, rep); }});
+  cases.push_back(
+      {"mla_decode", name, case_tol(c.format), [c, name](CaseReport* rep) { return run_decode_case(name, c, rep); }});
   // 16-row tiles (h_q 16, s_q 1) run on the warp-specialized wgmma kernel by default (kernel_n16ws.cuh) and again on
   // the 256-thread mma.sync kernel (MLA_DECODE_N16 is read on every call), same tolerance: the same operands rounded
   // at the same points (P to the KV type once, fp32 accumulation); only the order of the fp32 sums differs.
@@ -355,7 +361,8 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
   }
   // Steps on the 64-row warp-specialized kernel write their direct segments through its TMA-store epilogue; each runs
   // again on the kernel's plain-store form (MLA_DECODE_WS64_OUT=plain, read on every call; merged by the combine),
-  // which steps that cut nearly every sequence take under `auto`. Same tolerance: the same values, stored through another path.
+  // which steps that cut nearly every sequence take under `auto`. Same tolerance: the same values, stored through
+  // another path.
   {
     bool ws64 = false;
     if (takes_ws64(c.batch, c.s_q, c.h_q, c.seqlens, c.format, &ws64).is_ok() && ws64) {
@@ -484,9 +491,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add_case(cases, dc(kH, 7, 128, 4, true, {1, 2, 3, 4, 63, 64, 65}), "tiny_mix");
 });
 
-// One CUDA graph replayed over steps of other seqlens under the shapes' geometry (decode_graph_steps.h), as the engine's
-// graph steps run: the 16-row kernels (h_q 16), the 64-row ones where the step's seqlens would have picked narrow tiles
-// (h_q 128 short) or one column per sequence (h_q 128 b32 s512), and causal s_q 2 in fp16.
+// One CUDA graph replayed over steps of other seqlens under the shapes' geometry (decode_graph_steps.h), as the
+// engine's graph steps run: the 16-row kernels (h_q 16), the 64-row ones where the step's seqlens would have picked
+// narrow tiles (h_q 128 short) or one column per sequence (h_q 128 b32 s512), and causal s_q 2 in fp16.
 void add_graph_case(std::vector<GpuCase>& cases, KvFormat f, int batch, int h_q, int s_q, bool causal,
                     const std::vector<int>& lens, const std::string& tag) {
   if (small_cases()) return;  // 4 steps of CPU references each: too long under the sanitizers
@@ -498,7 +505,8 @@ void add_graph_case(std::vector<GpuCase>& cases, KvFormat f, int batch, int h_q,
                      return run_graph_over_steps(name, h, kSoftmaxScale, graph_steps_within(h.seqlens),
                                                  [&](const GraphStepResult& r) {
                                                    rep->add(r.tag + " out", compare16(f, r.out, r.out_ref));
-                                                   rep->add(r.tag + " lse", compare_vec(r.lse, r.lse_ref), &kDecodeLseTol);
+                                                   rep->add(r.tag + " lse", compare_vec(r.lse, r.lse_ref),
+                                                            &kDecodeLseTol);
                                                  });
                    }});
 }
@@ -518,29 +526,44 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      auto rng = case_rng("bad_inputs");
                      const HostProblem h = make_problem(c, rng);
                      DecodeRejections r;
-                     MLA_TRY(r.alloc(c.batch, c.s_q, c.h_q, h.q.size() * 2, h.cache.size() * 2, h.block_table.size() * 4,
-                                     size_t(2) * 16 * kDimV * 2, 2 * 16 * 4));
-                     const MlaDecodeParams good = make_params(c, h, r.q.data(), r.cache.data(), r.bt.data(), r.sl.data(),
-                                                              r.out.data(), r.lse.data());
+                     MLA_TRY(r.alloc(c.batch, c.s_q, c.h_q, h.q.size() * 2, h.cache.size() * 2,
+                                     h.block_table.size() * 4, size_t(2) * 16 * kDimV * 2, 2 * 16 * 4));
+                     const MlaDecodeParams good = make_params(c, h, r.q.data(), r.cache.data(), r.bt.data(),
+                                                              r.sl.data(), r.out.data(), r.lse.data());
                      MLA_TRY(r.upload(h.q, h.cache, h.block_table, h.seqlens));
                      r.call_each_null(good);
                      r.call_table_too_short(good, h.seqlens);
                      { auto p = good; p.q.dtype = DType::kFp32; r.call("q fp32", p); }
                      { auto p = good; p.format = KvFormat::kFp16; r.call("format mismatch", p); }
-                     { auto p = good; p.q.shape[2] = 24; p.q = TensorView::contiguous(r.q.data(), DType::kBf16, {2, 1, 24, 576});
-                       r.call("h_q 24", p); }
+                     {
+                       auto p = good;
+                       p.q.shape[2] = 24;
+                       p.q = TensorView::contiguous(r.q.data(), DType::kBf16, {2, 1, 24, 576});
+                       r.call("h_q 24", p);
+                     }
                      { auto p = good; p.q = TensorView::contiguous(r.q.data(), DType::kBf16, {2, 5, 16, 576});
                        r.call("s_q 5", p); }
-                     { auto p = good; p.block_table = TensorView::contiguous(r.bt.data(), DType::kInt32, {3, h.max_pages});
-                       r.call("block_table rows", p); }
-                     { auto p = good; p.kv_cache = TensorView::contiguous(r.cache.data(), DType::kBf16, {h.num_pages, 32, 576});
-                       r.call("page size 32", p); }
+                     {
+                       auto p = good;
+                       p.block_table = TensorView::contiguous(r.bt.data(), DType::kInt32, {3, h.max_pages});
+                       r.call("block_table rows", p);
+                     }
+                     {
+                       auto p = good;
+                       p.kv_cache = TensorView::contiguous(r.cache.data(), DType::kBf16, {h.num_pages, 32, 576});
+                       r.call("page size 32", p);
+                     }
                      { auto p = good; p.out.stride[3] = 2; r.call("strided out", p); }
                      { auto p = good; p.out.data = static_cast<char*>(r.out.data()) + 8;  // TMA stores need 16 B
                        r.call("out misaligned", p); }
                      { auto p = good; p.softmax_scale = NAN; r.call("scale NaN", p); }
-                     { auto p = good; p.format = KvFormat::kFp8; p.q.dtype = DType::kE4m3; p.kv_cache.dtype = DType::kE4m3;
-                       p.k_scale = 0.f; r.call("fp8 k_scale 0", p); }
+                     {
+                       auto p = good;
+                       p.format = KvFormat::kFp8;
+                       p.q.dtype = DType::kE4m3;
+                       p.kv_cache.dtype = DType::kE4m3;
+                       p.k_scale = 0.f; r.call("fp8 k_scale 0", p);
+                     }
                      r.call("workspace too small", good, r.g, r.plan, r.ws.bytes() - 4);
                      { auto gg = r.g; gg.h_q = 32; r.call("geometry mismatch", good, gg, r.plan, r.ws.bytes()); }
                      { auto pv = r.plan; pv.parts = nullptr; r.call("null plan", good, r.g, pv, r.ws.bytes()); }

@@ -74,12 +74,12 @@ constexpr float kSoftmaxScale = 0.0721687836f;  // 1/sqrt(192)
 constexpr Tolerance kFp8DsTol{5e-2, 2.0,
                               "K and V rounded to bf16 (<= 2^-8 relative) vs the reference's fp32 dequantization; "
                               "each row within its bound (row_score_shifts)"};
-// Comparison 2 (kBf16KTol). Kernel vs the bf16 reference on bf16(e4m3 x scale): the bf16 kernels' tolerance (test_mla_decode.cu:
-// measured worst rel_l2 4.0e-4, P-rounding flips on fp32 summation order), max_abs 2^-6 of max|V| (two
-// bf16 ulps at the top binade of |V|); lse: fp32 summation order only. The exact-code kernel vs its
-// reference (unrounded P): P * scale / u rounds to f16 (2^-11 relative, 8x finer than the bf16 P above) and
-// the output to bf16 in both, so the same limits hold with room; scores differ only by fp32 summation order
-// (f16 x f16 products are exact in fp32, the query is scaled by a power of two).
+// Comparison 2 (kBf16KTol). Kernel vs the bf16 reference on bf16(e4m3 x scale): the bf16 kernels' tolerance
+// (test_mla_decode.cu: measured worst rel_l2 4.0e-4, P-rounding flips on fp32 summation order), max_abs 2^-6 of max|V|
+// (two bf16 ulps at the top binade of |V|); lse: fp32 summation order only. The exact-code kernel vs its reference
+// (unrounded P): P * scale / u rounds to f16 (2^-11 relative, 8x finer than the bf16 P above) and the output to bf16 in
+// both, so the same limits hold with room; scores differ only by fp32 summation order (f16 x f16 products are exact in
+// fp32, the query is scaled by a power of two).
 constexpr double kBf16KRelL2 = 2e-3, kBf16KMaxAbs = 1.5625e-2, kBf16KLseAbs = 1e-4;
 // The exact-code kernel's rel_l2 limit: kernel and reference both round the output to bf16 once, from values that
 // differ by the f16 rounding of P * scale / u (<= 2^-11, one factor per 128-value tile); where that carries a value
@@ -186,9 +186,9 @@ struct RowBoundRatios {
   double out = 0, lse = 0;
   int64_t out_row = -1, lse_row = -1;
 };
-RowBoundRatios row_bound_ratios(const DecodeHostData& h, const std::vector<uint16_t>& out, const std::vector<float>& lse,
-                                const std::vector<uint16_t>& out_ref, const std::vector<float>& lse_ref, double vmax,
-                                const std::vector<double>& shift) {
+RowBoundRatios row_bound_ratios(const DecodeHostData& h, const std::vector<uint16_t>& out,
+                                const std::vector<float>& lse, const std::vector<uint16_t>& out_ref,
+                                const std::vector<float>& lse_ref, double vmax, const std::vector<double>& shift) {
   const DecodeShape& s = h.shape;
   RowBoundRatios w;
   for (size_t row = 0; row < shift.size(); ++row) {
@@ -223,7 +223,9 @@ Status run_fp8ds_case(const std::string& name, DecodeHostData h, CaseReport* rep
   const DecodeShape& s = h.shape;
   const DecodePlanGeometry& g = r.g;
   std::vector<float> o_acc(size_t(g.max_splits) * s.s_q * s.h_q * kDimV), lse_acc(size_t(g.max_splits) * s.s_q * s.h_q);
-  auto split_ref = [&](const MlaDecodeParams& p) { return ref::mla_decode_split(p, r.plan_ref(), o_acc.data(), lse_acc.data()); };
+  auto split_ref = [&](const MlaDecodeParams& p) {
+    return ref::mla_decode_split(p, r.plan_ref(), o_acc.data(), lse_acc.data());
+  };
 
   std::vector<uint16_t> out_ref(h.out_elems(), 0xFFFFu);
   std::vector<float> lse_ref(h.lse_elems(), NAN);
@@ -257,8 +259,8 @@ Status run_fp8ds_case(const std::string& name, DecodeHostData h, CaseReport* rep
     // to f16, 2^-11, finer than the bf16 P of comparison 1).
     MlaDecodeRefOptions opts;
     opts.p_rounding = PRounding::kNone;
-    MLA_TRY(ref::mla_decode_split(h.params(h.q.data(), h.cache.data(), h.block_table.data(), h.seqlens.data(), out2.data(),
-                                           lse2.data(), kSoftmaxScale),
+    MLA_TRY(ref::mla_decode_split(h.params(h.q.data(), h.cache.data(), h.block_table.data(), h.seqlens.data(),
+                                           out2.data(), lse2.data(), kSoftmaxScale),
                                   r.plan_ref(), o_acc.data(), lse_acc.data(), opts));
     what = "the fp32-dequantizing reference with unrounded P";
     rep->add("out vs exact K, fp32 P/max|V|", compare_out(r.out, out2, vmax));
@@ -388,13 +390,14 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
 
 constexpr DataKind kDs = DataKind::kDeepSeekLike;
 
-// One CUDA graph replayed over steps of other seqlens under the shapes' geometry (decode_graph_steps.h), as the engine's
-// graph steps run, on the 16- and 64-row kernels. The aggregate tolerance only (a plan or replay bug gives O(1)
-// errors); the row bounds and the second comparison stay with the eager cases.
+// One CUDA graph replayed over steps of other seqlens under the shapes' geometry (decode_graph_steps.h), as the
+// engine's graph steps run, on the 16- and 64-row kernels. The aggregate tolerance only (a plan or replay bug gives
+// O(1) errors); the row bounds and the second comparison stay with the eager cases.
 void add_graph(std::vector<GpuCase>& cases, int batch, int h_q, const std::vector<int>& lens, const std::string& tag) {
   if (small_cases()) return;  // 4 steps of CPU references each: too long under the sanitizers
   const DecodeShape shape = decode_shape(KvFormat::kFp8Ds, batch, h_q, 1, false, lens);
-  const std::string name = "fp8_ds_b" + std::to_string(batch) + "_h" + std::to_string(h_q) + "_sq1_" + tag + "_graph_steps";
+  const std::string name =
+      "fp8_ds_b" + std::to_string(batch) + "_h" + std::to_string(h_q) + "_sq1_" + tag + "_graph_steps";
   cases.push_back({"mla_decode", name, kFp8DsTol, [shape, name](CaseReport* rep) -> Status {
                      auto rng = case_rng(name);
                      const DecodeHostData h = make_decode_data(shape, rng);
@@ -445,7 +448,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // Zero-length sequences mixed in (out = 0, lse = -inf).
   add(cases, {7, 32, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", DataKind::kNormal, true});
   add(cases, {7, 128, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", kDs});
-  add(cases, {7, 16, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", DataKind::kNormal, true});  // exact-code kernel
+  add(cases,
+      {7, 16, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", DataKind::kNormal, true});  // exact-code kernel
   add(cases, {2, 16, 2, true, {0, 0}, "all_zero", DataKind::kNormal, true});
   // Larger batches, mixed lengths; many short sequences per CTA (segment switches, the raw-slot ring wraps).
   add(cases, {32, 16, 1, false, random_lens("b32h16", 32, 1, 4096), "rand1_4096", kDs});
@@ -488,11 +492,13 @@ void zero_token_case(std::vector<GpuCase>& cases, int h_q, bool small) {
                      MLA_TRY(ref::concat_and_cache_mla(w));
                      const uint8_t* z = token_bytes(h, 0, 5);
                      for (int j = 0; j < Fp8DsLayout::kNumTiles; ++j)
-                       if (fp8_ds_stored_scale(z, j) != 1.f) return Status::internal("fp8_ds", "all-zero tile not stored with scale 1.0");
+                       if (fp8_ds_stored_scale(z, j) != 1.f)
+                         return Status::internal("fp8_ds", "all-zero tile not stored with scale 1.0");
                      // (1, 64): scales 0.0, codes random finite.
                      uint8_t* t1 = const_cast<uint8_t*>(token_bytes(h, 1, 64));
                      std::memset(t1 + Fp8DsLayout::kScalesOffset, 0, 16);
-                     for (int d = 0; d < kDimLatent; ++d) t1[d] = static_cast<uint8_t>(rng() % 0x7F) | (rng() & 1 ? 0x80 : 0);
+                     for (int d = 0; d < kDimLatent; ++d)
+                       t1[d] = static_cast<uint8_t>(rng() % 0x7F) | (rng() & 1 ? 0x80 : 0);
                      // (2, 129): tile 2 has scale 0.0.
                      uint8_t* t2 = const_cast<uint8_t*>(token_bytes(h, 2, 129));
                      std::memset(t2 + Fp8DsLayout::kScalesOffset + 8, 0, 4);
@@ -528,7 +534,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        const int outlier = static_cast<int>(rng() % kDimLatent);
                        for (int d = 0; d < kDimQK; ++d) {
                          const float u = outlier_row ? 8.f + 8.f * u01(rng) : 16.f * u01(rng);
-                         const float mag = outlier_row ? (d == outlier ? 32.f : 32.f * std::exp2(-u)) : 4.f * std::exp2(-u);
+                         const float mag =
+                             outlier_row ? (d == outlier ? 32.f : 32.f * std::exp2(-u)) : 4.f * std::exp2(-u);
                          const uint16_t v = float_to_bf16((rng() & 1 ? mag : -mag) * (1.f + u01(rng)));
                          std::memcpy(&h.q[2 * (row * kDimQK + d)], &v, 2);
                        }
@@ -577,14 +584,17 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        ConcatAndCacheMlaParams w;
                        w.kv_c = TensorView::contiguous(const_cast<float*>(xs), DType::kFp32, {kTokens, kDimLatent});
                        w.kv_c.stride[0] = kDimQK;
-                       w.k_pe = TensorView::contiguous(const_cast<float*>(xs) + kDimLatent, DType::kFp32, {kTokens, kDimRope});
+                       w.k_pe = TensorView::contiguous(const_cast<float*>(xs) + kDimLatent, DType::kFp32,
+                                                       {kTokens, kDimRope});
                        w.k_pe.stride[0] = kDimQK;
-                       w.kv_cache = TensorView::contiguous(cache, DType::kUint8, {pages, kDecodePageSize, Fp8DsLayout::kBytes});
+                       w.kv_cache =
+                           TensorView::contiguous(cache, DType::kUint8, {pages, kDecodePageSize, Fp8DsLayout::kBytes});
                        w.slot_mapping = TensorView::contiguous(const_cast<int64_t*>(sl), DType::kInt64, {kTokens});
                        w.format = KvFormat::kFp8Ds;
                        return w;
                      };
-                     MLA_TRY(cuda::concat_and_cache_mla(params(d_x.as<float>(), d_slots.as<int64_t>(), d_cache.data()), nullptr));
+                     MLA_TRY(cuda::concat_and_cache_mla(params(d_x.as<float>(), d_slots.as<int64_t>(), d_cache.data()),
+                                                        nullptr));
                      MLA_CUDA_TRY("test", cudaDeviceSynchronize());
                      std::vector<uint8_t> gpu(d_cache.bytes()), host(d_cache.bytes(), 0xFF);
                      MLA_TRY(d_cache.download(&gpu));
@@ -595,7 +605,8 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                        const float* row = &x[size_t(t) * kDimQK];
                        for (int j = 0; j < Fp8DsLayout::kNumTiles; ++j) {
                          float amax = 0.f;
-                         for (int d = 0; d < Fp8DsLayout::kTileSize; ++d) amax = std::max(amax, std::fabs(row[j * 128 + d]));
+                         for (int d = 0; d < Fp8DsLayout::kTileSize; ++d)
+                           amax = std::max(amax, std::fabs(row[j * 128 + d]));
                          const float want = amax / 448.f == 0.f ? 1.f : amax / 448.f;
                          const float sc = fp8_ds_stored_scale(tok, j);
                          if (sc != want) ++bad_scale;
@@ -613,8 +624,10 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                                              double(differ)},
                          want(5, 0.0);
                      char buf[200];
-                     std::snprintf(buf, sizeof buf, "scale!=amax/448 %zu, NaN codes %zu, amax code !=448 %zu, clipped %zu, "
-                                   "gpu!=host bytes %zu", bad_scale, nan_code, amax_not_448, clipped, differ);
+                     std::snprintf(buf, sizeof buf,
+                                   "scale!=amax/448 %zu, NaN codes %zu, amax code !=448 %zu, clipped %zu, "
+                                   "gpu!=host bytes %zu",
+                                   bad_scale, nan_code, amax_not_448, clipped, differ);
                      rep->note = buf;
                      rep->add("violations", compare_vec(got, want));
                      return Status::ok();
@@ -639,10 +652,16 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      { auto p = good; p.q.dtype = DType::kFp16; r.call("fp8_ds with fp16 q", p); }
                      { auto p = good; p.q.dtype = DType::kE4m3; r.call("fp8_ds with e4m3 q", p); }
                      { auto p = good; p.out.dtype = DType::kFp16; r.call("fp8_ds with fp16 out", p); }
-                     { auto p = good; p.kv_cache = TensorView::contiguous(r.cache.data(), DType::kBf16, {h.num_pages, 64, 576});
-                       r.call("fp8_ds with a bf16 cache", p); }
-                     { auto p = good; p.kv_cache = TensorView::contiguous(r.cache.data(), DType::kUint8, {h.num_pages, 64, 576});
-                       r.call("fp8_ds with 576-byte tokens", p); }
+                     {
+                       auto p = good;
+                       p.kv_cache = TensorView::contiguous(r.cache.data(), DType::kBf16, {h.num_pages, 64, 576});
+                       r.call("fp8_ds with a bf16 cache", p);
+                     }
+                     {
+                       auto p = good;
+                       p.kv_cache = TensorView::contiguous(r.cache.data(), DType::kUint8, {h.num_pages, 64, 576});
+                       r.call("fp8_ds with 576-byte tokens", p);
+                     }
                      { auto p = good; p.kv_cache.data = static_cast<uint8_t*>(r.cache.data()) + 8;
                        r.call("misaligned cache", p); }
                      { auto p = good; p.q.data = static_cast<uint8_t*>(r.q.data()) + 2; r.call("misaligned q", p); }

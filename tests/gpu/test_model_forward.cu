@@ -1,8 +1,9 @@
 // The CUDA model against the CPU model on the fixture models (tests/fixtures/tiny, tiny-qlora): the same
 // teacher-forced token streams through both backends, logits compared row by row. The issue's bar:
 // top-1 agreement >= 99 % (misses that the row's own measured logit error explains excused: see
-// count_row) and relative logit error (L2 over all compared rows) <= 2e-2 with a bf16 KV cache. Covers whole-prompt prefill (page boundaries at 64 crossed), several sequences in one step,
-// chunked prefill continuing a cache, decode steps mixing sequences, and forced absorbed attention.
+// count_row) and relative logit error (L2 over all compared rows) <= 2e-2 with a bf16 KV cache. Covers whole-prompt
+// prefill (page boundaries at 64 crossed), several sequences in one step, chunked prefill continuing a cache, decode
+// steps mixing sequences, and forced absorbed attention.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -62,16 +63,19 @@ class RoutingProbe final : public Backend {
   Status rmsnorm(const TensorView& x, const TensorView& w, float eps, TensorView out) override {
     return be_->rmsnorm(x, w, eps, out);
   }
-  Status add_rmsnorm(const TensorView& x, TensorView residual, const TensorView& w, float eps, TensorView out) override {
+  Status add_rmsnorm(const TensorView& x, TensorView residual, const TensorView& w, float eps,
+                     TensorView out) override {
     return be_->add_rmsnorm(x, residual, w, eps, out);
   }
   Status linear(const TensorView& x, const TensorView& w, TensorView out) override { return be_->linear(x, w, out); }
   Status rope(TensorView q, TensorView latent) override { return be_->rope(q, latent); }
-  Status mla_attention(int layer, const TensorView& q, const TensorView& latent, const AttentionWeights& w, AttnPath path,
-                       TensorView out) override {
+  Status mla_attention(int layer, const TensorView& q, const TensorView& latent, const AttentionWeights& w,
+                       AttnPath path, TensorView out) override {
     return be_->mla_attention(layer, q, latent, w, path, out);
   }
-  Status silu_mul(const TensorView& gate, const TensorView& up, TensorView out) override { return be_->silu_mul(gate, up, out); }
+  Status silu_mul(const TensorView& gate, const TensorView& up, TensorView out) override {
+    return be_->silu_mul(gate, up, out);
+  }
   Status gather_logit_rows(const TensorView& x, TensorView out) override { return be_->gather_logit_rows(x, out); }
   Status moe(const TensorView& x, const MoeWeights& w, TensorView out) override {
     record_margins(x, w);
@@ -85,7 +89,8 @@ class RoutingProbe final : public Backend {
     const int64_t H = c.hidden_size, E = c.n_routed_experts, k = c.num_experts_per_tok;
     const auto weight = [&](int64_t e, int64_t i) {
       const int64_t j = e * H + i;
-      return w.gate.dtype == DType::kBf16 ? double(bf16_to_float(w.gate.ptr<const uint16_t>()[j])) : double(w.gate.ptr<const float>()[j]);
+      return w.gate.dtype == DType::kBf16 ? double(bf16_to_float(w.gate.ptr<const uint16_t>()[j]))
+                                          : double(w.gate.ptr<const float>()[j]);
     };
     for (int64_t t = 0; t < x.shape[0]; ++t) {
       const float* xr = x.ptr<const float>() + t * x.stride[0];
@@ -169,10 +174,13 @@ struct Agreement {
   std::string str() const {
     char b[480];
     std::snprintf(b, sizeof b,
-                  "rows %lld, top-1 agreement %.4f (misses within the row's noise: %lld, counted: %zu), relative logit error %.3e "
-                  "(worst row %.3e, routing margin %.3f; within 2x the tie margin %.3e), nonfinite %lld; set apart at routing near-ties: %lld rows (worst row %.3e)",
-                  static_cast<long long>(rows), top1_rate(), static_cast<long long>(near_tie_misses), counted_misses.size(), rel(),
-                  worst, worst_margin, near_tie_worst, static_cast<long long>(nonfinite), static_cast<long long>(routing_ties), tie_worst);
+                  "rows %lld, top-1 agreement %.4f (misses within the row's noise: %lld, counted: %zu), relative logit "
+                  "error %.3e "
+                  "(worst row %.3e, routing margin %.3f; within 2x the tie margin %.3e), nonfinite %lld; set apart at "
+                  "routing near-ties: %lld rows (worst row %.3e)",
+                  static_cast<long long>(rows), top1_rate(), static_cast<long long>(near_tie_misses),
+                  counted_misses.size(), rel(), worst, worst_margin, near_tie_worst, static_cast<long long>(nonfinite),
+                  static_cast<long long>(routing_ties), tie_worst);
     return b;
   }
 };
@@ -285,7 +293,8 @@ std::vector<int32_t> random_ids(std::mt19937_64& rng, int64_t n, int64_t vocab) 
   return v;
 }
 
-ForwardBatch chunk(const std::vector<int32_t>& ids, int64_t from, int64_t to, int64_t seq, AttnPath path = AttnPath::kAuto) {
+ForwardBatch chunk(const std::vector<int32_t>& ids, int64_t from, int64_t to, int64_t seq,
+                   AttnPath path = AttnPath::kAuto) {
   ForwardBatch b;
   b.token_ids.assign(ids.begin() + from, ids.begin() + to);
   b.seqs = {{.seq_id = seq, .start_pos = from, .num_tokens = to - from}};

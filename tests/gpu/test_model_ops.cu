@@ -50,7 +50,8 @@ constexpr Tolerance kFp32Out{2e-5, 2e-4, "float arithmetic in another order (acc
 // differs from the host's by an ulp or two and the sum over the experts runs in another order, a few float ulps of a
 // value <= 1. Measured on the H200 (session 40, 30 seeds x 4 cases): at most 6.6e-7 (E160, scale 16). The weights
 // themselves reach 16 there, where 1e-5 is ~10 ulps: the absolute limit on unscaled weights failed 1 seed in 10.
-constexpr Tolerance kRouting{1e-5, 1e-5, "softmax with the device expf vs the host's, in units of the scale; ids exact"};
+constexpr Tolerance kRouting{1e-5, 1e-5,
+                             "softmax with the device expf vs the host's, in units of the scale; ids exact"};
 
 TensorView host_bf16_view(const HostArray& a, std::initializer_list<int64_t> shape) {
   return TensorView::contiguous(a.raw.data(), DType::kBf16, shape);
@@ -459,7 +460,8 @@ Status run_small_m(int64_t t, int64_t n, int64_t k, bool silu, int64_t x_pad, in
   MLA_TRY(d_out.alloc(size_t(t * ldo) * 2));
   MLA_TRY(d_tab.alloc(size_t(model::cuda_backend::small_m_table_bytes(model::cuda_backend::kSmallMMaxRows))));
   model::cuda_backend::SmallMTables tab;
-  MLA_TRY(model::cuda_backend::init_small_m_tables(model::cuda_backend::kSmallMMaxRows, d_tab.data(), nullptr, 0, &tab));
+  MLA_TRY(
+      model::cuda_backend::init_small_m_tables(model::cuda_backend::kSmallMMaxRows, d_tab.data(), nullptr, 0, &tab));
   TensorView xv = TensorView::contiguous(d_x.data(), DType::kBf16, {t, k});
   xv.stride[0] = ldx;
   TensorView ov = TensorView::contiguous(d_out.data(), DType::kBf16, {t, n});
@@ -470,8 +472,8 @@ Status run_small_m(int64_t t, int64_t n, int64_t k, bool silu, int64_t x_pad, in
   std::vector<float> got;
   MLA_TRY(from_device(d_out, DType::kBf16, size_t(t * ldo), &got));
   std::vector<float> y(size_t(t * wn));
-  model::cpu::linear(x.f.data(), ldx, t, TensorView::contiguous(const_cast<uint8_t*>(w.raw.data()), DType::kBf16, {wn, k}),
-                     y.data(), wn);
+  model::cpu::linear(x.f.data(), ldx, t,
+                     TensorView::contiguous(const_cast<uint8_t*>(w.raw.data()), DType::kBf16, {wn, k}), y.data(), wn);
   std::vector<float> want(size_t(t * ldo), std::nanf(""));  // padding columns keep the device's poison
   for (int64_t i = 0; i < t; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -538,7 +540,8 @@ std::vector<float> as_float(const std::vector<int32_t>& v) { return std::vector<
 
 // ids: [t, k]; `corrupt` plants out-of-range ids and repeats within a token (the error path).
 Status run_moe_align(int64_t t, int64_t k, int E, int bm, int skew, bool corrupt, CaseReport* rep) {
-  auto rng = case_rng("moe_align" + std::to_string(t) + "_" + std::to_string(E) + std::to_string(skew) + std::to_string(corrupt));
+  auto rng = case_rng("moe_align" + std::to_string(t) + "_" + std::to_string(E) + std::to_string(skew) +
+                      std::to_string(corrupt));
   std::vector<int32_t> ids = random_topk(t, k, E, rng);
   if (skew > 0)  // every token on the same k experts (rotated per token: the order within a token differs)
     for (int64_t i = 0; i < t; ++i)
@@ -618,11 +621,13 @@ Status run_grouped(const GroupedSpec& s, int64_t t, int64_t k, const std::vector
     p.out.stride[0] = ldo;
     return p;
   };
-  MLA_TRY(cuda::grouped_gemm(bind(d_a.data(), d_w.data(), d_off.data(), d_tiles.data(), d_perm.data(), d_out.data()), nullptr));
+  MLA_TRY(cuda::grouped_gemm(bind(d_a.data(), d_w.data(), d_off.data(), d_tiles.data(), d_perm.data(), d_out.data()),
+                             nullptr));
   std::vector<float> got;
   MLA_TRY(from_device(d_out, DType::kBf16, size_t(n * ldo), &got));
   std::vector<uint16_t> ref_out(size_t(n * ldo), 0xFFFF);  // the device's poison where nothing is written
-  MLA_TRY(ref::grouped_gemm(bind(a.raw.data(), w.raw.data(), h.offsets.data(), h.tiles.data(), h.perm.data(), ref_out.data())));
+  MLA_TRY(ref::grouped_gemm(
+      bind(a.raw.data(), w.raw.data(), h.offsets.data(), h.tiles.data(), h.perm.data(), ref_out.data())));
   std::vector<float> want(ref_out.size());
   for (size_t i = 0; i < ref_out.size(); ++i) want[i] = bf16_to_float(ref_out[i]);
   rep->add("out", compare_f(got, want));
@@ -632,12 +637,14 @@ Status run_grouped(const GroupedSpec& s, int64_t t, int64_t k, const std::vector
     const int m = h.offsets[size_t(e + 1)] - h.offsets[size_t(e)];
     lo = std::min(lo, m), hi = std::max(hi, m), empty += m == 0;
   }
-  rep->note = "rows per expert " + std::to_string(lo) + ".." + std::to_string(hi) + ", " + std::to_string(empty) + " empty";
+  rep->note =
+      "rows per expert " + std::to_string(lo) + ".." + std::to_string(hi) + ", " + std::to_string(empty) + " empty";
   return Status::ok();
 }
 
 // The same with block_m 128 on the mma.sync kernel instead of wgmma (MLA_GROUPED_GEMM_MMA_SYNC, read per call).
-Status run_grouped_mma_sync(const GroupedSpec& s, int64_t t, int64_t k, const std::vector<int32_t>& ids, CaseReport* rep) {
+Status run_grouped_mma_sync(const GroupedSpec& s, int64_t t, int64_t k, const std::vector<int32_t>& ids,
+                            CaseReport* rep) {
   setenv("MLA_GROUPED_GEMM_MMA_SYNC", "1", 1);
   const Status st = run_grouped(s, t, k, ids, rep);
   unsetenv("MLA_GROUPED_GEMM_MMA_SYNC");
@@ -646,7 +653,8 @@ Status run_grouped_mma_sync(const GroupedSpec& s, int64_t t, int64_t k, const st
 
 // Both sides sum fp32 products in different orders and round to bf16 (one ulp apart at worst, 2^-8 relative);
 // kSiluMul rounds g and u first, so a flip there adds one more ulp of |out| < ~6: max_abs <= 2 · 2^-8 · 8.
-constexpr Tolerance kGrouped{3e-3, 6e-2, "fp32 sums in another order, bf16 g/u and out roundings (<= 2 ulps), |out| < ~6"};
+constexpr Tolerance kGrouped{3e-3, 6e-2,
+                             "fp32 sums in another order, bf16 g/u and out roundings (<= 2 ulps), |out| < ~6"};
 
 // ---------------------------------------------------------------------------------------------------
 // prefill_attention: the backend's layout (k_nope and v interleaved per head in the kv_b_proj output,
@@ -698,14 +706,16 @@ Status run_prefill(int64_t h, const std::vector<PrefillSeq>& seqs_in, CaseReport
     p.softmax_scale = scale;
     return p;
   };
-  MLA_TRY(cuda::prefill_attention(bind(d_q.data(), d_kv.data(), d_lat.data(), d_out.data(), d_lse.data(), d_seqs.data()), nullptr));
+  MLA_TRY(cuda::prefill_attention(
+      bind(d_q.data(), d_kv.data(), d_lat.data(), d_out.data(), d_lse.data(), d_seqs.data()), nullptr));
   std::vector<float> got_out, got_lse;
   MLA_TRY(from_device(d_out, DType::kBf16, size_t(tq * h * kPrefillDimV), &got_out));
   MLA_TRY(from_device(d_lse, DType::kFp32, size_t(h * tq), &got_lse));
   // The reference on buffers holding the device's poison (NaN) where no sequence writes.
   std::vector<uint16_t> ref_out(size_t(tq * h * kPrefillDimV), 0xFFFF);
   std::vector<float> ref_lse(size_t(h * tq), std::nanf(""));
-  MLA_TRY(ref::prefill_attention(bind(q.raw.data(), kv.raw.data(), lat.raw.data(), ref_out.data(), ref_lse.data(), seqs.data())));
+  MLA_TRY(ref::prefill_attention(
+      bind(q.raw.data(), kv.raw.data(), lat.raw.data(), ref_out.data(), ref_lse.data(), seqs.data())));
   std::vector<float> want_out(ref_out.size());
   for (size_t i = 0; i < ref_out.size(); ++i) want_out[i] = bf16_to_float(ref_out[i]);
   rep->add("out", compare_f(got_out, want_out));
@@ -725,56 +735,93 @@ constexpr Tolerance kPrefill{1e-2, 5e-2, "bf16 P in P·V plus bf16 output roundi
 constexpr Tolerance kGemmBf16{3e-3, 4e-2, "fp32 accumulation in another order, both sides rounded to bf16 (1 ulp)"};
 
 MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
-  cases.push_back({"embedding", "v1000_h2048_t37_bf16", kExact, [](CaseReport* r) { return run_embedding(1000, 2048, 37, DType::kBf16, 2048, r); }});
-  cases.push_back({"embedding", "v512_h128_t5_fp32_strided", kExact, [](CaseReport* r) { return run_embedding(512, 128, 5, DType::kFp32, 136, r); }});
+  cases.push_back({"embedding", "v1000_h2048_t37_bf16", kExact,
+                   [](CaseReport* r) { return run_embedding(1000, 2048, 37, DType::kBf16, 2048, r); }});
+  cases.push_back({"embedding", "v512_h128_t5_fp32_strided", kExact,
+                   [](CaseReport* r) { return run_embedding(512, 128, 5, DType::kFp32, 136, r); }});
 
-  cases.push_back({"rmsnorm", "t33_n512_ld576_in_place", kBf16Out, [](CaseReport* r) { return run_rmsnorm(33, 512, 576, DType::kBf16, true, r); }});
-  cases.push_back({"rmsnorm", "t7_n2048_fp32_in", kBf16Out, [](CaseReport* r) { return run_rmsnorm(7, 2048, 2048, DType::kFp32, false, r); }});
-  cases.push_back({"rmsnorm", "t65_n5120", kBf16Out, [](CaseReport* r) { return run_rmsnorm(65, 5120, 5120, DType::kBf16, false, r); }});
-  cases.push_back({"rmsnorm", "t3_n1536_q_lora", kBf16Out, [](CaseReport* r) { return run_rmsnorm(3, 1536, 1536, DType::kBf16, true, r); }});
+  cases.push_back({"rmsnorm", "t33_n512_ld576_in_place", kBf16Out,
+                   [](CaseReport* r) { return run_rmsnorm(33, 512, 576, DType::kBf16, true, r); }});
+  cases.push_back({"rmsnorm", "t7_n2048_fp32_in", kBf16Out,
+                   [](CaseReport* r) { return run_rmsnorm(7, 2048, 2048, DType::kFp32, false, r); }});
+  cases.push_back({"rmsnorm", "t65_n5120", kBf16Out,
+                   [](CaseReport* r) { return run_rmsnorm(65, 5120, 5120, DType::kBf16, false, r); }});
+  cases.push_back({"rmsnorm", "t3_n1536_q_lora", kBf16Out,
+                   [](CaseReport* r) { return run_rmsnorm(3, 1536, 1536, DType::kBf16, true, r); }});
 
-  cases.push_back({"add_rmsnorm", "t41_n2048_fp32_residual", kBf16Out, [](CaseReport* r) { return run_add_rmsnorm(41, 2048, DType::kFp32, r); }});
-  cases.push_back({"add_rmsnorm", "t3_n128_bf16_residual", kBf16Out, [](CaseReport* r) { return run_add_rmsnorm(3, 128, DType::kBf16, r); }});
+  cases.push_back({"add_rmsnorm", "t41_n2048_fp32_residual", kBf16Out,
+                   [](CaseReport* r) { return run_add_rmsnorm(41, 2048, DType::kFp32, r); }});
+  cases.push_back({"add_rmsnorm", "t3_n128_bf16_residual", kBf16Out,
+                   [](CaseReport* r) { return run_add_rmsnorm(3, 128, DType::kBf16, r); }});
 
   cases.push_back({"rope_mla", "tiny_h4_t19", kBf16Out, [](CaseReport* r) { return run_rope("tiny", 19, 2048, r); }});
-  cases.push_back({"rope_mla", "v2_lite_h16_t57", kBf16Out, [](CaseReport* r) { return run_rope("deepseek-v2-lite", 57, 163840, r); }});
-  cases.push_back({"rope_mla", "v2_h128_t9", kBf16Out, [](CaseReport* r) { return run_rope("deepseek-v2", 9, 32768, r); }});
+  cases.push_back({"rope_mla", "v2_lite_h16_t57", kBf16Out,
+                   [](CaseReport* r) { return run_rope("deepseek-v2-lite", 57, 163840, r); }});
+  cases.push_back(
+      {"rope_mla", "v2_h128_t9", kBf16Out, [](CaseReport* r) { return run_rope("deepseek-v2", 9, 32768, r); }});
 
   cases.push_back({"silu_mul", "t29_n1408", kBf16Out, [](CaseReport* r) { return run_silu_mul(29, 1408, false, r); }});
-  cases.push_back({"silu_mul", "t5_n10944_in_place", kBf16Out, [](CaseReport* r) { return run_silu_mul(5, 10944, true, r); }});
+  cases.push_back(
+      {"silu_mul", "t5_n10944_in_place", kBf16Out, [](CaseReport* r) { return run_silu_mul(5, 10944, true, r); }});
 
-  cases.push_back({"gather_rows", "bf16_m50_n37_c2048", kExact, [](CaseReport* r) { return run_row_copy(false, DType::kBf16, 50, 37, 2048, r); }});
-  cases.push_back({"gather_rows", "fp32_m9_n4_c512", kExact, [](CaseReport* r) { return run_row_copy(false, DType::kFp32, 9, 4, 512, r); }});
-  cases.push_back({"scatter_rows", "bf16_m64_n40_c3072", kExact, [](CaseReport* r) { return run_row_copy(true, DType::kBf16, 64, 40, 3072, r); }});
+  cases.push_back({"gather_rows", "bf16_m50_n37_c2048", kExact,
+                   [](CaseReport* r) { return run_row_copy(false, DType::kBf16, 50, 37, 2048, r); }});
+  cases.push_back({"gather_rows", "fp32_m9_n4_c512", kExact,
+                   [](CaseReport* r) { return run_row_copy(false, DType::kFp32, 9, 4, 512, r); }});
+  cases.push_back({"scatter_rows", "bf16_m64_n40_c3072", kExact,
+                   [](CaseReport* r) { return run_row_copy(true, DType::kBf16, 64, 40, 3072, r); }});
 
-  cases.push_back({"moe_routing", "tiny_E8_k3_greedy", kRouting, [](CaseReport* r) { return run_routing({8, 3, false, 1, 1, false, 1.f}, 300, r); }});
-  cases.push_back({"moe_routing", "lite_E64_k6_greedy", kRouting, [](CaseReport* r) { return run_routing({64, 6, false, 1, 1, false, 1.f}, 300, r); }});
-  cases.push_back({"moe_routing", "v2_E160_k6_group8_3_scale16", kRouting, [](CaseReport* r) { return run_routing({160, 6, true, 8, 3, false, 16.f}, 300, r); }});
-  cases.push_back({"moe_routing", "E256_k8_group8_4_norm", kRouting, [](CaseReport* r) { return run_routing({256, 8, true, 8, 4, true, 2.5f}, 300, r); }});
+  cases.push_back({"moe_routing", "tiny_E8_k3_greedy", kRouting, [](CaseReport* r) {
+                     return run_routing({8, 3, false, 1, 1, false, 1.f}, 300, r);
+                   }});
+  cases.push_back({"moe_routing", "lite_E64_k6_greedy", kRouting, [](CaseReport* r) {
+                     return run_routing({64, 6, false, 1, 1, false, 1.f}, 300, r);
+                   }});
+  cases.push_back({"moe_routing", "v2_E160_k6_group8_3_scale16", kRouting, [](CaseReport* r) {
+                     return run_routing({160, 6, true, 8, 3, false, 16.f}, 300, r);
+                   }});
+  cases.push_back({"moe_routing", "E256_k8_group8_4_norm", kRouting, [](CaseReport* r) {
+                     return run_routing({256, 8, true, 8, 4, true, 2.5f}, 300, r);
+                   }});
 
-  cases.push_back({"moe_align", "t1_k6_E64_bm16", kExact, [](CaseReport* r) { return run_moe_align(1, 6, 64, 16, 0, false, r); }});
-  cases.push_back({"moe_align", "t64_k6_E64_bm16", kExact, [](CaseReport* r) { return run_moe_align(64, 6, 64, 16, 0, false, r); }});
-  cases.push_back({"moe_align", "t256_k6_E64_bm64", kExact, [](CaseReport* r) { return run_moe_align(256, 6, 64, 64, 0, false, r); }});
-  cases.push_back({"moe_align", "t3001_k6_E64_bm128_chunks", kExact, [](CaseReport* r) { return run_moe_align(3001, 6, 64, 128, 0, false, r); }});
-  cases.push_back({"moe_align", "t1500_k8_E256_bm128_skewed", kExact, [](CaseReport* r) { return run_moe_align(1500, 8, 256, 128, 5, false, r); }});
-  cases.push_back({"moe_align", "t700_k6_E64_bm64_invalid_ids", kExact, [](CaseReport* r) { return run_moe_align(700, 6, 64, 64, 0, true, r); }});
-  cases.push_back({"moe_align", "t9_k1_E3_bm16", kExact, [](CaseReport* r) { return run_moe_align(9, 1, 3, 16, 0, false, r); }});
-  cases.push_back({"moe_align", "t128_k6_E64_bm32", kExact, [](CaseReport* r) { return run_moe_align(128, 6, 64, 32, 0, false, r); }});
-  cases.push_back({"moe_align", "t300_k6_E64_bm32_skewed", kExact, [](CaseReport* r) { return run_moe_align(300, 6, 64, 32, 3, false, r); }});
+  cases.push_back(
+      {"moe_align", "t1_k6_E64_bm16", kExact, [](CaseReport* r) { return run_moe_align(1, 6, 64, 16, 0, false, r); }});
+  cases.push_back({"moe_align", "t64_k6_E64_bm16", kExact,
+                   [](CaseReport* r) { return run_moe_align(64, 6, 64, 16, 0, false, r); }});
+  cases.push_back({"moe_align", "t256_k6_E64_bm64", kExact,
+                   [](CaseReport* r) { return run_moe_align(256, 6, 64, 64, 0, false, r); }});
+  cases.push_back({"moe_align", "t3001_k6_E64_bm128_chunks", kExact,
+                   [](CaseReport* r) { return run_moe_align(3001, 6, 64, 128, 0, false, r); }});
+  cases.push_back({"moe_align", "t1500_k8_E256_bm128_skewed", kExact,
+                   [](CaseReport* r) { return run_moe_align(1500, 8, 256, 128, 5, false, r); }});
+  cases.push_back({"moe_align", "t700_k6_E64_bm64_invalid_ids", kExact,
+                   [](CaseReport* r) { return run_moe_align(700, 6, 64, 64, 0, true, r); }});
+  cases.push_back(
+      {"moe_align", "t9_k1_E3_bm16", kExact, [](CaseReport* r) { return run_moe_align(9, 1, 3, 16, 0, false, r); }});
+  cases.push_back({"moe_align", "t128_k6_E64_bm32", kExact,
+                   [](CaseReport* r) { return run_moe_align(128, 6, 64, 32, 0, false, r); }});
+  cases.push_back({"moe_align", "t300_k6_E64_bm32_skewed", kExact,
+                   [](CaseReport* r) { return run_moe_align(300, 6, 64, 32, 3, false, r); }});
 
   cases.push_back({"grouped_gemm", "bm16_t1_k6_E8_gate_up_2816x2048_silu_gather", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids1");
-                     return run_grouped({8, 2816, 2048, GroupedEpilogue::kSiluMul, 16, true, 0, 0}, 1, 6, random_topk(1, 6, 8, rng), r); }});
+                     return run_grouped({8, 2816, 2048, GroupedEpilogue::kSiluMul, 16, true, 0, 0}, 1, 6,
+                                        random_topk(1, 6, 8, rng), r);
+                   }});
   cases.push_back({"grouped_gemm", "bm16_t64_k6_E16_down_2048x1408_multi_tile", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids2");
-                     return run_grouped({16, 2048, 1408, GroupedEpilogue::kStore, 16, false, 0, 0}, 64, 6, random_topk(64, 6, 16, rng), r); }});
+                     return run_grouped({16, 2048, 1408, GroupedEpilogue::kStore, 16, false, 0, 0}, 64, 6,
+                                        random_topk(64, 6, 16, rng), r);
+                   }});
   cases.push_back({"grouped_gemm", "bm16_edge_counts_tiny_128x64_silu_gather", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids3");
                      return run_grouped({8, 128, 64, GroupedEpilogue::kSiluMul, 16, true, 8, 0}, 84, 1,
                                         ids_from_counts({0, 1, 15, 16, 17, 33, 0, 2}, rng), r); }});
   cases.push_back({"grouped_gemm", "bm16_tiny_down_128x64_strided", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids4");
-                     return run_grouped({8, 128, 64, GroupedEpilogue::kStore, 16, false, 16, 8}, 40, 3, random_topk(40, 3, 8, rng), r); }});
+                     return run_grouped({8, 128, 64, GroupedEpilogue::kStore, 16, false, 16, 8}, 40, 3,
+                                        random_topk(40, 3, 8, rng), r);
+                   }});
   // block_m 32 (decode b128–b256): tile boundaries at 31/32/33 rows, the real gate|up and down shapes.
   cases.push_back({"grouped_gemm", "bm32_edge_counts_tiny_128x64_silu_gather", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids12");
@@ -784,13 +831,19 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // the CPU reference of a full-width b128 layer, 4.4 GMAC, took longer than the whole suite.)
   cases.push_back({"grouped_gemm", "bm32_t128_k6_E64_N384_K256_silu_gather", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids13");
-                     return run_grouped({64, 384, 256, GroupedEpilogue::kSiluMul, 32, true, 0, 0}, 128, 6, random_topk(128, 6, 64, rng), r); }});
+                     return run_grouped({64, 384, 256, GroupedEpilogue::kSiluMul, 32, true, 0, 0}, 128, 6,
+                                        random_topk(128, 6, 64, rng), r);
+                   }});
   cases.push_back({"grouped_gemm", "bm32_t256_k6_E64_N256_K200_store_strided", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids14");
-                     return run_grouped({64, 256, 200, GroupedEpilogue::kStore, 32, false, 8, 8}, 256, 6, random_topk(256, 6, 64, rng), r); }});
+                     return run_grouped({64, 256, 200, GroupedEpilogue::kStore, 32, false, 8, 8}, 256, 6,
+                                        random_topk(256, 6, 64, rng), r);
+                   }});
   cases.push_back({"grouped_gemm", "bm32_t16_k6_E8_gate_up_2816x2048_silu_gather", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids15");
-                     return run_grouped({8, 2816, 2048, GroupedEpilogue::kSiluMul, 32, true, 0, 0}, 16, 6, random_topk(16, 6, 8, rng), r); }});
+                     return run_grouped({8, 2816, 2048, GroupedEpilogue::kSiluMul, 32, true, 0, 0}, 16, 6,
+                                        random_topk(16, 6, 8, rng), r);
+                   }});
   cases.push_back({"grouped_gemm", "bm64_edge_counts_N200_K136_store_gather_strided", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids5");
                      return run_grouped({8, 200, 136, GroupedEpilogue::kStore, 64, true, 8, 24}, 330, 1,
@@ -801,15 +854,21 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                                         ids_from_counts({0, 1, 63, 64, 65, 0, 130, 7}, rng), r); }});
   cases.push_back({"grouped_gemm", "bm64_t256_k6_E64_N384_K256_silu_gather", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids7");
-                     return run_grouped({64, 384, 256, GroupedEpilogue::kSiluMul, 64, true, 0, 0}, 256, 6, random_topk(256, 6, 64, rng), r); }});
+                     return run_grouped({64, 384, 256, GroupedEpilogue::kSiluMul, 64, true, 0, 0}, 256, 6,
+                                        random_topk(256, 6, 64, rng), r);
+                   }});
   cases.push_back({"grouped_gemm", "bm128_all_rows_one_expert_N256_K512_silu", kGrouped, [](CaseReport* r) {
                      std::vector<int> counts(16, 0);
                      counts[5] = 300;
                      auto rng = case_rng("gg_ids8");
-                     return run_grouped({16, 256, 512, GroupedEpilogue::kSiluMul, 128, true, 0, 0}, 300, 1, ids_from_counts(counts, rng), r); }});
+                     return run_grouped({16, 256, 512, GroupedEpilogue::kSiluMul, 128, true, 0, 0}, 300, 1,
+                                        ids_from_counts(counts, rng), r);
+                   }});
   cases.push_back({"grouped_gemm", "bm128_t600_k6_E64_N392_K200_store", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids9");
-                     return run_grouped({64, 392, 200, GroupedEpilogue::kStore, 128, true, 0, 8}, 600, 6, random_topk(600, 6, 64, rng), r); }});
+                     return run_grouped({64, 392, 200, GroupedEpilogue::kStore, 128, true, 0, 8}, 600, 6,
+                                        random_topk(600, 6, 64, rng), r);
+                   }});
   cases.push_back({"grouped_gemm", "bm128_edge_counts_N2048_K1408_store", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids10");
                      return run_grouped({6, 2048, 1408, GroupedEpilogue::kStore, 128, false, 0, 0}, 520, 1,
@@ -821,43 +880,85 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                                         ids_from_counts({0, 129, 40, 131}, rng), r); }});
   cases.push_back({"grouped_gemm", "bm128_mma_sync_t600_k6_E64_N392_K200_store", kGrouped, [](CaseReport* r) {
                      auto rng = case_rng("gg_ids9");
-                     return run_grouped_mma_sync({64, 392, 200, GroupedEpilogue::kStore, 128, true, 0, 8}, 600, 6, random_topk(600, 6, 64, rng), r); }});
+                     return run_grouped_mma_sync({64, 392, 200, GroupedEpilogue::kStore, 128, true, 0, 8}, 600, 6,
+                                                 random_topk(600, 6, 64, rng), r);
+                   }});
   cases.push_back({"grouped_gemm", "bm128_mma_sync_all_rows_one_expert_N256_K512_silu", kGrouped, [](CaseReport* r) {
                      std::vector<int> counts(16, 0);
                      counts[5] = 300;
                      auto rng = case_rng("gg_ids8");
-                     return run_grouped_mma_sync({16, 256, 512, GroupedEpilogue::kSiluMul, 128, true, 0, 0}, 300, 1, ids_from_counts(counts, rng), r); }});
+                     return run_grouped_mma_sync({16, 256, 512, GroupedEpilogue::kSiluMul, 128, true, 0, 0}, 300, 1,
+                                                 ids_from_counts(counts, rng), r);
+                   }});
 
-  cases.push_back({"moe_combine", "t21_k6_h2048_shared", kBf16Out, [](CaseReport* r) { return run_combine(21, 6, 2048, true, r); }});
-  cases.push_back({"moe_combine", "t4_k3_h128_no_shared", kBf16Out, [](CaseReport* r) { return run_combine(4, 3, 128, false, r); }});
+  cases.push_back({"moe_combine", "t21_k6_h2048_shared", kBf16Out,
+                   [](CaseReport* r) { return run_combine(21, 6, 2048, true, r); }});
+  cases.push_back({"moe_combine", "t4_k3_h128_no_shared", kBf16Out,
+                   [](CaseReport* r) { return run_combine(4, 3, 128, false, r); }});
 
-  cases.push_back({"prefill_attention", "h4_one_seq_q100_k100", kPrefill, [](CaseReport* r) { return run_prefill(4, {{100, 100}}, r); }});
+  cases.push_back({"prefill_attention", "h4_one_seq_q100_k100", kPrefill, [](CaseReport* r) {
+                     return run_prefill(4, {{100, 100}}, r);
+                   }});
   cases.push_back({"prefill_attention", "h16_mixed_prefixes", kPrefill, [](CaseReport* r) {
                      return run_prefill(16, {{37, 200}, {64, 64}, {130, 300}, {1, 65}, {5, 5}}, r); }});
-  cases.push_back({"prefill_attention", "h128_q64_k300", kPrefill, [](CaseReport* r) { return run_prefill(128, {{64, 300}}, r); }});
-  cases.push_back({"gemm", "linear_m37_n576_k2048", kGemmBf16, [](CaseReport* r) { return run_gemm({37, 576, 2048, 1, true, DType::kBf16, 0, 0}, r); }});
-  cases.push_back({"gemm", "linear_m1_n3072_k2048", kGemmBf16, [](CaseReport* r) { return run_gemm({1, 3072, 2048, 1, true, DType::kBf16, 0, 0}, r); }});
-  cases.push_back({"gemm", "lm_head_m5_n512_k128_fp32", kFp32Out, [](CaseReport* r) { return run_gemm({5, 512, 128, 1, true, DType::kFp32, 0, 0}, r); }});
-  cases.push_back({"gemm", "w_uk_m13_n512_k128_h4", kGemmBf16, [](CaseReport* r) { return run_gemm({13, 512, 128, 4, false, DType::kBf16, 64, 64}, r); }});
-  cases.push_back({"gemm", "w_uv_m13_n128_k512_h16", kGemmBf16, [](CaseReport* r) { return run_gemm({13, 128, 512, 16, true, DType::kBf16, 0, 0}, r); }});
+  cases.push_back({"prefill_attention", "h128_q64_k300", kPrefill, [](CaseReport* r) {
+                     return run_prefill(128, {{64, 300}}, r);
+                   }});
+  cases.push_back({"gemm", "linear_m37_n576_k2048", kGemmBf16, [](CaseReport* r) {
+                     return run_gemm({37, 576, 2048, 1, true, DType::kBf16, 0, 0}, r);
+                   }});
+  cases.push_back({"gemm", "linear_m1_n3072_k2048", kGemmBf16, [](CaseReport* r) {
+                     return run_gemm({1, 3072, 2048, 1, true, DType::kBf16, 0, 0}, r);
+                   }});
+  cases.push_back({"gemm", "lm_head_m5_n512_k128_fp32", kFp32Out, [](CaseReport* r) {
+                     return run_gemm({5, 512, 128, 1, true, DType::kFp32, 0, 0}, r);
+                   }});
+  cases.push_back({"gemm", "w_uk_m13_n512_k128_h4", kGemmBf16, [](CaseReport* r) {
+                     return run_gemm({13, 512, 128, 4, false, DType::kBf16, 64, 64}, r);
+                   }});
+  cases.push_back({"gemm", "w_uv_m13_n128_k512_h16", kGemmBf16, [](CaseReport* r) {
+                     return run_gemm({13, 128, 512, 16, true, DType::kBf16, 0, 0}, r);
+                   }});
   // One-expert tables: t at 1, a partial 16-row tile, the 32- and 64-row heights, the 256-row maximum.
-  cases.push_back({"small_m_linear", "t1_kv_a_576x2048", kGemmBf16, [](CaseReport* r) { return run_small_m(1, 576, 2048, false, 0, 0, r); }});
-  cases.push_back({"small_m_linear", "t13_q_3072x2048_strided", kGemmBf16, [](CaseReport* r) { return run_small_m(13, 3072, 2048, false, 8, 16, r); }});
-  cases.push_back({"small_m_linear", "t31_shared_gate_up_2816x2048_silu", kGrouped, [](CaseReport* r) { return run_small_m(31, 2816, 2048, true, 0, 2816, r); }});
-  cases.push_back({"small_m_linear", "t100_o_2048x2048", kGemmBf16, [](CaseReport* r) { return run_small_m(100, 2048, 2048, false, 0, 0, r); }});
-  cases.push_back({"small_m_linear", "t40_bm16_q_3072x2048", kGemmBf16, [](CaseReport* r) { return run_small_m(40, 3072, 2048, false, 0, 0, r, 16); }});
-  cases.push_back({"small_m_linear", "t45_bm32_shared_gate_up_2816x2048_silu", kGrouped, [](CaseReport* r) { return run_small_m(45, 2816, 2048, true, 0, 0, r, 32); }});
-  cases.push_back({"small_m_linear", "t256_n512_k264", kGemmBf16, [](CaseReport* r) { return run_small_m(256, 512, 264, false, 0, 0, r); }});
-  cases.push_back({"small_m_linear", "t200_tiny_silu_48x72", kGrouped, [](CaseReport* r) { return run_small_m(200, 48, 72, true, 8, 8, r); }});
+  cases.push_back({"small_m_linear", "t1_kv_a_576x2048", kGemmBf16,
+                   [](CaseReport* r) { return run_small_m(1, 576, 2048, false, 0, 0, r); }});
+  cases.push_back({"small_m_linear", "t13_q_3072x2048_strided", kGemmBf16,
+                   [](CaseReport* r) { return run_small_m(13, 3072, 2048, false, 8, 16, r); }});
+  cases.push_back({"small_m_linear", "t31_shared_gate_up_2816x2048_silu", kGrouped,
+                   [](CaseReport* r) { return run_small_m(31, 2816, 2048, true, 0, 2816, r); }});
+  cases.push_back({"small_m_linear", "t100_o_2048x2048", kGemmBf16,
+                   [](CaseReport* r) { return run_small_m(100, 2048, 2048, false, 0, 0, r); }});
+  cases.push_back({"small_m_linear", "t40_bm16_q_3072x2048", kGemmBf16,
+                   [](CaseReport* r) { return run_small_m(40, 3072, 2048, false, 0, 0, r, 16); }});
+  cases.push_back({"small_m_linear", "t45_bm32_shared_gate_up_2816x2048_silu", kGrouped,
+                   [](CaseReport* r) { return run_small_m(45, 2816, 2048, true, 0, 0, r, 32); }});
+  cases.push_back({"small_m_linear", "t256_n512_k264", kGemmBf16,
+                   [](CaseReport* r) { return run_small_m(256, 512, 264, false, 0, 0, r); }});
+  cases.push_back({"small_m_linear", "t200_tiny_silu_48x72", kGrouped,
+                   [](CaseReport* r) { return run_small_m(200, 48, 72, true, 8, 8, r); }});
   // The decode step's shapes at b128/b256: m <= 256 is autotuned (gemm.h), so these run the algorithms the
   // tuner picks for the model's own products (kv_a, q, o, shared down, router, both absorbed ones).
-  cases.push_back({"gemm", "tuned_kv_a_m128_n576_k2048", kGemmBf16, [](CaseReport* r) { return run_gemm({128, 576, 2048, 1, true, DType::kBf16, 0, 0}, r); }});
-  cases.push_back({"gemm", "tuned_q_m64_n3072_k2048", kGemmBf16, [](CaseReport* r) { return run_gemm({64, 3072, 2048, 1, true, DType::kBf16, 0, 0}, r); }});
-  cases.push_back({"gemm", "tuned_o_m64_n2048_k2048", kGemmBf16, [](CaseReport* r) { return run_gemm({64, 2048, 2048, 1, true, DType::kBf16, 0, 0}, r); }});
-  cases.push_back({"gemm", "tuned_shared_down_m128_n2048_k2816", kGemmBf16, [](CaseReport* r) { return run_gemm({128, 2048, 2816, 1, true, DType::kBf16, 0, 0}, r); }});
-  cases.push_back({"gemm", "tuned_router_m256_n64_k2048_fp32", kFp32Out, [](CaseReport* r) { return run_gemm({256, 64, 2048, 1, true, DType::kFp32, 0, 0}, r); }});
-  cases.push_back({"gemm", "tuned_w_uk_m128_n512_k128_h16", kGemmBf16, [](CaseReport* r) { return run_gemm({128, 512, 128, 16, false, DType::kBf16, 64, 64}, r); }});
-  cases.push_back({"gemm", "tuned_w_uv_m256_n128_k512_h16", kGemmBf16, [](CaseReport* r) { return run_gemm({256, 128, 512, 16, true, DType::kBf16, 0, 0}, r); }});
+  cases.push_back({"gemm", "tuned_kv_a_m128_n576_k2048", kGemmBf16, [](CaseReport* r) {
+                     return run_gemm({128, 576, 2048, 1, true, DType::kBf16, 0, 0}, r);
+                   }});
+  cases.push_back({"gemm", "tuned_q_m64_n3072_k2048", kGemmBf16, [](CaseReport* r) {
+                     return run_gemm({64, 3072, 2048, 1, true, DType::kBf16, 0, 0}, r);
+                   }});
+  cases.push_back({"gemm", "tuned_o_m64_n2048_k2048", kGemmBf16, [](CaseReport* r) {
+                     return run_gemm({64, 2048, 2048, 1, true, DType::kBf16, 0, 0}, r);
+                   }});
+  cases.push_back({"gemm", "tuned_shared_down_m128_n2048_k2816", kGemmBf16, [](CaseReport* r) {
+                     return run_gemm({128, 2048, 2816, 1, true, DType::kBf16, 0, 0}, r);
+                   }});
+  cases.push_back({"gemm", "tuned_router_m256_n64_k2048_fp32", kFp32Out, [](CaseReport* r) {
+                     return run_gemm({256, 64, 2048, 1, true, DType::kFp32, 0, 0}, r);
+                   }});
+  cases.push_back({"gemm", "tuned_w_uk_m128_n512_k128_h16", kGemmBf16, [](CaseReport* r) {
+                     return run_gemm({128, 512, 128, 16, false, DType::kBf16, 64, 64}, r);
+                   }});
+  cases.push_back({"gemm", "tuned_w_uv_m256_n128_k512_h16", kGemmBf16, [](CaseReport* r) {
+                     return run_gemm({256, 128, 512, 16, true, DType::kBf16, 0, 0}, r);
+                   }});
 });
 
 }  // namespace

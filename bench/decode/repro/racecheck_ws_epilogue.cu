@@ -29,8 +29,12 @@
 constexpr int kSegs = 64;
 constexpr int kRows = 64;
 
-__device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void bar_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
 // The same barrier (3, 256 threads) as another instruction: immediates instead of registers, so the
 // compiler cannot merge it with bar_sync(3, 256) on the other path.
 __device__ __forceinline__ void bar_sync_3_256_imm() { asm volatile("bar.sync 3, 256;" ::: "memory"); }

@@ -41,8 +41,9 @@ Status check_plan(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
   if (!tile_ok || g.num_head_tiles != (s_q * h_q + g.tile_rows - 1) / g.tile_rows || g.num_parts < 1 ||
       g.max_splits != g.batch + g.num_parts - 1)
     return Status::invalid(kOp, "plan geometry is not from decode_plan_geometry (tile_rows " +
-                                    std::to_string(g.tile_rows) + ", num_head_tiles " + std::to_string(g.num_head_tiles) +
-                                    ", num_parts " + std::to_string(g.num_parts) + ")");
+                                    std::to_string(g.tile_rows) + ", num_head_tiles " +
+                                    std::to_string(g.num_head_tiles) + ", num_parts " + std::to_string(g.num_parts) +
+                                    ")");
   if (plan.parts == nullptr || plan.split_offsets == nullptr || plan.num_parts != g.num_parts)
     return Status::invalid(kOp, "plan buffers missing or plan.num_parts " + std::to_string(plan.num_parts) +
                                     " != geometry num_parts " + std::to_string(g.num_parts));
@@ -195,7 +196,8 @@ Status launch(DecodeKernelParams& kp, const DecodePlanGeometry& g, int64_t num_p
       MLA_TRY(launch_ws<Traits>(kp, g, num_pages, grid, ws64_plain, stream));
       break;
     case Kernel16::kN16Ws:
-      MLA_TRY(encode_tensor_map_kv_slabs16(&kp, num_pages, kN16WsGroupSlabs));  // kernel_n16ws.cuh: + the slab-group map
+      MLA_TRY(
+          encode_tensor_map_kv_slabs16(&kp, num_pages, kN16WsGroupSlabs));  // kernel_n16ws.cuh: + the slab-group map
       MLA_TRY(encode_tensor_map_q16(&kp, static_cast<int64_t>(g.batch) * kp.rows));
       MLA_TRY(launch_decode_n16ws<Traits>(kp, grid, stream));
       break;
@@ -233,9 +235,9 @@ const EnvKnob& fp8ds_ws64_knob() {
 }
 bool fp8ds_owner_converts(int h_q) { return h_q >= 64 && fp8ds_ws64_knob().index != 0; }
 // How the owner-converts kernel writes direct segments: `auto` (or unset) through its TMA-store epilogue, but with
-// plain stores on steps whose sequences are all cut and merged by the combine (decode_plan_spreads_sequences: every segment
-// is a split partial there, and the TMA epilogue's code cost the kernel 1-2 % on h_q 128 b32, session 49 c6 / c8);
-// `tma` / `plain` force one form (`plain` merges by the combine). Read on every call, so the tests run both.
+// plain stores on steps whose sequences are all cut and merged by the combine (decode_plan_spreads_sequences: every
+// segment is a split partial there, and the TMA epilogue's code cost the kernel 1-2 % on h_q 128 b32, session 49 c6 /
+// c8); `tma` / `plain` force one form (`plain` merges by the combine). Read on every call, so the tests run both.
 Status fp8ds_ws64_plain_out(const DecodeKernelParams& kp, const DecodePlanGeometry& g, bool* plain) {
   return plain_out_knob("MLA_DECODE_FP8DS_WS64_OUT", /*unset_is_auto=*/true, kp, g, plain);
 }

@@ -7,8 +7,8 @@
 // in closed form (its two end pieces plus the prefix difference between them); split counts and
 // first_split count the parts that touch a sequence with a non-empty block range; the start hints (fields
 // 5-7: seqlens[b0] and, given the block table, the pages of the part's first two items) are
-// decode_plan_hints of the range, as in the walk, loaded for both candidates before the choice. Batches too large for shared memory run the serial
-// definition in one thread (correct, slower).
+// decode_plan_hints of the range, as in the walk, loaded for both candidates before the choice. Batches too large for
+// shared memory run the serial definition in one thread (correct, slower).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

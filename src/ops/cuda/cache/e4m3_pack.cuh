@@ -13,7 +13,8 @@ __device__ __forceinline__ uint64_t pack_e4m3x8(const float (&q)[8]) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     // __nv_cvt_float2_to_fp8x2 puts .x in the low byte and .y in the high byte.
-    const __nv_fp8x2_storage_t two = __nv_cvt_float2_to_fp8x2(make_float2(q[2 * j], q[2 * j + 1]), __NV_SATFINITE, __NV_E4M3);
+    const __nv_fp8x2_storage_t two =
+        __nv_cvt_float2_to_fp8x2(make_float2(q[2 * j], q[2 * j + 1]), __NV_SATFINITE, __NV_E4M3);
     u |= static_cast<uint64_t>(two) << (16 * j);
   }
   return u;

@@ -12,7 +12,8 @@ namespace {
 
 template <KvFormat F, class Out>
 Status launch(const cache::GatherKernelParams& kp, Stream stream) {
-  cache::gather_cache_mla_kernel<F, Out><<<cache::gather_blocks(kp.n_rows), cache::kWarpsPerBlock * 32, 0, stream>>>(kp);
+  cache::gather_cache_mla_kernel<F, Out>
+      <<<cache::gather_blocks(kp.n_rows), cache::kWarpsPerBlock * 32, 0, stream>>>(kp);
   MLA_CUDA_TRY_LAUNCH("gather_and_maybe_dequant_cache_mla");
   return Status::ok();
 }
@@ -36,7 +37,8 @@ Status gather_and_maybe_dequant_cache_mla(const GatherCacheMlaParams& p, Stream 
   // The kernel passes cache slots between lanes as int32 (one shuffle per step); a cache of 2^31 slots
   // (>= 1.2 TB at 576 B a token) cannot exist on one GPU, but say so rather than wrap.
   if (p.kv_cache.shape[0] * p.kv_cache.shape[1] > INT32_MAX)
-    return Status::unsupported("gather_and_maybe_dequant_cache_mla", "kv_cache holds 2^31 or more token slots: " + p.kv_cache.str());
+    return Status::unsupported("gather_and_maybe_dequant_cache_mla",
+                               "kv_cache holds 2^31 or more token slots: " + p.kv_cache.str());
   const cache::GatherKernelParams kp{
       .cache = p.kv_cache.ptr<const uint8_t>(),
       .dst = p.dst.data,

@@ -61,7 +61,9 @@ template <class In, class Out, int B, int E, int kSrc>
 struct Seg16 {
   static constexpr int kBegin = B, kCols = E - B, kV = kValsPerStore<Out>, kLoadBytes = 2 * kV;
   Words<kLoadBytes> raw;
-  __device__ __forceinline__ void load(const uint8_t* tok, int col, float) { raw = ldg_words<kLoadBytes>(tok + kSrc + 2 * (col - B)); }
+  __device__ __forceinline__ void load(const uint8_t* tok, int col, float) {
+    raw = ldg_words<kLoadBytes>(tok + kSrc + 2 * (col - B));
+  }
   __device__ __forceinline__ uint4 decode() const {
     typename Out::raw y[kV];
 #pragma unroll
@@ -109,7 +111,8 @@ template <class Out>
 struct GatherSegments<KvFormat::kFp8Ds, Out> {
   using L = Fp8DsLayout;
   static_assert(L::kTileSize % kValsPerStore<Out> == 0, "a step never straddles two tiles' scales");
-  using type = SegList<SegE4m3<Out, 0, kDimLatent, L::kScalesOffset>, Seg16<Bf16, Out, kDimLatent, kDimQK, L::kRopeOffset>>;
+  using type =
+      SegList<SegE4m3<Out, 0, kDimLatent, L::kScalesOffset>, Seg16<Bf16, Out, kDimLatent, kDimQK, L::kRopeOffset>>;
 };
 
 // Steps per lane of one segment over a tile, and the loads each lane issues before its first store: the
@@ -174,7 +177,8 @@ __device__ __forceinline__ void gather_segment(const uint8_t* __restrict__ cache
       const int e = ((g + u) * 32 + lane) * Seg::kV;
       const int r = e / Seg::kCols;
       const int32_t slot = __shfl_sync(kFullMask, my_slot, r);
-      if ((valid >> r) & 1u) s[u].load(cache + static_cast<int64_t>(slot) * kTokenBytes, Seg::kBegin + e % Seg::kCols, k_scale);
+      if ((valid >> r) & 1u)
+        s[u].load(cache + static_cast<int64_t>(slot) * kTokenBytes, Seg::kBegin + e % Seg::kCols, k_scale);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -187,7 +191,8 @@ __device__ __forceinline__ void gather_segment(const uint8_t* __restrict__ cache
 template <class Out, int kTokenBytes, int kTargetBytes, bool kStream, class... Segs>
 __device__ __forceinline__ void gather_segments(SegList<Segs...>, const uint8_t* cache, int32_t my_slot, unsigned valid,
                                                 uint8_t* tile_dst, int lane, float k_scale) {
-  (gather_segment<Segs, Out, kTokenBytes, seg_unroll<Segs, kTargetBytes>(), kStream>(cache, my_slot, valid, tile_dst, lane, k_scale),
+  (gather_segment<Segs, Out, kTokenBytes, seg_unroll<Segs, kTargetBytes>(), kStream>(cache, my_slot, valid, tile_dst,
+                                                                                     lane, k_scale),
    ...);
 }
 
@@ -204,8 +209,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const unsigned valid = __ballot_sync(kFullMask, my_slot >= 0);
   if (valid == 0) return;
   uint8_t* tile_dst = static_cast<uint8_t*>(p.dst) + row0 * kDimQK * static_cast<int64_t>(sizeof(typename Out::raw));
-  gather_segments<Out, kv_bytes_per_token(F), kTargetBytes, kStream>(typename GatherSegments<F, Out>::type{}, p.cache, my_slot,
-                                                                      valid, tile_dst, lane, p.k_scale);
+  gather_segments<Out, kv_bytes_per_token(F), kTargetBytes, kStream>(typename GatherSegments<F, Out>::type{}, p.cache,
+                                                                     my_slot, valid, tile_dst, lane, p.k_scale);
 }
 
 // Grid of the kernel for n_rows dst rows (one warp per kGatherRowsPerWarp rows).

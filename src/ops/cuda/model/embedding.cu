@@ -34,9 +34,13 @@ __global__ void embedding_kernel(const __grid_constant__ EmbeddingKernelParams<O
 
 template <class Out>
 Status launch(const EmbeddingParams& p, Stream stream) {
-  const EmbeddingKernelParams<Out> kp{.table = p.table.ptr<const __nv_bfloat16>(), .ids = p.token_ids.ptr<const int32_t>(),
-                                      .out = p.out.ptr<Out>(), .rows = p.out.shape[0], .hidden = p.out.shape[1],
-                                      .vocab = p.table.shape[0], .ld_out = p.out.stride[0]};
+  const EmbeddingKernelParams<Out> kp{.table = p.table.ptr<const __nv_bfloat16>(),
+                                      .ids = p.token_ids.ptr<const int32_t>(),
+                                      .out = p.out.ptr<Out>(),
+                                      .rows = p.out.shape[0],
+                                      .hidden = p.out.shape[1],
+                                      .vocab = p.table.shape[0],
+                                      .ld_out = p.out.stride[0]};
   embedding_kernel<Out><<<model_ops::rows_grid(kp.rows), 32 * model_ops::kWarpsPerBlock, 0,
                           reinterpret_cast<cudaStream_t>(stream)>>>(kp);
   MLA_CUDA_TRY_LAUNCH(kOp);

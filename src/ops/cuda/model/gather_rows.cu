@@ -45,7 +45,8 @@ Status run(const char* op, const RowCopyParams& p, bool scatter, Stream stream) 
                                .ld_out_bytes = p.out.stride[0] * es,
                                .limit = scatter ? p.out.shape[0] : p.x.shape[0],
                                .scatter = scatter};
-  row_copy_kernel<<<model_ops::rows_grid(n), 32 * model_ops::kWarpsPerBlock, 0, reinterpret_cast<cudaStream_t>(stream)>>>(kp);
+  row_copy_kernel<<<model_ops::rows_grid(n), 32 * model_ops::kWarpsPerBlock, 0,
+                    reinterpret_cast<cudaStream_t>(stream)>>>(kp);
   MLA_CUDA_TRY_LAUNCH(op);
   return Status::ok();
 }

@@ -57,7 +57,8 @@ __device__ __forceinline__ void store_rows(const GroupedKernelParams& p, const f
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       const int col = n_tile * bn + t * 8 + (lane & 3) * 2;
-      if (col < p.N) *reinterpret_cast<__nv_bfloat162*>(o + col) = __floats2bfloat162_rn(acc[t][2 * h], acc[t][2 * h + 1]);
+      if (col < p.N)
+        *reinterpret_cast<__nv_bfloat162*>(o + col) = __floats2bfloat162_rn(acc[t][2 * h], acc[t][2 * h + 1]);
     }
     return;
   }

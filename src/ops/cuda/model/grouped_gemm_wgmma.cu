@@ -26,7 +26,8 @@ constexpr int kAChunks = kBM * 8 / kThreads, kBChunks = kBN * 8 / kThreads;
 // K-major 128B-swizzle descriptor: leading offset unused (16), 1024 bytes between 8-row groups.
 __device__ __forceinline__ uint64_t desc_k_major(uint32_t addr) { return make_smem_desc(addr, 16, 1024); }
 
-__global__ void __launch_bounds__(kThreads, 1) grouped_gemm_wgmma_kernel(const __grid_constant__ GroupedKernelParams p) {
+__global__ void __launch_bounds__(kThreads, 1)
+    grouped_gemm_wgmma_kernel(const __grid_constant__ GroupedKernelParams p) {
   const int expert = p.tiles[2 * blockIdx.y];
   if (expert < 0) return;
   const int row0 = p.tiles[2 * blockIdx.y + 1];

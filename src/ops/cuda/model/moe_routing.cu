@@ -124,7 +124,8 @@ Status moe_routing(const MoeRoutingParams& p, Stream stream) {
     return Status::invalid(kOp, "topk_ids: expected int32[" + std::to_string(t) + ", k], got " + p.topk_ids.str());
   const int64_t k = p.topk_ids.shape[1];
   if (k < 1 || k > kMoeMaxTopK || k > E)
-    return Status::invalid(kOp, "top-k " + std::to_string(k) + " must be in [1, min(16, E = " + std::to_string(E) + ")]");
+    return Status::invalid(kOp,
+                           "top-k " + std::to_string(k) + " must be in [1, min(16, E = " + std::to_string(E) + ")]");
   MLA_TRY(model_ops::check_array(kOp, "topk_ids", p.topk_ids, DType::kInt32, t * k));
   MLA_TRY(model_ops::check_array(kOp, "topk_weights", p.topk_weights, DType::kFp32, t * k));
   if (p.group_limited && (p.n_group < 1 || p.n_group > 32 || E % p.n_group != 0 || p.topk_group < 1 ||

@@ -31,8 +31,8 @@ namespace {
 constexpr const char* kOp = "prefill_attention";
 // Query rows per CTA = 16 per warp. 4 warps (64 rows, 2 CTAs per SM by registers) is the default; 8 warps (128
 // rows, one CTA per SM: the same 8 warps per SM, each K/V tile read from L2 once for twice the rows) is opt-in,
-// MLA_PREFILL_WARPS=8 (4 or unset: the default; anything else is an error). H200 run E3 (bench/model/NOTES_engine.md): 8 warps +2-7 % on 2 k-8 k prompts, -6 % on
-// 32 x 512: the kernel is not bound by its L2 reads, so the default stays.
+// MLA_PREFILL_WARPS=8 (4 or unset: the default; anything else is an error). H200 run E3 (bench/model/NOTES_engine.md):
+// 8 warps +2-7 % on 2 k-8 k prompts, -6 % on 32 x 512: the kernel is not bound by its L2 reads, so the default stays.
 constexpr int kTileK = 64;
 constexpr int kQkSteps = kPrefillDimQK / 16;   // 12 k-steps of Q·Kᵀ
 constexpr int kKeyTiles = kTileK / 8;          // 8 n-tiles of S
@@ -106,7 +106,8 @@ __device__ __forceinline__ void load_tile(const PrefillKernelParams& p, __nv_bfl
 }
 
 template <int kWarps>
-__global__ void __launch_bounds__(kWarps * 32, 8 / kWarps) prefill_attention_kernel(const __grid_constant__ PrefillKernelParams p) {
+__global__ void __launch_bounds__(kWarps * 32, 8 / kWarps)
+    prefill_attention_kernel(const __grid_constant__ PrefillKernelParams p) {
   constexpr int kTileQ = kWarps * 16, kThreads = kWarps * 32;
   extern __shared__ __align__(128) __nv_bfloat16 smem[];
   const int head = blockIdx.y, b = blockIdx.z;
@@ -194,7 +195,8 @@ __global__ void __launch_bounds__(kWarps * 32, 8 / kWarps) prefill_attention_ker
     m_lo = new_lo, m_hi = new_hi;
     l_lo *= alpha_lo, l_hi *= alpha_hi;
 #pragma unroll
-    for (int n = 0; n < kVTiles; ++n) o[n][0] *= alpha_lo, o[n][1] *= alpha_lo, o[n][2] *= alpha_hi, o[n][3] *= alpha_hi;
+    for (int n = 0; n < kVTiles; ++n)
+      o[n][0] *= alpha_lo, o[n][1] *= alpha_lo, o[n][2] *= alpha_hi, o[n][3] *= alpha_hi;
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
       // P rounded to bf16 here, so the normalizer sums exactly the weights the MMA multiplies.
@@ -210,7 +212,8 @@ __global__ void __launch_bounds__(kWarps * 32, 8 / kWarps) prefill_attention_ker
 #pragma unroll
     for (int kk = 0; kk < kTileK / 16; ++kk) {
       const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                             pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+                             pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                             pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
       for (int np = 0; np < kVTiles / 2; ++np) {
         uint32_t bv[4];
@@ -249,10 +252,11 @@ Status launch(const PrefillKernelParams& kp, int max_q_len, int64_t h, int64_t b
   constexpr int kTileQ = kWarps * 16;
   // Above 48 KB of dynamic shared memory needs an opt-in, once per process and variant (not a stream
   // operation, so also fine while a graph is being captured).
-  static const cudaError_t attr = cudaFuncSetAttribute(prefill_attention_kernel<kWarps>,
-                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
+  static const cudaError_t attr = cudaFuncSetAttribute(
+      prefill_attention_kernel<kWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmemBytes));
   if (attr != cudaSuccess) return cuda_status(attr, kOp, "cudaFuncSetAttribute(max dynamic shared memory)");
-  const dim3 grid(static_cast<unsigned>((max_q_len + kTileQ - 1) / kTileQ), static_cast<unsigned>(h), static_cast<unsigned>(b));
+  const dim3 grid(static_cast<unsigned>((max_q_len + kTileQ - 1) / kTileQ), static_cast<unsigned>(h),
+                  static_cast<unsigned>(b));
   prefill_attention_kernel<kWarps><<<grid, kWarps * 32, kSmemBytes, reinterpret_cast<cudaStream_t>(stream)>>>(kp);
   return Status::ok();
 }
