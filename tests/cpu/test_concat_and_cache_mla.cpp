@@ -227,6 +227,15 @@ TEST(ConcatAndCacheMla, RejectsBadArguments) {
   ASSERT_TRUE(validate_concat_and_cache_mla(s.p).is_ok());
   std::vector<int32_t> slots32(4, 0);
   std::vector<uint8_t> unaligned(4 * 512 * 2 + 16);
+  // The same step as an fp8 cache of 576-byte tokens, with the given k_scale.
+  const auto as_fp8 = [](ConcatAndCacheMlaParams& p, float k_scale) {
+    p.format = KvFormat::kFp8;
+    p.kv_cache.dtype = DType::kE4m3;
+    p.kv_cache.shape[2] = 576;
+    p.kv_cache.stride[1] = 576;
+    p.kv_cache.stride[0] = 16 * 576;
+    p.k_scale = k_scale;
+  };
   const std::vector<std::pair<std::string, std::function<void(ConcatAndCacheMlaParams&)>>> bad = {
       {"kv_c", [](auto& p) { p.kv_c.dtype = DType::kInt32; }},
       {"kv_c", [](auto& p) { p.kv_c.shape[1] = 511; }},
@@ -256,24 +265,8 @@ TEST(ConcatAndCacheMla, RejectsBadArguments) {
          p.kv_cache.stride[0] = 128 * 656;
        }},
       {"kv_cache", [](auto& p) { p.kv_cache.stride[0] += 1; }},
-      {"k_scale",
-       [](auto& p) {
-         p.format = KvFormat::kFp8;
-         p.kv_cache.dtype = DType::kE4m3;
-         p.kv_cache.shape[2] = 576;
-         p.kv_cache.stride[1] = 576;
-         p.kv_cache.stride[0] = 16 * 576;
-         p.k_scale = 0.f;
-       }},
-      {"k_scale",
-       [](auto& p) {
-         p.format = KvFormat::kFp8;
-         p.kv_cache.dtype = DType::kE4m3;
-         p.kv_cache.shape[2] = 576;
-         p.kv_cache.stride[1] = 576;
-         p.kv_cache.stride[0] = 16 * 576;
-         p.k_scale = std::nanf("");
-       }},
+      {"k_scale", [&](auto& p) { as_fp8(p, 0.f); }},
+      {"k_scale", [&](auto& p) { as_fp8(p, std::nanf("")); }},
   };
   for (const auto& [what, mutate] : bad) {
     ConcatAndCacheMlaParams p = s.p;
