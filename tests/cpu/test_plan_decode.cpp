@@ -383,7 +383,8 @@ TEST(PlanDecode, GeometryRejectsBadShapes) {
 }
 
 // With the step's host seqlens the geometry knows the block-table width the step needs; a negative length is refused
-// there, and a narrower table is refused by the plan (ref and cuda share check_plan_block_table) before anything runs.
+// there. A narrower table is refused before anything runs: by check_block_table_width where the seqlens are on the
+// device (cuda plan_decode, mla_decode), by the host plan's own per-sequence check where they are not.
 TEST(PlanDecode, GeometryKnowsTheTableWidthTheStepNeeds) {
   DecodePlanGeometry g;
   const std::vector<int32_t> lens = {1, 640, 0, 129};  // 1, 10, 0 and 3 pages
@@ -404,8 +405,13 @@ TEST(PlanDecode, GeometryKnowsTheTableWidthTheStepNeeds) {
   const DecodePlanView plan{parts.data(), offsets.data(), g.num_parts};
   const Status narrow = ref::plan_decode(sl, TensorView::contiguous(table.data(), DType::kInt32, {4, 9}), g, plan);
   EXPECT_EQ(narrow.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(narrow.to_string().find("has 9 pages per row, the step's longest sequence needs 10"), std::string::npos)
+  EXPECT_NE(narrow.to_string().find("seqlens[1] = 640 needs more blocks than block_table"), std::string::npos)
       << narrow.to_string();
+  const Status width =
+      check_block_table_width("plan_decode", TensorView::contiguous(table.data(), DType::kInt32, {4, 9}), g);
+  EXPECT_EQ(width.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(width.to_string().find("has 9 pages per row, the step's longest sequence needs 10"), std::string::npos)
+      << width.to_string();
   table.resize(4 * 10, 0);
   EXPECT_TRUE(ref::plan_decode(sl, TensorView::contiguous(table.data(), DType::kInt32, {4, 10}), g, plan).is_ok());
   EXPECT_TRUE(check_block_table_width("mla_decode", TensorView::contiguous(table.data(), DType::kInt32, {4, 10}), g)

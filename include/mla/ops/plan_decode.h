@@ -219,12 +219,12 @@ MLA_HD_INLINE int decode_part_pages_from_record(const int32_t* rec) {
   return decode_num_blocks(first_seqlen) - k0 + k1 + (b1 - b0 - 1);
 }
 
-// Checks the optional block table of plan_decode: int32 [batch, max_blocks], contiguous (empty: no page hints), and
-// at least g.host_max_seq_pages wide (the page hints read up to the second block of a sequence).
-Status check_plan_block_table(const TensorView& block_table, const DecodePlanGeometry& g, DecodePlanPages* out);
+// Checks the optional block table of plan_decode: int32 [batch, max_blocks], contiguous (empty: no page hints).
+Status check_plan_block_table(const TensorView& block_table, int batch, DecodePlanPages* out);
 
 // The block-table width a step needs against the one given (op: the caller's name for the error): an error where the
-// geometry knows the step's longest sequence (host_max_seq_pages) and the table's rows are narrower.
+// geometry knows the step's longest sequence (host_max_seq_pages) and the table's rows are narrower. For the device
+// entry points, which cannot read the seqlens (the host plan checks each sequence against the table itself).
 Status check_block_table_width(const char* op, const TensorView& block_table, const DecodePlanGeometry& g);
 
 namespace ref {

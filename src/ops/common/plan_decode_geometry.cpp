@@ -127,14 +127,13 @@ Status check_block_table_width(const char* op, const TensorView& block_table, co
   return Status::ok();
 }
 
-Status check_plan_block_table(const TensorView& block_table, const DecodePlanGeometry& g, DecodePlanPages* out) {
+Status check_plan_block_table(const TensorView& block_table, int batch, DecodePlanPages* out) {
   *out = {};
   if (!block_table.defined()) return Status::ok();
   // Rows may be strided (a view into a wider table), the blocks of a row must be adjacent.
-  MLA_TRY(check_tensor("plan_decode", "block_table", block_table, DType::kInt32, {g.batch, kAnyDim}, false));
+  MLA_TRY(check_tensor("plan_decode", "block_table", block_table, DType::kInt32, {batch, kAnyDim}, false));
   if (block_table.stride[1] != 1)
     return Status::invalid("plan_decode", "block_table rows must be contiguous, got " + block_table.str());
-  MLA_TRY(check_block_table_width("plan_decode", block_table, g));
   out->data = block_table.ptr<const int32_t>();
   out->stride = block_table.stride[0];
   return Status::ok();

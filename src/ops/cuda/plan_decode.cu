@@ -295,7 +295,8 @@ Status plan_decode(const TensorView& seqlens, const TensorView& block_table, con
                    DecodePlanView plan, Stream stream, DecodePlanTuning tune) {
   MLA_TRY(check_tensor("plan_decode", "seqlens", seqlens, DType::kInt32, {g.batch}));
   DecodePlanPages pages;
-  MLA_TRY(check_plan_block_table(block_table, g, &pages));
+  MLA_TRY(check_plan_block_table(block_table, g.batch, &pages));
+  MLA_TRY(check_block_table_width("plan_decode", block_table, g));  // the page hints read any block of a sequence
   if (plan.parts == nullptr || plan.split_offsets == nullptr)
     return Status::invalid("plan_decode", "plan buffers must be non-null (parts [" + std::to_string(g.num_parts) +
                                               ", 8], split_offsets [" + std::to_string(g.batch + 1) + "])");

@@ -14,7 +14,7 @@ Status plan_decode(const TensorView& seqlens, const DecodePlanGeometry& g, Decod
 Status plan_decode(const TensorView& seqlens, const TensorView& block_table, const DecodePlanGeometry& g,
                    DecodePlanView plan, DecodePlanTuning tune) {
   DecodePlanPages pages;
-  MLA_TRY(check_plan_block_table(block_table, g, &pages));
+  MLA_TRY(check_plan_block_table(block_table, g.batch, &pages));
   MLA_TRY(check_tensor("plan_decode", "seqlens", seqlens, DType::kInt32, {g.batch}));
   if (plan.parts == nullptr || plan.split_offsets == nullptr)
     return Status::invalid("plan_decode", "plan buffers must be non-null (parts [" + std::to_string(g.num_parts) +
