@@ -86,6 +86,25 @@ struct DecodeRejections {
     }
   }
 
+  // The calls every format makes: each tensor null, and the block table one column too short.
+  void call_shared(const MlaDecodeParams& good, const std::vector<int32_t>& seqlens_host) {
+    call_each_null(good);
+    call_table_too_short(good, seqlens_host);
+  }
+
+  // The step of `h` (tests/common/decode_data.h) in fresh buffers, q and the cache with room for q_bytes / cache_bytes
+  // (the wider views some bad calls take), uploaded with its plan; its params in *good; then call_shared.
+  Status start(const DecodeHostData& h, float softmax_scale, size_t q_bytes, size_t cache_bytes,
+               MlaDecodeParams* good) {
+    const DecodeShape& s = h.shape;
+    MLA_TRY(alloc(s.batch, s.s_q, s.h_q, q_bytes, cache_bytes, h.block_table.size() * 4, h.out_elems() * 2,
+                  h.lse_elems() * 4));
+    *good = h.params(q.data(), cache.data(), bt.data(), sl.data(), out.data(), lse.data(), softmax_scale);
+    MLA_TRY(upload(h.q, h.cache, h.block_table, h.seqlens));
+    call_shared(*good, h.seqlens);
+    return Status::ok();
+  }
+
   // One call, kept with its label for report(); the plan, geometry and workspace are this step's unless given.
   void call(const std::string& what, const MlaDecodeParams& p) { call(what, p, g, plan, ws.bytes()); }
   void call(const std::string& what, const MlaDecodeParams& p, const DecodePlanGeometry& gg, const DecodePlanView& pv,

@@ -641,14 +641,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                      const DecodeShape s = decode_shape(KvFormat::kFp8Ds, 2, 16, 1, false, {100, 200});
                      auto rng = case_rng("fp8_ds_bad_inputs");
                      const DecodeHostData h = make_decode_data(s, rng);
-                     DecodeRejections r;  // the cache: room for a 576-wide 16-bit view
-                     MLA_TRY(r.alloc(s.batch, s.s_q, s.h_q, h.q.size(), h.cache.size() * 2, h.block_table.size() * 4,
-                                     h.out_elems() * 2, h.lse_elems() * 4));
-                     const MlaDecodeParams good = h.params(r.q.data(), r.cache.data(), r.bt.data(), r.sl.data(),
-                                                           r.out.data(), r.lse.data(), kSoftmaxScale);
-                     MLA_TRY(r.upload(h.q, h.cache, h.block_table, h.seqlens));
-                     r.call_each_null(good);
-                     r.call_table_too_short(good, h.seqlens);
+                     DecodeRejections r;
+                     MlaDecodeParams good;  // the cache with room for a 576-wide 16-bit view
+                     MLA_TRY(r.start(h, kSoftmaxScale, h.q.size(), h.cache.size() * 2, &good));
                      { auto p = good; p.q.dtype = DType::kFp16; r.call("fp8_ds with fp16 q", p); }
                      { auto p = good; p.q.dtype = DType::kE4m3; r.call("fp8_ds with e4m3 q", p); }
                      { auto p = good; p.out.dtype = DType::kFp16; r.call("fp8_ds with fp16 out", p); }
