@@ -208,6 +208,38 @@ inline Status replay_as_graph(Call&& call, cudaStream_t stream, DeviceBuffer& d_
   return Status::ok();
 }
 
+// One step's device buffers, each between guard regions (harness/device_buffer.h): h's inputs uploaded; out, lse, the
+// plan, the workspace and (with counters) the fused merge's counters poisoned, sized for g -- plan_decode must zero the
+// counters, and every output a call leaves unwritten stays NaN.
+struct DecodeStepBuffers {
+  DeviceBuffer q, cache, bt, sl, out, lse, parts, off, ws, cnt;
+  Status alloc(const DecodeHostData& h, const DecodePlanGeometry& g, bool counters) {
+    MLA_TRY(q.alloc(h.q.size()));
+    if (counters) MLA_TRY(cnt.alloc(decode_plan_counters(g) * 4));
+    MLA_TRY(cache.alloc(h.cache.size()));
+    MLA_TRY(bt.alloc(h.block_table.size() * 4));
+    MLA_TRY(sl.alloc(h.seqlens.size() * 4));
+    MLA_TRY(out.alloc(h.out_elems() * 2));
+    MLA_TRY(lse.alloc(h.lse_elems() * 4));
+    MLA_TRY(parts.alloc(size_t(g.num_parts) * kPlanPartInts * 4));
+    MLA_TRY(off.alloc((size_t(h.shape.batch) + 1) * 4));
+    MLA_TRY(ws.alloc(decode_workspace_bytes(g)));
+    MLA_TRY(q.upload(h.q));
+    MLA_TRY(cache.upload(h.cache));
+    MLA_TRY(bt.upload(h.block_table));
+    return sl.upload(h.seqlens);
+  }
+  MlaDecodeParams params(const DecodeHostData& h, float softmax_scale) const {
+    return h.params(q.data(), cache.data(), bt.data(), sl.data(), out.data(), lse.data(), softmax_scale);
+  }
+  // Ok when no buffer's guards were overwritten (an unallocated one has none).
+  Status check_guards(const std::string& name) const {
+    for (const DeviceBuffer* b : {&q, &cache, &bt, &sl, &out, &lse, &parts, &off, &ws, &cnt})
+      MLA_TRY(b->check_guards(name));
+    return Status::ok();
+  }
+};
+
 struct DecodeDeviceResult {
   DecodePlanGeometry g;
   std::vector<int32_t> parts_ref, off_ref;  // the host plan (ref::plan_decode)
@@ -223,21 +255,8 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &r->g, h.seqlens.data(), s.format));
   const DecodePlanGeometry& g = r->g;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
-  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws, d_cnt;
-  MLA_TRY(d_q.alloc(h.q.size()));
-  MLA_TRY(d_cnt.alloc(decode_plan_counters(g) * 4));  // poisoned: plan_decode must zero them
-  MLA_TRY(d_cache.alloc(h.cache.size()));
-  MLA_TRY(d_bt.alloc(h.block_table.size() * 4));
-  MLA_TRY(d_sl.alloc(h.seqlens.size() * 4));
-  MLA_TRY(d_out.alloc(h.out_elems() * 2));
-  MLA_TRY(d_lse.alloc(h.lse_elems() * 4));
-  MLA_TRY(d_parts.alloc(parts_ints * 4));
-  MLA_TRY(d_off.alloc((s.batch + 1) * 4));
-  MLA_TRY(d_ws.alloc(decode_workspace_bytes(g)));
-  MLA_TRY(d_q.upload(h.q));
-  MLA_TRY(d_cache.upload(h.cache));
-  MLA_TRY(d_bt.upload(h.block_table));
-  MLA_TRY(d_sl.upload(h.seqlens));
+  DecodeStepBuffers d;
+  MLA_TRY(d.alloc(h, g, /*counters=*/true));
 
   r->parts_ref.assign(parts_ints, -7);
   r->off_ref.assign(s.batch + 1, -7);
@@ -246,17 +265,16 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
                            r->plan_ref()));
   cudaStream_t stream;
   MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
-  const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {s.batch});
-  const DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts, d_cnt.as<int32_t>()};
-  const MlaDecodeParams p =
-      h.params(d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data(), softmax_scale);
+  const TensorView d_seqlens = TensorView::contiguous(d.sl.data(), DType::kInt32, {s.batch});
+  const DecodePlanView plan{d.parts.as<int32_t>(), d.off.as<int32_t>(), g.num_parts, d.cnt.as<int32_t>()};
+  const MlaDecodeParams p = d.params(h, softmax_scale);
   // The eager call's plan carries the start hints (block table given: the engine's path, whose records the
   // host plan must equal); the graph below is captured without the page hints, so its bit-for-bit match with
   // the eager result also checks the cursor's block-table loads against the hinted first pages.
   auto call = [&](bool hints) -> Status {
     MLA_TRY(hints ? cuda::plan_decode(d_seqlens, p.block_table, g, plan, stream)
                   : cuda::plan_decode(d_seqlens, g, plan, stream));
-    return cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream);
+    return cuda::mla_decode(p, g, plan, d.ws.data(), d.ws.bytes(), stream);
   };
   auto finish = [&](Status st) {
     cudaStreamDestroy(stream);
@@ -266,22 +284,22 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
     return finish(Status::cuda("mla_decode", std::string(cudaGetErrorString(e)) + " (" + name + ")"));
   std::vector<int32_t> parts_dev(parts_ints), off_dev(s.batch + 1);
-  MLA_TRY(d_parts.download(&parts_dev));
-  MLA_TRY(d_off.download(&off_dev));
+  MLA_TRY(d.parts.download(&parts_dev));
+  MLA_TRY(d.off.download(&off_dev));
   if (parts_dev != r->parts_ref || off_dev != r->off_ref)
     return finish(Status::internal("plan_decode", "device plan differs from the host plan (" + name + ")"));
-  if (Status st = check_merge_counters_zero(d_cnt, name); !st.is_ok()) return finish(st);
+  if (Status st = check_merge_counters_zero(d.cnt, name); !st.is_ok()) return finish(st);
   r->out.assign(h.out_elems(), 0);
   r->lse.assign(h.lse_elems(), 0.f);
-  MLA_TRY(d_out.download(&r->out));
-  MLA_TRY(d_lse.download(&r->lse));
+  MLA_TRY(d.out.download(&r->out));
+  MLA_TRY(d.lse.download(&r->lse));
   if (Status st = check_empty_rows(s.batch, s.s_q, s.h_q, s.causal, h.seqlens, r->out, r->lse, name); !st.is_ok())
     return finish(st);
 
   std::vector<uint16_t> out_g;
   std::vector<float> lse_g;
   Status replays;
-  if (Status st = replay_as_graph([&] { return call(false); }, stream, d_out, d_lse, d_parts, r->out, r->lse, name,
+  if (Status st = replay_as_graph([&] { return call(false); }, stream, d.out, d.lse, d.parts, r->out, r->lse, name,
                                   &out_g, &lse_g, &replays);
       !st.is_ok())
     return finish(st);
@@ -289,9 +307,8 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
       std::memcmp(lse_g.data(), r->lse.data(), lse_g.size() * 4) != 0)
     return finish(Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")"));
   if (!replays.is_ok()) return finish(replays);
-  if (Status st = check_merge_counters_zero(d_cnt, name); !st.is_ok()) return finish(st);
-  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws, &d_cnt})
-    if (Status st = b->check_guards(name); !st.is_ok()) return finish(st);
+  if (Status st = check_merge_counters_zero(d.cnt, name); !st.is_ok()) return finish(st);
+  if (Status st = d.check_guards(name); !st.is_ok()) return finish(st);
   return finish(Status::ok());
 }
 

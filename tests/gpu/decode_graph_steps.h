@@ -37,19 +37,8 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
   DecodePlanGeometry g;
   MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &g));  // shapes only, as a graph step
   const size_t parts_ints = size_t(g.num_parts) * kPlanPartInts;
-  DeviceBuffer d_q, d_cache, d_bt, d_sl, d_out, d_lse, d_parts, d_off, d_ws;
-  MLA_TRY(d_q.alloc(h.q.size()));
-  MLA_TRY(d_cache.alloc(h.cache.size()));
-  MLA_TRY(d_bt.alloc(h.block_table.size() * 4));
-  MLA_TRY(d_sl.alloc(size_t(s.batch) * 4));
-  MLA_TRY(d_out.alloc(h.out_elems() * 2));
-  MLA_TRY(d_lse.alloc(h.lse_elems() * 4));
-  MLA_TRY(d_parts.alloc(parts_ints * 4));
-  MLA_TRY(d_off.alloc((size_t(s.batch) + 1) * 4));
-  MLA_TRY(d_ws.alloc(decode_workspace_bytes(g)));
-  MLA_TRY(d_q.upload(h.q));
-  MLA_TRY(d_cache.upload(h.cache));
-  MLA_TRY(d_bt.upload(h.block_table));
+  DecodeStepBuffers d;  // no merge counters: the engine passes none
+  MLA_TRY(d.alloc(h, g, /*counters=*/false));
 
   cudaStream_t stream;
   MLA_CUDA_TRY("test", cudaStreamCreate(&stream));
@@ -62,15 +51,14 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
     return st;
   };
   // The engine's calls: the plan with the block table (page hints), no merge counters (the combine merges).
-  const DecodePlanView plan{d_parts.as<int32_t>(), d_off.as<int32_t>(), g.num_parts};
-  const MlaDecodeParams p =
-      h.params(d_q.data(), d_cache.data(), d_bt.data(), d_sl.data(), d_out.data(), d_lse.data(), softmax_scale);
-  const TensorView d_seqlens = TensorView::contiguous(d_sl.data(), DType::kInt32, {s.batch});
-  MLA_TRY(d_sl.upload(steps.front()));  // what the capture sees is never read: it is not run
+  const DecodePlanView plan{d.parts.as<int32_t>(), d.off.as<int32_t>(), g.num_parts};
+  const MlaDecodeParams p = d.params(h, softmax_scale);
+  const TensorView d_seqlens = TensorView::contiguous(d.sl.data(), DType::kInt32, {s.batch});
+  MLA_TRY(d.sl.upload(steps.front()));  // what the capture sees is never read: it is not run
   if (cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal); e != cudaSuccess)
     return finish(Status::cuda("test", cudaGetErrorString(e)));
   const Status planned = cuda::plan_decode(d_seqlens, p.block_table, g, plan, stream);
-  const Status cap = planned.is_ok() ? cuda::mla_decode(p, g, plan, d_ws.data(), d_ws.bytes(), stream) : planned;
+  const Status cap = planned.is_ok() ? cuda::mla_decode(p, g, plan, d.ws.data(), d.ws.bytes(), stream) : planned;
   const cudaError_t end = cudaStreamEndCapture(stream, &graph);
   if (!cap.is_ok()) return finish(cap);
   if (end != cudaSuccess) return finish(Status::cuda("test", cudaGetErrorString(end)));
@@ -87,22 +75,22 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
     GraphStepResult r;
     r.tag = "step " + std::to_string(k);
     r.seqlens = &steps[k];
-    MLA_TRY(d_sl.upload(lens));
-    MLA_TRY(d_out.poison());
-    MLA_TRY(d_lse.poison());
-    MLA_TRY(d_parts.poison());
-    MLA_TRY(d_off.poison());
-    MLA_TRY(d_ws.poison());
+    MLA_TRY(d.sl.upload(lens));
+    MLA_TRY(d.out.poison());
+    MLA_TRY(d.lse.poison());
+    MLA_TRY(d.parts.poison());
+    MLA_TRY(d.off.poison());
+    MLA_TRY(d.ws.poison());
     if (cudaError_t e = cudaGraphLaunch(exec, stream); e != cudaSuccess)
       return Status::cuda("mla_decode", cudaGetErrorString(e));
     if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
       return Status::cuda("mla_decode", std::string(cudaGetErrorString(e)) + " (" + name + ", " + r.tag + ")");
     r.out.assign(h.out_elems(), 0);
     r.lse.assign(h.lse_elems(), 0.f);
-    MLA_TRY(d_out.download(&r.out));
-    MLA_TRY(d_lse.download(&r.lse));
-    MLA_TRY(d_parts.download(&parts_dev));
-    MLA_TRY(d_off.download(&off_dev));
+    MLA_TRY(d.out.download(&r.out));
+    MLA_TRY(d.lse.download(&r.lse));
+    MLA_TRY(d.parts.download(&parts_dev));
+    MLA_TRY(d.off.download(&off_dev));
 
     const TensorView host_lens = TensorView::contiguous(lens.data(), DType::kInt32, {s.batch});
     MLA_TRY(ref::plan_decode(host_lens,
@@ -128,8 +116,7 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
   };
   for (size_t k = 0; k < steps.size(); ++k)
     if (Status st = run_step(k); !st.is_ok()) return finish(st);
-  for (const DeviceBuffer* b : {&d_q, &d_cache, &d_bt, &d_sl, &d_out, &d_lse, &d_parts, &d_off, &d_ws})
-    if (Status st = b->check_guards(name); !st.is_ok()) return finish(st);
+  if (Status st = d.check_guards(name); !st.is_ok()) return finish(st);
   return finish(Status::ok());
 }
 
