@@ -100,6 +100,13 @@ inline Status check_reference_complete(KvFormat f, const std::vector<uint16_t>& 
                                       std::to_string(bad_lse) + " lse values NaN or +inf (" + name + ")");
 }
 
+// lse compared in units of max(1, |lse_ref|): relative where |lse| is large, absolute near 0 (the fp8 formats' lse
+// metric). Rows of -inf on both sides give NaN on both, which compare() skips (check_empty_rows holds them exactly).
+inline ErrorStats compare_lse(const std::vector<float>& got, const std::vector<float>& ref) {
+  return compare(ref.size(), [&](size_t i) { return double(got[i]) / std::max(1.0, std::fabs(double(ref[i]))); },
+                 [&](size_t i) { return double(ref[i]) / std::max(1.0, std::fabs(double(ref[i]))); });
+}
+
 // The fused merge's counters (DecodePlanView::merge_counters): plan_decode zeroes them and every mla_decode call must
 // leave them zero, or the next layer's call of the step would merge at the wrong arrival.
 inline Status check_merge_counters_zero(const DeviceBuffer& d_cnt, const std::string& name) {

@@ -211,10 +211,6 @@ ErrorStats compare_out(const std::vector<uint16_t>& got, const std::vector<uint1
   return compare(ref.size(), [&](size_t i) { return double(bf16_to_float(got[i])) / unit; },
                  [&](size_t i) { return double(bf16_to_float(ref[i])) / unit; });
 }
-ErrorStats compare_lse(const std::vector<float>& got, const std::vector<float>& ref) {
-  return compare(ref.size(), [&](size_t i) { return double(got[i]) / std::max(1.0, std::fabs(double(ref[i]))); },
-                 [&](size_t i) { return double(ref[i]) / std::max(1.0, std::fabs(double(ref[i]))); });
-}
 
 // Kernel vs both references (see the file header).
 Status run_fp8ds_case(const std::string& name, DecodeHostData h, CaseReport* rep) {
