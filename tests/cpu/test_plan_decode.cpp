@@ -923,17 +923,47 @@ TEST(PlanDecode, SpreadStepsOfEqualLengthsCutNearlyEverySequence) {
   }
   EXPECT_GE(spread_steps, 50);  // the loop saw enough spread steps to mean something
   auto whole = [](const Plan& p, int b) { return p.offsets[b + 1] - p.offsets[b] == 1; };
-  // With today's tuning (seq_cost 3 or 5, or split price 0, would cut all 39 here).
-  const Plan short_step = make_plan(std::vector<int32_t>(39, 269), 1, 64, 132, {}, -1, true);  // 5 pages each
+  // With today's tuning (seq_cost 3 or 5, or split price 0, would cut all 39 here). The geometry knows it from the
+  // seqlens (host_uncut), so the step is not taken for a spread one; a graph's geometry (shapes only) cannot know.
+  const std::vector<int32_t> short_lens(39, 269);  // 5 pages each
+  const Plan short_step = make_plan(short_lens, 1, 64, 132, {}, -1, true);
   ASSERT_EQ(short_step.g.tile_rows, kDecodeRowsPerCta);
-  EXPECT_TRUE(decode_plan_spreads_sequences(short_step.g));
+  EXPECT_TRUE(short_step.g.host_uncut);
+  EXPECT_FALSE(decode_plan_spreads_sequences(short_step.g));
+  EXPECT_TRUE(decode_plan_spreads_sequences(make_plan(short_lens, 1, 64, 132).g));
   for (int b = 0; b < 39; ++b) EXPECT_TRUE(whole(short_step, b)) << b;
   std::vector<int32_t> skewed(13, 640);  // 12 sequences of 10 pages and one of 1024
   skewed[5] = 65536;
   const Plan skewed_step = make_plan(skewed, 1, 128, 132, {}, -1, true);
   ASSERT_EQ(skewed_step.g.tile_rows, kDecodeRowsPerCta);
+  EXPECT_FALSE(skewed_step.g.host_uncut);
   EXPECT_TRUE(decode_plan_spreads_sequences(skewed_step.g));
   for (int b = 0; b < 13; ++b) EXPECT_EQ(whole(skewed_step, b), b != 5) << b;
+}
+
+// host_uncut is the default-tuned host plan's "every sequence in one piece" (decode_plan_wants_fused_merge of its
+// split_offsets), known only from host seqlens. Random steps of short and long, equal and mixed lengths, every h_q and
+// s_q; both answers must be seen, or the comparison means nothing.
+TEST(PlanDecode, GeometryKnowsWhetherThePlanCutsAnything) {
+  std::mt19937 rng(59);
+  int uncut = 0, cut = 0;
+  for (int iter = 0; iter < 600; ++iter) {
+    const int batch = 1 + rng() % 140;
+    const int base = 1 + rng() % (iter % 2 ? 700 : 9000);
+    std::vector<int32_t> sl(batch);
+    for (auto& x : sl) x = iter % 3 ? base : int32_t(rng() % (base + 1));
+    const int h_q = 16 << (rng() % 4), s_q = 1 + rng() % 4;
+    const Plan p = make_plan(sl, s_q, h_q, 132, {}, -1, /*host_seqlens=*/true);
+    const bool want = decode_plan_wants_fused_merge(p.g, p.offsets.data());
+    EXPECT_EQ(p.g.host_uncut, want) << "batch " << batch << " h_q " << h_q << " s_q " << s_q << " base " << base;
+    (want ? uncut : cut) += 1;
+    EXPECT_FALSE(make_plan(sl, s_q, h_q, 132).g.host_uncut);  // no seqlens: unknown, reported as cut
+  }
+  EXPECT_GE(uncut, 50);
+  EXPECT_GE(cut, 50);
+  // The sweep's shapes (bench/decode/NOTES.md "Session 59"): h_q 128 b24 s320 stays whole, s384 is cut.
+  EXPECT_TRUE(make_plan(std::vector<int32_t>(24, 320), 1, 128, 132, {}, -1, true).g.host_uncut);
+  EXPECT_FALSE(make_plan(std::vector<int32_t>(24, 384), 1, 128, 132, {}, -1, true).g.host_uncut);
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ Status run_plan(const PlanArgs& a) {
   // The fp8 format's 64-row kernel for this step, with the merge above (MLA_DECODE_FP8_VARIANT64 unset or auto).
   if (g.tile_rows == kDecodeRowsPerCta && g.s_q * g.h_q >= 48)
     std::printf("fp8 64-row kernel: %s\n",
-                sm90::decode_fp8::auto_picks_ws3(g, fused)        ? "ws3 (scorer split: short split parts at h_q 128, "
+                sm90::decode_fp8::auto_picks_ws3(g, fused)        ? "ws3 (scorer split: short parts of a spread cut step, "
                                                                     "decode_fp8/variant64.h)"
                 : sm90::decode_fp8::auto_picks_ws_split(g, fused) ? "ws_split (sequences cut: plain stores, "
                                                                     "decode_fp8/variant64.h)"

@@ -86,6 +86,11 @@ struct DecodePlanGeometry {
   // block-table width the step needs. mla_decode and plan_decode reject a narrower table before launching anything
   // (a kernel would read past the row: other sequences' pages, or past the buffer).
   int host_max_seq_pages = 0;
+  // True when decode_plan_geometry was given the host seqlens and the step's plan, under DecodePlanTuning's defaults
+  // (the engine's), cuts no sequence: every one is a single piece, so nothing merges and every segment is direct.
+  // False when some sequence is cut, or unknown (no seqlens: a graph's geometry). A launcher's kernel choice only
+  // (decode_plan_spreads_sequences, decode_fp8/variant64.h); every kernel is right for any plan.
+  bool host_uncut = false;
 };
 
 // The tuning a plan_decode call may run with: seq_cost, split_cost, short_step_pages and the geometry's split_price
@@ -187,12 +192,17 @@ inline bool decode_plan_wants_fused_merge(const DecodePlanGeometry& g, const int
   return true;
 }
 
-// Whether a step's sequences average at least two CTA columns each (2 x batch <= num_parts): on about equal lengths of
-// >= 10 pages its plan then cuts nearly every sequence into pieces, each written as a split partial (shorter ones the
-// default tuning keeps whole, and a skewed step cuts only its long ones: test_plan_decode.cpp). The fp8 and fp8_ds
-// 64-row kernels run a form without their TMA-store epilogue for direct segments on such steps when the combine merges
-// them (decode_fp8/variant64.h, mla_decode.cu). A shape rule, so a CUDA graph replayed across steps keeps its kernel.
-inline bool decode_plan_spreads_sequences(const DecodePlanGeometry& g) { return 2 * g.batch <= g.num_parts; }
+// Whether a step's sequences average at least two CTA columns each (2 x batch <= num_parts) and the geometry does not
+// know them to be uncut (host_uncut): on about equal lengths of >= 10 pages its plan then cuts nearly every sequence
+// into pieces, each written as a split partial (a skewed step cuts only its long ones: test_plan_decode.cpp). The fp8
+// and fp8_ds 64-row kernels run a form without their TMA-store epilogue for direct segments on such steps when the
+// combine merges them (decode_fp8/variant64.h, mla_decode.cu). Without seqlens a shape rule, so a CUDA graph replayed
+// across steps keeps its kernel. With them, a step of short sequences the default tuning keeps whole (3-5 pages, 17-66
+// sequences) keeps the TMA form: there every segment is direct, and the plain form lost 5-20 % on all 29 such shapes
+// of h_q 64 / 128 (fp8, H200, bench/decode/NOTES.md "Session 59"; bf16 3-10 %).
+inline bool decode_plan_spreads_sequences(const DecodePlanGeometry& g) {
+  return 2 * g.batch <= g.num_parts && !g.host_uncut;
+}
 
 // Workspace for split partials: o_accum fp32 [max_splits, s_q * h_q, 512] at offset 0, then lse_accum
 // fp32 [max_splits, s_q * h_q] at decode_workspace_lse_offset(g). Fixed-size from the geometry. (The plan

@@ -9,27 +9,36 @@
 // - b32 s256 / s512 / s1024 19.1 -> 18.0, 21.3 -> 20.0, 25.7 -> 25.2;
 // - a tie at b32 s2048 (16 pages a part), losses from 64 pages a part (b32 s8192 +2.5 %);
 // - losses of 0.4-1.9 us at b64 / b128, whose whole sequences per part take the fused merge.
-// h_q 64 was mixed in c6 (b16 s1024 -1.0 us, b32 s4096 +1.0, b64 +1..+1.9), so the rule is h_q 128's alone: ws3 runs
-// a step only when the caller's geometry knows its pages (host seqlens: eager steps; a graph replayed across steps
-// keeps ws), s_q is 1, h_q 128, at most kWs3MaxBatch sequences (every one cut into pieces), the parts average at most
-// kWs3MaxMeanPartPages and no fused merge was asked for.
+// h_q 64 was mixed in c6 (b16 s1024 -1.0 us, b32 s4096 +1.0, b64 +1..+1.9, against ws with the fused merge of then),
+// so the rule was h_q 128's alone, at most 32 sequences. Session 59 measured it under the combine (the engine's merge;
+// bench/decode/NOTES.md "Session 59"), where a cut step's alternative is ws_split, and widened it: ws3 won on every
+// spread cut step (decode_plan_spreads_sequences) of h_q 64 (b20-b66, s192-s1024, parts of 1-7 pages: -1.0..-15 %,
+// b66 s640 25.5 -> 23.9 us) and h_q 128 b33 (s640 / s1024 -7.3 / -4.8 %), also at 9-16 pages (-0.8..-2.9 %, left on
+// ws_split: session 44's tie); it lost 6-11 % on h_q 128 b48 / b64 (not spread: ws_qreg, 66 parts for 48-64
+// sequences). On steps of short whole sequences the TMA-store kernel beat it by 5-13 % (host_uncut). So ws3 runs a step
+// when the caller's geometry knows its pages (host seqlens: eager steps; a graph replayed across steps keeps the shape
+// rule below), s_q is 1, h_q 64 or 128, the step spreads its sequences and some are cut, the parts average at most
+// kWs3MaxMeanPartPages, and no fused merge was asked for. Not measured: h_q 64 below 16 sequences (b1 s8192 takes ws3).
 #include "mla/ops/plan_decode.h"
 
 namespace mla::sm90::decode_fp8 {
 
-constexpr int kWs3MaxMeanPartPages = 8, kWs3MaxBatch = 32;
+constexpr int kWs3MaxMeanPartPages = 8;
 
 inline bool auto_picks_ws3(const DecodePlanGeometry& g, bool fused_merge) {
-  return g.tile_rows == kDecodeRowsPerCta && g.s_q == 1 && g.h_q == 128 && g.batch <= kWs3MaxBatch && !fused_merge &&
-         g.host_mean_part_pages > 0 && g.host_mean_part_pages <= kWs3MaxMeanPartPages;
+  return g.tile_rows == kDecodeRowsPerCta && g.s_q == 1 && (g.h_q == 64 || g.h_q == 128) && !fused_merge &&
+         decode_plan_spreads_sequences(g) && g.host_mean_part_pages > 0 &&
+         g.host_mean_part_pages <= kWs3MaxMeanPartPages;
 }
 
 // Otherwise a step merged by the combine whose sequences average at least two CTA columns each (2 x batch <= parts)
 // has its sequences cut into pieces, each written as a split partial through plain stores. The default kernel's TMA
 // epilogue for direct segments (config_ws.h kTmaOut) buys nothing there and its code costs the whole kernel's
 // register allocation (6 Q-register steps, not 8): h_q 128 b32 s4096 / s8192 54.4 -> 55.5 / 92.0 -> 93.5 us with it
-// (session 49 c5). Such steps run WsSplit, the kernel as it was before. A shape rule, so a CUDA graph replayed across
-// steps gets it too; a short sequence left whole by the plan is still right on WsSplit (plain stores), only slower.
+// (session 49 c5). Such steps run WsSplit, the kernel as it was before. Without seqlens a shape rule, so a CUDA graph
+// replayed across steps gets it too; a short sequence left whole by the plan is still right on WsSplit (plain stores),
+// only slower: an eager step whose geometry knows nothing is cut (host_uncut) keeps ws (5-20 % faster there, h_q 64 /
+// 128 b17-b66 s128-s320, session 59).
 inline bool auto_picks_ws_split(const DecodePlanGeometry& g, bool fused_merge) {
   return g.tile_rows == kDecodeRowsPerCta && !fused_merge && decode_plan_spreads_sequences(g);
 }
