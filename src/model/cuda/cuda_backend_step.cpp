@@ -222,6 +222,15 @@ Status CudaBackend::plan_step() {
     st.plan.split_offsets = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * (st.num_abs + 1)));
     st.dec_workspace_bytes = decode_workspace_bytes(st.geom);
     st.dec_workspace = s.act.alloc(st.dec_workspace_bytes);
+    // A step whose host plan cuts no sequence (an eager step's geometry knows: host_uncut) passes the plan's merge
+    // counters, as decode_plan_wants_fused_merge advises: every segment is direct, so the decode kernels merge nothing
+    // and no combine grid is launched (1-3 us a layer, bench/decode/NOTES.md "Session 24"). plan_decode zeroes them;
+    // every layer's mla_decode leaves them zero. A graph step's geometry cannot know its cuts: it keeps the combine.
+    st.plan.merge_counters = nullptr;
+    if (st.geom.host_uncut) {
+      st.plan.merge_counters = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * decode_plan_counters(st.geom)));
+      if (!st.plan.merge_counters) return Status::oom(kOp, "activation arena exhausted by the decode merge counters");
+    }
     if (!st.plan.parts || !st.plan.split_offsets || !st.dec_workspace)
       return Status::oom(kOp,
                          "activation arena exhausted by the decode plan (" + std::to_string(st.num_abs) + " rows)");
