@@ -24,12 +24,17 @@
 #include "ops/cuda/sm90/decode/tma.h"                // named_sync
 #include "ops/cuda/sm90/decode/traits.h"             // Bf16Traits
 #include "ops/cuda/sm90/decode/wgmma.h"              // fence_proxy_async
+#include "ops/cuda/sm90/decode_fp8/config_ws.h"       // MLA_FP8_WS_KO
 
 namespace mla::sm90::decode_fp8 {
 
 // write_segment_ws for a direct segment of the fp8 kernel (both consumer warpgroups, same order: the 256-thread
 // row-sum exchange of ws_publish_row_sums, then 128-thread barriers per warpgroup). s_stage: the 8 slots of rounds 1,
 // or this warpgroup's 2 slots of rounds 2 (1024-byte aligned). out = O / l * out_scale (k_scale).
+// Knock-outs of a switch's epilogue (rounds 2 only; kernel_ws.cuh MLA_FP8_WS_KO, wrong results by design): 1024 the
+// issuing thread does not wait for the stores' reads of the slots (what the two read latencies on the path cost);
+// 2048 nothing is staged or stored (the row-sum exchange, the lse and every barrier kept: what the staging and the
+// stores cost beyond the exchange).
 __device__ __forceinline__ void write_out_staged(const decode::DecodeKernelParams& p, const decode::WsState& st,
                                                  float* s_l, int parity, int b, int tile_row0, int valid_rows, int wg,
                                                  int warp, int lane, uint32_t s_stage, int rounds,
@@ -53,6 +58,7 @@ __device__ __forceinline__ void write_out_staged(const decode::DecodeKernelParam
       const uint32_t row = slots + row_local * 128 + 4 * t4 + (g << 4);
 #pragma unroll
       for (int t = 16 * half; t < 16 * half + 16; ++t) {
+        if ((MLA_FP8_WS_KO & 2048) != 0 && rounds == 2) break;
         const uint32_t a = (row + ((t >> 3) & slot_mask) * kSlabBytes) ^ ((t & 7) << 4);
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a),
                      "r"(decode::Bf16Traits::pack(st.o[t][2 * h] * inv[h], st.o[t][2 * h + 1] * inv[h]))
@@ -65,11 +71,11 @@ __device__ __forceinline__ void write_out_staged(const decode::DecodeKernelParam
     if (half == 0 && rounds == 1) continue;  // both halves go out together
     decode::fence_proxy_async();  // the staged values (generic proxy) before the TMA unit reads them
     decode::named_sync(decode::kBarWg + wg, 128);
-    if ((threadIdx.x & 127) == 0) {
+    if ((threadIdx.x & 127) == 0 && ((MLA_FP8_WS_KO & 2048) == 0 || rounds == 1)) {
       for (int k = rounds == 1 ? 0 : 2 * half; k < 2 * half + 2; ++k)
         decode::tma_store_3d(&p.tmap_out, slots + (k & slot_mask) * kSlabBytes, (4 * wg + k) * 64, tile_row0, b);
       decode::bulk_commit_group();
-      decode::bulk_wait_read_all();
+      if ((MLA_FP8_WS_KO & 1024) == 0 || rounds == 1) decode::bulk_wait_read_all();
     }
   }
   decode::named_sync(decode::kBarWg + wg, 128);  // no warp reuses the slots before the stores have read them
