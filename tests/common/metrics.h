@@ -1,9 +1,11 @@
 #pragma once
 // Error metrics shared by CPU and GPU tests: NaN/Inf first, then relative L2 and max-abs.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace mla::test {
 
@@ -44,6 +46,34 @@ ErrorStats compare(size_t n, GotFn got, RefFn ref) {
     if (std::fabs(d) > s.max_abs) { s.max_abs = std::fabs(d); s.worst = i; }
   }
   s.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return s;
+}
+
+// The worst row of a row-major result of rows x cols values: the largest ||got_r - ref_r|| / max(||ref_r||, floor) over
+// the rows, floor = 1e-2 x the rows' RMS norm (a row whose reference is near zero is held to an absolute error). A
+// case's rel_l2 runs over every row, so one wrong row of many hides in it (one of 8192 rows 100 % off moves it by
+// 1.1 %); this metric is that row's own check. Values non-finite on either side are skipped (compare counts them).
+// rel_l2 = that ratio, worst = its row, n = rows, max_abs = 0 (a Tolerance for it bounds rel_l2 alone).
+template <class GotFn, class RefFn>
+ErrorStats worst_row(size_t rows, size_t cols, GotFn got, RefFn ref) {
+  std::vector<double> num(rows, 0.0), den(rows, 0.0);
+  double den_all = 0;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) {
+      const double g = got(r * cols + c), x = ref(r * cols + c);
+      if (!std::isfinite(g) || !std::isfinite(x)) continue;
+      num[r] += (g - x) * (g - x);
+      den[r] += x * x;
+    }
+  for (double d : den) den_all += d;
+  const double floor2 = rows > 0 ? 1e-4 * den_all / double(rows) : 0.0;  // (1e-2 x the RMS row norm)^2
+  ErrorStats s;
+  s.n = rows;
+  for (size_t r = 0; r < rows; ++r) {
+    const double d = std::max(den[r], floor2);
+    const double e = d > 0 ? std::sqrt(num[r] / d) : std::sqrt(num[r]);
+    if (e > s.rel_l2) s.rel_l2 = e, s.worst = r;
+  }
   return s;
 }
 
