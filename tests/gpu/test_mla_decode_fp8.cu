@@ -78,7 +78,7 @@ constexpr Tolerance kFp8LseTol{5e-3, 3e-2,
                                "S noise of the e4m3 wgmma accumulation only: measured max rel_l2 7.1e-4, max_abs "
                                "7.5e-3 over 383 cases"};
 // Each output row on its own (worst_row, metrics.h: one wrong row of a b128 case hides in the case's rel_l2). A row's
-// error is its e4m3 P flips: one flip moves a weight p by an e4m3 ulp (2^-4 p at most), so a row carried by a few
+// error is its e4m3 P flips: one flip moves a weight p by an e4m3 ulp (2^-4 to 2^-3 of p), so a row carried by a few
 // keys moves by up to ~0.12 of its norm a flip. The limit, 0.5, catches a broadly wrong row (another sequence's keys:
 // ~1.4; a sign: 2; a scale off by 2x: 0.5-1). Set before its first run (session 59): the log's "worst row" values are
 // the measurement to tighten it from.

@@ -131,13 +131,14 @@ Status run_plan(const PlanArgs& a) {
   std::printf("balance: longest part %lld page(s), ideal %.2f (pages / columns)\n", static_cast<long long>(longest),
               static_cast<double>(step.blocks) / g.num_parts);
   const bool fused = decode_plan_wants_fused_merge(g, offsets.data());
+  g.host_uncut = fused;  // from this plan's tuning (--tune), not the geometry's default one
   std::printf("splits: %d sequence(s) cut, into at most %d pieces; %d partial slot(s) of %d; merge: %s\n", split_seqs,
               max_pieces, offsets[batch], g.max_splits,
               split_seqs == 0 ? "none needed" : fused ? "fused into the decode kernel" : "the combine grid");
   // The fp8 format's 64-row kernel for this step, with the merge above (MLA_DECODE_FP8_VARIANT64 unset or auto).
   if (g.tile_rows == kDecodeRowsPerCta && g.s_q * g.h_q >= 48)
     std::printf("fp8 64-row kernel: %s\n",
-                sm90::decode_fp8::auto_picks_ws3(g, fused)        ? "ws3 (scorer split: short parts of a spread cut step, "
+                sm90::decode_fp8::auto_picks_ws3(g, fused)        ? "ws3 (scorer split: short parts, cut spread step, "
                                                                     "decode_fp8/variant64.h)"
                 : sm90::decode_fp8::auto_picks_ws_split(g, fused) ? "ws_split (sequences cut: plain stores, "
                                                                     "decode_fp8/variant64.h)"

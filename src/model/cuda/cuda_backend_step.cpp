@@ -226,8 +226,11 @@ Status CudaBackend::plan_step() {
     // counters, as decode_plan_wants_fused_merge advises: every segment is direct, so the decode kernels merge nothing
     // and no combine grid is launched (1-3 us a layer, bench/decode/NOTES.md "Session 24"). plan_decode zeroes them;
     // every layer's mla_decode leaves them zero. A graph step's geometry cannot know its cuts: it keeps the combine.
+    // host_uncut is the default tuning's answer, which the plan_decode call below uses too (a step with another tuning
+    // would need its own: a cut plan under the fused merge costs 12-36 us, NOTES.md "Session 50"). Narrow 16-row
+    // tiles have no fused merge (mla_decode drops the counters there).
     st.plan.merge_counters = nullptr;
-    if (st.geom.host_uncut) {
+    if (st.geom.host_uncut && st.geom.tile_rows == kDecodeRowsPerCta) {
       st.plan.merge_counters = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * decode_plan_counters(st.geom)));
       if (!st.plan.merge_counters) return Status::oom(kOp, "activation arena exhausted by the decode merge counters");
     }

@@ -18,17 +18,18 @@
 // sequences). On steps of short whole sequences the TMA-store kernel beat it by 5-13 % (host_uncut). So ws3 runs a step
 // when the caller's geometry knows its pages (host seqlens: eager steps; a graph replayed across steps keeps the shape
 // rule below), s_q is 1, h_q 64 or 128, the step spreads its sequences and some are cut, the parts average at most
-// kWs3MaxMeanPartPages, and no fused merge was asked for. Not measured: h_q 64 below 16 sequences (b1 s8192 takes ws3).
+// kWs3MaxMeanPartPages, no fused merge was asked for, and at h_q 64 at least kWs3MinBatch64 sequences (below, e.g. b1
+// s8192 or b8 s2048, not measured under the combine: ws_split until session 59's queued c2 says).
 #include "mla/ops/plan_decode.h"
 
 namespace mla::sm90::decode_fp8 {
 
-constexpr int kWs3MaxMeanPartPages = 8;
+constexpr int kWs3MaxMeanPartPages = 8, kWs3MinBatch64 = 16;
 
 inline bool auto_picks_ws3(const DecodePlanGeometry& g, bool fused_merge) {
-  return g.tile_rows == kDecodeRowsPerCta && g.s_q == 1 && (g.h_q == 64 || g.h_q == 128) && !fused_merge &&
-         decode_plan_spreads_sequences(g) && g.host_mean_part_pages > 0 &&
-         g.host_mean_part_pages <= kWs3MaxMeanPartPages;
+  const bool heads = g.h_q == 128 || (g.h_q == 64 && g.batch >= kWs3MinBatch64);
+  return g.tile_rows == kDecodeRowsPerCta && g.s_q == 1 && heads && !fused_merge && decode_plan_spreads_sequences(g) &&
+         g.host_mean_part_pages > 0 && g.host_mean_part_pages <= kWs3MaxMeanPartPages;
 }
 
 // Otherwise a step merged by the combine whose sequences average at least two CTA columns each (2 x batch <= parts)
