@@ -437,9 +437,10 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       // the sequence end may hold NaN codes: the mask replaces their scores whatever they are.
       float mx[2];
       page_row_max<kTreeMax>(sc, p, cur, row_i, t4, mx);  // mainloop_ws.cuh: a tree on whole pages (kTreeMax)
-      if constexpr (MLA_FP8_WS_DEFER_OUT_WAIT != 0) {
+      if constexpr (MLA_FP8_WS_DEFER_OUT_WAIT != 0 && S::kTmaOut >= 2) {
         // The switch's epilogue staged in the P area without waiting for its stores' reads (config_ws.h): wait here,
         // before this page's P goes there (and so before the other warpgroup's next P, which waits for this one's).
+        // Forms without switch staging (kTmaOut < 2: WsSplit) have nothing to wait for.
         if (switched) {
           if (tid == 0) decode::bulk_wait_read_all();
           decode::named_sync(kBarWg + wg, 128);
