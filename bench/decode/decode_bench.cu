@@ -774,13 +774,11 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
                              mla::DecodePlanPages{perm.data(), pages_per_seq});
     if (dev != host || dev_off != host_off)
       return Status::internal(kOp, "device plan differs from compute_decode_plan on the host");
-    // As an engine with the step's seqlens on the host would: the fused merge only where it pays (or forced).
-    if (!fused_merge_forced() && !mla::decode_plan_wants_fused_merge(g, host_off.data())) plan.merge_counters = nullptr;
-    // The geometry's host facts from the plan this row runs: decode_plan_geometry assumed the default tuning and its
-    // own columns, which --tune / --price / --parts change (the kernel choice reads them, decode_fp8/variant64.h).
-    g.host_uncut = mla::decode_plan_wants_fused_merge(g, host_off.data());
-    const int64_t step_pages = mla::decode_step_size(lens.data(), r.batch).blocks;
-    g.host_mean_part_pages = static_cast<int>((step_pages + g.num_parts - 1) / g.num_parts);
+    // The geometry's host facts from the plan this row runs (--tune / --price / --parts change it; the kernel choice
+    // reads them, decode_fp8/variant64.h). As an engine with the step's seqlens on the host would: the fused merge
+    // only where nothing is cut (or forced).
+    mla::decode_plan_note_host_plan(&g, lens.data(), host_off.data());
+    if (!fused_merge_forced() && !g.host_uncut) plan.merge_counters = nullptr;
   }
   if (o.hints == Options::kOff) MLA_TRY(clear_hints());
   if (o.addresses)

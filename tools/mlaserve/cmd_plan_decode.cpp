@@ -130,8 +130,8 @@ Status run_plan(const PlanArgs& a) {
               histogram(pages_per_part).c_str(), histogram(segments_per_part).c_str(), idle, g.num_parts);
   std::printf("balance: longest part %lld page(s), ideal %.2f (pages / columns)\n", static_cast<long long>(longest),
               static_cast<double>(step.blocks) / g.num_parts);
-  const bool fused = decode_plan_wants_fused_merge(g, offsets.data());
-  g.host_uncut = fused;  // from this plan's tuning (--tune), not the geometry's default one
+  decode_plan_note_host_plan(&g, lens.data(), offsets.data());  // this plan's tuning (--tune), not the default
+  const bool fused = g.host_uncut;
   std::printf("splits: %d sequence(s) cut, into at most %d pieces; %d partial slot(s) of %d; merge: %s\n", split_seqs,
               max_pieces, offsets[batch], g.max_splits,
               split_seqs == 0 ? "none needed" : fused ? "fused into the decode kernel" : "the combine grid");

@@ -106,6 +106,12 @@ Status check_decode_plan_tuning(const DecodePlanTuning& tune, const DecodePlanGe
 Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlanGeometry* out,
                             const int32_t* host_seqlens = nullptr, KvFormat format = KvFormat::kBf16);
 
+// The geometry's facts of a host plan (host_mean_part_pages, host_uncut), from the step's host seqlens [batch] and the
+// split_offsets [batch + 1] of the plan it runs. decode_plan_geometry records them for the default tuning on its own
+// columns; a caller that plans with another tuning or column count (bench_decode --tune / --price / --parts, mlaserve
+// plan decode --tune) records its own plan's.
+void decode_plan_note_host_plan(DecodePlanGeometry* g, const int32_t* host_seqlens, const int32_t* host_split_offsets);
+
 // Whether a step of 64-row head tiles takes one CTA column per sequence (num_parts = batch) instead of num_sms / tiles
 // columns: with the step's seqlens given, s_q 1, h_q 128, fewer sequences than num_sms / 2 (and more than the narrow
 // tiles take), every one of kDecodeWholeSeqPages pages (449-512 tokens), and the format bf16, fp16 or fp8. The plan

@@ -11,16 +11,13 @@ namespace mla {
 namespace {
 // A sequence this short (pages) runs whole on one narrow column (decode_plan_narrow_tiles' second case).
 constexpr int kNarrowShortSeqPages = 8;
-
-// Whether the host plan of these seqlens, under the default tuning, leaves every sequence in one piece
-// (DecodePlanGeometry::host_uncut). The plan's walk on the host: O(batch + num_parts), a few us at b128.
-bool plan_cuts_nothing(const int32_t* host_seqlens, const DecodePlanGeometry& g) {
-  std::vector<int32_t> parts(static_cast<size_t>(g.num_parts) * kPlanPartInts), offsets(g.batch + 1);
-  compute_decode_plan(host_seqlens, g.batch, g.num_parts, g.split_price, DecodePlanTuning{}, parts.data(),
-                      offsets.data());
-  return decode_plan_wants_fused_merge(g, offsets.data());
-}
 }  // namespace
+
+void decode_plan_note_host_plan(DecodePlanGeometry* g, const int32_t* host_seqlens, const int32_t* host_split_offsets) {
+  const int64_t pages = decode_step_size(host_seqlens, g->batch).blocks;
+  g->host_mean_part_pages = static_cast<int>((pages + g->num_parts - 1) / g->num_parts);
+  g->host_uncut = decode_plan_wants_fused_merge(*g, host_split_offsets);
+}
 
 Status decode_plan_narrow_tiles(int batch, int s_q, int h_q, int num_sms, const int32_t* host_seqlens, bool* narrow) {
   *narrow = false;
@@ -122,9 +119,11 @@ Status decode_plan_geometry(int batch, int s_q, int h_q, int num_sms, DecodePlan
                                                   "] = " + std::to_string(host_seqlens[b]) + " < 0 (" + shape + ")");
       g.host_max_seq_pages = std::max(g.host_max_seq_pages, decode_num_blocks(host_seqlens[b]));
     }
-    const int64_t pages = decode_step_size(host_seqlens, batch).blocks;
-    g.host_mean_part_pages = static_cast<int>((pages + g.num_parts - 1) / g.num_parts);
-    g.host_uncut = plan_cuts_nothing(host_seqlens, g);
+    // The default-tuned host plan (its walk: O(batch + num_parts), a few us at b128), for its facts.
+    std::vector<int32_t> parts(static_cast<size_t>(g.num_parts) * kPlanPartInts), offsets(batch + 1);
+    compute_decode_plan(host_seqlens, batch, g.num_parts, g.split_price, DecodePlanTuning{}, parts.data(),
+                        offsets.data());
+    decode_plan_note_host_plan(&g, host_seqlens, offsets.data());
   }
   *out = g;
   return Status::ok();
