@@ -16,14 +16,6 @@
 #ifndef MLA_FP8_WS_KO
 #define MLA_FP8_WS_KO 0
 #endif
-// A switch's staged output stores (rounds 2, epilogue_out_ws.cuh) read their slots while the warpgroup moves on (1),
-// or the epilogue waits for those reads before it returns (0, the default). 1 moves each wait to just before the slots
-// are written again: the switched warpgroup's before its next P store (its slots are the P area), every warpgroup's
-// at the start of its next staged epilogue (the spare out area may go to either warpgroup at the next switch), and at
-// the CTA's end. Session 59, for A/B runs (bench/decode/NOTES.md "Session 59" 9: the bound, knock-out 1024).
-#ifndef MLA_FP8_WS_DEFER_OUT_WAIT
-#define MLA_FP8_WS_DEFER_OUT_WAIT 0
-#endif
 namespace mla::sm90::decode_fp8 {
 
 // Transpose warps of the producer warpgroup (kernel_ws.cuh): 3 (warps 1..3, beside warp 0's TMA thread), or 4 with the

@@ -44,10 +44,6 @@ __device__ __forceinline__ void write_out_staged(const decode::DecodeKernelParam
   const uint32_t slots = rounds == 1 ? s_stage + 4 * wg * kSlabBytes : s_stage;
   const int slot_mask = rounds == 1 ? 3 : 1;  // box k's slot: k & slot_mask
   float l[2], inv[2];
-  // Deferred form (MLA_FP8_WS_DEFER_OUT_WAIT): an earlier switch's stores may still read the slots this epilogue
-  // stages in (either warpgroup's); the exchange's 256-thread barrier below orders this wait before any staging.
-  if constexpr (MLA_FP8_WS_DEFER_OUT_WAIT != 0)
-    if ((threadIdx.x & 127) == 0) decode::bulk_wait_read_all();
   decode::ws_publish_row_sums(st, s_l, parity, wg, warp, lane, l);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {  // boxes 2 half and 2 half + 1
@@ -79,11 +75,9 @@ __device__ __forceinline__ void write_out_staged(const decode::DecodeKernelParam
       for (int k = rounds == 1 ? 0 : 2 * half; k < 2 * half + 2; ++k)
         decode::tma_store_3d(&p.tmap_out, slots + (k & slot_mask) * kSlabBytes, (4 * wg + k) * 64, tile_row0, b);
       decode::bulk_commit_group();
-      const bool defer = MLA_FP8_WS_DEFER_OUT_WAIT != 0 && rounds == 2 && half == 1;  // waited for before reuse
-      if (((MLA_FP8_WS_KO & 1024) == 0 || rounds == 1) && !defer) decode::bulk_wait_read_all();
+      if ((MLA_FP8_WS_KO & 1024) == 0 || rounds == 1) decode::bulk_wait_read_all();
     }
   }
-  if (MLA_FP8_WS_DEFER_OUT_WAIT != 0 && rounds == 2) return;
   decode::named_sync(decode::kBarWg + wg, 128);  // no warp reuses the slots before the stores have read them
 }
 

@@ -437,15 +437,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       // the sequence end may hold NaN codes: the mask replaces their scores whatever they are.
       float mx[2];
       page_row_max<kTreeMax>(sc, p, cur, row_i, t4, mx);  // mainloop_ws.cuh: a tree on whole pages (kTreeMax)
-      if constexpr (MLA_FP8_WS_DEFER_OUT_WAIT != 0 && S::kTmaOut >= 2) {
-        // The switch's epilogue staged in the P area without waiting for its stores' reads (config_ws.h): wait here,
-        // before this page's P goes there (and so before the other warpgroup's next P, which waits for this one's).
-        // Forms without switch staging (kTmaOut < 2: WsSplit) have nothing to wait for.
-        if (switched) {
-          if (tid == 0) decode::bulk_wait_read_all();
-          decode::named_sync(kBarWg + wg, 128);
-        }
-      }
       float m_new[2], rowsum[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -518,9 +509,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
     pv(j - 1, mp, zero2);
     epilogue(prev_b, out_stage(true, false), true);
   }
-  // Deferred form: a switch's stores may still read shared memory, which must outlive them (config_ws.h).
-  if constexpr (MLA_FP8_WS_DEFER_OUT_WAIT != 0)
-    if (tid == 0) decode::bulk_wait_read_all();
   tl.last(8);  // timeline_ws.cuh: CTA done
   tl.flush();
   ph.store_consumer(wg, warp, lane);
