@@ -63,10 +63,10 @@ constexpr Tolerance kDecodeLseTol{1e-5, 1e-3, "fp32 log-sum-exp, summation order
 const Tolerance& case_tol(KvFormat f) { return f == KvFormat::kFp16 ? kFp16Tol : kDecodeTol; }
 // Each output row on its own (worst_row, metrics.h: one wrong row of a b128 case hides in the case's rel_l2). A row's
 // error here is its P and output rounding flips: ~2^-9 / sqrt(3) ~ 1.1e-3 relative for bf16 (fp16 8x less), a few times
-// that in a row of few keys. The limit, 2e-2, catches a row off by more than ~2 % of its softmax mass (one page of
-// fifty missing, another sequence's keys, a wrong scale). Set before its first run (session 59): the log's "worst
-// row" values are the measurement to tighten it from.
-constexpr Tolerance kDecodeRowTol{2e-2, 0.0, "a row's 16-bit rounding flips, ~1e-3; 20x margin"};
+// that in a row of few keys; a missing page, another sequence's keys or a wrong scale moves a row by far more.
+// Measured on the H200 (session 60, ce5a9ad's tests, MLA_TEST_SEED=5904, 328 comparisons): median 6.6e-4, p90 2.3e-3,
+// max 3.8e-3 (b32 h128 graph steps). The limit is 2.6x that maximum.
+constexpr Tolerance kDecodeRowTol{1e-2, 0.0, "a row's 16-bit rounding flips: measured max 3.8e-3 over 328 comparisons"};
 // Unsplit reference (rounds P at the global running max, the kernel at each split's): adds bf16 P
 // rounding noise (measured worst 1.8e-3), still under the 1e-2 worst case a bf16 kernel is allowed.
 constexpr double kUnsplitRelL2 = 1e-2;

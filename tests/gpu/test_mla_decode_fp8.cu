@@ -80,9 +80,10 @@ constexpr Tolerance kFp8LseTol{5e-3, 3e-2,
 // Each output row on its own (worst_row, metrics.h: one wrong row of a b128 case hides in the case's rel_l2). A row's
 // error is its e4m3 P flips: one flip moves a weight p by an e4m3 ulp (2^-4 to 2^-3 of p), so a row carried by a few
 // keys moves by up to ~0.12 of its norm a flip. The limit, 0.5, catches a broadly wrong row (another sequence's keys:
-// ~1.4; a sign: 2; a scale off by 2x: 0.5-1). Set before its first run (session 59): the log's "worst row" values are
-// the measurement to tighten it from.
-constexpr Tolerance kFp8RowTol{0.5, 0.0, "a row's e4m3 P flips, up to ~0.12 each in a row of few keys"};
+// ~1.4; a sign: 2; a scale off by 2x: 0.5-1). Measured on the H200 (session 60, 946409b's tests, MLA_TEST_SEED=5903,
+// 469 comparisons): median 3.6e-2, p90 9.5e-2, p99 1.19e-1, max 1.24e-1 (h128 rows of 511-8191 keys: one flip's worth).
+// The limit, 2x that maximum, still catches a scale off by 2x.
+constexpr Tolerance kFp8RowTol{0.25, 0.0, "a row's e4m3 P flips: measured max 0.124 over 469 comparisons; 2x margin"};
 ErrorStats worst_row_bf16(const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref) {
   return worst_row(ref.size() / kDimV, kDimV, [&](size_t i) { return double(bf16_to_float(got[i])); },
                    [&](size_t i) { return double(bf16_to_float(ref[i])); });
