@@ -24,7 +24,8 @@
 // 33's short-step rule); --price N: the geometry's split_price replaced by N.
 // All three are experiments: the engine uses the defaults. --shape H_Q,BATCH,SEQLEN[,S_Q] (repeatable): time these
 // shapes instead of the grid's rows (no anchor: plan experiments off the grid, e.g. h_q 64 or small batches; S_Q 2-4
-// is causal MTP / speculative decode, printed in an s_q column, its FLOPs counting only the visible keys); with --rows
+// is causal MTP / speculative decode, printed in an s_q column, its FLOPs counting only the visible keys; any SEQLEN, the
+// last page partly filled when it is not a multiple of 64); with --rows
 // it is an error (the rows would be ignored). Every parse error repeats the value it rejects.
 // --prewarm (experiment): what warm kernel code is worth. After each flush, outside the events, one call of the same
 // shape on a few pages of its own, in this format (same: the kernels' code in L2 and the SMs' instruction caches),
@@ -271,9 +272,9 @@ Status parse(int argc, char** argv, Options* o) {
       const std::string v = argv[++i];
       const std::vector<int64_t> t = mla::bench::parse_int_list(v);
       if ((t.size() != 3 && t.size() != 4) || (t[0] != 16 && t[0] != 32 && t[0] != 64 && t[0] != 128) || t[1] < 1 ||
-          t[1] > 4096 || t[2] < 64 || t[2] > 131072 || t[2] % 64 != 0 || (t.size() == 4 && (t[3] < 1 || t[3] > 4)))
-        return Status::invalid(kOp, "--shape wants H_Q,BATCH,SEQLEN[,S_Q] (16|32|64|128, 1..4096, a "
-                                               "multiple of 64 in 64..131072, 1..4); got '" + v + "'");
+          t[1] > 4096 || t[2] < 1 || t[2] > 131072 || (t.size() == 4 && (t[3] < 1 || t[3] > 4)))
+        return Status::invalid(kOp, "--shape wants H_Q,BATCH,SEQLEN[,S_Q] (16|32|64|128, 1..4096, "
+                                               "1..131072, 1..4); got '" + v + "'");
       shape_args += (shape_args.empty() ? "'" : " '") + v + "'";
       o->shapes.push_back({static_cast<int>(t[0]), static_cast<int>(t[1]), static_cast<int>(t[2]), 0.0,
                            t.size() == 4 ? static_cast<int>(t[3]) : 1});
@@ -586,7 +587,7 @@ mla::KvFormat warm_format(const Options& o) {
 template <class Capture>
 Status build_warm_call(const Row& r, mla::KvFormat wf, const mla::MlaDecodeParams& p, const mla::DecodePlanGeometry& g,
                        const mla::DecodePlanTuning& tune, cudaStream_t s, Capture capture, WarmCall* w) {
-  const int pages_per_seq = r.seqlen / mla::kDecodePageSize, num_pages = r.batch * pages_per_seq;
+  const int pages_per_seq = mla::decode_num_blocks(r.seqlen), num_pages = r.batch * pages_per_seq;
   const int kind = fill_kind_of(wf);
   const size_t q_elems = size_t(r.batch) * r.s_q * r.h_q * mla::kDimQK;
   const size_t cache_elems = size_t(pages_per_seq) * mla::kDecodePageSize * mla::kDimQK;  // 16-bit: any format fits
@@ -666,7 +667,7 @@ Status print_read_probe(cudaStream_t s, void* flush, int reps) {
 }
 
 Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timing* t) {
-  const int pages_per_seq = r.seqlen / mla::kDecodePageSize;
+  const int pages_per_seq = mla::decode_num_blocks(r.seqlen);  // the last page partly filled when seqlen % 64 != 0
   const int num_pages = r.batch * pages_per_seq;
   const bool fp16 = o.format == mla::KvFormat::kFp16;
   const bool fp8ds = o.format == mla::KvFormat::kFp8Ds;
