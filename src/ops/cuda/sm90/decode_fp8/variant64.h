@@ -18,8 +18,9 @@
 // sequences). On steps of short whole sequences the TMA-store kernel beat it by 5-13 % (host_uncut). So ws3 runs a step
 // when the caller's geometry knows its pages (host seqlens: eager steps; a graph replayed across steps keeps the shape
 // rule below), s_q is 1, h_q 64 or 128, the step spreads its sequences and some are cut, the parts average at most
-// kWs3MaxMeanPartPages, no fused merge was asked for, and at h_q 64 at least kWs3MinBatch64 sequences (below, e.g. b1
-// s8192 or b8 s2048, not measured under the combine: ws_split until session 59's queued c2 says).
+// kWs3MaxMeanPartPages, no fused merge was asked for, and at h_q 64 at least kWs3MinBatch64 sequences. Below that,
+// measured under the combine in session 60 (c2, three passes): ws3 against ws_split b1 s8192 / s16384 -1.8 / -2.2 %,
+// b4 s4096 / b8 s2048 / b12 s4096 +1.1 / +0.6 / +1.4 %, b16 s2048 -2.2 %: no rule to gain from, ws_split stays.
 #include "mla/ops/plan_decode.h"
 
 namespace mla::sm90::decode_fp8 {
