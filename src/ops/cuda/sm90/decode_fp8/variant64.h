@@ -13,9 +13,11 @@
 // so the rule was h_q 128's alone, at most 32 sequences. Session 59 measured it under the combine (the engine's merge;
 // bench/decode/NOTES.md "Session 59"), where a cut step's alternative is ws_split, and widened it: ws3 won on every
 // spread cut step (decode_plan_spreads_sequences) of h_q 64 (b20-b66, s192-s1024, parts of 1-7 pages: -1.0..-15 %,
-// b66 s640 25.5 -> 23.9 us) and h_q 128 b33 (s640 / s1024 -7.3 / -4.8 %), also at 9-16 pages (-0.8..-2.9 %, left on
-// ws_split: session 44's tie); it lost 6-11 % on h_q 128 b48 / b64 (not spread: ws_qreg, 66 parts for 48-64
-// sequences). On steps of short whole sequences the TMA-store kernel beat it by 5-13 % (host_uncut). So ws3 runs a step
+// b66 s640 25.5 -> 23.9 us) and h_q 128 b33 (s640 / s1024 -7.3 / -4.8 %), also at 9-16 pages (-0.8..-2.9 %); it lost
+// 6-11 % on h_q 128 b48 / b64 (not spread: ws_qreg, 66 parts for 48-64 sequences). Session 60 (v2) took the rule to
+// 16 pages a part: ws3 against ws_split on eight spread cut steps of 9.7-16 pages (h_q 64 b24-b66 s2048 / s4096, h_q
+// 128 b20-b33 s2048-s3072) -2.4..0.0 % (h64 b66 s2048 41.4 -> 40.4 us), and a tie still at 19-23 pages (h64 b40 s4096
+// 0.0 %, h128 b24 s4096 -0.9 %), where the rule stops for want of a gain. On steps of short whole sequences the TMA-store kernel beat it by 5-13 % (host_uncut). So ws3 runs a step
 // when the caller's geometry knows its pages (host seqlens: eager steps; a graph replayed across steps keeps the shape
 // rule below), s_q is 1, h_q 64 or 128, the step spreads its sequences and some are cut, the parts average at most
 // kWs3MaxMeanPartPages, no fused merge was asked for, and at h_q 64 at least kWs3MinBatch64 sequences. Below that,
@@ -25,7 +27,7 @@
 
 namespace mla::sm90::decode_fp8 {
 
-constexpr int kWs3MaxMeanPartPages = 8, kWs3MinBatch64 = 16;
+constexpr int kWs3MaxMeanPartPages = 16, kWs3MinBatch64 = 16;
 
 inline bool auto_picks_ws3(const DecodePlanGeometry& g, bool fused_merge) {
   const bool heads = g.h_q == 128 || (g.h_q == 64 && g.batch >= kWs3MinBatch64);
