@@ -24,8 +24,8 @@
 // 33's short-step rule); --price N: the geometry's split_price replaced by N.
 // All three are experiments: the engine uses the defaults. --shape H_Q,BATCH,SEQLEN[,S_Q] (repeatable): time these
 // shapes instead of the grid's rows (no anchor: plan experiments off the grid, e.g. h_q 64 or small batches; S_Q 2-4
-// is causal MTP / speculative decode, printed in an s_q column, its FLOPs counting only the visible keys; any SEQLEN, the
-// last page partly filled when it is not a multiple of 64); with --rows
+// is causal MTP / speculative decode, printed in an s_q column, its FLOPs counting only the visible keys; any SEQLEN,
+// the last page partly filled when it is not a multiple of 64); with --rows
 // it is an error (the rows would be ignored). Every parse error repeats the value it rejects.
 // --prewarm (experiment): what warm kernel code is worth. After each flush, outside the events, one call of the same
 // shape on a few pages of its own, in this format (same: the kernels' code in L2 and the SMs' instruction caches),

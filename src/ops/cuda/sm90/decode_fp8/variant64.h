@@ -17,10 +17,11 @@
 // 6-11 % on h_q 128 b48 / b64 (not spread: ws_qreg, 66 parts for 48-64 sequences). Session 60 (v2) took the rule to
 // 16 pages a part: ws3 against ws_split on eight spread cut steps of 9.7-16 pages (h_q 64 b24-b66 s2048 / s4096, h_q
 // 128 b20-b33 s2048-s3072) -2.4..0.0 % (h64 b66 s2048 41.4 -> 40.4 us), and a tie still at 19-23 pages (h64 b40 s4096
-// 0.0 %, h128 b24 s4096 -0.9 %), where the rule stops for want of a gain. On steps of short whole sequences the TMA-store kernel beat it by 5-13 % (host_uncut). So ws3 runs a step
-// when the caller's geometry knows its pages (host seqlens: eager steps; a graph replayed across steps keeps the shape
-// rule below), s_q is 1, h_q 64 or 128, the step spreads its sequences and some are cut, the parts average at most
-// kWs3MaxMeanPartPages, no fused merge was asked for, and at h_q 64 at least kWs3MinBatch64 sequences. Below that,
+// 0.0 %, h128 b24 s4096 -0.9 %), where the rule stops for want of a gain. On steps of short whole sequences the
+// TMA-store kernel beat it by 5-13 % (host_uncut). So ws3 runs a step when the caller's geometry knows its pages (host
+// seqlens: eager steps; a graph replayed across steps keeps the shape rule below), s_q is 1, h_q 64 or 128, the step
+// spreads its sequences and some are cut, the parts average at most kWs3MaxMeanPartPages, no fused merge was asked
+// for, and at h_q 64 at least kWs3MinBatch64 sequences. Below that,
 // measured under the combine in session 60 (c2, three passes): ws3 against ws_split b1 s8192 / s16384 -1.8 / -2.2 %,
 // b4 s4096 / b8 s2048 / b12 s4096 +1.1 / +0.6 / +1.4 %, b16 s2048 -2.2 %: no rule to gain from, ws_split stays.
 #include "mla/ops/plan_decode.h"
