@@ -1,7 +1,8 @@
 // mlaserve plan decode: the split-KV plan of one decode step, computed on the host (ref::plan_decode, the schedule
 // the GPU plan kernel reproduces exactly) and summarized -- which head tiles, how many CTA columns, how the pages fall
 // on them. A CPU tool: it answers "what will the kernel be asked to do" without a GPU.
-//   mlaserve plan decode --h-q 128 --seqlens 8192x32 [--s-q 1] [--num-sms 132] [--tune 4,4,1,2] [--parts]
+//   mlaserve plan decode --h-q 128 --seqlens 8192x32 [--s-q 1] [--num-sms 132] [--tune 4,4,1,2] [--format F] [--parts]
+// At s_q 1 it also says what the engine runs for the step: an eager step (seqlens known) and a CUDA-graph replay.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -68,6 +69,42 @@ std::string histogram(const std::vector<int64_t>& xs) {
   for (const auto& [value, count] : h)
     s += (s.empty() ? "" : " ") + std::to_string(count) + "x" + std::to_string(value);
   return s;
+}
+
+// The fp8 64-row kernel `auto` picks for a step of geometry g under the given merge (decode_fp8/variant64.h).
+const char* fp8_kernel64(const DecodePlanGeometry& g, bool fused_merge) {
+  if (sm90::decode_fp8::auto_picks_ws3(g, fused_merge))
+    return "ws3 (scorer split: short parts, cut spread step, decode_fp8/variant64.h)";
+  if (sm90::decode_fp8::auto_picks_ws_split(g, fused_merge))
+    return "ws_split (sequences cut: plain stores, decode_fp8/variant64.h)";
+  return "ws";
+}
+
+// What the engine's CUDA backend runs for this step (model/cuda/cuda_backend_step.cpp, s_q 1, the default tuning):
+// an eager step knows its seqlens, so one whose plan cuts nothing passes the merge counters (64-row tiles) and launches
+// no combine grid; a step replayed from a CUDA graph has a geometry of its shapes alone (no narrow tiles, no cuts
+// known), so it keeps the combine grid and the shape rule's kernel. Both under the default tuning, whatever --tune says.
+Status print_engine_steps(const PlanArgs& a, const std::vector<int32_t>& lens, KvFormat format) {
+  const int batch = static_cast<int>(lens.size());
+  const bool fp8 = format == KvFormat::kFp8;
+  DecodePlanGeometry eager;
+  MLA_TRY(decode_plan_geometry(batch, 1, a.h_q, a.num_sms, &eager, lens.data(), format));
+  const bool engine_uncut = eager.host_uncut;
+  const bool counters = engine_uncut && eager.tile_rows == kDecodeRowsPerCta;
+  // The 64-row kernels run tiles of 48-64 query rows (h_q 64 / 128 at s_q 1); h_q 16 / 32 run the 16-row kernels.
+  auto runs64 = [&](const DecodePlanGeometry& g) { return fp8 && g.tile_rows == kDecodeRowsPerCta && a.h_q >= 48; };
+  std::printf("engine, eager step: merge %s%s%s\n",
+              counters ? "fused (merge counters; no combine grid)"
+                       : engine_uncut ? "the combine grid (nothing to merge: its CTAs leave at once)"
+                                      : "the combine grid",
+              runs64(eager) ? "; fp8 64-row kernel: " : "", runs64(eager) ? fp8_kernel64(eager, counters) : "");
+  DecodePlanGeometry graph;
+  MLA_TRY(decode_plan_geometry(batch, 1, a.h_q, a.num_sms, &graph, nullptr, format));
+  std::printf("engine, CUDA-graph step of %d sequence(s) (shapes only): %d head tile(s) of %d rows, %d CTA columns; "
+              "merge the combine grid%s%s\n",
+              batch, graph.num_head_tiles, std::min(graph.tile_rows, a.h_q), graph.num_parts,
+              runs64(graph) ? "; fp8 64-row kernel: " : "", runs64(graph) ? fp8_kernel64(graph, false) : "");
+  return Status::ok();
 }
 
 Status run_plan(const PlanArgs& a) {
@@ -137,12 +174,7 @@ Status run_plan(const PlanArgs& a) {
               split_seqs == 0 ? "none needed" : fused ? "fused into the decode kernel" : "the combine grid");
   // The fp8 format's 64-row kernel for this step, with the merge above (MLA_DECODE_FP8_VARIANT64 unset or auto).
   if (g.tile_rows == kDecodeRowsPerCta && g.s_q * g.h_q >= 48)
-    std::printf("fp8 64-row kernel: %s\n",
-                sm90::decode_fp8::auto_picks_ws3(g, fused)        ? "ws3 (scorer split: short parts, cut spread step, "
-                                                                    "decode_fp8/variant64.h)"
-                : sm90::decode_fp8::auto_picks_ws_split(g, fused) ? "ws_split (sequences cut: plain stores, "
-                                                                    "decode_fp8/variant64.h)"
-                                                                  : "ws");
+    std::printf("fp8 64-row kernel: %s\n", fp8_kernel64(g, fused));
   // The combine grid is launched whatever the plan (its CTAs with nothing to merge leave at once); how it merges a
   // split row depends on the row's pieces.
   if (!fused) {
@@ -161,6 +193,7 @@ Status run_plan(const PlanArgs& a) {
                 static_cast<long long>(c.items), a.s_q * a.h_q, batch, c.chunks, c.few_splits,
                 c.direct ? "up to " : "the ", c.chunks, many.c_str());
   }
+  if (a.s_q == 1) MLA_TRY(print_engine_steps(a, lens, format));
   return Status::ok();
 }
 }  // namespace
