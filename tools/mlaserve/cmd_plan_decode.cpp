@@ -19,6 +19,7 @@
 #include "mla/ops/decode_combine_grid.h"
 #include "mla/ops/plan_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
+#include "mla/runner/graph_buckets.h"
 #include "ops/cuda/sm90/decode_fp8/variant64.h"
 
 namespace mla::cli {
@@ -34,6 +35,8 @@ struct PlanArgs {
   std::string tune;
   std::string format = "bf16";  // the KV format (decode_plan_whole_sequences depends on it)
   bool parts = false;
+  int max_num_seqs = 1024;             // the engine's (bench throughput's default on a >= 70 GiB GPU): graph buckets
+  int max_num_batched_tokens = 16384;  // likewise
 };
 
 // "512x32,4096,0x2" -> 32 x 512, 4096, 2 x 0. A count of 0 or a negative length is an error naming the item.
@@ -80,29 +83,42 @@ const char* fp8_kernel64(const DecodePlanGeometry& g, bool fused_merge) {
   return "ws";
 }
 
-// What the engine's CUDA backend runs for this step (model/cuda/cuda_backend_step.cpp, s_q 1, the default tuning):
-// an eager step knows its seqlens, so one whose plan cuts nothing passes the merge counters (64-row tiles) and launches
-// no combine grid; a step replayed from a CUDA graph has a geometry of its shapes alone (no narrow tiles, no cuts
-// known), so it keeps the combine grid and the shape rule's kernel. Both under the default tuning, whatever --tune says.
+// What the engine's CUDA backend runs for this step (model/cuda/cuda_backend_step.cpp plan_step, s_q 1, the default
+// tuning, whatever --tune says), in its two kinds of decode step:
+// - eager with the step's seqlens on the host: mixed steps, --enforce-eager, batches past the largest CUDA-graph
+//   bucket, sequences wider than the graphs' block table. One whose plan cuts nothing passes the merge counters
+//   (64-row tiles): the bf16 / fp16 / fp8 kernels then merge nothing and no combine grid runs; fp8_ds's kernels merge
+//   themselves only in some forms (mla_decode.cu launch_fp8ds), else mla_decode adds the combine.
+// - a decode-only step replayed from its CUDA graph: the batch padded to its bucket (runner/graph_buckets.h), and a
+//   geometry of shapes alone (no narrow tiles, no cuts known), so the combine grid and the shape rule's kernel.
 Status print_engine_steps(const PlanArgs& a, const std::vector<int32_t>& lens, KvFormat format) {
   const int batch = static_cast<int>(lens.size());
   const bool fp8 = format == KvFormat::kFp8;
-  DecodePlanGeometry eager;
-  MLA_TRY(decode_plan_geometry(batch, 1, a.h_q, a.num_sms, &eager, lens.data(), format));
-  const bool engine_uncut = eager.host_uncut;
-  const bool counters = engine_uncut && eager.tile_rows == kDecodeRowsPerCta;
   // The 64-row kernels run tiles of 48-64 query rows (h_q 64 / 128 at s_q 1); h_q 16 / 32 run the 16-row kernels.
   auto runs64 = [&](const DecodePlanGeometry& g) { return fp8 && g.tile_rows == kDecodeRowsPerCta && a.h_q >= 48; };
-  std::printf("engine, eager step: merge %s%s%s\n",
-              counters ? "fused (merge counters; no combine grid)"
-                       : engine_uncut ? "the combine grid (nothing to merge: its CTAs leave at once)"
-                                      : "the combine grid",
-              runs64(eager) ? "; fp8 64-row kernel: " : "", runs64(eager) ? fp8_kernel64(eager, counters) : "");
+  DecodePlanGeometry eager;
+  MLA_TRY(decode_plan_geometry(batch, 1, a.h_q, a.num_sms, &eager, lens.data(), format));
+  const bool counters = eager.host_uncut && eager.tile_rows == kDecodeRowsPerCta;
+  const char* merge = !counters ? (eager.host_uncut ? "merge the combine grid (nothing to merge: its CTAs leave at once)"
+                                                    : "merge the combine grid")
+                      : format == KvFormat::kFp8Ds ? "the merge counters passed (fused where the fp8_ds form has it, "
+                                                     "else the combine grid)"
+                                                   : "merge fused (merge counters; no combine grid)";
+  std::printf("engine, eager step: %s%s%s\n", merge, runs64(eager) ? "; fp8 64-row kernel: " : "",
+              runs64(eager) ? fp8_kernel64(eager, counters) : "");
+  const std::vector<int> buckets =
+      runner::decode_graph_buckets({}, a.max_num_seqs, a.max_num_batched_tokens);  // the engine's defaults
+  const int bucket = runner::decode_graph_bucket(buckets, batch);
+  if (bucket == 0) {
+    std::printf("engine, CUDA-graph step: none (%d sequences is past the largest bucket, %d: eager)\n", batch,
+                buckets.back());
+    return Status::ok();
+  }
   DecodePlanGeometry graph;
-  MLA_TRY(decode_plan_geometry(batch, 1, a.h_q, a.num_sms, &graph, nullptr, format));
-  std::printf("engine, CUDA-graph step of %d sequence(s) (shapes only): %d head tile(s) of %d rows, %d CTA columns; "
-              "merge the combine grid%s%s\n",
-              batch, graph.num_head_tiles, std::min(graph.tile_rows, a.h_q), graph.num_parts,
+  MLA_TRY(decode_plan_geometry(bucket, 1, a.h_q, a.num_sms, &graph, nullptr, format));
+  std::printf("engine, CUDA-graph step (shapes only, %d sequence(s) padded to %d): %d head tile(s) of %d rows, %d CTA "
+              "columns; merge the combine grid%s%s\n",
+              batch, bucket, graph.num_head_tiles, std::min(graph.tile_rows, a.h_q), graph.num_parts,
               runs64(graph) ? "; fp8 64-row kernel: " : "", runs64(graph) ? fp8_kernel64(graph, false) : "");
   return Status::ok();
 }
@@ -213,6 +229,10 @@ void add_plan_decode(CLI::App& plan, std::function<int()>* run) {
                                          "steps depends on it)")
       ->capture_default_str();
   app->add_flag("--parts", a->parts, "print every part's record");
+  app->add_option("--max-num-seqs", a->max_num_seqs, "the engine's --max-num-seqs (its CUDA-graph batch buckets)")
+      ->capture_default_str();
+  app->add_option("--max-num-batched-tokens", a->max_num_batched_tokens, "the engine's --max-num-batched-tokens")
+      ->capture_default_str();
   app->callback([a, run] {
     *run = [a]() -> int {
       const Status s = run_plan(*a);

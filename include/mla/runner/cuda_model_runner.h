@@ -30,7 +30,7 @@ class ProfilingBackend;  // step_profile.h (MLA_PROFILE_DECODE=N)
 
 struct CudaRunnerOptions {
   bool enforce_eager = false;          // no CUDA graphs (vLLM's --enforce-eager)
-  std::vector<int> graph_batch_sizes;  // buckets; empty: 1 2 4 8 16 32 48 64 96 128 160 192 224 256, +64 …
+  std::vector<int> graph_batch_sizes;  // buckets; empty: the defaults of graph_buckets.h (1 2 4 .. 256, +64 …)
   // Testing: decode-only steps still run padded to their bucket, but eagerly (no capture, no replay) --
   // the exact kernels and shapes a replay runs, so its logits can be compared bit for bit.
   bool pad_eager_decode = false;

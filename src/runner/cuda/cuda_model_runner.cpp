@@ -10,6 +10,7 @@
 #include <string>
 
 #include "mla/core/cuda_check.h"
+#include "mla/runner/graph_buckets.h"
 #include "mla/runner/step_batch.h"
 #include "step_profile.h"
 
@@ -52,17 +53,7 @@ Status CudaModelRunner::create(const model::ModelWeights& weights, const model::
   MLA_TRY(model::CudaBackend::create(weights, opts, &be));
   std::unique_ptr<CudaModelRunner> r(new CudaModelRunner(std::move(be), opts.num_pages, ro));
   // Buckets: what a padded step may hold -- no more rows than the staging block and batch allow.
-  std::vector<int> sizes = ro.graph_batch_sizes;
-  if (sizes.empty()) {
-    sizes = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 160, 192, 224, 256};
-    for (int b = 320; b <= opts.max_num_seqs; b += 64) sizes.push_back(b);
-  }
-  const int64_t cap = std::min<int64_t>(opts.max_num_seqs, opts.max_batch_tokens);
-  for (int b : sizes)
-    if (b >= 1 && b <= cap) r->buckets_.push_back(b);
-  if (r->buckets_.empty() || r->buckets_.back() < cap) r->buckets_.push_back(static_cast<int>(cap));
-  std::sort(r->buckets_.begin(), r->buckets_.end());
-  r->buckets_.erase(std::unique(r->buckets_.begin(), r->buckets_.end()), r->buckets_.end());
+  r->buckets_ = decode_graph_buckets(ro.graph_batch_sizes, opts.max_num_seqs, opts.max_batch_tokens);
   if (const char* e = std::getenv("MLA_PROFILE_DECODE"); e && std::atoi(e) > 0) {
     r->prof_every_ = std::atoi(e);
     r->prof_ = std::make_unique<ProfilingBackend>(r->backend_.get());
