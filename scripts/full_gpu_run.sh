@@ -5,11 +5,14 @@
 o=${1:-gpu-logs}; B=${MLA_BIN:-build/bin}; mkdir -p $o/t $o/b $o/s
 # 240 s a binary: the decode suites run in parallel here, and the fp8 one took 125-138 s of that in session 31 (its
 # CPU references plus up to 200 graph replays per small case), too near the 150 s this used to allow.
+# One seed for every suite (a failure replays with it); one process a suite (--shards 1): three suites side by side
+# already, beside the opt-in runs and the engine tests, on the machine's 16 cores.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH MLA_STEP_TIMEOUT=240
+export MLA_TEST_SEED=${MLA_TEST_SEED:-$(date +%s%N | cut -c1-16)}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
-( scripts/gpu_check.sh --bin $B --tests-only --filter 'mla_decode$' --out $o/t/a > $o/t/a.txt 2>&1 ) &
-( scripts/gpu_check.sh --bin $B --tests-only --filter 'decode_fp8$' --out $o/t/b > $o/t/b.txt 2>&1 ) &
-( scripts/gpu_check.sh --bin $B --tests-only --filter 'fp8ds' --out $o/t/c > $o/t/c.txt 2>&1 ) &
+( scripts/gpu_check.sh --bin $B --tests-only --shards 1 --filter 'mla_decode$' --out $o/t/a > $o/t/a.txt 2>&1 ) &
+( scripts/gpu_check.sh --bin $B --tests-only --shards 1 --filter 'decode_fp8$' --out $o/t/b > $o/t/b.txt 2>&1 ) &
+( scripts/gpu_check.sh --bin $B --tests-only --shards 1 --filter 'fp8ds' --out $o/t/c > $o/t/c.txt 2>&1 ) &
 # The opt-in 64-row kernels that are not the default (each the previous default, kept for comparison): their tests too.
 ( MLA_DECODE_FP8DS_WS64=producer timeout 150 $B/gpu_test_mla_decode_fp8ds --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8ds_producer.log 2>&1; echo "opt-in MLA_DECODE_FP8DS_WS64=producer h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8ds_producer.log | tr '\n' ' ')" | tee $o/t/optin_fp8ds_producer.rc ) &
 ( MLA_DECODE_FP8_VARIANT64=ws_ahead timeout 150 $B/gpu_test_mla_decode_fp8 --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8_ws_ahead.log 2>&1; echo "opt-in MLA_DECODE_FP8_VARIANT64=ws_ahead h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8_ws_ahead.log | tr '\n' ' ')" | tee $o/t/optin_fp8_ws_ahead.rc ) &

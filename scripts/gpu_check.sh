@@ -40,7 +40,8 @@ while [ $# -gt 0 ]; do
     --decode-formats) decode_formats=$2; shift 2 ;;
     --e2e) e2e=$2; shift 2 ;;
     --e2e-formats) e2e_formats=$2; shift 2 ;;
-    --shards) shards=$2; shift 2 ;;
+    --shards) shards=$2; shift 2
+      [[ "$shards" =~ ^[1-9][0-9]*$ ]] || { echo "gpu_check: --shards wants a positive integer, got '$shards'" >&2; exit 2; } ;;
     --shard-filter) shard_filter=$2; shift 2 ;;
     *) echo "gpu_check: unknown option $1" >&2; exit 2 ;;
   esac
@@ -49,13 +50,16 @@ mkdir -p "$out"
 summary="$out/summary.txt"
 : > "$summary"
 log() { echo "$*" | tee -a "$summary"; }
+# One data seed for the whole run (tests/common/random.h; time-based unless given), so the shards of a suite draw
+# from one seed and a failure anywhere replays with MLA_TEST_SEED=<this>.
+export MLA_TEST_SEED=${MLA_TEST_SEED:-$(date +%s%N | cut -c1-16)}
 
 # The commit the binaries were built from: MLA_COMMIT, else a COMMIT file beside carried binaries (--bin DIR; the
 # device's copy of the tree may carry stale git metadata), else this tree's HEAD.
 commit=${MLA_COMMIT:-}
 [ -z "$commit" ] && [ -n "$bin" ] && [ -f "$bin/COMMIT" ] && commit="$(cat "$bin/COMMIT") (from $bin/COMMIT)"
 [ -z "$commit" ] && commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-log "gpu_check $(date -u +%FT%TZ) commit $commit"
+log "gpu_check $(date -u +%FT%TZ) commit $commit MLA_TEST_SEED=$MLA_TEST_SEED"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$summary"
 
 if [ -z "$bin" ]; then
@@ -105,12 +109,16 @@ run_tests() {
   for ((i = 0; i < n; ++i)); do echo "### shard $i of $n" >> "$log"; cat "$log.shard$i" >> "$log"; rm -f "$log.shard$i"; done
   return $rc
 }
-# The summary's line for a test log: gtest's counts, summed over shards.
+# The summary's line for a test log: gtest's counts, summed over shards, and how many processes got to gtest's
+# closing count (one that hung or crashed does not).
 test_line() {
-  awk '/^\[==========\] [0-9]+ tests? from .* ran/ {ran += $2; shards++}
+  awk '/^### shard [0-9]+ of [0-9]+$/ {n = $5}
+       /^\[==========\] [0-9]+ tests? from .* ran/ {ran += $2; done++}
        /^\[  PASSED  \] [0-9]+ test/ {passed += $4}
        /^\[  FAILED  \] [0-9]+ test/ {failed += $4}
-       END {printf "%d tests ran (%d process%s), %d passed, %d failed", ran, shards, shards == 1 ? "" : "es", passed, failed}' "$1"
+       END {if (n == 0) n = 1
+            printf "%d tests ran (%d of %d process%s finished), %d passed, %d failed", ran, done, n, n == 1 ? "" : "es",
+                   passed, failed}' "$1"
 }
 if [ "$tests" = 1 ]; then
   for t in "$bin"/gpu_test_*; do
