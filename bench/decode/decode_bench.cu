@@ -930,8 +930,9 @@ Status bench(const Options& o) {
     const double bytes = double(r.batch) * r.seqlen * mla::kv_bytes_per_token(o.format) +
                          double(r.batch) * r.s_q * r.h_q * (mla::kDimQK * (fp8 ? 1 : 2) + mla::kDimV * 2);
     const double anchor_us = !grid ? 0.0 : fp8 ? kAnchorFp8Us[i - 1] : fp8ds ? kAnchorFp8DsUs[i - 1] : r.anchor_us;
-    // Causal s_q > 1: query i sees seqlen - s_q + 1 + i keys, s_q seqlen - s_q (s_q - 1) / 2 in all.
-    const double keys = double(r.s_q) * r.seqlen - r.s_q * (r.s_q - 1) / 2;
+    // Causal s_q > 1: query i sees seqlen - s_q + 1 + i keys, none when that is <= 0 (a --shape seqlen below s_q).
+    double keys = 0;
+    for (int q = 0; q < r.s_q; ++q) keys += std::max(0, r.seqlen - r.s_q + 1 + q);
     const double flops = double(r.batch) * r.h_q * keys * (mla::kDimQK + mla::kDimV) * 2;
     std::printf("| %s | %d | %d | %d |", std::string(mla::kv_format_name(o.format)).c_str(), r.h_q, r.batch, r.seqlen);
     if (show_sq) std::printf(" %d |", r.s_q);
