@@ -41,6 +41,7 @@ struct DecodeShape {
   DataKind data = DataKind::kNormal;
   int spare_pages = 3;                 // pages no sequence uses (NaN-filled)
   int spare_cols = 2;                  // block-table columns past the longest sequence (sentinels)
+  int32_t table_sentinel = kBlockTableSentinel;  // every unused block-table entry (the 16-bit suite: a negative one)
 };
 
 // A step's shape; the other fields keep their defaults.
@@ -100,7 +101,7 @@ inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rn
   h.max_pages = std::max(1, longest + s.spare_cols);
   h.seqlens.assign(s.seqlens.begin(), s.seqlens.end());
   h.cache.assign(size_t(h.num_pages) * kDecodePageSize * bpt, 0xFF);  // NaN everywhere until written
-  h.block_table.assign(size_t(s.batch) * h.max_pages, kBlockTableSentinel);
+  h.block_table.assign(size_t(s.batch) * h.max_pages, s.table_sentinel);
   std::vector<int32_t> perm(h.num_pages);
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), rng);

@@ -1,8 +1,9 @@
 #pragma once
 // One mla_decode call on the device for a tests/common/decode_data.h problem, with the checks every decode
-// format shares: device plan == host plan (exactly), a CUDA-graph replay of plan + decode + combine onto
-// NaN-poisoned out/lse/plan buffers equal to the eager call bit for bit, and intact guard regions on every
-// buffer. Returns the eager out/lse and the host plan (for the split reference).
+// format shares: device plan == host plan (exactly), copies queued on the stream right behind the call see its
+// finished output, merge counters left at zero, empty rows exactly 0 / -inf, a CUDA-graph replay of plan + decode +
+// combine onto NaN-poisoned out/lse/plan buffers equal to the eager call bit for bit, and intact guard regions on
+// every buffer. Returns the eager out/lse and the host plan (for the split reference).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -264,6 +265,9 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
   DecodeStepBuffers d;
   MLA_TRY(d.alloc(h, g, /*counters=*/true));
+  DeviceBuffer out_next, lse_next;  // the copies queued behind the eager call (below)
+  MLA_TRY(out_next.alloc(h.out_elems() * 2));
+  MLA_TRY(lse_next.alloc(h.lse_elems() * 4));
 
   r->parts_ref.assign(parts_ints, -7);
   r->off_ref.assign(s.batch + 1, -7);
@@ -287,7 +291,17 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
     cudaStreamDestroy(stream);
     return st;
   };
+  // What the stream's next operation sees: copies of out / lse queued right behind the call (before any host
+  // synchronization) must equal the result read after it. The combine's CTAs with nothing to merge leave without
+  // waiting for the decode grid (combine_cta_waits); its waiting CTAs (CTA 0 at least) keep the stream ordered
+  // behind the decode, else an unsplit sequence's rows (written by the decode kernel alone) could show poison here.
+  // A coarse check: the copy must start inside the window between the combine's end and the decode's, and a
+  // combine in which no CTA waited passed it on the H200 (NOTES_plan.md, session 10 tail run 2, ko 5).
   if (Status st = call(true); !st.is_ok()) return finish(st);
+  for (auto [to, from] : {std::pair{&out_next, &d.out}, std::pair{&lse_next, &d.lse}})
+    if (cudaError_t e = cudaMemcpyAsync(to->data(), from->data(), from->bytes(), cudaMemcpyDeviceToDevice, stream);
+        e != cudaSuccess)
+      return finish(Status::cuda("test", std::string(cudaGetErrorString(e)) + " (" + name + ")"));
   if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
     return finish(Status::cuda("mla_decode", std::string(cudaGetErrorString(e)) + " (" + name + ")"));
   std::vector<int32_t> parts_dev(parts_ints), off_dev(s.batch + 1);
@@ -300,6 +314,16 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   r->lse.assign(h.lse_elems(), 0.f);
   MLA_TRY(d.out.download(&r->out));
   MLA_TRY(d.lse.download(&r->lse));
+  {
+    std::vector<uint16_t> out_q(r->out.size());
+    std::vector<float> lse_q(r->lse.size());
+    MLA_TRY(out_next.download(&out_q));
+    MLA_TRY(lse_next.download(&lse_q));
+    if (std::memcmp(out_q.data(), r->out.data(), out_q.size() * 2) != 0 ||
+        std::memcmp(lse_q.data(), r->lse.data(), lse_q.size() * 4) != 0)
+      return finish(Status::internal("mla_decode", "a copy queued behind the call saw an unfinished output (" + name +
+                                                       ")"));
+  }
   if (Status st = check_empty_rows(s.batch, s.s_q, s.h_q, s.causal, h.seqlens, r->out, r->lse, name); !st.is_ok())
     return finish(st);
 
@@ -311,11 +335,25 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
       !st.is_ok())
     return finish(st);
   if (std::memcmp(out_g.data(), r->out.data(), out_g.size() * 2) != 0 ||
-      std::memcmp(lse_g.data(), r->lse.data(), lse_g.size() * 4) != 0)
-    return finish(Status::internal("mla_decode", "CUDA-graph replay differs from the eager call (" + name + ")"));
+      std::memcmp(lse_g.data(), r->lse.data(), lse_g.size() * 4) != 0) {
+    const BitDifference bd = bit_difference(r->out, out_g, r->lse, lse_g);
+    auto value = [&](const std::vector<uint16_t>& v) {
+      if (bd.first >= v.size()) return 0.f;
+      return s.format == KvFormat::kFp16 ? fp16_to_float(v[bd.first]) : bf16_to_float(v[bd.first]);
+    };
+    char buf[384];
+    std::snprintf(buf, sizeof buf,
+                  "CUDA-graph replay differs from the eager call: %zu of %zu out values, %zu of %zu lse; first out "
+                  "%zu: eager %.6g, graph %.6g; rows (b * s_q + i) * h_q + h:%s (%s)",
+                  bd.n_out, out_g.size(), bd.n_lse, lse_g.size(), bd.first, value(r->out), value(out_g),
+                  bd.rows.c_str(), name.c_str());
+    return finish(Status::internal("mla_decode", buf));
+  }
   if (!replays.is_ok()) return finish(replays);
   if (Status st = check_merge_counters_zero(d.cnt, name); !st.is_ok()) return finish(st);
   if (Status st = d.check_guards(name); !st.is_ok()) return finish(st);
+  for (const DeviceBuffer* b : {&out_next, &lse_next})
+    if (Status st = b->check_guards(name); !st.is_ok()) return finish(st);
   return finish(Status::ok());
 }
 
