@@ -42,6 +42,8 @@ struct DecodeShape {
   int spare_pages = 3;                 // pages no sequence uses (NaN-filled)
   int spare_cols = 2;                  // block-table columns past the longest sequence (sentinels)
   int32_t table_sentinel = kBlockTableSentinel;  // every unused block-table entry (the 16-bit suite: a negative one)
+  bool keep_kv_float = true;  // DecodeHostData::kv_float (the price-of-FP8 reference); false: left empty (1.2 GB at
+                              // b128 s4096, and most of the draw's time there)
 };
 
 // A step's shape; the other fields keep their defaults.
@@ -64,7 +66,8 @@ struct DecodeHostData {
   std::vector<int32_t> block_table;  // [b, max_pages]
   std::vector<int32_t> seqlens;      // [b]
   std::vector<float> q_float;        // the unquantized q (for the price-of-FP8 comparison)
-  std::vector<float> kv_float;       // unquantized K per (b, t): [b][max_pages*64][576], NaN where unused
+  std::vector<float> kv_float;       // unquantized K per (b, t): [b][max_pages*64][576], NaN where unused; empty
+                                     // unless shape.keep_kv_float
 
   size_t out_elems() const { return size_t(shape.batch) * shape.s_q * shape.h_q * kDimV; }
   size_t lse_elems() const { return size_t(shape.batch) * shape.h_q * shape.s_q; }
@@ -131,7 +134,9 @@ inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rn
     // every softmax one-hot.
     for (int d = 0; d < kDimRope; ++d) kf[kDimLatent + d] = 0.1f * n01(rng) * kpe_gain[d] * g;
   };
-  h.kv_float.assign(size_t(s.batch) * h.max_pages * kDecodePageSize * kDimQK, std::numeric_limits<float>::quiet_NaN());
+  const size_t seq_floats = size_t(h.max_pages) * kDecodePageSize * kDimQK;
+  if (s.keep_kv_float) h.kv_float.assign(size_t(s.batch) * seq_floats, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> scratch(s.keep_kv_float ? 0 : seq_floats);  // one sequence's rows when kv_float is not kept
   int next = 0;
   // The cache is written by the cache-op reference (the same bytes the model's writer produces).
   ConcatAndCacheMlaParams write;
@@ -142,7 +147,7 @@ inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rn
   for (int b = 0; b < s.batch; ++b) {
     const int L = s.seqlens[b];
     for (int j = 0; j < decode_num_blocks(L); ++j) h.block_table[size_t(b) * h.max_pages + j] = perm[next++];
-    float* rows = &h.kv_float[size_t(b) * h.max_pages * kDecodePageSize * kDimQK];
+    float* rows = s.keep_kv_float ? &h.kv_float[size_t(b) * seq_floats] : scratch.data();
     std::vector<int64_t> slots(L);
     for (int t = 0; t < L; ++t) {
       draw_token(rows + size_t(t) * kDimQK);

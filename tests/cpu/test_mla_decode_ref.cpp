@@ -239,6 +239,24 @@ TEST(MlaDecodeRefEdge, Fp8SaturatedInputsStayFinite) {
   for (size_t i = 0; i < o.out.size(); ++i) ASSERT_TRUE(std::isfinite(o.out_at(i, KvFormat::kFp8))) << i;
 }
 
+// make_decode_data without the float copy of K (DecodeShape::keep_kv_float false, the 16-bit GPU suite's) draws the
+// same bytes: the copy is only where the draws land before the cache-op reference writes them.
+TEST(DecodeData, WithoutTheFloatCopySameBytes) {
+  for (KvFormat f : {KvFormat::kBf16, KvFormat::kFp16, KvFormat::kFp8, KvFormat::kFp8Ds}) {
+    DecodeShape s = shape(3, 2, 16, {130, 0, 64}, f, true);
+    std::mt19937_64 rng_a(11), rng_b(11);
+    const DecodeHostData a = test::make_decode_data(s, rng_a);
+    s.keep_kv_float = false;
+    const DecodeHostData b = test::make_decode_data(s, rng_b);
+    EXPECT_FALSE(a.kv_float.empty());
+    EXPECT_TRUE(b.kv_float.empty());
+    EXPECT_EQ(a.q, b.q) << kv_format_name(f);
+    EXPECT_EQ(a.cache, b.cache) << kv_format_name(f);
+    EXPECT_EQ(a.block_table, b.block_table) << kv_format_name(f);
+    EXPECT_EQ(rng_a(), rng_b()) << kv_format_name(f);  // the same draws, in the same order
+  }
+}
+
 // ---- bad input ---------------------------------------------------------------------------------------
 class MlaDecodeRefRejects : public ::testing::Test {
  protected:

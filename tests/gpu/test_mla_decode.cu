@@ -90,6 +90,7 @@ DecodeShape host_shape(const DecodeCase& c) {
   s.spare_pages = std::max(4, used / 4);
   s.spare_cols = 3;
   s.table_sentinel = kSentinel;
+  s.keep_kv_float = false;  // no price-of-FP8 reference here
   return s;
 }
 
