@@ -4,6 +4,7 @@
 #
 #   scripts/gpu_check.sh [--out DIR] [--bin DIR] [--tests-only] [--bench-only] [--filter REGEX]
 #                        [--sanitize] [--sanitize-filter REGEX] [--bench-args "ARGS"] [--decode-formats "bf16 fp8"]
+#                        [--shards N] [--shard-filter REGEX] [--e2e "IN:OUT:N ..."] [--e2e-formats "fp8 auto"]
 #
 # --bin DIR   use binaries built elsewhere (e.g. carried build/bin; a COMMIT file there names their commit in the
 #             summary); otherwise configure and build here into build-gpu with all cores.
@@ -19,6 +20,7 @@
 #             side by side (default 4; 1 = one process). Their CPU references are single-threaded, so on the H200
 #             machine's 16 cores the 16-bit and fp8 suites take ~100 s together instead of ~390 s (session 60). The
 #             engine and model tests stay one process: each sizes its KV cache from the free GPU memory.
+# MLA_TEST_SEED: the data seed of every test (default: time-based), exported once and printed in the summary.
 # Every binary runs under a time limit (MLA_STEP_TIMEOUT, default 300 s) so one hang cannot eat the lease.
 set -uo pipefail
 cd "$(dirname "$0")/.."
