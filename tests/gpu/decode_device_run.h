@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -253,11 +254,18 @@ struct DecodeDeviceResult {
   std::vector<int32_t> parts_ref, off_ref;  // the host plan (ref::plan_decode)
   std::vector<uint16_t> out;                // 16-bit out of the eager call
   std::vector<float> lse;
-  DecodePlanView plan_ref() { return {parts_ref.data(), off_ref.data(), g.num_parts}; }
+  // The references only read the plan.
+  DecodePlanView plan_ref() const {
+    return {const_cast<int32_t*>(parts_ref.data()), const_cast<int32_t*>(off_ref.data()), g.num_parts};
+  }
 };
 
+// reference_out (optional): the case's reference out as floats, computed from r (its host plan) only when the graph
+// replay differs from the eager call, so the message can say which of the two is off.
+using ReferenceOut = std::function<Status(const DecodeDeviceResult&, std::vector<float>*)>;
+
 inline Status run_decode_on_device(const std::string& name, const DecodeHostData& h, float softmax_scale,
-                                   DecodeDeviceResult* r) {
+                                   DecodeDeviceResult* r, const ReferenceOut& reference_out = {}) {
   const DecodeShape& s = h.shape;
   // As an engine's eager step would: seqlens and format given.
   MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &r->g, h.seqlens.data(), s.format));
@@ -341,12 +349,29 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
       if (bd.first >= v.size()) return 0.f;
       return s.format == KvFormat::kFp16 ? fp16_to_float(v[bd.first]) : bf16_to_float(v[bd.first]);
     };
-    char buf[384];
+    std::string against;  // each run's error against the reference, where the case gave one
+    std::vector<float> ref;
+    if (reference_out && reference_out(*r, &ref).is_ok() && ref.size() == out_g.size()) {
+      auto rel_l2 = [&](const std::vector<uint16_t>& v) {
+        double num = 0, den = 0;
+        for (size_t i = 0; i < v.size(); ++i) {
+          const double x = s.format == KvFormat::kFp16 ? fp16_to_float(v[i]) : bf16_to_float(v[i]);
+          num += (x - ref[i]) * (x - ref[i]);
+          den += double(ref[i]) * ref[i];
+        }
+        return std::sqrt(num / std::max(den, 1e-30));
+      };
+      char b[160];
+      std::snprintf(b, sizeof b, "; reference there %.6g; out rel_l2 against the reference: eager %.3e, graph %.3e",
+                    bd.first < ref.size() ? ref[bd.first] : 0.f, rel_l2(r->out), rel_l2(out_g));
+      against = b;
+    }
+    char buf[640];
     std::snprintf(buf, sizeof buf,
                   "CUDA-graph replay differs from the eager call: %zu of %zu out values, %zu of %zu lse; first out "
-                  "%zu: eager %.6g, graph %.6g; rows (b * s_q + i) * h_q + h:%s (%s)",
+                  "%zu: eager %.6g, graph %.6g%s; rows (b * s_q + i) * h_q + h:%s (%s)",
                   bd.n_out, out_g.size(), bd.n_lse, lse_g.size(), bd.first, value(r->out), value(out_g),
-                  bd.rows.c_str(), name.c_str());
+                  against.c_str(), bd.rows.c_str(), name.c_str());
     return finish(Status::internal("mla_decode", buf));
   }
   if (!replays.is_ok()) return finish(replays);

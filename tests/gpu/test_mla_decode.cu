@@ -96,6 +96,13 @@ DecodeShape host_shape(const DecodeCase& c) {
 
 float from16(KvFormat f, uint16_t x) { return f == KvFormat::kFp16 ? fp16_to_float(x) : bf16_to_float(x); }
 
+// Params over the host copies, for the references (which only read the inputs).
+MlaDecodeParams host_params(const DecodeHostData& h, uint16_t* out, float* lse) {
+  return h.params(const_cast<uint8_t*>(h.q.data()), const_cast<uint8_t*>(h.cache.data()),
+                  const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()), out, lse,
+                  kSoftmaxScale);
+}
+
 ErrorStats compare16(KvFormat f, const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref) {
   return compare(ref.size(), [&](size_t i) { return double(from16(f, got[i])); },
                  [&](size_t i) { return double(from16(f, ref[i])); });
@@ -111,23 +118,30 @@ ErrorStats worst_row16(KvFormat f, const std::vector<uint16_t>& got, const std::
 Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport* rep) {
   auto rng = case_rng(name);
   const DecodeHostData h = make_decode_data(host_shape(c), rng);
+  // The split reference on the host copies, with the device run's plan (also the graph check's, should a replay
+  // differ from the eager call: the message then says which run is off).
+  std::vector<uint16_t> out_ref;
+  std::vector<float> lse_ref;
+  auto split_reference = [&](const DecodeDeviceResult& res) -> Status {
+    out_ref.assign(h.out_elems(), 0xFFFFu);
+    lse_ref.assign(h.lse_elems(), NAN);
+    std::vector<float> o_acc(static_cast<size_t>(res.g.max_splits) * c.s_q * c.h_q * kDimV, NAN),
+        lse_acc(static_cast<size_t>(res.g.max_splits) * c.s_q * c.h_q, NAN);
+    MLA_TRY(ref::mla_decode_split(host_params(h, out_ref.data(), lse_ref.data()), res.plan_ref(), o_acc.data(),
+                                  lse_acc.data()));
+    return check_reference_complete(c.format, out_ref, lse_ref, name);
+  };
   DecodeDeviceResult r;
-  MLA_TRY(run_decode_on_device(name, h, kSoftmaxScale, &r));
-  const DecodePlanGeometry& g = r.g;
+  MLA_TRY(run_decode_on_device(name, h, kSoftmaxScale, &r,
+                               [&](const DecodeDeviceResult& res, std::vector<float>* ref) -> Status {
+                                 MLA_TRY(split_reference(res));
+                                 ref->resize(out_ref.size());
+                                 for (size_t i = 0; i < out_ref.size(); ++i) (*ref)[i] = from16(c.format, out_ref[i]);
+                                 return Status::ok();
+                               }));
   const std::vector<uint16_t>& out = r.out;
   const std::vector<float>& lse = r.lse;
-
-  // References on the host copies.
-  std::vector<uint16_t> out_ref(h.out_elems(), 0xFFFFu);
-  std::vector<float> lse_ref(h.lse_elems(), NAN);
-  std::vector<float> o_acc(static_cast<size_t>(g.max_splits) * c.s_q * c.h_q * kDimV, NAN),
-      lse_acc(static_cast<size_t>(g.max_splits) * c.s_q * c.h_q, NAN);
-  const MlaDecodeParams ph =
-      h.params(const_cast<uint8_t*>(h.q.data()), const_cast<uint8_t*>(h.cache.data()),
-               const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()), out_ref.data(),
-               lse_ref.data(), kSoftmaxScale);
-  MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data()));
-  MLA_TRY(check_reference_complete(c.format, out_ref, lse_ref, name));
+  MLA_TRY(split_reference(r));
   rep->add("out", compare16(c.format, out, out_ref));
   rep->add("out worst row", worst_row16(c.format, out, out_ref), &kDecodeRowTol);
   rep->add("lse", compare_vec(lse, lse_ref), &kDecodeLseTol);
@@ -135,10 +149,7 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   if (c.unsplit_check) {
     std::vector<uint16_t> out_u(h.out_elems(), 0xFFFFu);
     std::vector<float> lse_u(h.lse_elems(), NAN);
-    MlaDecodeParams pu = ph;
-    pu.out.data = out_u.data();
-    pu.lse.data = lse_u.data();
-    MLA_TRY(ref::mla_decode(pu));
+    MLA_TRY(ref::mla_decode(host_params(h, out_u.data(), lse_u.data())));
     const ErrorStats su = compare16(c.format, out, out_u);
     // lse: both references sum unrounded P, so the unsplit one is held to the split one's fp32 tolerance.
     rep->add("lse vs unsplit", compare_vec(lse, lse_u), &kDecodeLseTol);
