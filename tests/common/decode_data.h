@@ -92,6 +92,12 @@ struct DecodeHostData {
     p.k_scale = s.k_scale;
     return p;
   }
+  // Params over this data's own host copies (the CPU references only read the inputs); out / lse the caller's.
+  MlaDecodeParams host_params(void* out, void* lse, float softmax_scale) const {
+    return params(const_cast<uint8_t*>(q.data()), const_cast<uint8_t*>(cache.data()),
+                  const_cast<int32_t*>(block_table.data()), const_cast<int32_t*>(seqlens.data()), out, lse,
+                  softmax_scale);
+  }
 };
 
 inline DecodeHostData make_decode_data(const DecodeShape& s, std::mt19937_64& rng) {

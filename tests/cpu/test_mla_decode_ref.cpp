@@ -87,9 +87,7 @@ void oracle(const DecodeHostData& h, std::vector<double>* out, std::vector<doubl
 Status run_ref(const DecodeHostData& h, Outputs* o, PRounding r, const DecodePlanView* plan = nullptr) {
   o->out.assign(h.out_elems(), 0xFFFF);  // NaN-poisoned: every element must be written
   o->lse.assign(h.lse_elems(), std::numeric_limits<float>::quiet_NaN());
-  auto p = h.params(const_cast<uint8_t*>(h.q.data()), const_cast<uint8_t*>(h.cache.data()),
-                    const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()), o->out.data(),
-                    o->lse.data(), softmax_scale_for_test());
+  auto p = h.host_params(o->out.data(), o->lse.data(), softmax_scale_for_test());
   MlaDecodeRefOptions opts;
   opts.p_rounding = r;
   if (!plan) return ref::mla_decode(p, opts);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/decode_data.h"
+#include "common/metrics.h"  // compare
 #include "harness/device_buffer.h"
 #include "harness/registry.h"
 #include "mla/core/cuda_check.h"
@@ -345,21 +346,17 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   if (std::memcmp(out_g.data(), r->out.data(), out_g.size() * 2) != 0 ||
       std::memcmp(lse_g.data(), r->lse.data(), lse_g.size() * 4) != 0) {
     const BitDifference bd = bit_difference(r->out, out_g, r->lse, lse_g);
-    auto value = [&](const std::vector<uint16_t>& v) {
-      if (bd.first >= v.size()) return 0.f;
-      return s.format == KvFormat::kFp16 ? fp16_to_float(v[bd.first]) : bf16_to_float(v[bd.first]);
+    auto out_value = [&](const std::vector<uint16_t>& v, size_t i) {
+      return s.format == KvFormat::kFp16 ? fp16_to_float(v[i]) : bf16_to_float(v[i]);
     };
+    auto value = [&](const std::vector<uint16_t>& v) { return bd.first < v.size() ? out_value(v, bd.first) : 0.f; };
     std::string against;  // each run's error against the reference, where the case gave one
     std::vector<float> ref;
     if (reference_out && reference_out(*r, &ref).is_ok() && ref.size() == out_g.size()) {
       auto rel_l2 = [&](const std::vector<uint16_t>& v) {
-        double num = 0, den = 0;
-        for (size_t i = 0; i < v.size(); ++i) {
-          const double x = s.format == KvFormat::kFp16 ? fp16_to_float(v[i]) : bf16_to_float(v[i]);
-          num += (x - ref[i]) * (x - ref[i]);
-          den += double(ref[i]) * ref[i];
-        }
-        return std::sqrt(num / std::max(den, 1e-30));
+        return compare(v.size(), [&](size_t i) { return double(out_value(v, i)); },
+                       [&](size_t i) { return double(ref[i]); })
+            .rel_l2;
       };
       char b[160];
       std::snprintf(b, sizeof b, "; reference there %.6g; out rel_l2 against the reference: eager %.3e, graph %.3e",

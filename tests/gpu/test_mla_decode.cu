@@ -71,37 +71,16 @@ constexpr Tolerance kDecodeRowTol{1e-2, 0.0, "a row's 16-bit rounding flips: mea
 // rounding noise (measured worst 1.8e-3), still under the 1e-2 worst case a bf16 kernel is allowed.
 constexpr double kUnsplitRelL2 = 1e-2;
 
+// The case's inputs as decode_data.h draws them (N(0,1) q and K, written through the cache-op reference), with this
+// suite's layout (dc below): a quarter more pages than the sequences use (at least 4), unused ones NaN and interleaved
+// with the used ones by the random permutation, three block-table columns past the longest sequence, and a negative
+// sentinel in every unused entry (the fp8 suites use a large positive one).
 struct DecodeCase {
-  KvFormat format = KvFormat::kBf16;
-  int batch = 1, s_q = 1, h_q = 16;
-  bool causal = false;
-  std::vector<int> seqlens;
+  DecodeShape shape;
   bool unsplit_check = true;  // also compare against the unsplit reference (CPU time)
 };
 
-// The case's inputs as decode_data.h draws them (N(0,1) q and K, written through the cache-op reference), with this
-// suite's layout: a quarter more pages than the sequences use (at least 4), unused ones NaN and interleaved with the
-// used ones by the random permutation, three block-table columns past the longest sequence, and a negative sentinel
-// in every unused entry (the fp8 suites use a large positive one).
-DecodeShape host_shape(const DecodeCase& c) {
-  DecodeShape s = decode_shape(c.format, c.batch, c.h_q, c.s_q, c.causal, c.seqlens);
-  int used = 0;
-  for (int len : c.seqlens) used += decode_num_blocks(len);
-  s.spare_pages = std::max(4, used / 4);
-  s.spare_cols = 3;
-  s.table_sentinel = kSentinel;
-  s.keep_kv_float = false;  // no price-of-FP8 reference here
-  return s;
-}
-
 float from16(KvFormat f, uint16_t x) { return f == KvFormat::kFp16 ? fp16_to_float(x) : bf16_to_float(x); }
-
-// Params over the host copies, for the references (which only read the inputs).
-MlaDecodeParams host_params(const DecodeHostData& h, uint16_t* out, float* lse) {
-  return h.params(const_cast<uint8_t*>(h.q.data()), const_cast<uint8_t*>(h.cache.data()),
-                  const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()), out, lse,
-                  kSoftmaxScale);
-}
 
 ErrorStats compare16(KvFormat f, const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref) {
   return compare(ref.size(), [&](size_t i) { return double(from16(f, got[i])); },
@@ -116,8 +95,9 @@ ErrorStats worst_row16(KvFormat f, const std::vector<uint16_t>& got, const std::
 // behind the call, merge counters, empty rows, graph replays vs eager, guards), then the kernel vs the split reference
 // on the same plan and, where the case asks, vs the unsplit one.
 Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport* rep) {
+  const DecodeShape& s = c.shape;
   auto rng = case_rng(name);
-  const DecodeHostData h = make_decode_data(host_shape(c), rng);
+  const DecodeHostData h = make_decode_data(c.shape, rng);
   // The split reference on the host copies, with the device run's plan (also the graph check's, should a replay
   // differ from the eager call: the message then says which run is off).
   std::vector<uint16_t> out_ref;
@@ -125,32 +105,32 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
   auto split_reference = [&](const DecodeDeviceResult& res) -> Status {
     out_ref.assign(h.out_elems(), 0xFFFFu);
     lse_ref.assign(h.lse_elems(), NAN);
-    std::vector<float> o_acc(static_cast<size_t>(res.g.max_splits) * c.s_q * c.h_q * kDimV, NAN),
-        lse_acc(static_cast<size_t>(res.g.max_splits) * c.s_q * c.h_q, NAN);
-    MLA_TRY(ref::mla_decode_split(host_params(h, out_ref.data(), lse_ref.data()), res.plan_ref(), o_acc.data(),
-                                  lse_acc.data()));
-    return check_reference_complete(c.format, out_ref, lse_ref, name);
+    std::vector<float> o_acc(static_cast<size_t>(res.g.max_splits) * s.s_q * s.h_q * kDimV, NAN),
+        lse_acc(static_cast<size_t>(res.g.max_splits) * s.s_q * s.h_q, NAN);
+    MLA_TRY(ref::mla_decode_split(h.host_params(out_ref.data(), lse_ref.data(), kSoftmaxScale), res.plan_ref(),
+                                  o_acc.data(), lse_acc.data()));
+    return check_reference_complete(s.format, out_ref, lse_ref, name);
   };
   DecodeDeviceResult r;
   MLA_TRY(run_decode_on_device(name, h, kSoftmaxScale, &r,
                                [&](const DecodeDeviceResult& res, std::vector<float>* ref) -> Status {
                                  MLA_TRY(split_reference(res));
                                  ref->resize(out_ref.size());
-                                 for (size_t i = 0; i < out_ref.size(); ++i) (*ref)[i] = from16(c.format, out_ref[i]);
+                                 for (size_t i = 0; i < out_ref.size(); ++i) (*ref)[i] = from16(s.format, out_ref[i]);
                                  return Status::ok();
                                }));
   const std::vector<uint16_t>& out = r.out;
   const std::vector<float>& lse = r.lse;
   MLA_TRY(split_reference(r));
-  rep->add("out", compare16(c.format, out, out_ref));
-  rep->add("out worst row", worst_row16(c.format, out, out_ref), &kDecodeRowTol);
+  rep->add("out", compare16(s.format, out, out_ref));
+  rep->add("out worst row", worst_row16(s.format, out, out_ref), &kDecodeRowTol);
   rep->add("lse", compare_vec(lse, lse_ref), &kDecodeLseTol);
 
   if (c.unsplit_check) {
     std::vector<uint16_t> out_u(h.out_elems(), 0xFFFFu);
     std::vector<float> lse_u(h.lse_elems(), NAN);
-    MLA_TRY(ref::mla_decode(host_params(h, out_u.data(), lse_u.data())));
-    const ErrorStats su = compare16(c.format, out, out_u);
+    MLA_TRY(ref::mla_decode(h.host_params(out_u.data(), lse_u.data(), kSoftmaxScale)));
+    const ErrorStats su = compare16(s.format, out, out_u);
     // lse: both references sum unrounded P, so the unsplit one is held to the split one's fp32 tolerance.
     rep->add("lse vs unsplit", compare_vec(lse, lse_u), &kDecodeLseTol);
     char buf[160];
@@ -164,35 +144,37 @@ Status run_decode_case(const std::string& name, const DecodeCase& c, CaseReport*
 }
 
 std::string case_name(const DecodeCase& c, const std::string& lens) {
-  return std::string(kv_format_name(c.format)) + "_b" + std::to_string(c.batch) + "_h" + std::to_string(c.h_q) + "_sq" +
-         std::to_string(c.s_q) + (c.causal ? "_causal" : "") + "_" + lens;
+  const DecodeShape& s = c.shape;
+  return std::string(kv_format_name(s.format)) + "_b" + std::to_string(s.batch) + "_h" + std::to_string(s.h_q) + "_sq" +
+         std::to_string(s.s_q) + (s.causal ? "_causal" : "") + "_" + lens;
 }
 
 // Under MLA_SMALL_CASES=1 (harness small_cases(): the compute-sanitizer runs) only cases of at most 8 sequences and
 // 5000 tokens, which still reach every kernel (each h_q, s_q 1-4, splits, empty sequences, partial tiles).
 void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens) {
+  const DecodeShape& s = c.shape;
   int64_t tokens = 0;
-  for (int len : c.seqlens) tokens += len;
-  if (small_cases() && (c.batch > 8 || tokens > 5000)) return;
+  for (int len : s.seqlens) tokens += len;
+  if (small_cases() && (s.batch > 8 || tokens > 5000)) return;
   const std::string name = case_name(c, lens);
   cases.push_back(
-      {"mla_decode", name, case_tol(c.format), [c, name](CaseReport* rep) { return run_decode_case(name, c, rep); }});
+      {"mla_decode", name, case_tol(s.format), [c, name](CaseReport* rep) { return run_decode_case(name, c, rep); }});
   // 16-row tiles (h_q 16, s_q 1) run on the warp-specialized wgmma kernel by default (kernel_n16ws.cuh) and again on
   // the 256-thread mma.sync kernel (MLA_DECODE_N16 is read on every call), same tolerance: the same operands rounded
   // at the same points (P to the KV type once, fp32 accumulation); only the order of the fp32 sums differs.
   // Tiles of 32-47 rows (h_q 32 s_q 1, h_q 16 s_q 2) run on the 64-row warp-specialized kernel by default and again on
   // the two-row-group mma.sync kernel (MLA_DECODE_N32, read on every call), same tolerance and reasoning.
-  const int rows = c.h_q * c.s_q;
+  const int rows = s.h_q * s.s_q;
   if (rows >= 32 && rows < 48) {
     const std::string n = name + "_n32mma";
-    cases.push_back({"mla_decode", n, case_tol(c.format), [c, n](CaseReport* rep) {
+    cases.push_back({"mla_decode", n, case_tol(s.format), [c, n](CaseReport* rep) {
                        ScopedEnv env("MLA_DECODE_N32", "mma");
                        return run_decode_case(n, c, rep);
                      }});
   }
-  if (c.h_q * c.s_q == 16) {
+  if (s.h_q * s.s_q == 16) {
     const std::string n = name + "_n16mma";
-    cases.push_back({"mla_decode", n, case_tol(c.format), [c, n](CaseReport* rep) {
+    cases.push_back({"mla_decode", n, case_tol(s.format), [c, n](CaseReport* rep) {
                        ScopedEnv env("MLA_DECODE_N16", "mma");
                        return run_decode_case(n, c, rep);
                      }});
@@ -201,11 +183,12 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
   // decode_plan_narrow_tiles) and again on the other ones (MLA_DECODE_TILE_ROWS, read by every decode_plan_geometry
   // call): narrow 16-row tiles run the 16-row kernel, one tile of 16 rows per grid.y. Same tolerance: the same
   // operands rounded at the same points, as the 16-row twins above.
-  if (c.s_q == 1 && c.h_q >= 64 && c.batch <= 8) {
+  if (s.s_q == 1 && s.h_q >= 64 && s.batch <= 8) {
     const std::string n = name + "_othertile";
-    cases.push_back({"mla_decode", n, case_tol(c.format), [c, n](CaseReport* rep) {
+    cases.push_back({"mla_decode", n, case_tol(s.format), [c, n](CaseReport* rep) {
                        bool narrow = false;
-                       MLA_TRY(takes_narrow_tiles(c.batch, c.s_q, c.h_q, c.seqlens, &narrow));
+                       const DecodeShape& s = c.shape;
+                       MLA_TRY(takes_narrow_tiles(s.batch, s.s_q, s.h_q, s.seqlens, &narrow));
                        ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
                        return run_decode_case(n, c, rep);
                      }});
@@ -215,7 +198,7 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
   // call). Same tolerance: the same kernel, only where its CTAs run differs.
   if (((rows + 63) / 64) % 2 == 0) {
     const std::string n = name + "_unpaired";
-    cases.push_back({"mla_decode", n, case_tol(c.format), [c, n](CaseReport* rep) {
+    cases.push_back({"mla_decode", n, case_tol(s.format), [c, n](CaseReport* rep) {
                        ScopedEnv env("MLA_DECODE_HEAD_PAIRS", "off");
                        return run_decode_case(n, c, rep);
                      }});
@@ -226,9 +209,9 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
   // call). Same tolerance: the same kernels on another plan (whole sequences: direct segments, no partials).
   if (rows >= 48 && tokens <= 200000) {
     bool whole = false, can = false;
-    if (whole_sequence_forms(c.batch, c.s_q, c.h_q, c.seqlens, c.format, &whole, &can).is_ok() && (whole || can)) {
+    if (whole_sequence_forms(s.batch, s.s_q, s.h_q, s.seqlens, s.format, &whole, &can).is_ok() && (whole || can)) {
       const std::string n = name + (whole ? "_machinecols" : "_wholeseqs");
-      cases.push_back({"mla_decode", n, case_tol(c.format), [c, n, whole](CaseReport* rep) {
+      cases.push_back({"mla_decode", n, case_tol(s.format), [c, n, whole](CaseReport* rep) {
                          ScopedEnv env("MLA_DECODE_WHOLE_SEQS", whole ? "off" : "on");
                          return run_decode_case(n, c, rep);
                        }});
@@ -240,9 +223,9 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
   // another path.
   {
     bool ws64 = false;
-    if (takes_ws64(c.batch, c.s_q, c.h_q, c.seqlens, c.format, &ws64).is_ok() && ws64) {
+    if (takes_ws64(s.batch, s.s_q, s.h_q, s.seqlens, s.format, &ws64).is_ok() && ws64) {
       const std::string n = name + "_plainout";
-      cases.push_back({"mla_decode", n, case_tol(c.format), [c, n](CaseReport* rep) {
+      cases.push_back({"mla_decode", n, case_tol(s.format), [c, n](CaseReport* rep) {
                          ScopedEnv env("MLA_DECODE_WS64_OUT", "plain");
                          return run_decode_case(n, c, rep);
                        }});
@@ -252,21 +235,20 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
   // (fused_merge.cuh), and again by the combine grid (MLA_DECODE_MERGE=combine, read on every call). Same tolerance:
   // the fused merge is the combine's math on the same fp32 partials, in another order of the same sums.
   const std::string n = name + "_combine";
-  cases.push_back({"mla_decode", n, case_tol(c.format), [c, n](CaseReport* rep) {
+  cases.push_back({"mla_decode", n, case_tol(s.format), [c, n](CaseReport* rep) {
                      ScopedEnv env("MLA_DECODE_MERGE", "combine");
                      return run_decode_case(n, c, rep);
                    }});
 }
 
 DecodeCase dc(KvFormat f, int batch, int h_q, int s_q, bool causal, std::vector<int> lens, bool unsplit = true) {
-  DecodeCase c;
-  c.format = f;
-  c.batch = batch;
-  c.h_q = h_q;
-  c.s_q = s_q;
-  c.causal = causal;
-  c.seqlens = std::move(lens);
-  c.unsplit_check = unsplit;
+  DecodeCase c{decode_shape(f, batch, h_q, s_q, causal, std::move(lens)), unsplit};
+  int used = 0;
+  for (int len : c.shape.seqlens) used += decode_num_blocks(len);
+  c.shape.spare_pages = std::max(4, used / 4);
+  c.shape.spare_cols = 3;
+  c.shape.table_sentinel = kSentinel;
+  c.shape.keep_kv_float = false;  // no price-of-FP8 reference here
   return c;
 }
 
@@ -372,8 +354,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
 void add_graph_case(std::vector<GpuCase>& cases, KvFormat f, int batch, int h_q, int s_q, bool causal,
                     const std::vector<int>& lens, const std::string& tag) {
   if (small_cases()) return;  // 4 steps of CPU references each: too long under the sanitizers
-  const DecodeShape shape = host_shape(dc(f, batch, h_q, s_q, causal, lens));  // the suite's layout, as every case
-  const std::string name = case_name(dc(f, batch, h_q, s_q, causal, lens), tag) + "_graph_steps";
+  const DecodeCase c = dc(f, batch, h_q, s_q, causal, lens);  // the suite's layout, as every case
+  const DecodeShape shape = c.shape;
+  const std::string name = case_name(c, tag) + "_graph_steps";
   cases.push_back({"mla_decode", name, case_tol(f), [shape, name, f](CaseReport* rep) -> Status {
                      auto rng = case_rng(name);
                      const DecodeHostData h = make_decode_data(shape, rng);
@@ -401,9 +384,10 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
                    [](CaseReport* rep) -> Status {
                      const DecodeCase c = dc(kB, 2, 16, 1, false, {100, 200});
                      auto rng = case_rng("bad_inputs");
-                     const DecodeHostData h = make_decode_data(host_shape(c), rng);
+                     const DecodeHostData h = make_decode_data(c.shape, rng);
                      DecodeRejections r;
-                     MLA_TRY(r.alloc(c.batch, c.s_q, c.h_q, h.q.size(), h.cache.size(), h.block_table.size() * 4,
+                     const DecodeShape& s = h.shape;
+                     MLA_TRY(r.alloc(s.batch, s.s_q, s.h_q, h.q.size(), h.cache.size(), h.block_table.size() * 4,
                                      size_t(2) * 16 * kDimV * 2, 2 * 16 * 4));
                      const MlaDecodeParams good = h.params(r.q.data(), r.cache.data(), r.bt.data(), r.sl.data(),
                                                            r.out.data(), r.lse.data(), kSoftmaxScale);

@@ -181,10 +181,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   std::vector<float> lse_ref(h.lse_elems(), NAN);
   std::vector<float> o_acc(size_t(g.max_splits) * s.s_q * s.h_q * kDimV, NAN),
       lse_acc(size_t(g.max_splits) * s.s_q * s.h_q, NAN);
-  const MlaDecodeParams ph =
-      h.params(const_cast<uint8_t*>(h.q.data()), const_cast<uint8_t*>(h.cache.data()),
-               const_cast<int32_t*>(h.block_table.data()), const_cast<int32_t*>(h.seqlens.data()), out_ref.data(),
-               lse_ref.data(), c.softmax_scale);
+  const MlaDecodeParams ph = h.host_params(out_ref.data(), lse_ref.data(), c.softmax_scale);
   MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data()));
   MLA_TRY(check_reference_complete(KvFormat::kFp8, out_ref, lse_ref, name));
   const double vmax = max_abs_v(h);
