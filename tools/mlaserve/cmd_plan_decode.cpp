@@ -74,6 +74,10 @@ std::string histogram(const std::vector<int64_t>& xs) {
   return s;
 }
 
+// Whether a step of geometry g runs the fp8 64-row kernels: 64-row tiles of at least 48 query rows (fewer run the
+// 16-row kernels).
+bool runs_fp8_64row(const DecodePlanGeometry& g) { return g.tile_rows == kDecodeRowsPerCta && g.s_q * g.h_q >= 48; }
+
 // The fp8 64-row kernel `auto` picks for a step of geometry g under the given merge (decode_fp8/variant64.h).
 const char* fp8_kernel64(const DecodePlanGeometry& g, bool fused_merge) {
   if (sm90::decode_fp8::auto_picks_ws3(g, fused_merge))
@@ -94,16 +98,17 @@ const char* fp8_kernel64(const DecodePlanGeometry& g, bool fused_merge) {
 Status print_engine_steps(const PlanArgs& a, const std::vector<int32_t>& lens, KvFormat format) {
   const int batch = static_cast<int>(lens.size());
   const bool fp8 = format == KvFormat::kFp8;
-  // The 64-row kernels run tiles of 48-64 query rows (h_q 64 / 128 at s_q 1); h_q 16 / 32 run the 16-row kernels.
-  auto runs64 = [&](const DecodePlanGeometry& g) { return fp8 && g.tile_rows == kDecodeRowsPerCta && a.h_q >= 48; };
+  auto runs64 = [&](const DecodePlanGeometry& g) { return fp8 && runs_fp8_64row(g); };
   DecodePlanGeometry eager;
   MLA_TRY(decode_plan_geometry(batch, 1, a.h_q, a.num_sms, &eager, lens.data(), format));
-  const bool counters = eager.host_uncut && eager.tile_rows == kDecodeRowsPerCta;
-  const char* merge = !counters ? (eager.host_uncut ? "merge the combine grid (nothing to merge: its CTAs leave at once)"
-                                                    : "merge the combine grid")
-                      : format == KvFormat::kFp8Ds ? "the merge counters passed (fused where the fp8_ds form has it, "
-                                                     "else the combine grid)"
-                                                   : "merge fused (merge counters; no combine grid)";
+  const bool counters = decode_plan_passes_merge_counters(eager);
+  const char* merge = "merge the combine grid";
+  if (counters && format == KvFormat::kFp8Ds)
+    merge = "the merge counters passed (fused where the fp8_ds form has it, else the combine grid)";
+  else if (counters)
+    merge = "merge fused (merge counters; no combine grid)";
+  else if (eager.host_uncut)
+    merge = "merge the combine grid (nothing to merge: its CTAs leave at once)";
   std::printf("engine, eager step: %s%s%s\n", merge, runs64(eager) ? "; fp8 64-row kernel: " : "",
               runs64(eager) ? fp8_kernel64(eager, counters) : "");
   const std::vector<int> buckets =
@@ -189,8 +194,7 @@ Status run_plan(const PlanArgs& a) {
               max_pieces, offsets[batch], g.max_splits,
               split_seqs == 0 ? "none needed" : fused ? "fused into the decode kernel" : "the combine grid");
   // The fp8 format's 64-row kernel for this step, with the merge above (MLA_DECODE_FP8_VARIANT64 unset or auto).
-  if (g.tile_rows == kDecodeRowsPerCta && g.s_q * g.h_q >= 48)
-    std::printf("fp8 64-row kernel: %s\n", fp8_kernel64(g, fused));
+  if (runs_fp8_64row(g)) std::printf("fp8 64-row kernel: %s\n", fp8_kernel64(g, fused));
   // The combine grid is launched whatever the plan (its CTAs with nothing to merge leave at once); how it merges a
   // split row depends on the row's pieces.
   if (!fused) {

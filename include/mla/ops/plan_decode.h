@@ -198,6 +198,13 @@ inline bool decode_plan_wants_fused_merge(const DecodePlanGeometry& g, const int
   return true;
 }
 
+// Whether a caller whose geometry knows the step's seqlens passes the plan's merge counters (the engine's eager steps;
+// what `mlaserve plan decode` reports for them): its default-tuned plan cuts nothing (host_uncut, from the rule above)
+// and its head tiles are 64 rows (narrow 16-row tiles have no fused merge: mla_decode would drop the counters).
+inline bool decode_plan_passes_merge_counters(const DecodePlanGeometry& g) {
+  return g.host_uncut && g.tile_rows == kDecodeRowsPerCta;
+}
+
 // Whether a step's sequences average at least two CTA columns each (2 x batch <= num_parts) and the geometry does not
 // know them to be uncut (host_uncut): on about equal lengths of >= 10 pages its plan then cuts nearly every sequence
 // into pieces, each written as a split partial (a skewed step cuts only its long ones: test_plan_decode.cpp). The fp8

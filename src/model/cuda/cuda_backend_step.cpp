@@ -223,14 +223,14 @@ Status CudaBackend::plan_step() {
     st.dec_workspace_bytes = decode_workspace_bytes(st.geom);
     st.dec_workspace = s.act.alloc(st.dec_workspace_bytes);
     // A step whose host plan cuts no sequence (an eager step's geometry knows: host_uncut) passes the plan's merge
-    // counters, as decode_plan_wants_fused_merge advises: every segment is direct, so the decode kernels merge nothing
+    // counters (decode_plan_passes_merge_counters): every segment is direct, so the decode kernels merge nothing
     // and no combine grid is launched (1-3 us a layer, bench/decode/NOTES.md "Session 24"). plan_decode zeroes them;
     // every layer's mla_decode leaves them zero. A graph step's geometry cannot know its cuts: it keeps the combine.
     // host_uncut is the default tuning's answer, which the plan_decode call below uses too (a step with another tuning
     // would need its own: a cut plan under the fused merge costs 12-36 us, NOTES.md "Session 50"). Narrow 16-row
     // tiles have no fused merge (mla_decode drops the counters there).
     st.plan.merge_counters = nullptr;
-    if (st.geom.host_uncut && st.geom.tile_rows == kDecodeRowsPerCta) {
+    if (decode_plan_passes_merge_counters(st.geom)) {
       st.plan.merge_counters = static_cast<int32_t*>(s.act.alloc(sizeof(int32_t) * decode_plan_counters(st.geom)));
       if (!st.plan.merge_counters) return Status::oom(kOp, "activation arena exhausted by the decode merge counters");
     }
