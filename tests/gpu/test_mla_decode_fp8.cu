@@ -19,6 +19,7 @@
 
 #include "common/decode_data.h"
 #include "common/random.h"
+#include "common/s_noise.h"
 #include "decode_device_run.h"
 #include "decode_graph_steps.h"
 #include "decode_rejections.h"
@@ -79,14 +80,51 @@ constexpr Tolerance kFp8LseTol{5e-3, 3e-2,
                                "7.5e-3 over 383 cases"};
 // Each output row on its own (worst_row, metrics.h: one wrong row of a b128 case hides in the case's rel_l2). A row's
 // error is its e4m3 P flips: one flip moves a weight p by an e4m3 ulp (2^-4 to 2^-3 of p), so a row carried by a few
-// keys moves by up to ~0.12 of its norm a flip. The limit, 0.5, catches a broadly wrong row (another sequence's keys:
-// ~1.4; a sign: 2; a scale off by 2x: 0.5-1). Measured on the H200 (session 60, 946409b's tests, MLA_TEST_SEED=5903,
-// 469 comparisons): median 3.6e-2, p90 9.5e-2, p99 1.19e-1, max 1.24e-1 (h128 rows of 511-8191 keys: one flip's worth).
-// The limit, 2x that maximum, still catches a scale off by 2x.
+// keys moves by up to ~0.12 of its norm a flip (and by its score noise: s_noise_diagnosis). Measured on the H200
+// (session 60, 946409b's tests, MLA_TEST_SEED=5903, 469 comparisons): median 3.6e-2, p90 9.5e-2, p99 1.19e-1, max
+// 1.24e-1 (h128 rows of 511-8191 keys: one flip's worth). The limit, 2x that maximum, catches a broadly wrong row
+// (another sequence's keys: ~1.4; a sign: 2; a scale off by 2x: 0.5-1).
 constexpr Tolerance kFp8RowTol{0.25, 0.0, "a row's e4m3 P flips: measured max 0.124 over 469 comparisons; 2x margin"};
 ErrorStats worst_row_bf16(const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref) {
   return worst_row(ref.size() / kDimV, kDimV, [&](size_t i) { return double(bf16_to_float(got[i])); },
                    [&](size_t i) { return double(bf16_to_float(ref[i])); });
+}
+// Why an out check failed, for the case's note: how much of the failure the score noise of the e4m3 wgmma explains
+// (common/s_noise.h). Its partial sums keep ~14 bits, so a score is off by ~eps x M_t (M_t = sum |q_d k_td|): on
+// N(0, 1) data a few 1e-3 nats, nothing next to a P flip; on DeepSeek-like data, whose outlier channels put a row's
+// logits at hundreds of nats, up to ~1 nat, and a row carried by two keys of nearly equal logits then swings between
+// their V rows by more than any P flip. The note gives the eps at which each failed check would pass with every output
+// allowed eps x its sigma, and the worst row's sigma: an eps near what this suite's lse errors imply on DeepSeek-like
+// data (session 61, 76 comparisons: each case's worst lse row implies eps median 3.3e-4, max 6.9e-4 but for n1's
+// failing case, 1.4e-3) says noise; a large one or none says a bug. A diagnosis only: the checks stay the limits above.
+double bf16_at(const std::vector<uint16_t>& v, size_t i) { return double(bf16_to_float(v[i])); }
+std::string s_noise_diagnosis(const DecodeHostData& h, float softmax_scale, const std::vector<uint16_t>& out,
+                              const std::vector<uint16_t>& ref, double vmax) {
+  const SNoise nz = fp8_s_noise(h, softmax_scale);
+  auto got = [&](size_t i) { return bf16_at(out, i); };
+  auto want = [&](size_t i) { return bf16_at(ref, i); };
+  auto row_stats = [&](const std::vector<double>& v) {
+    return worst_row(ref.size() / kDimV, kDimV, [&](size_t i) { return v[i]; }, want);
+  };
+  auto out_stats = [&](const std::vector<double>& v) {
+    return compare(ref.size(), [&](size_t i) { return v[i] / vmax; }, [&](size_t i) { return want(i) / vmax; });
+  };
+  auto row_passes = [&](const std::vector<double>& v) { return within(row_stats(v), kFp8RowTol); };
+  auto out_passes = [&](const std::vector<double>& v) { return within(out_stats(v), kFp8Tol); };
+  const double eps_row = s_noise_eps_needed(ref.size(), got, want, nz, row_passes);
+  const double eps_out = s_noise_eps_needed(ref.size(), got, want, nz, out_passes);
+  const size_t row = worst_row_bf16(out, ref).worst;
+  double sig = 0, norm = 0;
+  for (int d = 0; d < kDimV; ++d) {
+    sig += double(nz.out[row * kDimV + d]) * nz.out[row * kDimV + d];
+    norm += want(row * kDimV + d) * want(row * kDimV + d);
+  }
+  char buf[240];
+  std::snprintf(buf, sizeof buf,
+                "score noise (common/s_noise.h): eps needed by the out checks %.2e, by the row check %.2e; worst row "
+                "%zu's sigma %.1f x eps of its norm",
+                eps_out, eps_row, row, std::sqrt(sig / std::max(norm, 1e-300)));
+  return buf;
 }
 // Saturated inputs (codes pinned at +-448, raw scores up to 448^2 * 576 ~ 1.2e8) run with a softmax scale that
 // keeps the logits O(1) (std ~4, see add()), so they get the tolerance above. At the model's scale such scores
@@ -167,7 +205,10 @@ std::vector<double>& suite_out_rel_l2() {
 }
 
 Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) {
-  auto rng = case_rng(name);
+  // MLA_TEST_DATA_NAME=<case>: draw another case's data (same shape), e.g. a failed case's on each kernel variant of
+  // its class, to tell a failure that follows the data from one that follows the kernel.
+  const char* data_name = std::getenv("MLA_TEST_DATA_NAME");
+  auto rng = case_rng(data_name ? std::string(data_name) : name);
   const DecodeHostData h = make_decode_data(c.shape, rng);
   const DecodeShape& s = h.shape;
   DecodeDeviceResult r;
@@ -185,9 +226,10 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data()));
   MLA_TRY(check_reference_complete(KvFormat::kFp8, out_ref, lse_ref, name));
   const double vmax = max_abs_v(h);
-  const ErrorStats out_err = compare_bf16(out, out_ref, vmax);
+  const ErrorStats out_err = compare_bf16(out, out_ref, vmax), row_err = worst_row_bf16(out, out_ref);
   rep->add("out/max|V|", out_err);
-  rep->add("out worst row", worst_row_bf16(out, out_ref), &kFp8RowTol);
+  rep->add("out worst row", row_err, &kFp8RowTol);
+  const bool out_fails = !within(out_err, kFp8Tol) || !within(row_err, kFp8RowTol);
   const DecodeShape& sh = c.shape;
   if (sh.data == DataKind::kNormal && sh.data_scale / sh.q_scale <= 448.f && sh.data_scale / sh.k_scale <= 448.f)
     suite_out_rel_l2().push_back(out_err.rel_l2);
@@ -204,6 +246,8 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
     if (su.nonfinite_got || su.mismatched_nan)
       return Status::internal("mla_decode", std::string(buf) + " non-finite (" + name + ")");
   }
+  if (out_fails)
+    rep->note += (rep->note.empty() ? "" : "; ") + s_noise_diagnosis(h, c.softmax_scale, out, out_ref, vmax);
   return Status::ok();
 }
 
