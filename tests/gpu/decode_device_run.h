@@ -255,6 +255,9 @@ struct DecodeDeviceResult {
   std::vector<int32_t> parts_ref, off_ref;  // the host plan (ref::plan_decode)
   std::vector<uint16_t> out;                // 16-bit out of the eager call
   std::vector<float> lse;
+  // The eager call's split lse values from its workspace, [max_splits, s_q * h_q] as the reference's lse_accum (slots
+  // of sequences with one split are never written: poison): where a failed case's merge weights went wrong.
+  std::vector<float> lse_partials;
   // The references only read the plan.
   DecodePlanView plan_ref() const {
     return {const_cast<int32_t*>(parts_ref.data()), const_cast<int32_t*>(off_ref.data()), g.num_parts};
@@ -323,6 +326,8 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   r->lse.assign(h.lse_elems(), 0.f);
   MLA_TRY(d.out.download(&r->out));
   MLA_TRY(d.lse.download(&r->lse));
+  r->lse_partials.assign(static_cast<size_t>(g.max_splits) * s.s_q * s.h_q, 0.f);
+  MLA_TRY(d.ws.download(r->lse_partials.data(), r->lse_partials.size() * sizeof(float), decode_workspace_lse_offset(g)));
   {
     std::vector<uint16_t> out_q(r->out.size());
     std::vector<float> lse_q(r->lse.size());

@@ -126,6 +126,25 @@ std::string s_noise_diagnosis(const DecodeHostData& h, float softmax_scale, cons
                 eps_out, eps_row, row, std::sqrt(sig / std::max(norm, 1e-300)));
   return buf;
 }
+
+// The worst row's split lse values, kernel against reference (both [max_splits, s_q * h_q], natural log): the merge
+// weights of its pieces. A piece off by much more than the others says which part (CTA) went wrong; all of them off
+// alike, a shared bias the merge does not see.
+std::string split_lse_diagnosis(const DecodeShape& s, const DecodeDeviceResult& r, const std::vector<float>& lse_acc,
+                                size_t worst_row) {
+  const int rows = s.s_q * s.h_q, b = int(worst_row) / rows, q_row = int(worst_row) % rows;
+  std::string msg = "row " + std::to_string(worst_row) + "'s split lse, kernel - reference:";
+  const int first = r.off_ref[b], n = r.off_ref[b + 1] - first;
+  if (n == 1) return msg + " none (one piece)";
+  char buf[64];
+  for (int k = 0; k < n; ++k) {
+    const size_t i = static_cast<size_t>(first + k) * rows + q_row;
+    std::snprintf(buf, sizeof buf, " %.4f - %.4f", r.lse_partials[i], lse_acc[i]);
+    msg += buf;
+    if (k + 1 < n) msg += ",";
+  }
+  return msg;
+}
 // Saturated inputs (codes pinned at +-448, raw scores up to 448^2 * 576 ~ 1.2e8) run with a softmax scale that
 // keeps the logits O(1) (std ~4, see add()), so they get the tolerance above. At the model's scale such scores
 // are ~1e6 logits apart: the softmax is one-hot, and since every product of pinned codes is +-448^2 many keys
@@ -247,7 +266,8 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
       return Status::internal("mla_decode", std::string(buf) + " non-finite (" + name + ")");
   }
   if (out_fails)
-    rep->note += (rep->note.empty() ? "" : "; ") + s_noise_diagnosis(h, c.softmax_scale, out, out_ref, vmax);
+    rep->note += (rep->note.empty() ? "" : "; ") + s_noise_diagnosis(h, c.softmax_scale, out, out_ref, vmax) + "; " +
+                 split_lse_diagnosis(s, r, lse_acc, row_err.worst);
   return Status::ok();
 }
 
