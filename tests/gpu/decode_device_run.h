@@ -327,7 +327,8 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
   MLA_TRY(d.out.download(&r->out));
   MLA_TRY(d.lse.download(&r->lse));
   r->lse_partials.assign(static_cast<size_t>(g.max_splits) * s.s_q * s.h_q, 0.f);
-  MLA_TRY(d.ws.download(r->lse_partials.data(), r->lse_partials.size() * sizeof(float), decode_workspace_lse_offset(g)));
+  MLA_TRY(d.ws.download(r->lse_partials.data(), r->lse_partials.size() * sizeof(float),
+                        decode_workspace_lse_offset(g)));
   {
     std::vector<uint16_t> out_q(r->out.size());
     std::vector<float> lse_q(r->lse.size());
