@@ -44,6 +44,11 @@ struct DecodeShape {
   int32_t table_sentinel = kBlockTableSentinel;  // every unused block-table entry (the 16-bit suite: a negative one)
   bool keep_kv_float = true;  // DecodeHostData::kv_float (the price-of-FP8 reference); false: left empty (1.2 GB at
                               // b128 s4096, and most of the draw's time there)
+
+  // Keys query row i of sequence b sees (mla_decode.h: seqlen, or seqlen - s_q + 1 + i when causal), at least 0.
+  int visible_keys(int b, int i) const {
+    return std::max(0, causal ? std::min(seqlens[b], seqlens[b] - s_q + 1 + i) : seqlens[b]);
+  }
 };
 
 // A step's shape; the other fields keep their defaults.
@@ -70,6 +75,11 @@ struct DecodeHostData {
                                      // unless shape.keep_kv_float
 
   size_t out_elems() const { return size_t(shape.batch) * shape.s_q * shape.h_q * kDimV; }
+  // Sequence b's token t: its kv_bytes_per_token(format) bytes in the cache, through the block table.
+  const uint8_t* token(int b, int t) const {
+    const int32_t pg = block_table[size_t(b) * max_pages + t / kDecodePageSize];
+    return &cache[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * kv_bytes_per_token(shape.format)];
+  }
   size_t lse_elems() const { return size_t(shape.batch) * shape.h_q * shape.s_q; }
 
   // Params over caller-provided pointers (host or device) with this data's shapes.

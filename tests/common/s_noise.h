@@ -49,8 +49,7 @@ inline SNoise fp8_s_noise(const DecodeHostData& h, float softmax_scale, int thre
   const double to_nats = double(softmax_scale) * s.q_scale * s.k_scale;
   auto one_row = [&](int row, std::vector<double>& L, std::vector<double>& M, std::vector<const uint8_t*>& tok) {
     const int b = row / (s.s_q * s.h_q), i = (row / s.h_q) % s.s_q;
-    const int len = h.seqlens[b];
-    const int vis = std::max(0, s.causal ? std::min(len, len - s.s_q + 1 + i) : len);
+    const int vis = s.visible_keys(b, i);
     if (vis == 0) return;
     const uint8_t* q = &h.q[size_t(row) * kDimQK];
     double qf[kDimQK];
@@ -60,8 +59,7 @@ inline SNoise fp8_s_noise(const DecodeHostData& h, float softmax_scale, int thre
     tok.resize(vis);
     double mx = -INFINITY;
     for (int t = 0; t < vis; ++t) {
-      const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
-      tok[t] = &h.cache[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * kDimQK];
+      tok[t] = h.token(b, t);
       double dot = 0, mag = 0;
       for (int d = 0; d < kDimQK; ++d) {
         const double p = qf[d] * lut[tok[t][d]];

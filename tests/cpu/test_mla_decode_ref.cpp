@@ -36,7 +36,6 @@ float softmax_scale_for_test() { return 1.f / std::sqrt(192.f); }
 // float64 oracle over the stored (quantized) inputs, dequantized exactly.
 void oracle(const DecodeHostData& h, std::vector<double>* out, std::vector<double>* lse) {
   const DecodeShape& s = h.shape;
-  const int bpt = kv_bytes_per_token(s.format);
   out->assign(h.out_elems(), 0.0);
   lse->assign(h.lse_elems(), -std::numeric_limits<double>::infinity());
   auto qv = [&](size_t i) -> double {
@@ -47,8 +46,7 @@ void oracle(const DecodeHostData& h, std::vector<double>* out, std::vector<doubl
     }
   };
   auto kv = [&](int b, int t, int d) -> double {
-    const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
-    const uint8_t* tok = &h.cache[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * bpt];
+    const uint8_t* tok = h.token(b, t);
     switch (s.format) {
       case KvFormat::kFp8: return double(e4m3_to_float(tok[d])) * s.k_scale;
       case KvFormat::kFp16: return fp16_to_float(uint16_t(tok[2 * d] | (tok[2 * d + 1] << 8)));

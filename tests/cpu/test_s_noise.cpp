@@ -45,7 +45,7 @@ TEST(SNoise, MatchesTheNumericalDerivative) {
     double worst = 0;
     for (int row = 0; row < s.batch * s.s_q * s.h_q; ++row) {
       const int b = row / (s.s_q * s.h_q), i = (row / s.h_q) % s.s_q;
-      const int vis = std::max(0, std::min(s.seqlens[b], s.seqlens[b] - s.s_q + 1 + i));
+      const int vis = s.visible_keys(b, i);
       if (vis == 0) {  // sequence 0's query 0 sees no key: nothing to move
         for (int d = 0; d < kDimV; ++d) EXPECT_EQ(nz.out[size_t(row) * kDimV + d], 0.f);
         EXPECT_EQ(nz.lse[row], 0.f);
@@ -54,8 +54,7 @@ TEST(SNoise, MatchesTheNumericalDerivative) {
       std::vector<double> logits(vis), mag(vis);
       std::vector<const uint8_t*> tok(vis);
       for (int t = 0; t < vis; ++t) {
-        tok[t] = &h.cache[(size_t(h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize]) * kDecodePageSize +
-                           t % kDecodePageSize) * kDimQK];
+        tok[t] = h.token(b, t);
         double dot = 0, m = 0;
         for (int d = 0; d < kDimQK; ++d) {
           const double p = double(e4m3_to_float(h.q[size_t(row) * kDimQK + d])) * e4m3_to_float(tok[t][d]);

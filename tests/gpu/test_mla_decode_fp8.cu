@@ -85,21 +85,22 @@ constexpr Tolerance kFp8LseTol{5e-3, 3e-2,
 // 1.24e-1 (h128 rows of 511-8191 keys: one flip's worth). The limit, 2x that maximum, catches a broadly wrong row
 // (another sequence's keys: ~1.4; a sign: 2; a scale off by 2x: 0.5-1).
 constexpr Tolerance kFp8RowTol{0.25, 0.0, "a row's e4m3 P flips: measured max 0.124 over 469 comparisons; 2x margin"};
+double bf16_at(const std::vector<uint16_t>& v, size_t i) { return double(bf16_to_float(v[i])); }
 ErrorStats worst_row_bf16(const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref) {
-  return worst_row(ref.size() / kDimV, kDimV, [&](size_t i) { return double(bf16_to_float(got[i])); },
-                   [&](size_t i) { return double(bf16_to_float(ref[i])); });
+  return worst_row(ref.size() / kDimV, kDimV, [&](size_t i) { return bf16_at(got, i); },
+                   [&](size_t i) { return bf16_at(ref, i); });
 }
 // Why an out check failed, for the case's note: how much of the failure the score noise of the e4m3 wgmma explains
 // (common/s_noise.h). Its partial sums keep ~14 bits, so a score is off by ~eps x M_t (M_t = sum |q_d k_td|): on
 // N(0, 1) data a few 1e-3 nats, nothing next to a P flip; on DeepSeek-like data, whose outlier channels put a row's
 // logits at hundreds of nats, up to ~1 nat, and a row carried by two keys of nearly equal logits then swings between
 // their V rows by more than any P flip. The note gives the eps at which each failed check would pass with every output
-// allowed eps x its sigma, and the worst row's sigma: an eps near what this suite's lse errors imply on DeepSeek-like
-// data (session 61, 76 comparisons: each case's worst lse row implies eps median 3.3e-4, max 6.9e-4 but for n1's
-// failing case, 1.4e-3) says noise; a large one or none says a bug. A diagnosis only: the checks stay the limits above.
-double bf16_at(const std::vector<uint16_t>& v, size_t i) { return double(bf16_to_float(v[i])); }
+// allowed eps x its sigma, and the sigma of the worst row (`row`): an eps near what this suite's lse errors imply on
+// DeepSeek-like data (session 61, 76 comparisons: each case's worst lse row implies eps median 3.3e-4, max 6.9e-4 but
+// for n1's failing case, 1.4e-3) says noise; a large one or none says a bug. A diagnosis only: the checks stay the
+// limits above.
 std::string s_noise_diagnosis(const DecodeHostData& h, float softmax_scale, const std::vector<uint16_t>& out,
-                              const std::vector<uint16_t>& ref, double vmax) {
+                              const std::vector<uint16_t>& ref, double vmax, size_t row) {
   const SNoise nz = fp8_s_noise(h, softmax_scale);
   auto got = [&](size_t i) { return bf16_at(out, i); };
   auto want = [&](size_t i) { return bf16_at(ref, i); };
@@ -113,7 +114,6 @@ std::string s_noise_diagnosis(const DecodeHostData& h, float softmax_scale, cons
   auto out_passes = [&](const std::vector<double>& v) { return within(out_stats(v), kFp8Tol); };
   const double eps_row = s_noise_eps_needed(ref.size(), got, want, nz, row_passes);
   const double eps_out = s_noise_eps_needed(ref.size(), got, want, nz, out_passes);
-  const size_t row = worst_row_bf16(out, ref).worst;
   double sig = 0, norm = 0;
   for (int d = 0; d < kDimV; ++d) {
     sig += double(nz.out[row * kDimV + d]) * nz.out[row * kDimV + d];
@@ -166,8 +166,7 @@ double max_abs_v(const DecodeHostData& h) {
   const DecodeShape& s = h.shape;
   for (int b = 0; b < s.batch; ++b)
     for (int t = 0; t < s.seqlens[b]; ++t) {
-      const int32_t pg = h.block_table[size_t(b) * h.max_pages + t / kDecodePageSize];
-      const uint8_t* tok = &h.cache[(size_t(pg) * kDecodePageSize + t % kDecodePageSize) * kDimQK];
+      const uint8_t* tok = h.token(b, t);
       for (int d = 0; d < kDimV; ++d) vmax = std::max(vmax, std::fabs(double(e4m3_to_float(tok[d]))));
     }
   return vmax * s.k_scale;
@@ -175,8 +174,8 @@ double max_abs_v(const DecodeHostData& h) {
 
 ErrorStats compare_bf16(const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref, double unit) {
   const double inv = unit > 0 ? 1.0 / unit : 1.0;
-  return compare(ref.size(), [&](size_t i) { return double(bf16_to_float(got[i])) * inv; },
-                 [&](size_t i) { return double(bf16_to_float(ref[i])) * inv; });
+  return compare(ref.size(), [&](size_t i) { return bf16_at(got, i) * inv; },
+                 [&](size_t i) { return bf16_at(ref, i) * inv; });
 }
 
 // The unquantized problem: bf16 q and K from the generator's float values, one page per (b, block) in
@@ -266,7 +265,8 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
       return Status::internal("mla_decode", std::string(buf) + " non-finite (" + name + ")");
   }
   if (out_fails)
-    rep->note += (rep->note.empty() ? "" : "; ") + s_noise_diagnosis(h, c.softmax_scale, out, out_ref, vmax) + "; " +
+    rep->note += (rep->note.empty() ? "" : "; ") +
+                 s_noise_diagnosis(h, c.softmax_scale, out, out_ref, vmax, row_err.worst) + "; " +
                  split_lse_diagnosis(s, r, lse_acc, row_err.worst);
   return Status::ok();
 }
