@@ -26,9 +26,11 @@ struct GraphStepResult {
 
 // h: the step of the longest seqlens, whose cache holds every step's keys (step k reads the first steps[k][b] tokens
 // of sequence b, steps[k][b] <= h.seqlens[b]). report: adds the caller's metrics for one step.
-inline Status run_graph_over_steps(const std::string& name, const DecodeHostData& h, float softmax_scale,
-                                   const std::vector<std::vector<int32_t>>& steps,
-                                   const std::function<void(const GraphStepResult&)>& report) {
+// ref_options (optional): the reference's options for the graph's geometry (the fp8 suite's sums per kernel).
+inline Status run_graph_over_steps(
+    const std::string& name, const DecodeHostData& h, float softmax_scale,
+    const std::vector<std::vector<int32_t>>& steps, const std::function<void(const GraphStepResult&)>& report,
+    const std::function<MlaDecodeRefOptions(const DecodePlanGeometry&)>& ref_options = {}) {
   const DecodeShape& s = h.shape;
   for (const auto& lens : steps)
     for (int b = 0; b < s.batch; ++b)
@@ -109,7 +111,7 @@ inline Status run_graph_over_steps(const std::string& name, const DecodeHostData
                                            const_cast<int32_t*>(h.block_table.data()), lens.data(), r.out_ref.data(),
                                            r.lse_ref.data(), softmax_scale),
                                   DecodePlanView{parts_ref.data(), off_ref.data(), g.num_parts}, o_acc.data(),
-                                  lse_acc.data()));
+                                  lse_acc.data(), ref_options ? ref_options(g) : MlaDecodeRefOptions{}));
     MLA_TRY(check_reference_complete(s.format, r.out_ref, r.lse_ref, name + ", " + r.tag));
     report(r);
     return Status::ok();

@@ -4,8 +4,12 @@
 // NaN codes in every unused cache slot, sentinels in unused block-table entries); out/lse/workspace
 // poisoned, guard regions checked, the call replayed from a CUDA graph (must equal eager bit for bit).
 // The primary comparison is ref::mla_decode_split with the kernel's own plan: it rounds P to e4m3 at the
-// same per-split running max, so only fp32 summation order (and exp2 vs exp) differs. Each case also
-// notes the error against an unquantized reference (bf16 q and K, exact softmax): the price of FP8.
+// same per-split running max, and (session 62) adds up S and P V as the kernel's MMA does: the e4m3 wgmma's
+// truncating sums (src/ops/ref/wgmma_e4m3_sum.h) with the wgmma kernels' softmax arithmetic and bf16 partials
+// where they store them, float sums for the mma.sync kernels (fp8_reference_sums). The limits below were set
+// against float sums for every kernel; they stay until a GPU run has measured the new comparison (each case notes
+// its error against float sums meanwhile). Each case also notes the error against an unquantized reference (bf16
+// q and K, exact softmax): the price of FP8.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -20,6 +24,7 @@
 #include "common/decode_data.h"
 #include "common/random.h"
 #include "common/s_noise.h"
+#include "common/split_lse.h"
 #include "decode_device_run.h"
 #include "decode_graph_steps.h"
 #include "decode_rejections.h"
@@ -222,6 +227,27 @@ std::vector<double>& suite_out_rel_l2() {
   return v;
 }
 
+// The reference's sums for the kernel a step of geometry g runs (dispatch.cu run_decode_fp8, under the knobs the case
+// sets): the mma.sync kernels (32-row tiles under MLA_DECODE_N32=mma, 64-row tiles under
+// MLA_DECODE_FP8_VARIANT64=mma_sync) add up at float precision (session 39: lse rel 1.9e-7); every other fp8 kernel runs
+// its products on e4m3 wgmma, whose sums the reference models (src/ops/ref/wgmma_e4m3_sum.h), and the 64-row
+// warp-specialized ones among them store split partials as bf16 (decode::write_segment_ws).
+MlaDecodeRefOptions fp8_reference_sums(const DecodePlanGeometry& g, int rows_per_seq) {
+  auto knob = [](const char* name, const char* value) {
+    const char* v = std::getenv(name);
+    return v != nullptr && std::strcmp(v, value) == 0;
+  };
+  const int groups = std::min(rows_per_seq, g.tile_rows) / 16;  // 16-row groups of the first tile
+  const bool n32_auto = !knob("MLA_DECODE_N32", "ws") && !knob("MLA_DECODE_N32", "mma");
+  const bool h16 = groups == 1 || (rows_per_seq == 32 && n32_auto);
+  const bool mma =
+      !h16 && ((groups == 2 && knob("MLA_DECODE_N32", "mma")) || knob("MLA_DECODE_FP8_VARIANT64", "mma_sync"));
+  MlaDecodeRefOptions o;
+  o.fp8_mma_sum = mma ? Fp8MmaSum::kFloat : Fp8MmaSum::kWgmmaE4m3;
+  o.bf16_partials = !h16 && !mma;
+  return o;
+}
+
 Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) {
   // MLA_TEST_DATA_NAME=<case>: draw another case's data (same shape), e.g. a failed case's on each kernel variant of
   // its class, to tell a failure that follows the data from one that follows the kernel.
@@ -241,7 +267,8 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   std::vector<float> o_acc(size_t(g.max_splits) * s.s_q * s.h_q * kDimV, NAN),
       lse_acc(size_t(g.max_splits) * s.s_q * s.h_q, NAN);
   const MlaDecodeParams ph = h.host_params(out_ref.data(), lse_ref.data(), c.softmax_scale);
-  MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data()));
+  const MlaDecodeRefOptions sums = fp8_reference_sums(g, s.s_q * s.h_q);
+  MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data(), sums));
   MLA_TRY(check_reference_complete(KvFormat::kFp8, out_ref, lse_ref, name));
   const double vmax = max_abs_v(h);
   const ErrorStats out_err = compare_bf16(out, out_ref, vmax), row_err = worst_row_bf16(out, out_ref);
@@ -263,6 +290,31 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
     rep->note = buf;
     if (su.nonfinite_got || su.mismatched_nan)
       return Status::internal("mla_decode", std::string(buf) + " non-finite (" + name + ")");
+  }
+  if (sums.fp8_mma_sum == Fp8MmaSum::kWgmmaE4m3) {
+    // What the model of the wgmma's sums takes out of the comparison: the same kernel output against float sums (the
+    // reference before session 62). A note until a GPU run has measured both; then the limits come down.
+    std::vector<uint16_t> out_f(h.out_elems(), 0xFFFFu);
+    std::vector<float> lse_f(h.lse_elems(), NAN), o_f(o_acc.size()), l_f(lse_acc.size());
+    MLA_TRY(ref::mla_decode_split(h.host_params(out_f.data(), lse_f.data(), c.softmax_scale), r.plan_ref(), o_f.data(),
+                                  l_f.data()));
+    const ErrorStats fo = compare_bf16(out, out_f, vmax), fr = worst_row_bf16(out, out_f), fl = compare_lse(lse, lse_f);
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "against float sums: out/max|V| rel_l2=%.3e max_abs=%.3e, worst row %.3e (row %zu), lse max_abs=%.3e",
+                  fo.rel_l2, fo.max_abs, fr.rel_l2, fr.worst, fl.max_abs);
+    rep->note += (rep->note.empty() ? "" : "; ") + std::string(buf);
+  }
+  {
+    // A diagnostic for now, no check: the pieces' lse errors free of their shared bias (common/split_lse.h), reported
+    // on every case until a run of the whole suite has measured them (then a limit in nats).
+    const SplitLseSpread sp = split_lse_spread(r.lse_partials, lse_acc, r.off_ref, s.s_q * s.h_q);
+    if (sp.rows > 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "split lse spread over weighted pieces: max %.3f nats at row %ld (%ld rows)",
+                    sp.max_nats, sp.row, sp.rows);
+      rep->note += (rep->note.empty() ? "" : "; ") + std::string(buf);
+    }
   }
   if (out_fails)
     rep->note += (rep->note.empty() ? "" : "; ") +
@@ -561,7 +613,8 @@ void add_graph(std::vector<GpuCase>& cases, int batch, int h_q, int s_q, bool ca
                            rep->add(r.tag + " out/max|V|", compare_bf16(r.out, r.out_ref, vmax));
                            rep->add(r.tag + " out worst row", worst_row_bf16(r.out, r.out_ref), &kFp8RowTol);
                            rep->add(r.tag + " lse/max(1,|lse|)", compare_lse(r.lse, r.lse_ref), &kFp8LseTol);
-                         });
+                         },
+                         [&](const DecodePlanGeometry& g) { return fp8_reference_sums(g, shape.s_q * shape.h_q); });
                    }});
 }
 

@@ -19,6 +19,7 @@
 #include "mla/ops/mla_decode.h"
 #include "ops/common/cache_codec.h"
 #include "ops/ref/parallel_for.h"
+#include "ops/ref/wgmma_e4m3_sum.h"
 
 namespace mla::ref {
 namespace {
@@ -77,6 +78,10 @@ class RowAttention {
     score_scale_ = p.softmax_scale * fp8_fold;
     out_scale_ = p.format == KvFormat::kFp8 ? p.k_scale : 1.f;
     max_slack_log2_ = p.format == KvFormat::kFp8 ? kDecodeFp8MaxSlackLog2 : 0.f;
+    wgmma_ = p.format == KvFormat::kFp8 && opts.fp8_mma_sum == Fp8MmaSum::kWgmmaE4m3;
+    // The kernels' float constants (mla_decode.cu): the folded softmax scale, then its log2 form.
+    kernel_scale_ = p.softmax_scale * p.q_scale * p.k_scale;
+    kernel_scale_log2_ = kernel_scale_ * 1.4426950408889634f;
   }
 
   // Processes all rows of sequence b in [row0, row1) (row = i * h_q + h) over blocks [lo, hi).
@@ -100,6 +105,10 @@ class RowAttention {
         const int visible = p_.causal ? seqlen - s_q + 1 + i : seqlen;
         const int te = std::min(t1, visible);
         if (te <= t0) continue;
+        if (wgmma_) {
+          wgmma_page(&q[r * kDimQK], kblk.data(), te - t0, &m[r], &l[r], &o[static_cast<size_t>(r) * kDimV]);
+          continue;
+        }
         float page_max = kNegInf;
         for (int t = t0; t < te; ++t) {
           float acc = 0.f;
@@ -131,7 +140,7 @@ class RowAttention {
       if (l[r] > 0.f) {
         const float inv = out_scale_ / l[r];
         for (int d = 0; d < kDimV; ++d) res.o[d] = o[static_cast<size_t>(r) * kDimV + d] * inv;
-        res.lse = m[r] + std::log(l[r]);
+        res.lse = wgmma_ ? m[r] * kernel_scale_ + std::log(l[r]) : m[r] + std::log(l[r]);
       } else {
         res.lse = kNegInf;
       }
@@ -139,12 +148,43 @@ class RowAttention {
   }
 
  private:
+  // One page of one row as the fp8 wgmma kernels compute it (Fp8MmaSum::kWgmmaE4m3): raw scores (q_scale, k_scale
+  // and the softmax scale folded into kernel_scale_log2_), m in raw units, P = exp2(fma(s, scale_log2, -m scale_log2))
+  // as the kernels' softmax, O rescaled in float, then P (e4m3) V in two k32 steps of 32 keys (keys past n add nothing).
+  // kblk: the page's tokens as raw e4m3 values [64][576].
+  void wgmma_page(const float* q, const float* kblk, int n, float* m, float* l, float* o) const {
+    float s[kDecodePageSize], pr[kDecodePageSize] = {}, page_max = kNegInf;
+    for (int t = 0; t < n; ++t) {
+      s[t] = wgmma_e4m3_dot576(q, &kblk[t * kDimQK]);
+      page_max = std::max(page_max, s[t]);
+    }
+    const float mx = decode_running_max(*m, page_max, kernel_scale_log2_, max_slack_log2_);
+    const float ms = mx == kNegInf ? 0.f : mx * kernel_scale_log2_;
+    if (mx != *m) {
+      const float alpha = std::exp2(*m * kernel_scale_log2_ - ms);  // m = -inf: 0
+      *l *= alpha;
+      for (int d = 0; d < kDimV; ++d) o[d] *= alpha;
+    }
+    *m = mx;
+    for (int t = 0; t < n; ++t) {
+      const float pt = std::exp2(std::fma(s[t], kernel_scale_log2_, -ms));
+      *l += pt;
+      pr[t] = round_p(pt, KvFormat::kFp8, opts_.p_rounding);
+    }
+    const float* v[kDecodePageSize];
+    for (int t = 0; t < kDecodePageSize; ++t) v[t] = &kblk[std::min(t, std::max(n - 1, 0)) * kDimQK];  // p 0 past n
+    float scratch[3 * kDimV];
+    for (int t0 = 0; t0 < kDecodePageSize; t0 += 32) wgmma_e4m3_pv_step(o, &pr[t0], &v[t0], 32, kDimV, scratch);
+  }
+
   const MlaDecodeParams& p_;
   const PagedKvView& kv_;
   const MlaDecodeRefOptions& opts_;
   float score_scale_ = 1.f;
   float out_scale_ = 1.f;
   float max_slack_log2_ = 0.f;
+  bool wgmma_ = false;  // Fp8MmaSum::kWgmmaE4m3 on the fp8 format: m in raw score units, wgmma_page
+  float kernel_scale_ = 1.f, kernel_scale_log2_ = 1.f;
 };
 
 PagedKvView make_view(const MlaDecodeParams& p) {
@@ -252,7 +292,7 @@ Status mla_decode_split(const MlaDecodeParams& p, const DecodePlanView& plan, fl
         store_row(p, it.b, r, res[r - r0]);
       } else {
         float* o = o_accum + (static_cast<int64_t>(it.slot) * rows + r) * kDimV;
-        for (int d = 0; d < kDimV; ++d) o[d] = res[r - r0].o[d];
+        for (int d = 0; d < kDimV; ++d) o[d] = opts.bf16_partials ? round_bf16(res[r - r0].o[d]) : res[r - r0].o[d];
         lse_accum[static_cast<int64_t>(it.slot) * rows + r] = res[r - r0].lse;
       }
     }

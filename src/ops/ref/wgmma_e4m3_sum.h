@@ -1,0 +1,102 @@
+#pragma once
+// How Hopper's e4m3 wgmma adds up, one k32 step D = A B + C of one output element, for the reference
+// (MlaDecodeRefOptions::fp8_mma_sum, mla/ops/mla_decode.h).
+//
+// The model: the step's 32 products (exact: e4m3 x e4m3 has 8 significant bits) and the accumulator C are aligned to
+// the largest exponent among them, e (largest magnitude in [2^e, 2^(e+1))), and each is truncated toward zero to a
+// multiple of 2^(e-13), i.e. the largest keeps 14 bits; those add exactly, and D keeps 13 mantissa bits (e8m13,
+// truncated). The DeepSeek-V3 report describes the alignment and the 14 bits; SageAttention2 the 13-bit accumulator.
+// Measured (session 62, bench/decode/NOTES.md; bench/decode/repro/fp8_acc_emulation.cpp): over the worst lse rows of
+// the 67 DeepSeek-like cases of session 61's n1 (H200), this model gives each row's lse error as measured to 2-3
+// digits (|emulated| / measured 1.00 at p10, median and p90), where a float sum misses it entirely and the neighbouring
+// models (13 or 15 bits, k16 steps, C left out of the alignment, products floored) are off by 1.3-30x or by 0.3-0.7x.
+//
+// Cost: about three times a float dot product. Every value here fits a float exactly: the scaled terms are integers
+// below 2^14 and at most 33 of them add up (< 2^20).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace mla::ref {
+
+// D's 13 mantissa bits: the low 10 of a float's 23 cleared (sign and magnitude: toward zero). NaN stays NaN.
+inline float wgmma_e4m3_keep13(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u &= 0xFFFFFC00u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// t truncated toward zero, for the scaled terms (|t| < 2^14): a conversion pair the compiler vectorizes (std::trunc
+// may not, before SSE4.1). Anything outside +-2^30 (NaN) gives 0 instead of undefined behaviour; the callers carry NaN
+// through on the side (x * 0 is NaN only for NaN, the terms are never infinite).
+inline float wgmma_e4m3_trunc(float t) {
+  constexpr float kLim = 1073741824.f;  // 2^30
+  return (t >= -kLim && t <= kLim) ? static_cast<float>(static_cast<int32_t>(t)) : 0.f;
+}
+
+// 2^(13 - e) and 2^(e - 13) for the largest magnitude `top` > 0 of a step, top in [2^e, 2^(e+1)).
+inline void wgmma_e4m3_scales(float top, float* scale, float* ulp) {
+  const int e = std::ilogb(top);
+  *scale = std::ldexp(1.f, 13 - e);
+  *ulp = std::ldexp(1.f, e - 13);
+}
+
+// One step for one output element: c plus the n (<= 32) products in prods.
+inline float wgmma_e4m3_step(float c, const float* prods, int n) {
+  float top = std::fabs(c), nan = c * 0.f;
+  for (int i = 0; i < n; ++i) {
+    const float a = std::fabs(prods[i]);
+    top = a > top ? a : top;
+    nan += prods[i] * 0.f;
+  }
+  if (!(top > 0.f)) return c + nan;  // every term zero
+  float scale, ulp;
+  wgmma_e4m3_scales(top, &scale, &ulp);
+  float sum = wgmma_e4m3_trunc(c * scale);
+  for (int i = 0; i < n; ++i) sum += wgmma_e4m3_trunc(prods[i] * scale);
+  return wgmma_e4m3_keep13(sum * ulp) + nan;
+}
+
+// The 576-dim score of e4m3 values q . k in the kernels' 18 k32 steps, dims in order.
+inline float wgmma_e4m3_dot576(const float* q, const float* k) {
+  float acc = 0.f, prods[32];
+  for (int k0 = 0; k0 < 576; k0 += 32) {
+    for (int i = 0; i < 32; ++i) prods[i] = q[k0 + i] * k[k0 + i];
+    acc = wgmma_e4m3_step(acc, prods, 32);
+  }
+  return acc;
+}
+
+// One P.V step of a row: o[d] = step(o[d], p[t] * v[t][d] for t < n) for d < n_cols, n <= 32 keys. Keys with p 0 (masked,
+// or P underflowed) add no term, whatever their V holds. scratch: 3 x n_cols floats.
+inline void wgmma_e4m3_pv_step(float* o, const float* p, const float* const* v, int n, int n_cols, float* scratch) {
+  float *top = scratch, *nan = scratch + n_cols, *sum = scratch + 2 * n_cols;
+  for (int d = 0; d < n_cols; ++d) {
+    top[d] = std::fabs(o[d]);
+    nan[d] = o[d] * 0.f;
+  }
+  for (int t = 0; t < n; ++t) {
+    if (p[t] == 0.f) continue;
+    for (int d = 0; d < n_cols; ++d) {
+      const float x = p[t] * v[t][d], a = std::fabs(x);
+      top[d] = a > top[d] ? a : top[d];
+      nan[d] += x * 0.f;
+    }
+  }
+  for (int d = 0; d < n_cols; ++d) {
+    float scale = 0.f, ulp = 0.f;  // a column of zero terms stays as it is (its sum is 0)
+    if (top[d] > 0.f) wgmma_e4m3_scales(top[d], &scale, &ulp);
+    top[d] = scale;
+    sum[d] = wgmma_e4m3_trunc(o[d] * scale);
+    o[d] = ulp;
+  }
+  for (int t = 0; t < n; ++t) {
+    if (p[t] == 0.f) continue;
+    for (int d = 0; d < n_cols; ++d) sum[d] += wgmma_e4m3_trunc(p[t] * v[t][d] * top[d]);
+  }
+  for (int d = 0; d < n_cols; ++d) o[d] = wgmma_e4m3_keep13(sum[d] * o[d]) + nan[d];
+}
+
+}  // namespace mla::ref
