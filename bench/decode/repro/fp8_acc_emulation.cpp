@@ -134,6 +134,13 @@ int run_row() {
   const double lse0 = row_lse(h, row, kExact);
   std::printf("row %d: keys %d / %d at %.3f / %.3f raw (%.3f / %.3f nats), lse %.3f nats\n", row, key1, key2, s1, s2,
               s1 * c, s2 * c, lse0);
+  // The model that fits n1's lse errors (calibrate: 1.00 at p10 / median / p90) on the ten keys session 61's one-key
+  // probe measures (build/s61/q1/test_zz_sprobe.cu): its predictions for that probe's lse - exact, row 19.
+  const AccModel fit{32, 14, true, false, 13};
+  std::printf("prediction for the probe, row 19 (k32 window 14 +acc trunc acc 13 bits):");
+  for (int key : {675, 1459, 783, 2, 1070, 1433, 100, 500, 900, 1300})
+    std::printf(" %d %+.4f", key, (score(q, h.token(b, key), fit) - score(q, h.token(b, key), kExact)) * c);
+  std::printf(" nats\n");
   for (const AccModel& m : models()) {
     const double e1 = (score(q, h.token(b, key1), m) - s1) * c, e2 = (score(q, h.token(b, key2), m) - s2) * c;
     print_model(m);
