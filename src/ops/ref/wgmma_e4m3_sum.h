@@ -7,12 +7,15 @@
 // multiple of 2^(e-13), i.e. the largest keeps 14 bits; those add exactly, and D keeps 13 mantissa bits (e8m13,
 // truncated). The DeepSeek-V3 report describes the alignment and the 14 bits; SageAttention2 the 13-bit accumulator.
 // Measured (session 62, bench/decode/NOTES.md; bench/decode/repro/fp8_acc_emulation.cpp): over the worst lse rows of
-// the 67 DeepSeek-like cases of session 61's n1 (H200), this model gives each row's lse error as measured to 2-3
-// digits (|emulated| / measured 1.00 at p10, median and p90), where a float sum misses it entirely and the neighbouring
-// models (13 or 15 bits, k16 steps, C left out of the alignment, products floored) are off by 1.3-30x or by 0.3-0.7x.
+// the 67 DeepSeek-like cases of session 61's n1 (H200), this model gives each row's lse error as measured to 2-3 digits
+// (|emulated| / measured 1.00 at p10, median and p90); k16 steps come near (0.82-1.10), while 13 or 15 bits, C left out
+// of the alignment, or floored terms are off by 0.3-0.7x or 1.2-30x, and float sums miss the errors entirely. On the
+// data of three cases of one class, the split reference with this model stands off float sums by what n1's kernels did
+// (out rel_l2, max_abs and its element, worst row and lse to 3-4 digits).
 //
-// Cost: about three times a float dot product. Every value here fits a float exactly: the scaled terms are integers
-// below 2^14 and at most 33 of them add up (< 2^20).
+// Cost: the decode reference runs 3.5-5x longer with it (this machine, 2 cores: b32 h_q 32 s_q 2 at up to 2048 keys
+// 1.55 s against 0.44, b128 h_q 16 at 4096 keys 7.8 s against 1.5). Every value here fits a float exactly: the scaled
+// terms are integers below 2^14 and at most 33 of them add up (< 2^20).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
