@@ -94,6 +94,18 @@ TEST(WgmmaE4m3Sum, Dot576MatchesTheDoubleModelBitForBit) {
   }
 }
 
+TEST(WgmmaE4m3Sum, TheEightLaneStepIsTheStep) {
+  std::mt19937_64 rng(65);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (int trial = 0; trial < 5000; ++trial) {
+    float prods[32];
+    for (float& x : prods) x = e4m3_to_float(float_to_e4m3(nd(rng))) * e4m3_to_float(float_to_e4m3(4.f * nd(rng)));
+    if (trial % 4 == 0) prods[trial % 32] = 520.f;
+    const float c = trial % 3 == 0 ? 0.f : 300.f * nd(rng);
+    ASSERT_EQ(wgmma_e4m3_step32(c, prods), wgmma_e4m3_step(c, prods, 32)) << trial;
+  }
+}
+
 TEST(WgmmaE4m3Sum, PvStepIsTheScalarStepPerColumn) {
   std::mt19937_64 rng(63);
   std::normal_distribution<float> nd(0.f, 1.f);
