@@ -132,7 +132,10 @@ if [ "$tests" = 1 ]; then
     log "test $name rc=$rc $(( $(date +%s) - start ))s: $(test_line "$out/$name.log")"
     [ $rc -ne 0 ] && { fail=1; grep -E 'FAIL|Failure' "$out/$name.log" | head -20 | tee -a "$summary"; }
     # issue 4: the price of FP8 per tested shape class, from the suite's notes (BENCHMARKS.md's table)
-    [ "$name" = gpu_test_mla_decode_fp8 ] && python3 scripts/fp8_price_table.py "$out/$name.log" > "$out/fp8_price_table.md"
+    if [ "$name" = gpu_test_mla_decode_fp8 ]; then
+      python3 scripts/fp8_price_table.py "$out/$name.log" > "$out/fp8_price_table.md"
+      python3 scripts/fp8_suite_errors.py "$out/$name.log" > "$out/fp8_suite_errors.md"
+    fi
     if [ "$sanitize" = 1 ] && echo "$name" | grep -Eq "$sanitize_filter"; then
       for tool in memcheck racecheck; do
         MLA_SMALL_CASES=1 timeout "$step_timeout" compute-sanitizer --tool $tool --print-limit 100000 --error-exitcode 9 \
