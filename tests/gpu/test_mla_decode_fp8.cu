@@ -229,9 +229,9 @@ std::vector<double>& suite_out_rel_l2() {
 
 // The reference's sums for the kernel a step of geometry g runs (dispatch.cu run_decode_fp8, under the knobs the case
 // sets): the mma.sync kernels (32-row tiles under MLA_DECODE_N32=mma, 64-row tiles under
-// MLA_DECODE_FP8_VARIANT64=mma_sync) add up at float precision (session 39: lse rel 1.9e-7); every other fp8 kernel runs
-// its products on e4m3 wgmma, whose sums the reference models (src/ops/ref/wgmma_e4m3_sum.h), and the 64-row
-// warp-specialized ones among them store split partials as bf16 (decode::write_segment_ws).
+// MLA_DECODE_FP8_VARIANT64=mma_sync) add up at float precision (H200, 2026-11-29: lse rel 1.9e-7 above); every other
+// fp8 kernel runs its products on e4m3 wgmma, whose sums the reference models (src/ops/ref/wgmma_e4m3_sum.h), and the
+// 64-row warp-specialized ones among them store split partials as bf16 (decode::write_segment_ws).
 MlaDecodeRefOptions fp8_reference_sums(const DecodePlanGeometry& g, int rows_per_seq) {
   auto knob = [](const char* name, const char* value) {
     const char* v = std::getenv(name);

@@ -6,7 +6,8 @@
 // added after rounding to the MMA operand type (bf16, fp16 or e4m3; see PRounding). For fp8 the dot
 // products run on the raw e4m3 values and the scales are folded in as the kernel does: scores use
 // softmax_scale * q_scale * k_scale, the output is multiplied by k_scale. Split-KV runs the same block walk
-// per plan part and merges by lse.
+// per plan part and merges by lse. With Fp8MmaSum::kWgmmaE4m3 the fp8 format's two products add up as Hopper's e4m3
+// wgmma does (wgmma_e4m3_sum.h) and the softmax takes the wgmma kernels' float steps (RowAttention::wgmma_page).
 #include <cmath>
 #include <limits>
 #include <string>
