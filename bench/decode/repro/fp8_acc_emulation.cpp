@@ -110,13 +110,7 @@ double row_lse(const DecodeHostData& h, int row, const AccModel& m) {
 
 DecodeHostData case_data(const std::string& name, int batch, int h_q, int s_q, bool causal, float qs, float ks,
                          std::vector<int> lens) {
-  DecodeShape s;
-  s.batch = batch;
-  s.h_q = h_q;
-  s.s_q = s_q;
-  s.causal = causal;
-  s.format = KvFormat::kFp8;
-  s.seqlens = std::move(lens);
+  DecodeShape s = decode_shape(KvFormat::kFp8, batch, h_q, s_q, causal, std::move(lens));
   s.q_scale = qs;
   s.k_scale = ks;
   s.data = DataKind::kDeepSeekLike;

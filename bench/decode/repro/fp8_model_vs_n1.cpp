@@ -90,13 +90,7 @@ struct Result {
 };
 
 Result model_vs_float(const Spec& sp, const std::string& name) {
-  DecodeShape s;
-  s.batch = sp.b;
-  s.h_q = sp.h;
-  s.s_q = sp.sq;
-  s.causal = sp.causal;
-  s.format = KvFormat::kFp8;
-  s.seqlens = sp.lens;
+  DecodeShape s = decode_shape(KvFormat::kFp8, sp.b, sp.h, sp.sq, sp.causal, sp.lens);
   s.q_scale = sp.qs;
   s.k_scale = sp.ks;
   s.data = sp.data;
