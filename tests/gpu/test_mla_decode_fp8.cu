@@ -35,6 +35,7 @@
 #include "mla/core/half.h"
 #include "mla/ops/mla_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
+#include "ops/cuda/sm90/decode_fp8/kernel_family.h"
 #include "ops/cuda/sm90/decode_fp8/variant64.h"
 
 namespace mla::test {
@@ -227,24 +228,26 @@ std::vector<double>& suite_out_rel_l2() {
   return v;
 }
 
-// The reference's sums for the kernel a step of geometry g runs (dispatch.cu run_decode_fp8, under the knobs the case
-// sets): the mma.sync kernels (32-row tiles under MLA_DECODE_N32=mma, 64-row tiles under
-// MLA_DECODE_FP8_VARIANT64=mma_sync) add up at float precision (H200, 2026-11-29: lse rel 1.9e-7 above); every other
-// fp8 kernel runs its products on e4m3 wgmma, whose sums the reference models (src/ops/ref/wgmma_e4m3_sum.h), and the
-// 64-row warp-specialized ones among them store split partials as bf16 (decode::write_segment_ws).
+// The reference's sums for the kernel a step of geometry g runs under the knobs the case sets (sm90/decode_fp8/
+// kernel_family.h, the dispatch's rule): the mma.sync kernels add up at float precision (H200, 2026-11-29: lse rel
+// 1.9e-7, above); the others run their products on e4m3 wgmma, whose sums the reference models
+// (src/ops/ref/wgmma_e4m3_sum.h), and the 64-row warp-specialized ones store split partials as bf16
+// (decode::write_segment_ws).
 MlaDecodeRefOptions fp8_reference_sums(const DecodePlanGeometry& g, int rows_per_seq) {
   auto knob = [](const char* name, const char* value) {
     const char* v = std::getenv(name);
     return v != nullptr && std::strcmp(v, value) == 0;
   };
-  const int groups = std::min(rows_per_seq, g.tile_rows) / 16;  // 16-row groups of the first tile
-  const bool n32_auto = !knob("MLA_DECODE_N32", "ws") && !knob("MLA_DECODE_N32", "mma");
-  const bool h16 = groups == 1 || (rows_per_seq == 32 && n32_auto);
-  const bool mma =
-      !h16 && ((groups == 2 && knob("MLA_DECODE_N32", "mma")) || knob("MLA_DECODE_FP8_VARIANT64", "mma_sync"));
+  using sm90::decode_fp8::Fp8KernelFamily;
+  using sm90::decode_fp8::N32Mode;
+  const N32Mode n32 = knob("MLA_DECODE_N32", "ws")    ? N32Mode::kWs
+                      : knob("MLA_DECODE_N32", "mma") ? N32Mode::kMma
+                                                      : N32Mode::kAuto;
+  const Fp8KernelFamily family = sm90::decode_fp8::fp8_kernel_family(
+      rows_per_seq, g.tile_rows, n32, knob("MLA_DECODE_FP8_VARIANT64", "mma_sync"));
   MlaDecodeRefOptions o;
-  o.fp8_mma_sum = mma ? Fp8MmaSum::kFloat : Fp8MmaSum::kWgmmaE4m3;
-  o.bf16_partials = !h16 && !mma;
+  o.fp8_mma_sum = family == Fp8KernelFamily::kMmaSync ? Fp8MmaSum::kFloat : Fp8MmaSum::kWgmmaE4m3;
+  o.bf16_partials = family == Fp8KernelFamily::kWs64;
   return o;
 }
 

@@ -80,11 +80,10 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
   // Narrow tiles (decode_plan_narrow_tiles: 16 rows of h_q 64 / 128) are one row group: the keys-as-M kernel below,
   // merged by the combine (the caller passes no merge_counters for them).
   bool partials_bf16 = false;  // the 64-row kernel writes bf16 partials (decode::write_segment_ws), the others fp32
-  const bool ws32 = n32 != N32Mode::kMma;
   // The fused merge (kp.merge_counters set by the caller) is in the keys-as-M kernel and the 64-row ws kernel (ws_qreg,
   // ws_ahead); the mma.sync kernels, ws3 and ws_split leave it to the combine.
-  const bool h16 = groups == 1 || (kp.rows == 32 && n32 == N32Mode::kAuto);
-  const bool mma = !h16 && ((groups == 2 && !ws32) || v == Variant64::kMmaSync);
+  const Fp8KernelFamily family = fp8_kernel_family(kp.rows, g.tile_rows, n32, v == Variant64::kMmaSync);
+  const bool h16 = family == Fp8KernelFamily::kH16, mma = family == Fp8KernelFamily::kMmaSync;
   if (mma || (!h16 && (v == Variant64::kWs3 || v == Variant64::kWsSplit))) p.d.merge_counters = nullptr;
   if (h16) {
     // 16 rows (h_q 16, s_q 1) or 32 (h_q 32 s_q 1, h_q 16 s_q 2; the only tile of its sequence): the keys-as-M wgmma
@@ -92,10 +91,9 @@ Status run_decode_fp8(const decode::DecodeKernelParams& kp, float out_scale, con
     MLA_TRY(h16_early_s(&p.h16_early_s));
     MLA_TRY(encode_tensor_maps_fp8_h16(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));
     MLA_TRY(groups == 1 ? launch_decode_fp8_h16(p, grid, stream) : launch_decode_fp8_n32(p, grid, stream));
-  } else if (groups == 2 && (!ws32 || v == Variant64::kMmaSync)) {
-    MLA_TRY(launch_decode_fp8<2>(p, grid, stream));
-  } else if (v == Variant64::kMmaSync) {
-    MLA_TRY(launch_decode_fp8<4>(p, grid, stream));
+  } else if (mma) {
+    // Two row groups (32-47 rows) or four.
+    MLA_TRY(groups == 2 ? launch_decode_fp8<2>(p, grid, stream) : launch_decode_fp8<4>(p, grid, stream));
   } else {
     // 2-3 groups: the rows past them compute rows of the next sequence's q (or TMA zeros past q's end), never written.
     MLA_TRY(encode_tensor_maps_fp8(&p.d, num_pages, static_cast<int64_t>(kp.batch) * kp.rows));

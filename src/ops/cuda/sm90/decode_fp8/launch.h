@@ -7,6 +7,7 @@
 #include "mla/ops/plan_decode.h"
 #include "ops/cuda/sm90/decode_fp8/config.h"
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"
+#include "ops/cuda/sm90/decode_fp8/kernel_family.h"
 #include "ops/cuda/sm90/decode_fp8/params.h"
 
 namespace mla::sm90::decode_fp8 {
@@ -40,10 +41,6 @@ Status encode_tensor_maps_fp8_h16(decode::DecodeKernelParams* p, int64_t num_pag
 // 32-row tiles (exactly 32 rows: h_q 32 s_q 1, h_q 16 s_q 2) on the same kernel with two row groups (RG 2): the same
 // maps (q in boxes of 16 rows, two per slab of a tile), grid = (num_parts, 1).
 Status launch_decode_fp8_n32(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream);
-
-// How tiles of 32-47 rows run (mla_decode.cu's MLA_DECODE_N32): the fp8 32-row wgmma kernel where the tile is exactly
-// 32 rows (kN32Auto; else as kN32Ws), the 64-row warp-specialized kernel (kN32Ws) or the two-row-group mma.sync one.
-enum class N32Mode { kAuto, kWs, kMma };
 
 // Picks the row-group variant from the first head tile's rows, launches decode + the shared combine
 // (bf16 output). kp must be filled as for the 16-bit kernel, with softmax_scale / scale_log2 already
