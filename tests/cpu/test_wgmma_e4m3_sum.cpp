@@ -20,40 +20,53 @@ namespace {
 
 TEST(WgmmaE4m3Sum, SmallTermsAddExactly) {
   const float p[3] = {1.f, 2.f, 3.f};
-  EXPECT_EQ(wgmma_e4m3_step(4.f, p, 3), 10.f);
+  for (bool rs : {false, true}) EXPECT_EQ(wgmma_e4m3_step(4.f, p, 3, rs), 10.f);
 }
 
 TEST(WgmmaE4m3Sum, TermsBelowTheLargestsFourteenBitsAreCut) {
   // 520 is in [2^9, 2^10): every term is cut to a multiple of 2^(9 - 13) = 1/16, toward zero.
   const float a[2] = {520.f, 0.03f};
-  EXPECT_EQ(wgmma_e4m3_step(0.f, a, 2), 520.f);
   const float b[2] = {-520.f, -0.1f};  // -1.6 sixteenths -> -1
-  EXPECT_EQ(wgmma_e4m3_step(0.f, b, 2), -520.0625f);
   const float c[2] = {520.f, 0.1f};
-  EXPECT_EQ(wgmma_e4m3_step(0.f, c, 2), 520.0625f);
+  for (bool rs : {false, true}) {
+    EXPECT_EQ(wgmma_e4m3_step(0.f, a, 2, rs), 520.f);
+    EXPECT_EQ(wgmma_e4m3_step(0.f, b, 2, rs), -520.0625f);
+    EXPECT_EQ(wgmma_e4m3_step(0.f, c, 2, rs), 520.0625f);
+  }
 }
 
 TEST(WgmmaE4m3Sum, TheAccumulatorJoinsTheAlignmentAndKeepsThirteenBits) {
   const float small[1] = {0.05f};
-  EXPECT_EQ(wgmma_e4m3_step(1000.f, small, 1), 1000.f);  // 0.05 < 1/16 of the accumulator's scale
-  // C = 1000.07 is cut to 1000.0625; + 520 = 1520.0625, whose 13 mantissa bits (in [2^10, 2^11): steps of 1/8) keep
-  // 1520.
+  for (bool rs : {false, true}) EXPECT_EQ(wgmma_e4m3_step(1000.f, small, 1, rs), 1000.f);  // < 1/16 of C's scale
+  // C = 1000.07 (not on the 1/16 grid) + 520: 1520.07 whole or 1520.0625 cut; 13 mantissa bits in [2^10, 2^11) (steps
+  // of 1/8) keep 1520 either way.
   const float big[1] = {520.f};
-  EXPECT_EQ(wgmma_e4m3_step(1000.07f, big, 1), 1520.f);
+  for (bool rs : {false, true}) EXPECT_EQ(wgmma_e4m3_step(1000.07f, big, 1, rs), 1520.f);
   EXPECT_EQ(wgmma_e4m3_keep13(1.f + 0x1p-20f), 1.f);
   EXPECT_EQ(wgmma_e4m3_keep13(1.f + 0x1p-13f), 1.f + 0x1p-13f);
   EXPECT_EQ(wgmma_e4m3_keep13(-(1.f + 0x1p-14f)), -1.f);
 }
 
+// The step of n1's row 323 of fp8_b7_h128_sq4_causal_tiny_mix_s0p02_ds (session 62): C = -52572 meets a product of
+// 78848, whose grid is 8. Cut with the products (RS, the kernel's last S step there) C is -52568 and D 26280; whole
+// (SS) D is 26276. n1's lse matched the RS value at that step, and the SS value at the SS steps of two other rows.
+TEST(WgmmaE4m3Sum, RegisterAFormCutsTheAccumulatorSharedMemoryFormDoesNot) {
+  const float p[1] = {78848.f};
+  EXPECT_EQ(wgmma_e4m3_step(-52572.f, p, 1, true), 26280.f);
+  EXPECT_EQ(wgmma_e4m3_step(-52572.f, p, 1, false), 26276.f);
+}
+
 TEST(WgmmaE4m3Sum, ZeroAndNaNTerms) {
   const float z[2] = {0.f, 0.f};
-  EXPECT_EQ(wgmma_e4m3_step(0.f, z, 2), 0.f);
   const float n[2] = {1.f, std::numeric_limits<float>::quiet_NaN()};
-  EXPECT_TRUE(std::isnan(wgmma_e4m3_step(3.f, n, 2)));
+  for (bool rs : {false, true}) {
+    EXPECT_EQ(wgmma_e4m3_step(0.f, z, 2, rs), 0.f);
+    EXPECT_TRUE(std::isnan(wgmma_e4m3_step(3.f, n, 2, rs)));
+  }
 }
 
 // The same model in doubles, spelled as the calibration tool spells it.
-double model_dot(const std::vector<float>& q, const std::vector<float>& k) {
+double model_dot(const std::vector<float>& q, const std::vector<float>& k, int rs_from) {
   double acc = 0;
   for (int k0 = 0; k0 < 576; k0 += 32) {
     double p[32], top = std::fabs(acc);
@@ -65,7 +78,7 @@ double model_dot(const std::vector<float>& q, const std::vector<float>& k) {
     int e;
     std::frexp(top, &e);  // top in [2^(e-1), 2^e)
     const double ulp = std::ldexp(1.0, e - 14);
-    double s = std::trunc(acc / ulp) * ulp;
+    double s = k0 / 32 >= rs_from ? std::trunc(acc / ulp) * ulp : acc;  // C cut in the RS steps only
     for (int d = 0; d < 32; ++d) s += std::trunc(p[d] / ulp) * ulp;
     std::frexp(std::fabs(s), &e);
     const double u13 = std::ldexp(1.0, e - 14);
@@ -89,8 +102,9 @@ TEST(WgmmaE4m3Sum, Dot576MatchesTheDoubleModelBitForBit) {
       q[dim(rng)] = e4m3_to_float(float_to_e4m3(sq * nd(rng)));
       k[dim(rng)] = e4m3_to_float(float_to_e4m3(sk * nd(rng)));
     }
-    const float got = wgmma_e4m3_dot576(q.data(), k.data());
-    ASSERT_EQ(double(got), model_dot(q, k)) << "trial " << trial;
+    const int rs_from = trial % 3 == 0 ? 18 : trial % 3 == 1 ? 12 : 10;  // none, ws_qreg's 6, ws_split's 8
+    const float got = wgmma_e4m3_dot576(q.data(), k.data(), rs_from);
+    ASSERT_EQ(double(got), model_dot(q, k, rs_from)) << "trial " << trial;
   }
 }
 
@@ -102,11 +116,13 @@ TEST(WgmmaE4m3Sum, TheEightLaneStepIsTheStep) {
     for (float& x : prods) x = e4m3_to_float(float_to_e4m3(nd(rng))) * e4m3_to_float(float_to_e4m3(4.f * nd(rng)));
     if (trial % 4 == 0) prods[trial % 32] = 520.f;
     const float c = trial % 3 == 0 ? 0.f : 300.f * nd(rng);
-    ASSERT_EQ(wgmma_e4m3_step32(c, prods), wgmma_e4m3_step(c, prods, 32)) << trial;
+    const bool rs = trial % 2 == 0;
+    ASSERT_EQ(wgmma_e4m3_step32(c, prods, rs), wgmma_e4m3_step(c, prods, 32, rs)) << trial;
   }
 }
 
-TEST(WgmmaE4m3Sum, PvStepIsTheScalarStepPerColumn) {
+// One P.V step of 40 columns against the scalar step per column, in either form (rs: C cut with the terms).
+void check_pv_step(bool rs) {
   std::mt19937_64 rng(63);
   std::normal_distribution<float> nd(0.f, 1.f);
   constexpr int kCols = 40;
@@ -114,20 +130,26 @@ TEST(WgmmaE4m3Sum, PvStepIsTheScalarStepPerColumn) {
   for (auto& row : v)
     for (float& x : row) x = e4m3_to_float(float_to_e4m3(8.f * nd(rng)));
   float p[32];
-  for (int t = 0; t < 32; ++t) p[t] = t % 7 == 3 ? 0.f : e4m3_to_float(float_to_e4m3(std::exp2(-std::fabs(4 * nd(rng)))));
+  for (int t = 0; t < 32; ++t)
+    p[t] = t % 7 == 3 ? 0.f : e4m3_to_float(float_to_e4m3(std::exp2(-std::fabs(4 * nd(rng)))));
   for (float& x : v[3]) x = std::numeric_limits<float>::quiet_NaN();  // p[3] == 0: a masked key's V is never read
   std::vector<float> o(kCols), want(kCols);
   for (int d = 0; d < kCols; ++d) o[d] = d % 9 == 0 ? 0.f : 37.f * nd(rng);
   for (int d = 0; d < kCols; ++d) {
     float prods[32];
     for (int t = 0; t < 32; ++t) prods[t] = p[t] == 0.f ? 0.f : p[t] * v[t][d];
-    want[d] = wgmma_e4m3_step(o[d], prods, 32);
+    want[d] = wgmma_e4m3_step(o[d], prods, 32, rs);
   }
   std::vector<const float*> vp(32);
   for (int t = 0; t < 32; ++t) vp[t] = v[t].data();
   std::vector<float> scratch(3 * kCols);
-  wgmma_e4m3_pv_step(o.data(), p, vp.data(), 32, kCols, scratch.data());
-  for (int d = 0; d < kCols; ++d) EXPECT_EQ(o[d], want[d]) << "column " << d;
+  wgmma_e4m3_pv_step(o.data(), p, vp.data(), 32, kCols, rs, scratch.data());
+  for (int d = 0; d < kCols; ++d) EXPECT_EQ(o[d], want[d]) << "column " << d << " rs " << rs;
+}
+
+TEST(WgmmaE4m3Sum, PvStepIsTheScalarStepPerColumn) {
+  check_pv_step(false);
+  check_pv_step(true);
 }
 
 // The decode reference with the model: the same rows masked, and lse off the float reference's by about what the

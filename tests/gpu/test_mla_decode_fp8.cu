@@ -35,6 +35,8 @@
 #include "mla/core/half.h"
 #include "mla/ops/mla_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
+#include "ops/cuda/sm90/decode_fp8/config_ws.h"
+#include "ops/cuda/sm90/decode_fp8/config_ws3.h"
 #include "ops/cuda/sm90/decode_fp8/kernel_family.h"
 #include "ops/cuda/sm90/decode_fp8/variant64.h"
 
@@ -229,11 +231,14 @@ std::vector<double>& suite_out_rel_l2() {
 }
 
 // The reference's sums for the kernel a step of geometry g runs under the knobs the case sets (sm90/decode_fp8/
-// kernel_family.h, the dispatch's rule): the mma.sync kernels add up at float precision (H200, 2026-11-29: lse rel
-// 1.9e-7, above); the others run their products on e4m3 wgmma, whose sums the reference models
-// (src/ops/ref/wgmma_e4m3_sum.h), and the 64-row warp-specialized ones store split partials as bf16
-// (decode::write_segment_ws).
-MlaDecodeRefOptions fp8_reference_sums(const DecodePlanGeometry& g, int rows_per_seq) {
+// kernel_family.h, the dispatch's rule; variant64.h for the 64-row kernels): the mma.sync kernels add up at float
+// precision (H200, 2026-11-29: lse rel 1.9e-7, above); the others run their products on e4m3 wgmma, whose sums the
+// reference models (src/ops/ref/wgmma_e4m3_sum.h) with each product's wgmma form: the 64-row kernels take Q from
+// registers in S's last kQRegSteps k32 steps (ws_qreg 6, ws_split and ws3 8, ws_ahead none) and P.V from shared memory,
+// and store split partials as bf16 (decode::write_segment_ws); the 16-row kernel takes S from shared memory and V^T
+// from registers. counters: the call passes the plan's merge counters (the suite's cases; the engine's graph steps
+// pass none), which with MLA_DECODE_MERGE unset or fused keep the 64-row tiles on ws_qreg (variant64.h's rules).
+MlaDecodeRefOptions fp8_reference_sums(const DecodePlanGeometry& g, int rows_per_seq, bool counters) {
   auto knob = [](const char* name, const char* value) {
     const char* v = std::getenv(name);
     return v != nullptr && std::strcmp(v, value) == 0;
@@ -248,6 +253,19 @@ MlaDecodeRefOptions fp8_reference_sums(const DecodePlanGeometry& g, int rows_per
   MlaDecodeRefOptions o;
   o.fp8_mma_sum = family == Fp8KernelFamily::kMmaSync ? Fp8MmaSum::kFloat : Fp8MmaSum::kWgmmaE4m3;
   o.bf16_partials = family == Fp8KernelFamily::kWs64;
+  o.pv_register_a = family == Fp8KernelFamily::kH16;
+  if (family == Fp8KernelFamily::kWs64) {
+    const bool fused = counters && !knob("MLA_DECODE_MERGE", "combine") && g.tile_rows == kDecodeRowsPerCta;
+    const bool ws3 = knob("MLA_DECODE_FP8_VARIANT64", "ws3"), split = knob("MLA_DECODE_FP8_VARIANT64", "ws_split"),
+               ahead = knob("MLA_DECODE_FP8_VARIANT64", "ws_ahead"), qreg = knob("MLA_DECODE_FP8_VARIANT64", "ws_qreg");
+    const bool chosen = ws3 || split || ahead || qreg;
+    const bool auto_ws3 = !chosen && sm90::decode_fp8::auto_picks_ws3(g, fused);
+    const bool auto_split = !chosen && !auto_ws3 && sm90::decode_fp8::auto_picks_ws_split(g, fused);
+    o.s_register_steps = ws3 || auto_ws3         ? sm90::decode_fp8::kWs3QRegSteps
+                         : split || auto_split   ? sm90::decode_fp8::WsSplit::kQRegSteps
+                         : ahead                 ? sm90::decode_fp8::WsAhead::kQRegSteps
+                                                 : sm90::decode_fp8::WsQReg::kQRegSteps;
+  }
   return o;
 }
 
@@ -270,7 +288,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   std::vector<float> o_acc(size_t(g.max_splits) * s.s_q * s.h_q * kDimV, NAN),
       lse_acc(size_t(g.max_splits) * s.s_q * s.h_q, NAN);
   const MlaDecodeParams ph = h.host_params(out_ref.data(), lse_ref.data(), c.softmax_scale);
-  const MlaDecodeRefOptions sums = fp8_reference_sums(g, s.s_q * s.h_q);
+  const MlaDecodeRefOptions sums = fp8_reference_sums(g, s.s_q * s.h_q, /*counters=*/true);
   MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data(), sums));
   MLA_TRY(check_reference_complete(KvFormat::kFp8, out_ref, lse_ref, name));
   const double vmax = max_abs_v(h);
@@ -617,7 +635,9 @@ void add_graph(std::vector<GpuCase>& cases, int batch, int h_q, int s_q, bool ca
                            rep->add(r.tag + " out worst row", worst_row_bf16(r.out, r.out_ref), &kFp8RowTol);
                            rep->add(r.tag + " lse/max(1,|lse|)", compare_lse(r.lse, r.lse_ref), &kFp8LseTol);
                          },
-                         [&](const DecodePlanGeometry& g) { return fp8_reference_sums(g, shape.s_q * shape.h_q); });
+                         [&](const DecodePlanGeometry& g) {
+                           return fp8_reference_sums(g, shape.s_q * shape.h_q, /*counters=*/false);  // as the engine
+                         });
                    }});
 }
 

@@ -23,6 +23,8 @@
 #include "common/metrics.h"
 #include "common/random.h"
 #include "mla/ops/mla_decode.h"
+#include "ops/cuda/sm90/decode_fp8/kernel_family.h"
+#include "ops/cuda/sm90/decode_fp8/variant64.h"
 
 using namespace mla;
 using namespace mla::test;
@@ -89,7 +91,9 @@ struct Result {
   ErrorStats out, row, lse;
 };
 
-Result model_vs_float(const Spec& sp, const std::string& name) {
+// combine: the case ran the combine (no fused merge); forced_steps: a variant forced by name (ws3 / ws_split: 8,
+// ws_qreg: 6), else 0.
+Result model_vs_float(const Spec& sp, const std::string& name, bool combine, int forced_steps) {
   DecodeShape s = decode_shape(KvFormat::kFp8, sp.b, sp.h, sp.sq, sp.causal, sp.lens);
   s.q_scale = sp.qs;
   s.k_scale = sp.ks;
@@ -107,13 +111,25 @@ Result model_vs_float(const Spec& sp, const std::string& name) {
                         g, pv)
            .is_ok())
     return r;
-  // fp8_reference_sums (test_mla_decode_fp8.cu) for the knobs set: 16-row kernels fp32 partials, 64-row ws bf16.
-  const int rows = s.s_q * s.h_q, groups = std::min(rows, g.tile_rows) / 16;
+  // fp8_reference_sums (test_mla_decode_fp8.cu) for the knobs set: the 16-row kernel (fp32 partials, S from shared
+  // memory, V^T from registers), the 64-row ws kernels (bf16 partials, P.V from shared memory, S's last steps from
+  // registers: 6 for ws_qreg, 8 for ws_split and ws3; config_ws.h / config_ws3.h).
+  const int rows = s.s_q * s.h_q;
   const char* n32 = std::getenv("MLA_DECODE_N32");
-  const bool h16 = groups == 1 || (rows == 32 && n32 == nullptr);
+  const bool h16 = sm90::decode_fp8::fp8_kernel_family(rows, g.tile_rows,
+                                                       n32 ? sm90::decode_fp8::N32Mode::kWs
+                                                           : sm90::decode_fp8::N32Mode::kAuto,
+                                                       false) == sm90::decode_fp8::Fp8KernelFamily::kH16;
+  const bool fused = !combine && g.tile_rows == kDecodeRowsPerCta;  // n1's cases passed merge counters
   MlaDecodeRefOptions model;
   model.fp8_mma_sum = Fp8MmaSum::kWgmmaE4m3;
   model.bf16_partials = !h16;
+  model.pv_register_a = h16;
+  if (!h16)
+    model.s_register_steps = forced_steps > 0 ? forced_steps
+                             : sm90::decode_fp8::auto_picks_ws3(g, fused) || sm90::decode_fp8::auto_picks_ws_split(g, fused)
+                                 ? 8
+                                 : 6;
   std::vector<uint16_t> of(h.out_elems()), om(h.out_elems());
   std::vector<float> lf(h.lse_elems()), lm(h.lse_elems());
   std::vector<float> oa(size_t(g.max_splits) * rows * kDimV + 1), la(size_t(g.max_splits) * rows + 1);
@@ -173,7 +189,9 @@ int main(int argc, char** argv) {
     const auto env = variant_env(variant, *sp);
     if (env.count("skip")) continue;
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    const Result r = model_vs_float(*sp, name);
+    const bool combine = variant == "_combine" || variant == "_combine_wsqreg";
+    const int forced = variant == "_ws3" || variant == "_wssplit" ? 8 : variant == "_combine_wsqreg" ? 6 : 0;
+    const Result r = model_vs_float(*sp, name, combine, forced);
     for (const auto& [k, v] : env) unsetenv(k.c_str());
     auto& m = n1[name];
     std::printf("%s: %s %s@%s %s@%s %s@%s | %.3e %.3e@%zu %.3e@%zu %.3e@%zu\n", name.c_str(), m["out"][0].c_str(),

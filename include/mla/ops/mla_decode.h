@@ -44,13 +44,18 @@ enum class PRounding { kFormatDefault, kNone };
 // How the reference adds up the fp8 format's two products (S = q . K over 576 dims, O += P V over a page's keys):
 // kFloat, in float (the mma.sync kernels, whose e4m3 products Hopper's compiler runs at float precision); kWgmmaE4m3,
 // as Hopper's e4m3 wgmma does (src/ops/ref/wgmma_e4m3_sum.h: per k32 step the terms aligned to the largest and cut to
-// 14 bits, the sum kept to 13 mantissa bits), with the wgmma kernels' float softmax arithmetic (raw scores, exp2 of
-// fma, lse = m * scale + log l). Only the fp8 format reads it.
+// 14 bits, the sum kept to 13 mantissa bits; the accumulator cut too where A comes from registers), with the wgmma
+// kernels' float softmax arithmetic (raw scores, exp2 of fma, lse = m * scale + log l). Only the fp8 format reads it.
 enum class Fp8MmaSum { kFloat, kWgmmaE4m3 };
 
 struct MlaDecodeRefOptions {
   PRounding p_rounding = PRounding::kFormatDefault;
   Fp8MmaSum fp8_mma_sum = Fp8MmaSum::kFloat;
+  // kWgmmaE4m3: the wgmma form of each product. s_register_steps: S's last k32 steps whose A (Q) comes from
+  // registers (the 64-row kernels' kQRegSteps: 6 or 8; 0 all from shared memory); pv_register_a: P.V's A from
+  // registers (the 16-row kernel's V^T fragments; the 64-row kernels' P.V is all shared memory).
+  int s_register_steps = 0;
+  bool pv_register_a = false;
   // Split partials (mla_decode_split's o_accum) rounded to bf16 values, as the fp8 64-row kernels store them.
   bool bf16_partials = false;
 };

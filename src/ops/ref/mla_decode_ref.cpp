@@ -156,7 +156,7 @@ class RowAttention {
   void wgmma_page(const float* q, const float* kblk, int n, float* m, float* l, float* o) const {
     float s[kDecodePageSize], pr[kDecodePageSize] = {}, page_max = kNegInf;
     for (int t = 0; t < n; ++t) {
-      s[t] = wgmma_e4m3_dot576(q, &kblk[t * kDimQK]);
+      s[t] = wgmma_e4m3_dot576(q, &kblk[t * kDimQK], 18 - opts_.s_register_steps);
       page_max = std::max(page_max, s[t]);
     }
     const float mx = decode_running_max(*m, page_max, kernel_scale_log2_, max_slack_log2_);
@@ -175,7 +175,8 @@ class RowAttention {
     const float* v[kDecodePageSize];
     for (int t = 0; t < kDecodePageSize; ++t) v[t] = &kblk[std::min(t, std::max(n - 1, 0)) * kDimQK];  // p 0 past n
     float scratch[3 * kDimV];
-    for (int t0 = 0; t0 < kDecodePageSize; t0 += 32) wgmma_e4m3_pv_step(o, &pr[t0], &v[t0], 32, kDimV, scratch);
+    for (int t0 = 0; t0 < kDecodePageSize; t0 += 32)
+      wgmma_e4m3_pv_step(o, &pr[t0], &v[t0], 32, kDimV, opts_.pv_register_a, scratch);
   }
 
   const MlaDecodeParams& p_;

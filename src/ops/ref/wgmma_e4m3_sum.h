@@ -3,15 +3,18 @@
 // (MlaDecodeRefOptions::fp8_mma_sum, mla/ops/mla_decode.h).
 //
 // The model: the step's 32 products (exact: e4m3 x e4m3 has 8 significant bits) and the accumulator C are aligned to
-// the largest exponent among them, e (largest magnitude in [2^e, 2^(e+1))), and each is truncated toward zero to a
-// multiple of 2^(e-13), i.e. the largest keeps 14 bits; those add exactly, and D keeps 13 mantissa bits (e8m13,
-// truncated). The DeepSeek-V3 report describes the alignment and the 14 bits; SageAttention2 the 13-bit accumulator.
-// Measured (session 62, bench/decode/NOTES.md; bench/decode/repro/fp8_acc_emulation.cpp): over the worst lse rows of
-// the 67 DeepSeek-like cases of session 61's n1 (H200), this model gives each row's lse error as measured to 2-3 digits
-// (|emulated| / measured 1.00 at p10, median and p90); k16 steps come near (0.82-1.10), while 13 or 15 bits, C left out
-// of the alignment, or floored terms are off by 0.3-0.7x or 1.2-30x, and float sums miss the errors entirely. On the
-// data of three cases of one class, the split reference with this model stands off float sums by what n1's kernels did
-// (out rel_l2, max_abs and its element, worst row and lse to 3-4 digits).
+// the largest exponent among them, e (largest magnitude in [2^e, 2^(e+1))); each product is truncated toward zero to a
+// multiple of 2^(e-13), i.e. the largest keeps 14 bits; they add up with C, and D keeps 13 mantissa bits (e8m13,
+// truncated). C itself is cut like the products only where the wgmma takes its A operand from registers (RS form); with
+// both operands in shared memory (SS form) it joins whole. The DeepSeek-V3 report describes the alignment and the 14
+// bits; SageAttention2 the 13-bit accumulator; the SS / RS difference is this repository's fit (session 62).
+// Measured (session 62, bench/decode/NOTES.md; bench/decode/repro/fp8_acc_emulation.cpp, fp8_model_vs_n1.cpp): over
+// the worst lse rows of the 67 DeepSeek-like cases of session 61's n1 (H200), the model gives each row's lse error as
+// measured to 2-3 digits (64 of 67 within 0.3 %); k16 steps come near (0.82-1.10), while 13 or 15 bits, C left out of
+// the alignment, or floored terms are off by 0.3-0.7x or 1.2-30x, and float sums miss the errors entirely. Cutting C in
+// every step or in none each miss one of three one-key rows that the SS / RS rule fits. On the data of three cases of
+// one class, the split reference with the model stands off float sums by what n1's kernels did (out rel_l2, max_abs and
+// its element, worst row and lse to 3-4 digits).
 //
 // Cost (this machine, one core): a score 0.86 us against a float dot product's 0.27, one key's P.V row 0.54 us against
 // 0.04; the decode reference runs ~4x longer with it (2 cores: b128 h_q 16 at 4096 keys 5.8 s against 1.5). Every value
@@ -29,6 +32,15 @@ inline float wgmma_e4m3_keep13(float x) {
   u &= 0xFFFFFC00u;
   std::memcpy(&x, &u, 4);
   return x;
+}
+
+// The same for a sum held in a double, returned as the float it then is (13 of the double's 52 mantissa bits kept).
+inline float wgmma_e4m3_keep13(double x) {
+  uint64_t u;
+  std::memcpy(&u, &x, 8);
+  u &= ~((uint64_t{1} << 39) - 1);
+  std::memcpy(&x, &u, 8);
+  return static_cast<float>(x);
 }
 
 // t truncated toward zero, for the scaled terms (|t| < 2^14): a conversion pair the compiler vectorizes (std::trunc
@@ -56,8 +68,15 @@ inline void wgmma_e4m3_scales(float top, float* scale, float* ulp) {
   *ulp = std::ldexp(1.f, e - 13);
 }
 
-// One step for one output element: c plus the n (<= 32) products in prods.
-inline float wgmma_e4m3_step(float c, const float* prods, int n) {
+// C plus a step's terms, kept to 13 mantissa bits: sum_ulps (an integer count of ulp, exact in a float) plus C, in a
+// double (C's 14 bits and the sum's 20 fit its 53 unless C is 2^30 times smaller than the step's largest term, where
+// C cannot move the cut result).
+inline float wgmma_e4m3_finish(float c, float sum_ulps, float ulp) {
+  return wgmma_e4m3_keep13(double(c) + double(sum_ulps) * double(ulp));
+}
+
+// One step for one output element: c plus the n (<= 32) products in prods; cut_c: C cut with the products (RS form).
+inline float wgmma_e4m3_step(float c, const float* prods, int n, bool cut_c) {
   float top = std::fabs(c), nan = c * 0.f;
   for (int i = 0; i < n; ++i) {
     const float a = std::fabs(prods[i]);
@@ -67,14 +86,14 @@ inline float wgmma_e4m3_step(float c, const float* prods, int n) {
   if (!(top > 0.f)) return c + nan;  // every term zero
   float scale, ulp;
   wgmma_e4m3_scales(top, &scale, &ulp);
-  float sum = wgmma_e4m3_trunc(c * scale);
+  float sum = cut_c ? wgmma_e4m3_trunc(c * scale) : 0.f;
   for (int i = 0; i < n; ++i) sum += wgmma_e4m3_trunc(prods[i] * scale);
-  return wgmma_e4m3_keep13(sum * ulp) + nan;
+  return wgmma_e4m3_finish(cut_c ? 0.f : c, sum, ulp) + nan;
 }
 
 // A full step of 32 products, in 8 lanes: the maximum and the (exact, integer) sum do not depend on the order, so
 // lane-wise partials give the same result as wgmma_e4m3_step, in a form the compiler vectorizes.
-inline float wgmma_e4m3_step32(float c, const float* prods) {
+inline float wgmma_e4m3_step32(float c, const float* prods, bool cut_c) {
   constexpr int kLanes = 8;
   float top[kLanes], nan[kLanes], sum[kLanes];
   for (int j = 0; j < kLanes; ++j) {
@@ -98,49 +117,53 @@ inline float wgmma_e4m3_step32(float c, const float* prods) {
   for (int j = 0; j < kLanes; ++j) sum[j] = 0.f;
   for (int i = 0; i < 32; i += kLanes)
     for (int j = 0; j < kLanes; ++j) sum[j] += wgmma_e4m3_trunc(prods[i + j] * scale);
-  float total = wgmma_e4m3_trunc(c * scale);
+  float total = cut_c ? wgmma_e4m3_trunc(c * scale) : 0.f;
   for (int j = 0; j < kLanes; ++j) total += sum[j];
-  return wgmma_e4m3_keep13(total * ulp) + bad;
+  return wgmma_e4m3_finish(cut_c ? 0.f : c, total, ulp) + bad;
 }
 
-// The 576-dim score of e4m3 values q . k in the kernels' 18 k32 steps, dims in order.
-inline float wgmma_e4m3_dot576(const float* q, const float* k) {
+// The 576-dim score of e4m3 values q . k in the kernels' 18 k32 steps, dims in order; steps from rs_from on take Q
+// from registers (RS form: the 64-row kernels' last 6 or 8 steps, config_ws.h kQRegSteps; 18: none).
+inline float wgmma_e4m3_dot576(const float* q, const float* k, int rs_from = 18) {
   float acc = 0.f, prods[32];
   for (int k0 = 0; k0 < 576; k0 += 32) {
     for (int i = 0; i < 32; ++i) prods[i] = q[k0 + i] * k[k0 + i];
-    acc = wgmma_e4m3_step32(acc, prods);
+    acc = wgmma_e4m3_step32(acc, prods, k0 / 32 >= rs_from);
   }
   return acc;
 }
 
-// One P.V step of a row: o[d] = step(o[d], p[t] * v[t][d] for t < n) for d < n_cols, n <= 32 keys. Keys with p 0 (masked,
-// or P underflowed) add no term, whatever their V holds. scratch: 3 x n_cols floats.
-inline void wgmma_e4m3_pv_step(float* o, const float* p, const float* const* v, int n, int n_cols, float* scratch) {
-  float *top = scratch, *nan = scratch + n_cols, *sum = scratch + 2 * n_cols;
+// One P.V step of a row: o[d] = step(o[d], p[t] * v[t][d] for t < n) for d < n_cols, n <= 32 keys; cut_c: the RS form
+// (the 16-row kernel's P.V takes V^T from registers; the 64-row kernels' P.V is SS). Keys with p 0 (masked, or P
+// underflowed) add no term, whatever their V holds. scratch: 3 x n_cols floats.
+inline void wgmma_e4m3_pv_step(float* o, const float* p, const float* const* v, int n, int n_cols, bool cut_c,
+                               float* scratch) {
+  float *scale = scratch, *nan = scratch + n_cols, *sum = scratch + 2 * n_cols;
   for (int d = 0; d < n_cols; ++d) {
-    top[d] = std::fabs(o[d]);
+    scale[d] = std::fabs(o[d]);  // the column's largest magnitude first, its scale below
     nan[d] = o[d] * 0.f;
   }
   for (int t = 0; t < n; ++t) {
     if (p[t] == 0.f) continue;
     for (int d = 0; d < n_cols; ++d) {
       const float x = p[t] * v[t][d], a = std::fabs(x);
-      top[d] = a > top[d] ? a : top[d];
+      scale[d] = a > scale[d] ? a : scale[d];
       nan[d] += x * 0.f;
     }
   }
   for (int d = 0; d < n_cols; ++d) {
-    float scale = 0.f, ulp = 0.f;  // a column of zero terms stays as it is (its sum is 0)
-    if (top[d] > 0.f) wgmma_e4m3_scales(top[d], &scale, &ulp);
-    top[d] = scale;
-    sum[d] = wgmma_e4m3_trunc(o[d] * scale);
-    o[d] = ulp;
+    float ulp = 0.f;  // a column of zero terms: scale 0, its sum 0, o unchanged
+    if (scale[d] > 0.f) wgmma_e4m3_scales(scale[d], &scale[d], &ulp);
+    sum[d] = cut_c ? wgmma_e4m3_trunc(o[d] * scale[d]) : 0.f;
   }
   for (int t = 0; t < n; ++t) {
     if (p[t] == 0.f) continue;
-    for (int d = 0; d < n_cols; ++d) sum[d] += wgmma_e4m3_trunc(p[t] * v[t][d] * top[d]);
+    for (int d = 0; d < n_cols; ++d) sum[d] += wgmma_e4m3_trunc(p[t] * v[t][d] * scale[d]);
   }
-  for (int d = 0; d < n_cols; ++d) o[d] = wgmma_e4m3_keep13(sum[d] * o[d]) + nan[d];
+  for (int d = 0; d < n_cols; ++d) {
+    const float ulp = scale[d] > 0.f ? 1.f / scale[d] : 0.f;  // a power of two: exact
+    o[d] = wgmma_e4m3_finish(cut_c ? 0.f : o[d], sum[d], ulp) + nan[d];
+  }
 }
 
 }  // namespace mla::ref
