@@ -23,6 +23,7 @@
 
 #include "common/decode_data.h"
 #include "common/random.h"
+#include "ops/ref/wgmma_e4m3_sum.h"
 
 using namespace mla;
 using namespace mla::test;
@@ -128,13 +129,23 @@ int run_row() {
   const double lse0 = row_lse(h, row, kExact);
   std::printf("row %d: keys %d / %d at %.3f / %.3f raw (%.3f / %.3f nats), lse %.3f nats\n", row, key1, key2, s1, s2,
               s1 * c, s2 * c, lse0);
-  // The model that fits n1's lse errors (calibrate: 1.00 at p10 / median / p90) on the ten keys session 61's one-key
-  // probe measures (build/s61/q1/test_zz_sprobe.cu): its predictions for that probe's lse - exact, row 19.
-  const AccModel fit{32, 14, true, false, 13};
-  std::printf("prediction for the probe, row 19 (k32 window 14 +acc trunc acc 13 bits):");
-  for (int key : {675, 1459, 783, 2, 1070, 1433, 100, 500, 900, 1300})
-    std::printf(" %d %+.4f", key, (score(q, h.token(b, key), fit) - score(q, h.token(b, key), kExact)) * c);
-  std::printf(" nats\n");
+  // The reference's model (src/ops/ref/wgmma_e4m3_sum.h: C cut with the products only in the steps whose A, Q, comes
+  // from registers) on the ten keys session 61's one-key probe measures (build/s61/q1/test_zz_sprobe.cu): its
+  // predictions for that probe's lse - exact, row 19, per kernel (ws3 and ws_split: the last 8 steps from registers,
+  // ws_qreg: 6; mma_sync: float sums, ~0).
+  for (int rs_from : {10, 12}) {
+    std::printf("prediction for the probe, row 19, %s:", rs_from == 10 ? "ws3 / ws_split" : "ws_qreg");
+    for (int key : {675, 1459, 783, 2, 1070, 1433, 100, 500, 900, 1300}) {
+      float qf[kDimQK], kf[kDimQK];
+      for (int d = 0; d < kDimQK; ++d) {
+        qf[d] = e4m3_to_float(q[d]);
+        kf[d] = e4m3_to_float(h.token(b, key)[d]);
+      }
+      const double model = ref::wgmma_e4m3_dot576(qf, kf, rs_from);
+      std::printf(" %d %+.4f", key, (model - score(q, h.token(b, key), kExact)) * c);
+    }
+    std::printf(" nats\n");
+  }
   for (const AccModel& m : models()) {
     const double e1 = (score(q, h.token(b, key1), m) - s1) * c, e2 = (score(q, h.token(b, key2), m) - s2) * c;
     print_model(m);
