@@ -17,8 +17,9 @@
 #             count, once per --e2e-formats entry (default: fp8 auto), each under MLA_E2E_TIMEOUT (default 300 s),
 #             with --output-json; e.g. --e2e "512:512:2000 8192:1024:300" for the seed's two runs.
 # --shards N  run each test binary matching --shard-filter (default: the decode suites, 'mla_decode') as N gtest shards
-#             side by side (default 4; 1 = one process). Their CPU references are single-threaded, so on the H200
-#             machine's 16 cores the 16-bit and fp8 suites take ~100 s together instead of ~390 s (session 60). The
+#             side by side (default 4; 1 = one process). A case draws its data and checks it on one core (its CPU
+#             reference runs on all), so on the H200 machine's 16 cores the 16-bit and fp8 suites take ~100 s together
+#             instead of ~390 s (session 60). The
 #             engine and model tests stay one process: each sizes its KV cache from the free GPU memory.
 # MLA_TEST_SEED: the data seed of every test (default: time-based), exported once and printed in the summary.
 # Every binary runs under a time limit (MLA_STEP_TIMEOUT, default 300 s) so one hang cannot eat the lease.

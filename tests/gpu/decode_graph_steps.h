@@ -27,10 +27,11 @@ struct GraphStepResult {
 // h: the step of the longest seqlens, whose cache holds every step's keys (step k reads the first steps[k][b] tokens
 // of sequence b, steps[k][b] <= h.seqlens[b]). report: adds the caller's metrics for one step.
 // ref_options (optional): the reference's options for the graph's geometry (the fp8 suite's sums per kernel).
-inline Status run_graph_over_steps(
-    const std::string& name, const DecodeHostData& h, float softmax_scale,
-    const std::vector<std::vector<int32_t>>& steps, const std::function<void(const GraphStepResult&)>& report,
-    const std::function<MlaDecodeRefOptions(const DecodePlanGeometry&)>& ref_options = {}) {
+using GraphRefOptions = std::function<Status(const DecodePlanGeometry&, MlaDecodeRefOptions*)>;
+inline Status run_graph_over_steps(const std::string& name, const DecodeHostData& h, float softmax_scale,
+                                   const std::vector<std::vector<int32_t>>& steps,
+                                   const std::function<void(const GraphStepResult&)>& report,
+                                   const GraphRefOptions& ref_options = {}) {
   const DecodeShape& s = h.shape;
   for (const auto& lens : steps)
     for (int b = 0; b < s.batch; ++b)
@@ -38,6 +39,8 @@ inline Status run_graph_over_steps(
         return Status::internal("test", "a step's seqlens must stay within the cached ones (" + name + ")");
   DecodePlanGeometry g;
   MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &g));  // shapes only, as a graph step
+  MlaDecodeRefOptions ref_opts;  // one geometry for every step: one choice of the reference's arithmetic
+  if (ref_options) MLA_TRY(ref_options(g, &ref_opts));
   const size_t parts_ints = size_t(g.num_parts) * kPlanPartInts;
   DecodeStepBuffers d;  // no merge counters: the engine passes none
   MLA_TRY(d.alloc(h, g, /*counters=*/false));
@@ -111,7 +114,7 @@ inline Status run_graph_over_steps(
                                            const_cast<int32_t*>(h.block_table.data()), lens.data(), r.out_ref.data(),
                                            r.lse_ref.data(), softmax_scale),
                                   DecodePlanView{parts_ref.data(), off_ref.data(), g.num_parts}, o_acc.data(),
-                                  lse_acc.data(), ref_options ? ref_options(g) : MlaDecodeRefOptions{}));
+                                  lse_acc.data(), ref_opts));
     MLA_TRY(check_reference_complete(s.format, r.out_ref, r.lse_ref, name + ", " + r.tag));
     report(r);
     return Status::ok();

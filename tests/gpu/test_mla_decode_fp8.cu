@@ -230,43 +230,41 @@ std::vector<double>& suite_out_rel_l2() {
   return v;
 }
 
-// The reference's sums for the kernel a step of geometry g runs under the knobs the case sets (sm90/decode_fp8/
-// kernel_family.h, the dispatch's rule; variant64.h for the 64-row kernels): the mma.sync kernels add up at float
-// precision (H200, 2026-11-29: lse rel 1.9e-7, above); the others run their products on e4m3 wgmma, whose sums the
-// reference models (src/ops/ref/wgmma_e4m3_sum.h) with each product's wgmma form: the 64-row kernels take Q from
-// registers in S's last kQRegSteps k32 steps (ws_qreg 6, ws_split and ws3 8, ws_ahead none) and P.V from shared memory,
-// and store split partials as bf16 (decode::write_segment_ws); the 16-row kernel takes S from shared memory and V^T
-// from registers. counters: the call passes the plan's merge counters (the suite's cases; the engine's graph steps
-// pass none), which with MLA_DECODE_MERGE unset or fused keep the 64-row tiles on ws_qreg (variant64.h's rules).
-MlaDecodeRefOptions fp8_reference_sums(const DecodePlanGeometry& g, int rows_per_seq, bool counters) {
+// The reference's sums for the kernel a step of geometry g runs under the knobs the case sets (the dispatch's own
+// rules: sm90/decode_fp8/kernel_family.h, variant64.h): the mma.sync kernels add up at float precision (H200,
+// 2026-11-29: lse rel 1.9e-7, above); the others run their products on e4m3 wgmma, whose sums the reference models
+// (src/ops/ref/wgmma_e4m3_sum.h) with each product's wgmma form: the 64-row kernels take Q from registers in S's last
+// kQRegSteps k32 steps (ws_qreg 6, ws_split and ws3 8, ws_ahead none) and P.V from shared memory, and store split
+// partials as bf16 (decode::write_segment_ws); the 16-row kernel takes S from shared memory and V^T from registers.
+// counters: the call passes the plan's merge counters (the suite's cases; the engine's graph steps pass none), which
+// mla_decode keeps for 64-row tiles unless MLA_DECODE_MERGE=combine (merge_counters_for).
+Status fp8_reference_sums(const DecodePlanGeometry& g, int rows_per_seq, bool counters, MlaDecodeRefOptions* o) {
+  namespace fp8 = sm90::decode_fp8;
   auto knob = [](const char* name, const char* value) {
     const char* v = std::getenv(name);
     return v != nullptr && std::strcmp(v, value) == 0;
   };
-  using sm90::decode_fp8::Fp8KernelFamily;
-  using sm90::decode_fp8::N32Mode;
-  const N32Mode n32 = knob("MLA_DECODE_N32", "ws")    ? N32Mode::kWs
-                      : knob("MLA_DECODE_N32", "mma") ? N32Mode::kMma
-                                                      : N32Mode::kAuto;
-  const Fp8KernelFamily family = sm90::decode_fp8::fp8_kernel_family(
-      rows_per_seq, g.tile_rows, n32, knob("MLA_DECODE_FP8_VARIANT64", "mma_sync"));
-  MlaDecodeRefOptions o;
-  o.fp8_mma_sum = family == Fp8KernelFamily::kMmaSync ? Fp8MmaSum::kFloat : Fp8MmaSum::kWgmmaE4m3;
-  o.bf16_partials = family == Fp8KernelFamily::kWs64;
-  o.pv_register_a = family == Fp8KernelFamily::kH16;
-  if (family == Fp8KernelFamily::kWs64) {
-    const bool fused = counters && !knob("MLA_DECODE_MERGE", "combine") && g.tile_rows == kDecodeRowsPerCta;
-    const bool ws3 = knob("MLA_DECODE_FP8_VARIANT64", "ws3"), split = knob("MLA_DECODE_FP8_VARIANT64", "ws_split"),
-               ahead = knob("MLA_DECODE_FP8_VARIANT64", "ws_ahead"), qreg = knob("MLA_DECODE_FP8_VARIANT64", "ws_qreg");
-    const bool chosen = ws3 || split || ahead || qreg;
-    const bool auto_ws3 = !chosen && sm90::decode_fp8::auto_picks_ws3(g, fused);
-    const bool auto_split = !chosen && !auto_ws3 && sm90::decode_fp8::auto_picks_ws_split(g, fused);
-    o.s_register_steps = ws3 || auto_ws3         ? sm90::decode_fp8::kWs3QRegSteps
-                         : split || auto_split   ? sm90::decode_fp8::WsSplit::kQRegSteps
-                         : ahead                 ? sm90::decode_fp8::WsAhead::kQRegSteps
-                                                 : sm90::decode_fp8::WsQReg::kQRegSteps;
+  const fp8::N32Mode n32 = knob("MLA_DECODE_N32", "ws")    ? fp8::N32Mode::kWs
+                           : knob("MLA_DECODE_N32", "mma") ? fp8::N32Mode::kMma
+                                                           : fp8::N32Mode::kAuto;
+  const bool fused = counters && !knob("MLA_DECODE_MERGE", "combine") && g.tile_rows == kDecodeRowsPerCta;
+  fp8::Variant64 v{};
+  MLA_TRY(fp8::variant64(g, fused, &v));
+  const fp8::Fp8KernelFamily family =
+      fp8::fp8_kernel_family(rows_per_seq, g.tile_rows, n32, v == fp8::Variant64::kMmaSync);
+  *o = MlaDecodeRefOptions{};
+  o->fp8_mma_sum = family == fp8::Fp8KernelFamily::kMmaSync ? Fp8MmaSum::kFloat : Fp8MmaSum::kWgmmaE4m3;
+  o->bf16_partials = family == fp8::Fp8KernelFamily::kWs64;
+  o->pv_register_a = family == fp8::Fp8KernelFamily::kH16;
+  if (family == fp8::Fp8KernelFamily::kWs64) {
+    switch (v) {
+      case fp8::Variant64::kWs3: o->s_register_steps = fp8::kWs3QRegSteps; break;
+      case fp8::Variant64::kWsSplit: o->s_register_steps = fp8::WsSplit::kQRegSteps; break;
+      case fp8::Variant64::kWsAhead: o->s_register_steps = fp8::WsAhead::kQRegSteps; break;
+      default: o->s_register_steps = fp8::WsQReg::kQRegSteps;
+    }
   }
-  return o;
+  return Status::ok();
 }
 
 Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) {
@@ -288,7 +286,8 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   std::vector<float> o_acc(size_t(g.max_splits) * s.s_q * s.h_q * kDimV, NAN),
       lse_acc(size_t(g.max_splits) * s.s_q * s.h_q, NAN);
   const MlaDecodeParams ph = h.host_params(out_ref.data(), lse_ref.data(), c.softmax_scale);
-  const MlaDecodeRefOptions sums = fp8_reference_sums(g, s.s_q * s.h_q, /*counters=*/true);
+  MlaDecodeRefOptions sums;
+  MLA_TRY(fp8_reference_sums(g, s.s_q * s.h_q, /*counters=*/true, &sums));
   MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data(), sums));
   MLA_TRY(check_reference_complete(KvFormat::kFp8, out_ref, lse_ref, name));
   const double vmax = max_abs_v(h);
@@ -635,8 +634,8 @@ void add_graph(std::vector<GpuCase>& cases, int batch, int h_q, int s_q, bool ca
                            rep->add(r.tag + " out worst row", worst_row_bf16(r.out, r.out_ref), &kFp8RowTol);
                            rep->add(r.tag + " lse/max(1,|lse|)", compare_lse(r.lse, r.lse_ref), &kFp8LseTol);
                          },
-                         [&](const DecodePlanGeometry& g) {
-                           return fp8_reference_sums(g, shape.s_q * shape.h_q, /*counters=*/false);  // as the engine
+                         [&](const DecodePlanGeometry& g, MlaDecodeRefOptions* o) {
+                           return fp8_reference_sums(g, shape.s_q * shape.h_q, /*counters=*/false, o);  // as the engine
                          });
                    }});
 }

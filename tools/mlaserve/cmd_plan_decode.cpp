@@ -20,6 +20,7 @@
 #include "mla/ops/plan_decode.h"
 #include "mla/ops/plan_decode_schedule.h"
 #include "mla/runner/graph_buckets.h"
+#include "ops/cuda/sm90/decode_fp8/kernel_family.h"
 #include "ops/cuda/sm90/decode_fp8/variant64.h"
 
 namespace mla::cli {
@@ -74,17 +75,21 @@ std::string histogram(const std::vector<int64_t>& xs) {
   return s;
 }
 
-// Whether a step of geometry g runs the fp8 64-row kernels: 64-row tiles of at least 48 query rows (fewer run the
-// 16-row kernels).
-bool runs_fp8_64row(const DecodePlanGeometry& g) { return g.tile_rows == kDecodeRowsPerCta && g.s_q * g.h_q >= 48; }
+// Whether a step of geometry g runs the fp8 64-row kernels with the knobs at their defaults (decode_fp8/
+// kernel_family.h: 64-row tiles of at least 48 query rows; fewer run the 16-row kernels).
+bool runs_fp8_64row(const DecodePlanGeometry& g) {
+  return sm90::decode_fp8::fp8_kernel_family(g.s_q * g.h_q, g.tile_rows, sm90::decode_fp8::N32Mode::kAuto, false) ==
+         sm90::decode_fp8::Fp8KernelFamily::kWs64;
+}
 
 // The fp8 64-row kernel `auto` picks for a step of geometry g under the given merge (decode_fp8/variant64.h).
 const char* fp8_kernel64(const DecodePlanGeometry& g, bool fused_merge) {
-  if (sm90::decode_fp8::auto_picks_ws3(g, fused_merge))
-    return "ws3 (scorer split: short parts, cut spread step, decode_fp8/variant64.h)";
-  if (sm90::decode_fp8::auto_picks_ws_split(g, fused_merge))
-    return "ws_split (sequences cut: plain stores, decode_fp8/variant64.h)";
-  return "ws";
+  using sm90::decode_fp8::Variant64;
+  switch (sm90::decode_fp8::auto_variant64(g, fused_merge)) {
+    case Variant64::kWs3: return "ws3 (scorer split: short parts, cut spread step, decode_fp8/variant64.h)";
+    case Variant64::kWsSplit: return "ws_split (sequences cut: plain stores, decode_fp8/variant64.h)";
+    default: return "ws";
+  }
 }
 
 // What the engine's CUDA backend runs for this step (model/cuda/cuda_backend_step.cpp plan_step, s_q 1, the default

@@ -126,10 +126,10 @@ Result model_vs_float(const Spec& sp, const std::string& name, bool combine, int
   model.bf16_partials = !h16;
   model.pv_register_a = h16;
   if (!h16)
-    model.s_register_steps = forced_steps > 0 ? forced_steps
-                             : sm90::decode_fp8::auto_picks_ws3(g, fused) || sm90::decode_fp8::auto_picks_ws_split(g, fused)
-                                 ? 8
-                                 : 6;
+    model.s_register_steps =
+        forced_steps > 0 ? forced_steps
+        : sm90::decode_fp8::auto_variant64(g, fused) == sm90::decode_fp8::Variant64::kWsQReg ? 6
+                                                                                              : 8;
   std::vector<uint16_t> of(h.out_elems()), om(h.out_elems());
   std::vector<float> lf(h.lse_elems()), lm(h.lse_elems());
   std::vector<float> oa(size_t(g.max_splits) * rows * kDimV + 1), la(size_t(g.max_splits) * rows + 1);

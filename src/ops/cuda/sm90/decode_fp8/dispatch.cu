@@ -22,32 +22,6 @@ const EnvKnob& l2_prefetch_knob() {
 }
 int l2_prefetch_pages() { return l2_prefetch_knob().index < 0 ? 0 : l2_prefetch_knob().index; }
 
-// MLA_DECODE_FP8_VARIANT64: `auto` (or unset: the ws_qreg kernel below, ws3 on steps of short split parts, or
-// ws_split -- the same kernel without the TMA-store epilogue, with 8 Q-register steps -- on other steps whose
-// sequences are all cut; variant64.h), or one kernel for every step: the warp-specialized wgmma kernel (kernel_ws.cuh)
-// with S's last k32 steps taking Q from registers (`ws_qreg`, the default since run W17: H200 h128 b128 s8192 343-345 µs
-// in runs W17-W18 with 6 steps, 339 µs with 8 in session 18; 6 again with session 49's TMA-store epilogue, 318 µs),
-// the same kernel with Q from shared memory in every step
-// (`ws_ahead`, the default until then: 352-353 µs in the same runs), the 256-thread mma.sync kernel (`mma_sync`,
-// kept for comparison) or the scorer-split kernel (`ws3`, kernel_ws3.cuh, experimental: 2.1-2.8 % slower on the long
-// h_q 128 rows in session 20). Read on every call (one getenv, as MLA_DECODE_FP8_H16_EARLY_S below), so the tests run
-// ws3 cases beside the default's; a bad value fails every fp8 call, whatever its rows. The variants that lost are in
-// NOTES_fp8.md (runs W2-W18).
-enum class Variant64 { kWsQReg, kMmaSync, kWsAhead, kWs3, kWsSplit };
-Status variant64(const DecodePlanGeometry& g, bool fused_merge, Variant64* v) {
-  const EnvKnob k =
-      read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead", "ws3", "ws_split", "auto"});
-  MLA_TRY(k.status);
-  if (k.index < 0 || k.index == 5) {
-    *v = auto_picks_ws3(g, fused_merge)        ? Variant64::kWs3
-         : auto_picks_ws_split(g, fused_merge) ? Variant64::kWsSplit
-                                               : Variant64::kWsQReg;
-  } else {
-    *v = static_cast<Variant64>(k.index);  // the list's order is Variant64's
-  }
-  return Status::ok();
-}
-
 // MLA_DECODE_FP8_H16_EARLY_S = auto (default) | always | never: forces the 16- and 32-row kernel's early S of page
 // j + 1 (kernel_h16.cuh) on or off, for tests: by default a 16-row page takes it when page j + 1 has landed in time, so
 // which path runs depends on timing (the 32-row form takes it always: launch_impl_h16.cuh). Read on every 16- and

@@ -24,6 +24,8 @@
 // for, and at h_q 64 at least kWs3MinBatch64 sequences. Below that,
 // measured under the combine in session 60 (c2, three passes): ws3 against ws_split b1 s8192 / s16384 -1.8 / -2.2 %,
 // b4 s4096 / b8 s2048 / b12 s4096 +1.1 / +0.6 / +1.4 %, b16 s2048 -2.2 %: no rule to gain from, ws_split stays.
+#include "mla/core/env_knob.h"
+#include "mla/core/status.h"
 #include "mla/ops/plan_decode.h"
 
 namespace mla::sm90::decode_fp8 {
@@ -46,6 +48,36 @@ inline bool auto_picks_ws3(const DecodePlanGeometry& g, bool fused_merge) {
 // 128 b17-b66 s128-s320, session 59).
 inline bool auto_picks_ws_split(const DecodePlanGeometry& g, bool fused_merge) {
   return g.tile_rows == kDecodeRowsPerCta && !fused_merge && decode_plan_spreads_sequences(g);
+}
+
+// MLA_DECODE_FP8_VARIANT64: `auto` (or unset: auto_variant64 below, the ws_qreg kernel, ws3 on steps of short split
+// parts, or ws_split -- the same kernel without the TMA-store epilogue, with 8 Q-register steps -- on other steps whose
+// sequences are all cut; the rules above), or one kernel for every step: the warp-specialized wgmma kernel (kernel_ws.cuh)
+// with S's last k32 steps taking Q from registers (`ws_qreg`, the default since run W17: H200 h128 b128 s8192 343-345 µs
+// in runs W17-W18 with 6 steps, 339 µs with 8 in session 18; 6 again with session 49's TMA-store epilogue, 318 µs),
+// the same kernel with Q from shared memory in every step
+// (`ws_ahead`, the default until then: 352-353 µs in the same runs), the 256-thread mma.sync kernel (`mma_sync`,
+// kept for comparison) or the scorer-split kernel (`ws3`, kernel_ws3.cuh, experimental: 2.1-2.8 % slower on the long
+// h_q 128 rows in session 20). Read on every call (one getenv, as MLA_DECODE_FP8_H16_EARLY_S below), so the tests run
+// ws3 cases beside the default's; a bad value fails every fp8 call, whatever its rows. The variants that lost are in
+// NOTES_fp8.md (runs W2-W18).
+enum class Variant64 { kWsQReg, kMmaSync, kWsAhead, kWs3, kWsSplit };
+
+// The kernel `auto` (or an unset knob) runs for a step of geometry g; fused_merge: the call passes merge counters.
+inline Variant64 auto_variant64(const DecodePlanGeometry& g, bool fused_merge) {
+  return auto_picks_ws3(g, fused_merge)        ? Variant64::kWs3
+         : auto_picks_ws_split(g, fused_merge) ? Variant64::kWsSplit
+                                               : Variant64::kWsQReg;
+}
+
+// The knob resolved for a step (dispatch.cu; the fp8 test suite, to pick its reference's sums).
+inline Status variant64(const DecodePlanGeometry& g, bool fused_merge, Variant64* v) {
+  const EnvKnob k =
+      read_env_knob("MLA_DECODE_FP8_VARIANT64", {"ws_qreg", "mma_sync", "ws_ahead", "ws3", "ws_split", "auto"});
+  MLA_TRY(k.status);
+  *v = k.index < 0 || k.index == 5 ? auto_variant64(g, fused_merge)
+                                   : static_cast<Variant64>(k.index);  // the list's order is Variant64's
+  return Status::ok();
 }
 
 }  // namespace mla::sm90::decode_fp8
