@@ -108,6 +108,39 @@ TEST(WgmmaE4m3Sum, Dot576MatchesTheDoubleModelBitForBit) {
   }
 }
 
+TEST(WgmmaE4m3Sum, TruncCutsTowardZeroAndZeroesNaN) {
+  EXPECT_EQ(wgmma_e4m3_trunc(2.75f), 2.f);
+  EXPECT_EQ(wgmma_e4m3_trunc(-2.75f), -2.f);
+  EXPECT_EQ(wgmma_e4m3_trunc(-0.5f), 0.f);
+  EXPECT_EQ(wgmma_e4m3_trunc(16383.9f), 16383.f);
+  EXPECT_EQ(wgmma_e4m3_trunc(-1073741824.f), -1073741824.f);  // 2^30: still converted
+  EXPECT_EQ(wgmma_e4m3_trunc(std::nanf("")), 0.f);              // the callers carry NaN on the side
+  EXPECT_EQ(wgmma_e4m3_trunc(3e9f), 0.f);                       // past int32: zeroed, not undefined
+}
+
+TEST(WgmmaE4m3Sum, FourScoresSideBySideAreFourScores) {
+  std::mt19937_64 rng(66);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> q(576), k(4 * 576);
+  for (int trial = 0; trial < 200; ++trial) {
+    for (float& x : q) x = e4m3_to_float(float_to_e4m3(nd(rng) * (trial % 7 == 0 ? 30.f : 1.f)));
+    for (float& x : k) x = e4m3_to_float(float_to_e4m3(nd(rng)));
+    if (trial % 11 == 0) k[576 + trial % 576] = std::nanf("");
+    const float* kp[4] = {&k[0], &k[576], &k[2 * 576], &k[3 * 576]};
+    const int rs_from = trial % 3 == 0 ? 18 : trial % 3 == 1 ? 12 : 10;
+    float got[4];
+    wgmma_e4m3_dot576_n<4>(q.data(), kp, rs_from, got);
+    for (int n = 0; n < 4; ++n) {
+      const float want = wgmma_e4m3_dot576(q.data(), kp[n], rs_from);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[n])) << "trial " << trial << " key " << n;
+      } else {
+        EXPECT_EQ(got[n], want) << "trial " << trial << " key " << n;
+      }
+    }
+  }
+}
+
 TEST(WgmmaE4m3Sum, TheEightLaneStepIsTheStep) {
   std::mt19937_64 rng(65);
   std::normal_distribution<float> nd(0.f, 1.f);

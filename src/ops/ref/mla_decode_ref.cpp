@@ -155,10 +155,15 @@ class RowAttention {
   // kblk: the page's tokens as raw e4m3 values [64][576].
   void wgmma_page(const float* q, const float* kblk, int n, float* m, float* l, float* o) const {
     float s[kDecodePageSize], pr[kDecodePageSize] = {}, page_max = kNegInf;
-    for (int t = 0; t < n; ++t) {
-      s[t] = wgmma_e4m3_dot576(q, &kblk[t * kDimQK], 18 - opts_.s_register_steps);
-      page_max = std::max(page_max, s[t]);
+    const int rs_from = 18 - opts_.s_register_steps;
+    int t4 = 0;  // four keys at a time (wgmma_e4m3_dot576_n), then the rest
+    for (; t4 + 4 <= n; t4 += 4) {
+      const float* k4[4] = {&kblk[t4 * kDimQK], &kblk[(t4 + 1) * kDimQK], &kblk[(t4 + 2) * kDimQK],
+                            &kblk[(t4 + 3) * kDimQK]};
+      wgmma_e4m3_dot576_n<4>(q, k4, rs_from, &s[t4]);
     }
+    for (; t4 < n; ++t4) s[t4] = wgmma_e4m3_dot576(q, &kblk[t4 * kDimQK], rs_from);
+    for (int t = 0; t < n; ++t) page_max = std::max(page_max, s[t]);
     const float mx = decode_running_max(*m, page_max, kernel_scale_log2_, max_slack_log2_);
     const float ms = mx == kNegInf ? 0.f : mx * kernel_scale_log2_;
     if (mx != *m) {

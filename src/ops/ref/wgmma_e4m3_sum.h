@@ -16,9 +16,12 @@
 // one class, the split reference with the model stands off float sums by what n1's kernels did (out rel_l2, max_abs and
 // its element, worst row and lse to 3-4 digits).
 //
-// Cost (this machine, one core): a score 0.86 us against a float dot product's 0.27, one key's P.V row 0.54 us against
-// 0.04; the decode reference runs ~4x longer with it (2 cores: b128 h_q 16 at 4096 keys 5.8 s against 1.5). Every value
-// here fits a float exactly: the scaled terms are integers below 2^14 and at most 33 of them add up (< 2^20).
+// Cost (this machine, one core, session 63): a score 0.49 us (four keys side by side; 0.88 before session 63) against a
+// float dot product's 0.27, one key's P.V row 0.20 us (0.87) against 0.04; session 62 measured the decode reference ~4x
+// longer with the model than with float sums (2 cores: b128 h_q 16 at 4096 keys 5.8 s against 1.5). What session 63
+// changed (the same bits: 80000 scores and 3 M P.V columns with NaNs, and fp8_model_vs_n1's output, compared against the
+// form before) is only how GCC compiles it: wgmma_e4m3_trunc and the P.V passes below. Every value here fits a float
+// exactly: the scaled terms are integers below 2^14 and at most 33 of them add up (< 2^20).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -43,12 +46,18 @@ inline float wgmma_e4m3_keep13(double x) {
   return static_cast<float>(x);
 }
 
-// t truncated toward zero, for the scaled terms (|t| < 2^14): a conversion pair the compiler vectorizes (std::trunc
-// may not, before SSE4.1). Anything outside +-2^30 (NaN) gives 0 instead of undefined behaviour; the callers carry NaN
-// through on the side (x * 0 is NaN only for NaN, the terms are never infinite).
+// t truncated toward zero, for the scaled terms (|t| < 2^14): a conversion pair (std::trunc is a call before SSE4.1).
+// Anything of 2^31 or more in magnitude (NaN) is zeroed first, so the conversion is defined; the callers carry NaN
+// through on the side (x * 0 is NaN only for NaN, the terms are never infinite). The zeroing is an AND with a mask
+// from an integer compare of the exponent field: with a conditional instead (a float compare and a select, as before
+// session 63) GCC vectorized none of the loops around it (the conversion may trap, so it is not speculated past a
+// branch), and S took 0.88 us a score, P.V 0.87 us a key row (this machine, one core).
 inline float wgmma_e4m3_trunc(float t) {
-  constexpr float kLim = 1073741824.f;  // 2^30
-  return (t >= -kLim && t <= kLim) ? static_cast<float>(static_cast<int32_t>(t)) : 0.f;
+  uint32_t u;
+  std::memcpy(&u, &t, 4);
+  u &= 0u - static_cast<uint32_t>((u & 0x7F800000u) < (158u << 23));  // biased exponent < 158: |t| < 2^31
+  std::memcpy(&t, &u, 4);
+  return static_cast<float>(static_cast<int32_t>(t));
 }
 
 // 2^(13 - e) and 2^(e - 13) for the largest magnitude `top` > 0 of a step, top in [2^e, 2^(e+1)): built from top's
@@ -122,15 +131,40 @@ inline float wgmma_e4m3_step32(float c, const float* prods, bool cut_c) {
   return wgmma_e4m3_finish(cut_c ? 0.f : c, total, ulp) + bad;
 }
 
-// The 576-dim score of e4m3 values q . k in the kernels' 18 k32 steps, dims in order; steps from rs_from on take Q
-// from registers (RS form: the 64-row kernels' last 6 or 8 steps, config_ws.h kQRegSteps; 18: none).
-inline float wgmma_e4m3_dot576(const float* q, const float* k, int rs_from = 18) {
-  float acc = 0.f, prods[32];
+// The 576-dim scores of e4m3 values q . k[n], n < kN, in the kernels' 18 k32 steps, dims in order; steps from rs_from
+// on take Q from registers (RS form: the 64-row kernels' last 6 or 8 steps, config_ws.h kQRegSteps; 18: none). Each
+// score is a chain of 18 dependent steps; kN of them side by side overlap their latencies (4: 0.49 us a score against
+// 0.60 one by one, this machine).
+template <int kN>
+inline void wgmma_e4m3_dot576_n(const float* q, const float* const* k, int rs_from, float* out) {
+  float acc[kN] = {}, prods[kN][32];
   for (int k0 = 0; k0 < 576; k0 += 32) {
-    for (int i = 0; i < 32; ++i) prods[i] = q[k0 + i] * k[k0 + i];
-    acc = wgmma_e4m3_step32(acc, prods, k0 / 32 >= rs_from);
+    for (int n = 0; n < kN; ++n)
+      for (int i = 0; i < 32; ++i) prods[n][i] = q[k0 + i] * k[n][k0 + i];
+    for (int n = 0; n < kN; ++n) acc[n] = wgmma_e4m3_step32(acc[n], prods[n], k0 / 32 >= rs_from);
   }
-  return acc;
+  for (int n = 0; n < kN; ++n) out[n] = acc[n];
+}
+inline float wgmma_e4m3_dot576(const float* q, const float* k, int rs_from = 18) {
+  float s;
+  wgmma_e4m3_dot576_n<1>(q, &k, rs_from, &s);
+  return s;
+}
+
+// P.V's two passes over one key's terms p v[d] (wgmma_e4m3_pv_step): each column's largest magnitude (and NaN), then its
+// terms cut to the column's grid. Loops of their own with restrict-qualified arrays, so they vectorize without a check
+// of the arrays' overlap per key.
+inline void wgmma_e4m3_pv_top(float* __restrict top, float* __restrict nan, float p, const float* __restrict v,
+                              int n_cols) {
+  for (int d = 0; d < n_cols; ++d) {
+    const float x = p * v[d], a = std::fabs(x);
+    top[d] = a > top[d] ? a : top[d];
+    nan[d] += x * 0.f;
+  }
+}
+inline void wgmma_e4m3_pv_add(float* __restrict sum, const float* __restrict scale, float p, const float* __restrict v,
+                              int n_cols) {
+  for (int d = 0; d < n_cols; ++d) sum[d] += wgmma_e4m3_trunc(p * v[d] * scale[d]);
 }
 
 // One P.V step of a row: o[d] = step(o[d], p[t] * v[t][d] for t < n) for d < n_cols, n <= 32 keys; cut_c: the RS form
@@ -143,23 +177,15 @@ inline void wgmma_e4m3_pv_step(float* o, const float* p, const float* const* v, 
     scale[d] = std::fabs(o[d]);  // the column's largest magnitude first, its scale below
     nan[d] = o[d] * 0.f;
   }
-  for (int t = 0; t < n; ++t) {
-    if (p[t] == 0.f) continue;
-    for (int d = 0; d < n_cols; ++d) {
-      const float x = p[t] * v[t][d], a = std::fabs(x);
-      scale[d] = a > scale[d] ? a : scale[d];
-      nan[d] += x * 0.f;
-    }
-  }
+  for (int t = 0; t < n; ++t)
+    if (p[t] != 0.f) wgmma_e4m3_pv_top(scale, nan, p[t], v[t], n_cols);
   for (int d = 0; d < n_cols; ++d) {
     float ulp = 0.f;  // a column of zero terms: scale 0, its sum 0, o unchanged
     if (scale[d] > 0.f) wgmma_e4m3_scales(scale[d], &scale[d], &ulp);
     sum[d] = cut_c ? wgmma_e4m3_trunc(o[d] * scale[d]) : 0.f;
   }
-  for (int t = 0; t < n; ++t) {
-    if (p[t] == 0.f) continue;
-    for (int d = 0; d < n_cols; ++d) sum[d] += wgmma_e4m3_trunc(p[t] * v[t][d] * scale[d]);
-  }
+  for (int t = 0; t < n; ++t)
+    if (p[t] != 0.f) wgmma_e4m3_pv_add(sum, scale, p[t], v[t], n_cols);
   for (int d = 0; d < n_cols; ++d) {
     const float ulp = scale[d] > 0.f ? 1.f / scale[d] : 0.f;  // a power of two: exact
     o[d] = wgmma_e4m3_finish(cut_c ? 0.f : o[d], sum[d], ulp) + nan[d];
