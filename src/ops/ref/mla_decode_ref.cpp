@@ -65,6 +65,24 @@ void load_token(const uint8_t* tok, KvFormat f, float* k) {
   }
 }
 
+// s[t] = q . k[t] for the n (<= 64) tokens of a page (k: [n][576]), each a float sum over the dims in order. Eight keys
+// go side by side, each still its own running sum (the same bits as one key at a time), so the eight chains of 576
+// dependent adds overlap (one core: 0.085 us a score against 0.27 one key at a time, session 63).
+void float_scores(const float* q, const float* k, int n, float* s) {
+  int t = 0;
+  for (; t + 8 <= n; t += 8) {
+    float acc[8] = {};
+    for (int d = 0; d < kDimQK; ++d)
+      for (int j = 0; j < 8; ++j) acc[j] += q[d] * k[(t + j) * kDimQK + d];
+    for (int j = 0; j < 8; ++j) s[t + j] = acc[j];
+  }
+  for (; t < n; ++t) {
+    float acc = 0.f;
+    for (int d = 0; d < kDimQK; ++d) acc += q[d] * k[t * kDimQK + d];
+    s[t] = acc;
+  }
+}
+
 struct RowResult {
   std::vector<float> o;  // [512], normalized, in output units
   float lse = kNegInf;
@@ -110,14 +128,11 @@ class RowAttention {
           wgmma_page(&q[r * kDimQK], kblk.data(), te - t0, &m[r], &l[r], &o[static_cast<size_t>(r) * kDimV]);
           continue;
         }
+        float_scores(&q[r * kDimQK], kblk.data(), te - t0, s.data());
         float page_max = kNegInf;
-        for (int t = t0; t < te; ++t) {
-          float acc = 0.f;
-          const float* kr = &kblk[(t - t0) * kDimQK];
-          const float* qr = &q[r * kDimQK];
-          for (int d = 0; d < kDimQK; ++d) acc += qr[d] * kr[d];
-          s[t - t0] = acc * score_scale_;
-          page_max = std::max(page_max, s[t - t0]);
+        for (int t = 0; t < te - t0; ++t) {
+          s[t] *= score_scale_;
+          page_max = std::max(page_max, s[t]);
         }
         // The kernels' rule (lazy for fp8): the scores here are already scaled, so log2(e) converts to P's log2.
         const float mx = decode_running_max(m[r], page_max, kLog2e, max_slack_log2_);
