@@ -5,7 +5,11 @@ Reads gpu_test_mla_decode_fp8 logs (one or more: gpu_check.sh's shards) and prin
 and max_abs, out worst row, lse/max(1,|lse|) max_abs, of the cases and of the graph-step cases) and for the notes that
 measure without checking (since session 62: the same output against float sums; the spread of each row's split-lse
 errors in nats), the median, p99 and max over the cases of each data class -- N(0,1), N(0,1) driven to +-448
-(saturating), DeepSeek-like -- with the case that holds the max.
+(saturating), DeepSeek-like -- and each reference the case was checked against -- "model" (the wgmma kernels: the
+reference with the e4m3 wgmma's sums; those cases carry the "against float sums" note) or "float" (the mma.sync
+kernels: float sums) -- with the case that holds the max. The two want different limits once measured: the model
+takes the wgmma's rounding out of the comparison, float sums cannot. (A case's graph-step checks are counted under
+its own reference; a graph step's kernel family can differ from the eager call's, the reference then too.)
 
 usage: fp8_suite_errors.py LOG [LOG ...]
 """
@@ -35,46 +39,53 @@ def metric_of(what):
 
 
 def main(paths):
-    values = {}  # (metric, class) -> [(value, case)]
+    lines = [line for path in paths for line in open(path, errors="replace")]
+    # Cases checked against the model: the ones that note their output against float sums.
+    model_cases = set()
+    for line in lines:
+        m = NOTE.match(line)
+        if m and FLOAT_NOTE.search(m.group(2)):
+            model_cases.add(m.group(1))
+    values = {}  # (metric, class, reference) -> [(value, case)]
 
     def add(metric, name, v):
-        values.setdefault((metric, data_class(name)), []).append((v, name))
+        ref = "model" if name in model_cases else "float"
+        values.setdefault((metric, data_class(name), ref), []).append((v, name))
 
-    for path in paths:
-        for line in open(path, errors="replace"):
-            m = CASE.match(line)
-            if m:
-                name, what, rel, mx = m.group(1), metric_of(m.group(2)), float(m.group(3)), float(m.group(4))
-                if not what.startswith(("out", "lse")):
-                    continue  # the suite-level and bad-input cases
-                if what.startswith("out worst row"):
-                    add(what, name, rel)  # the worst row's rel_l2 is the check
-                elif what.startswith("out/max"):
-                    add(what + " rel_l2", name, rel)
-                    add(what + " max_abs", name, mx)
-                else:
-                    add(what + " max_abs", name, mx)
-                continue
-            m = NOTE.match(line)
-            if not m:
-                continue
-            name, text = m.groups()
-            f = FLOAT_NOTE.search(text)
-            if f:
-                for label, v in zip(("float sums: out rel_l2", "float sums: out max_abs", "float sums: worst row",
-                                     "float sums: lse max_abs"), f.groups()):
-                    add(label, name, float(v))
-            s = SPREAD_NOTE.search(text)
-            if s:
-                add("split lse spread (nats)", name, float(s.group(1)))
-    print("| check or note | data | cases | median | p99 | max | case of the max |")
-    print("|---|---|---|---|---|---|---|")
-    for (metric, cls) in sorted(values):
-        v = sorted(values[(metric, cls)])
+    for line in lines:
+        m = CASE.match(line)
+        if m:
+            name, what, rel, mx = m.group(1), metric_of(m.group(2)), float(m.group(3)), float(m.group(4))
+            if not what.startswith(("out", "lse")):
+                continue  # the suite-level and bad-input cases
+            if what.startswith("out worst row"):
+                add(what, name, rel)  # the worst row's rel_l2 is the check
+            elif what.startswith("out/max"):
+                add(what + " rel_l2", name, rel)
+                add(what + " max_abs", name, mx)
+            else:
+                add(what + " max_abs", name, mx)
+            continue
+        m = NOTE.match(line)
+        if not m:
+            continue
+        name, text = m.groups()
+        f = FLOAT_NOTE.search(text)
+        if f:
+            for label, v in zip(("float sums: out rel_l2", "float sums: out max_abs", "float sums: worst row",
+                                 "float sums: lse max_abs"), f.groups()):
+                add(label, name, float(v))
+        s = SPREAD_NOTE.search(text)
+        if s:
+            add("split lse spread (nats)", name, float(s.group(1)))
+    print("| check or note | data | reference | cases | median | p99 | max | case of the max |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (metric, cls, ref) in sorted(values):
+        v = sorted(values[(metric, cls, ref)])
         nums = [x[0] for x in v]
         p99 = nums[min(len(nums) - 1, int(0.99 * len(nums)))]
-        print(f"| {metric} | {cls} | {len(nums)} | {statistics.median(nums):.2e} | {p99:.2e} | {nums[-1]:.2e} | "
-              f"{v[-1][1]} |")
+        print(f"| {metric} | {cls} | {ref} | {len(nums)} | {statistics.median(nums):.2e} | {p99:.2e} | "
+              f"{nums[-1]:.2e} | {v[-1][1]} |")
 
 
 if __name__ == "__main__":
