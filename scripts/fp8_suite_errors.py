@@ -6,10 +6,10 @@ and max_abs, out worst row, lse/max(1,|lse|) max_abs, of the cases and of the gr
 measure without checking (since session 62: the same output against float sums; the spread of each row's split-lse
 errors in nats), the median, p99 and max over the cases of each data class -- N(0,1), N(0,1) driven to +-448
 (saturating), DeepSeek-like -- and each reference the case was checked against -- "model" (the wgmma kernels: the
-reference with the e4m3 wgmma's sums; those cases carry the "against float sums" note) or "float" (the mma.sync
-kernels: float sums) -- with the case that holds the max. The two want different limits once measured: the model
-takes the wgmma's rounding out of the comparison, float sums cannot. (A case's graph-step checks are counted under
-its own reference; a graph step's kernel family can differ from the eager call's, the reference then too.)
+reference with the e4m3 wgmma's sums) or "float" (the mma.sync kernels: float sums), from the case's "reference sums:"
+note (since session 63; a graph-step case whose steps ran both says "model and float"; in older logs a case with the
+"against float sums" note is "model", any other "float") -- with the case that holds the max. The two want different
+limits once measured: the model takes the wgmma's rounding out of the comparison, float sums cannot.
 
 usage: fp8_suite_errors.py LOG [LOG ...]
 """
@@ -22,6 +22,7 @@ FLOAT_NOTE = re.compile(r"against float sums: out/max\|V\| rel_l2=([0-9.e+-]+) m
                         r"([0-9.e+-]+) \(row \d+\), lse max_abs=([0-9.e+-]+)")
 SPREAD_NOTE = re.compile(r"split lse spread over weighted pieces: max ([0-9.e+-]+|inf) nats")
 NOTE = re.compile(r"^\[note\] mla_decode (\S+): (.*)$")
+SUMS_NOTE = re.compile(r"reference sums: (model and float|float and model|model|float)")
 
 
 def data_class(name):
@@ -40,17 +41,22 @@ def metric_of(what):
 
 def main(paths):
     lines = [line for path in paths for line in open(path, errors="replace")]
-    # Cases checked against the model: the ones that note their output against float sums.
-    model_cases = set()
+    # Each case's reference: its "reference sums:" note, else (older logs) whether it notes its output against float
+    # sums, which only the model-checked cases do.
+    refs = {}
     for line in lines:
         m = NOTE.match(line)
-        if m and FLOAT_NOTE.search(m.group(2)):
-            model_cases.add(m.group(1))
+        if not m:
+            continue
+        sums = SUMS_NOTE.search(m.group(2))
+        if sums:
+            refs[m.group(1)] = "model and float" if " and " in sums.group(1) else sums.group(1)
+        elif FLOAT_NOTE.search(m.group(2)):
+            refs.setdefault(m.group(1), "model")
     values = {}  # (metric, class, reference) -> [(value, case)]
 
     def add(metric, name, v):
-        ref = "model" if name in model_cases else "float"
-        values.setdefault((metric, data_class(name), ref), []).append((v, name))
+        values.setdefault((metric, data_class(name), refs.get(name, "float")), []).append((v, name))
 
     for line in lines:
         m = CASE.match(line)

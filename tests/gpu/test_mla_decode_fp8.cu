@@ -267,6 +267,13 @@ Status fp8_reference_sums(const DecodePlanGeometry& g, int rows_per_seq, bool co
   return Status::ok();
 }
 
+// The sums a reference ran with, as a case's note says it ("reference sums: model" / "float"): what
+// scripts/fp8_suite_errors.py groups the suite's measured errors by.
+const char* reference_sums_name(const MlaDecodeRefOptions& o) {
+  return o.fp8_mma_sum == Fp8MmaSum::kWgmmaE4m3 ? "model" : "float";
+}
+void add_note(CaseReport* rep, const std::string& text) { rep->note += (rep->note.empty() ? "" : "; ") + text; }
+
 Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) {
   // MLA_TEST_DATA_NAME=<case>: draw another case's data (same shape), e.g. a failed case's on each kernel variant of
   // its class, to tell a failure that follows the data from one that follows the kernel.
@@ -307,7 +314,7 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
     char buf[200];
     std::snprintf(buf, sizeof buf, "price of FP8 (vs bf16 inputs, exact softmax): out rel_l2=%.3e max_abs=%.3e",
                   su.rel_l2, su.max_abs);
-    rep->note = buf;
+    add_note(rep, buf);
     if (su.nonfinite_got || su.mismatched_nan)
       return Status::internal("mla_decode", std::string(buf) + " non-finite (" + name + ")");
   }
@@ -323,8 +330,10 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
     std::snprintf(buf, sizeof buf,
                   "against float sums: out/max|V| rel_l2=%.3e max_abs=%.3e, worst row %.3e (row %zu), lse max_abs=%.3e",
                   fo.rel_l2, fo.max_abs, fr.rel_l2, fr.worst, fl.max_abs);
-    rep->note += (rep->note.empty() ? "" : "; ") + std::string(buf);
+    add_note(rep, buf);
   }
+  // (After the price note, which scripts/fp8_price_table.py reads first in the line.)
+  add_note(rep, std::string("reference sums: ") + reference_sums_name(sums));
   {
     // A diagnostic for now, no check: the pieces' lse errors free of their shared bias (common/split_lse.h), reported
     // on every case until a run of the whole suite has measured them (then a limit in nats).
@@ -333,13 +342,12 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
       char buf[160];
       std::snprintf(buf, sizeof buf, "split lse spread over weighted pieces: max %.3f nats at row %ld (%ld rows)",
                     sp.max_nats, sp.row, sp.rows);
-      rep->note += (rep->note.empty() ? "" : "; ") + std::string(buf);
+      add_note(rep, buf);
     }
   }
   if (out_fails)
-    rep->note += (rep->note.empty() ? "" : "; ") +
-                 s_noise_diagnosis(h, c.softmax_scale, out, out_ref, vmax, row_err.worst) + "; " +
-                 split_lse_diagnosis(s, r, lse_acc, row_err.worst);
+    add_note(rep, s_noise_diagnosis(h, c.softmax_scale, out, out_ref, vmax, row_err.worst) + "; " +
+                      split_lse_diagnosis(s, r, lse_acc, row_err.worst));
   return Status::ok();
 }
 
@@ -628,15 +636,21 @@ void add_graph(std::vector<GpuCase>& cases, int batch, int h_q, int s_q, bool ca
                      auto rng = case_rng(name);
                      const DecodeHostData h = make_decode_data(shape, rng);
                      const double vmax = max_abs_v(h);  // over the longest step's tokens: a unit, the same for all
-                     return run_graph_over_steps(
+                     std::string sums;  // the references' sums over the steps' geometries ("model", "float", both)
+                     const Status st = run_graph_over_steps(
                          name, h, kSoftmaxScale, graph_steps_within(h.seqlens), [&](const GraphStepResult& r) {
                            rep->add(r.tag + " out/max|V|", compare_bf16(r.out, r.out_ref, vmax));
                            rep->add(r.tag + " out worst row", worst_row_bf16(r.out, r.out_ref), &kFp8RowTol);
                            rep->add(r.tag + " lse/max(1,|lse|)", compare_lse(r.lse, r.lse_ref), &kFp8LseTol);
                          },
                          [&](const DecodePlanGeometry& g, MlaDecodeRefOptions* o) {
-                           return fp8_reference_sums(g, shape.s_q * shape.h_q, /*counters=*/false, o);  // as the engine
+                           MLA_TRY(fp8_reference_sums(g, shape.s_q * shape.h_q, /*counters=*/false, o));  // as the engine
+                           const std::string one = reference_sums_name(*o);
+                           if (sums.find(one) == std::string::npos) sums += (sums.empty() ? "" : " and ") + one;
+                           return Status::ok();
                          });
+                     add_note(rep, "reference sums: " + sums);
+                     return st;
                    }});
 }
 

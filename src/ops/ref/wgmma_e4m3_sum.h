@@ -19,9 +19,10 @@
 // Cost (this machine, one core, session 63): a score 0.49 us (four keys side by side; 0.88 before session 63) against a
 // float dot product's 0.27, one key's P.V row 0.20 us (0.87) against 0.04; session 62 measured the decode reference ~4x
 // longer with the model than with float sums (2 cores: b128 h_q 16 at 4096 keys 5.8 s against 1.5). What session 63
-// changed (the same bits: 80000 scores and 3 M P.V columns with NaNs, and fp8_model_vs_n1's output, compared against the
-// form before) is only how GCC compiles it: wgmma_e4m3_trunc and the P.V passes below. Every value here fits a float
-// exactly: the scaled terms are integers below 2^14 and at most 33 of them add up (< 2^20).
+// changed (the same bits, NaN as NaN: 80000 scores and 3 M P.V columns with NaNs, and fp8_model_vs_n1's output, compared
+// against the form before; a NaN result's sign bit may differ, as GCC's order of the adds decides which NaN survives)
+// is only how GCC compiles it: wgmma_e4m3_trunc and the P.V passes below. Every value here fits a float exactly: the
+// scaled terms are integers below 2^14 and at most 33 of them add up (< 2^20).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -169,7 +170,8 @@ inline void wgmma_e4m3_pv_add(float* __restrict sum, const float* __restrict sca
 
 // One P.V step of a row: o[d] = step(o[d], p[t] * v[t][d] for t < n) for d < n_cols, n <= 32 keys; cut_c: the RS form
 // (the 16-row kernel's P.V takes V^T from registers; the 64-row kernels' P.V is SS). Keys with p 0 (masked, or P
-// underflowed) add no term, whatever their V holds. scratch: 3 x n_cols floats.
+// underflowed) add no term, whatever their V holds. scratch: 3 x n_cols floats, apart from o and every v[t] (the passes
+// take them as restrict-qualified arrays).
 inline void wgmma_e4m3_pv_step(float* o, const float* p, const float* const* v, int n, int n_cols, bool cut_c,
                                float* scratch) {
   float *scale = scratch, *nan = scratch + n_cols, *sum = scratch + 2 * n_cols;
