@@ -1,9 +1,16 @@
-# ctest helper: runs CMD (a ;-list), checks its exit code equals RC and its combined output matches REGEX.
+# ctest helper: runs CMD (a ;-list) and checks its exit code equals RC, then (each if given) that its combined output
+# matches REGEX and that its stdout equals the file EXPECTED byte for byte.
 execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
 if(NOT "${rc}" STREQUAL "${RC}")
   message(FATAL_ERROR "exit code ${rc}, expected ${RC}\nstdout:\n${out}\nstderr:\n${err}")
 endif()
-if(NOT "${out}${err}" MATCHES "${REGEX}")
+if(DEFINED REGEX AND NOT "${out}${err}" MATCHES "${REGEX}")
   message(FATAL_ERROR "output does not match '${REGEX}'\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(DEFINED EXPECTED)
+  file(READ "${EXPECTED}" want)
+  if(NOT "${out}" STREQUAL "${want}")
+    message(FATAL_ERROR "stdout differs from ${EXPECTED}\ngot:\n${out}\nwant:\n${want}")
+  endif()
 endif()
 message(STATUS "ok: ${out}")
