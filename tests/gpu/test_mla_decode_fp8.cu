@@ -93,6 +93,16 @@ constexpr Tolerance kFp8LseTol{5e-3, 3e-2,
 // 1.24e-1 (h128 rows of 511-8191 keys: one flip's worth). The limit, 2x that maximum, catches a broadly wrong row
 // (another sequence's keys: ~1.4; a sign: 2; a scale off by 2x: 0.5-1).
 constexpr Tolerance kFp8RowTol{0.25, 0.0, "a row's e4m3 P flips: measured max 0.124 over 469 comparisons; 2x margin"};
+// The same checks where the reference models the e4m3 wgmma's sums (fp8_reference_sums: every kernel but the mma.sync
+// ones; session 62). Measured on an H100 (session 63, 9075fa8's tests, MLA_TEST_SEED=1796466420702488: 439 cases and
+// 12 graph steps against the model; scripts/fp8_suite_errors.py): out rel_l2 max 7.6e-3 (DeepSeek-like; N(0,1)
+// 4.3e-3), where the same outputs against float sums reach 2.2e-2; lse max_abs 9.2e-4 against 1.2e-2; max_abs 9.8e-2
+// and the worst row 0.124 either way: P flips, which the model keeps (the kernel's ex2.approx against exp2), so the
+// row limit and max_abs stay. rel_l2 2e-2 (2.6x the max: the batch-1 cases' flip tail, above, was measured against
+// float sums only), lse 5e-3 (5x the max; 6x under the float-sum limit).
+constexpr Tolerance kFp8ModelTol{
+    2e-2, 1.25e-1, "against the wgmma-sum model: measured max rel_l2 7.6e-3 over 439 cases; P flips as kFp8Tol"};
+constexpr Tolerance kFp8ModelLseTol{5e-3, 5e-3, "against the wgmma-sum model: measured max_abs 9.2e-4 over 439 cases"};
 double bf16_at(const std::vector<uint16_t>& v, size_t i) { return double(bf16_to_float(v[i])); }
 ErrorStats worst_row_bf16(const std::vector<uint16_t>& got, const std::vector<uint16_t>& ref) {
   return worst_row(ref.size() / kDimV, kDimV, [&](size_t i) { return bf16_at(got, i); },
@@ -298,14 +308,16 @@ Status run_fp8_case(const std::string& name, const Fp8Case& c, CaseReport* rep) 
   MLA_TRY(ref::mla_decode_split(ph, r.plan_ref(), o_acc.data(), lse_acc.data(), sums));
   MLA_TRY(check_reference_complete(KvFormat::kFp8, out_ref, lse_ref, name));
   const double vmax = max_abs_v(h);
+  const bool model = sums.fp8_mma_sum == Fp8MmaSum::kWgmmaE4m3;
+  const Tolerance& out_tol = model ? kFp8ModelTol : kFp8Tol;
   const ErrorStats out_err = compare_bf16(out, out_ref, vmax), row_err = worst_row_bf16(out, out_ref);
-  rep->add("out/max|V|", out_err);
+  rep->add("out/max|V|", out_err, &out_tol);
   rep->add("out worst row", row_err, &kFp8RowTol);
-  const bool out_fails = !within(out_err, kFp8Tol) || !within(row_err, kFp8RowTol);
+  const bool out_fails = !within(out_err, out_tol) || !within(row_err, kFp8RowTol);
   const DecodeShape& sh = c.shape;
   if (sh.data == DataKind::kNormal && sh.data_scale / sh.q_scale <= 448.f && sh.data_scale / sh.k_scale <= 448.f)
     suite_out_rel_l2().push_back(out_err.rel_l2);
-  rep->add("lse/max(1,|lse|)", compare_lse(lse, lse_ref), &kFp8LseTol);
+  rep->add("lse/max(1,|lse|)", compare_lse(lse, lse_ref), model ? &kFp8ModelLseTol : &kFp8LseTol);
 
   if (c.price_check) {
     std::vector<uint16_t> out_u;
@@ -639,9 +651,12 @@ void add_graph(std::vector<GpuCase>& cases, int batch, int h_q, int s_q, bool ca
                      std::string sums;  // the references' sums over the steps' geometries ("model", "float", both)
                      const Status st = run_graph_over_steps(
                          name, h, kSoftmaxScale, graph_steps_within(h.seqlens), [&](const GraphStepResult& r) {
-                           rep->add(r.tag + " out/max|V|", compare_bf16(r.out, r.out_ref, vmax));
+                           const bool model = sums == "model";  // one geometry, one choice for every step
+                           rep->add(r.tag + " out/max|V|", compare_bf16(r.out, r.out_ref, vmax),
+                                    model ? &kFp8ModelTol : &kFp8Tol);
                            rep->add(r.tag + " out worst row", worst_row_bf16(r.out, r.out_ref), &kFp8RowTol);
-                           rep->add(r.tag + " lse/max(1,|lse|)", compare_lse(r.lse, r.lse_ref), &kFp8LseTol);
+                           rep->add(r.tag + " lse/max(1,|lse|)", compare_lse(r.lse, r.lse_ref),
+                                    model ? &kFp8ModelLseTol : &kFp8LseTol);
                          },
                          [&](const DecodePlanGeometry& g, MlaDecodeRefOptions* o) {
                            MLA_TRY(fp8_reference_sums(g, shape.s_q * shape.h_q, /*counters=*/false, o));  // as the engine

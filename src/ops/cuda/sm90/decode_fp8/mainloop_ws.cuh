@@ -121,12 +121,12 @@ __device__ __forceinline__ void rescale_o_ws(WsState& st, const float (&m_page)[
   if (rescale) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN. A row whose
-      // max stayed takes alpha = 1 exactly, as in a warp that skips (the h16 kernel's kExactOne): the contracted form
-      // can give 1 - an ulp, and O just under its 14-bit grid then loses a unit at the next e4m3 wgmma step (~1e-4
-      // of the row; the reference's model of the wgmma's sums, src/ops/ref/wgmma_e4m3_sum.h, rescales only moved rows).
+      // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN. A row whose max
+      // stayed gets exp2 of a contracted fma, which can be 1 - an ulp; forcing exactly 1 there (a131730, as the h16
+      // kernel's kExactOne) measured +0.3..+0.9 % on h_q 128 rows 15 / 17 (H100, session 63, two passes, code
+      // placement) for ~1e-4 of a row, so it was reverted.
       const float ms = m_page[h] == -INFINITY ? 0.f : m_page[h] * scale_log2;
-      const float alpha = m_page[h] == st.m[h] ? 1.f : exp2f(st.m[h] * scale_log2 - ms);
+      const float alpha = exp2f(st.m[h] * scale_log2 - ms);
       st.m[h] = m_page[h];
       st.l[h] = st.l[h] * alpha + rowsum[h];
 #pragma unroll
