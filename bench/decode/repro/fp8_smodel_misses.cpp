@@ -43,10 +43,20 @@ static double dot(const float* q, const float* k, int width, int bits, int cmode
   return acc;
 }
 int main(int argc, char** argv) {
+  if (argc != 9) {
+    std::fprintf(stderr, "usage: %s LOG CONFIG BATCH H_Q S_Q SCALE DEEPSEEK(0/1) FIRST_RS_STEP (MLA_TEST_SEED=62062062)\n",
+                 argv[0]);
+    return 2;
+  }
   // config ws64_n_s1: batch 256, h 32, sq 2, N(0,1), scales 1
   struct Miss { int b, row; double kern; };
   std::vector<Miss> miss;
-  FILE* f = fopen(argv[1], "r"); char line[512];
+  FILE* f = fopen(argv[1], "r");
+  if (f == nullptr) {
+    std::fprintf(stderr, "cannot open %s\n", argv[1]);
+    return 1;
+  }
+  char line[512];
   const std::string tag = argv[2];
   while (fgets(line, sizeof line, f)) {
     char t[64]; int b, r; double ks;
