@@ -44,8 +44,7 @@ inline SNoise fp8_s_noise(const DecodeHostData& h, float softmax_scale, int thre
   SNoise r;
   r.out.assign(size_t(rows) * kDimV, 0.f);
   r.lse.assign(rows, 0.f);
-  float lut[256];
-  for (int c = 0; c < 256; ++c) lut[c] = e4m3_to_float(uint8_t(c));
+  const float* lut = e4m3_decode_table();
   const double to_nats = double(softmax_scale) * s.q_scale * s.k_scale;
   auto one_row = [&](int row, std::vector<double>& L, std::vector<double>& M, std::vector<const uint8_t*>& tok) {
     const int b = row / (s.s_q * s.h_q), i = (row / s.h_q) % s.s_q;

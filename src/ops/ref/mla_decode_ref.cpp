@@ -8,7 +8,6 @@
 // softmax_scale * q_scale * k_scale, the output is multiplied by k_scale. Split-KV runs the same block walk
 // per plan part and merges by lse. With Fp8MmaSum::kWgmmaE4m3 the fp8 format's two products add up as Hopper's e4m3
 // wgmma does (wgmma_e4m3_sum.h) and the softmax takes the wgmma kernels' float steps (RowAttention::wgmma_page).
-#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -48,17 +47,6 @@ float round_p(float p, KvFormat f, PRounding r) {
   }
 }
 
-// e4m3_to_float of all 256 codes: the fp8 cache's tokens decoded by lookup (through e4m3_to_float's branches they took
-// a quarter of the float reference's time, session 63).
-const float* e4m3_table() {
-  static const std::array<float, 256> table = [] {
-    std::array<float, 256> t{};
-    for (int c = 0; c < 256; ++c) t[c] = e4m3_to_float(static_cast<uint8_t>(c));
-    return t;
-  }();
-  return table.data();
-}
-
 // One token of the cache as 576 floats, in the units the kernel's MMA sees: raw e4m3 values for fp8
 // (k_scale folded in later), dequantized values for fp8_ds, plain values for bf16/fp16.
 void load_token(const uint8_t* tok, KvFormat f, float* k) {
@@ -69,8 +57,8 @@ void load_token(const uint8_t* tok, KvFormat f, float* k) {
       for (int d = 0; d < kDimQK; ++d) k[d] = load_elem(tok, t, d);
       break;
     }
-    case KvFormat::kFp8: {
-      const float* tab = e4m3_table();
+    case KvFormat::kFp8: {  // by lookup: e4m3_to_float's branches took a quarter of the float path (session 63)
+      const float* tab = e4m3_decode_table();
       for (int d = 0; d < kDimQK; ++d) k[d] = tab[tok[d]];
       break;
     }
