@@ -2,8 +2,8 @@
 // 62, bench/decode/NOTES.md): can the wgmma's truncation open a 1.15-nat gap between the two keys of row 1491 of
 // fp8_b32_h32_sq2_causal_rand1_2048_s3_ds_ws3 (seed 1796448581257790)? Not part of the build; by hand, from the repo
 // root after `ninja -C build`:
-//   g++ -O2 -std=c++17 -I. -Iinclude -Isrc -Itests bench/decode/repro/fp8_acc_emulation.cpp build/src/libmla_ref.a \
-//       -o /tmp/fp8_acc_emulation
+//   g++ -O2 -std=c++17 -I. -Iinclude -Isrc -Itests bench/decode/repro/fp8_acc_emulation.cpp
+//       build/src/libmla_ref.a -o /tmp/fp8_acc_emulation          (one command)
 //   MLA_TEST_SEED=1796448581257790 /tmp/fp8_acc_emulation row
 //   MLA_TEST_SEED=1796448581257790 /tmp/fp8_acc_emulation calibrate bench/decode/repro/n1_fp8_ds_lse.txt
 // `row`: each model's error on the two keys' scores (nats) and on the row's lse. `calibrate`: each model's lse error on

@@ -3,8 +3,8 @@
 // plans, the model-sum reference against the float-sum one. Where the kernel is the model, the two agree (the same
 // rel_l2, the same worst element and row); where they part, the kernel or the model misses (session 62). Not part of
 // the build; by hand, from the repo root after `ninja -C build`:
-//   g++ -O3 -std=c++17 -I. -Iinclude -Isrc -Itests bench/decode/repro/fp8_model_vs_n1.cpp build/src/libmla_ref.a \
-//       -lpthread -o /tmp/fp8_model_vs_n1
+//   g++ -O3 -std=c++17 -I. -Iinclude -Isrc -Itests bench/decode/repro/fp8_model_vs_n1.cpp
+//       build/src/libmla_ref.a -lpthread -o /tmp/fp8_model_vs_n1          (one command)
 //   MLA_TEST_SEED=1796448581257790 /tmp/fp8_model_vs_n1 bench/decode/repro/n1_fp8_case_checks.txt
 // The cases' shapes are test_mla_decode_fp8.cu's (21 classes); a variant suffix sets what it set there (plan knobs;
 // the kernel family decides the reference's sums and bf16 partials as fp8_reference_sums does). mma.sync variants
@@ -115,11 +115,10 @@ Result model_vs_float(const Spec& sp, const std::string& name, bool combine, int
   // memory, V^T from registers), the 64-row ws kernels (bf16 partials, P.V from shared memory, S's last steps from
   // registers: 6 for ws_qreg, 8 for ws_split and ws3; config_ws.h / config_ws3.h).
   const int rows = s.s_q * s.h_q;
-  const char* n32 = std::getenv("MLA_DECODE_N32");
-  const bool h16 = sm90::decode_fp8::fp8_kernel_family(rows, g.tile_rows,
-                                                       n32 ? sm90::decode_fp8::N32Mode::kWs
-                                                           : sm90::decode_fp8::N32Mode::kAuto,
-                                                       false) == sm90::decode_fp8::Fp8KernelFamily::kH16;
+  sm90::decode_fp8::N32Mode n32{};  // (the mma.sync cases, n32mma, are skipped above)
+  if (!sm90::decode_fp8::n32_mode(&n32).is_ok()) return r;
+  const bool h16 =
+      sm90::decode_fp8::fp8_kernel_family(rows, g.tile_rows, n32, false) == sm90::decode_fp8::Fp8KernelFamily::kH16;
   const bool fused = !combine && g.tile_rows == kDecodeRowsPerCta;  // n1's cases passed merge counters
   MlaDecodeRefOptions model;
   model.fp8_mma_sum = Fp8MmaSum::kWgmmaE4m3;

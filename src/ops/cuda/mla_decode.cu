@@ -108,22 +108,11 @@ Status n16_ws(bool* ws) {
   return Status::ok();
 }
 
-// MLA_DECODE_N32 = auto (default) | ws | mma: tiles of 32-47 query rows (h_q 32 s_q 1, h_q 16 s_q 2) on the formats'
-// 64-row warp-specialized kernels (ws), whose rows past the tile compute the next sequence's q (finite, never
-// written), or on the 256-thread mma.sync kernels of two row groups (mma), the default until session 22: those ran
-// 1.5-2.7x slower than the same bytes at h_q 64 (H200, b128 s4096: bf16 227.3 us against h_q 64's 154.5, fp8 216.6
-// against 105.9; bench/decode/NOTES.md "Session 22"). auto is ws, but for fp8 tiles of exactly 32 rows, which run the
-// 16-row keys-as-M wgmma kernel with two row groups (decode_fp8/kernel_h16.cuh, session 23). Read on every call, so
-// the tests run each such case on every choice.
-Status n32_mode(sm90::decode_fp8::N32Mode* mode) {
-  const EnvKnob k = read_env_knob("MLA_DECODE_N32", {"auto", "ws", "mma"});
-  MLA_TRY(k.status);
-  *mode = k.index < 0 ? sm90::decode_fp8::N32Mode::kAuto : static_cast<sm90::decode_fp8::N32Mode>(k.index);
-  return Status::ok();
-}
+// MLA_DECODE_N32 (decode_fp8/kernel_family.h n32_mode): whether the 16-bit and fp8_ds formats run tiles of 32-47 rows
+// on their 64-row ws kernels (every value but mma).
 Status n32_ws(bool* ws) {
   sm90::decode_fp8::N32Mode m{};
-  MLA_TRY(n32_mode(&m));
+  MLA_TRY(sm90::decode_fp8::n32_mode(&m));
   *ws = m != sm90::decode_fp8::N32Mode::kMma;
   return Status::ok();
 }
@@ -349,7 +338,7 @@ Status mla_decode(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
     kp.softmax_scale = p.softmax_scale * p.q_scale * p.k_scale;
     kp.scale_log2 = kp.softmax_scale * 1.4426950408889634f;
     sm90::decode_fp8::N32Mode n32{};
-    MLA_TRY(n32_mode(&n32));
+    MLA_TRY(sm90::decode_fp8::n32_mode(&n32));
     return sm90::decode_fp8::run_decode_fp8(kp, p.k_scale, g, p.kv_cache.shape[0], n32, s);
   }
   const int64_t num_pages = p.kv_cache.shape[0];
