@@ -620,6 +620,11 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
               true});
   add(cases, {128, 16, 4, true, random_lens("b128h16", 128, 60, 70), "rand60_70", 0.02f});
   add(cases, {128, 128, 1, false, random_lens("b128h128", 128, 1, 511), "rand1_511", 1.f, 1.f, kDs, false});
+  // The 64-row kernel (ws_qreg) over 400 sequences of 1-2 pages, ~3 whole ones per CTA column: back-to-back switches
+  // one page apart, each staging its epilogue in the P area or the out area (kernel_ws.cuh out_stage, session 64); in
+  // the sanitizers' small set.
+  add(cases, {400, 64, 1, false, random_lens("b400h64", 400, 1, 80), "rand1_80", 1.f, 1.f, DataKind::kNormal, true,
+              true});
   add(cases,
       {128, 32, 1, false, random_lens("b128h32", 128, 1, 1024), "rand1_1024", 3.f, 1.f, DataKind::kNormal, false});
   // 32-row tiles on the keys-as-M kernel (kernel_h16.cuh RG 2): h_q 16 s_q 2 causal, its two row groups with their own
