@@ -7,8 +7,9 @@ measure without checking (since session 62: the same output against float sums; 
 errors in nats), the median, p99 and max over the cases of each data class -- N(0,1), N(0,1) driven to +-448
 (saturating), DeepSeek-like -- and each reference the case was checked against -- "model" (the wgmma kernels: the
 reference with the e4m3 wgmma's sums) or "float" (the mma.sync kernels: float sums), from the case's "reference sums:"
-note (since session 63; in older logs a case with the "against float sums" note is "model", any other "float") -- with the case that holds the max. The two want different
-limits once measured: the model takes the wgmma's rounding out of the comparison, float sums cannot.
+note (since session 63; in older logs a case with the "against float sums" note is "model", any other "float") --
+with the case that holds the max. The two want different limits once measured: the model takes the wgmma's rounding
+out of the comparison, float sums cannot.
 
 usage: fp8_suite_errors.py LOG [LOG ...]
 """

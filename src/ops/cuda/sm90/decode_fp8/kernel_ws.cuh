@@ -62,15 +62,15 @@
 #ifndef MLA_FP8_WS_TR_SPLIT
 #define MLA_FP8_WS_TR_SPLIT 1
 #endif
-// The owner's row maxima as a tree on whole pages (1, session 53: mainloop_ws.cuh page_row_max) or the serial chains
-// before it (0: for A/B runs). Schedules with more than 6 Q-register steps (WsSplit's 8) keep the chains: the tree's
-// temporaries made ptxas spill 68 bytes there.
 // 1: a segment's last own page takes the early P_{j-1} V_{j-1} (issued before its softmax) even under kLatePv, so the
 // owner drains one product after its P signal instead of two and reaches the segment's epilogue (and the row-sum
 // barrier the other warpgroup's switch waits in) one product sooner (session 64, for A/B runs; 0 in every normal build).
 #ifndef MLA_FP8_WS_END_EARLY
 #define MLA_FP8_WS_END_EARLY 0
 #endif
+// The owner's row maxima as a tree on whole pages (1, session 53: mainloop_ws.cuh page_row_max) or the serial chains
+// before it (0: for A/B runs). Schedules with more than 6 Q-register steps (WsSplit's 8) keep the chains: the tree's
+// temporaries made ptxas spill 68 bytes there.
 #ifndef MLA_FP8_WS_TREE_MAX
 #define MLA_FP8_WS_TREE_MAX 1
 #endif
