@@ -24,7 +24,13 @@ print(hits[0]["command"])
 EOF2
   )
   cmd=$(sed -E "s# -o [^ ]+\.o# -o $tmp/$obj#; s# -MD -MT [^ ]+ -MF [^ ]+##" <<<"$cmd")
-  (cd "$BUILD" && eval "$cmd $FLAGS")
+  # A variant whose wgmma ptxas serialized (C7510-C7520's "are serialized") measures that, not the change (session 65:
+  # s64's END_EARLY build ran row 17 16 % slower for it): refuse it unless MKVARIANT_ALLOW_SERIAL=1.
+  (cd "$BUILD" && eval "$cmd $FLAGS") 2>&1 | tee "$tmp/ptxas.log"
+  if grep -q "instructions are serialized" "$tmp/ptxas.log" && [ "${MKVARIANT_ALLOW_SERIAL:-0}" != 1 ]; then
+    echo "mkvariant: ptxas serialized wgmma in $tu under '$FLAGS' (set MKVARIANT_ALLOW_SERIAL=1 to build it anyway)" >&2
+    exit 1
+  fi
   ar t "$tmp/libmla_cuda.a" | grep -qx "$obj" || { echo "$obj is not a member of libmla_cuda.a" >&2; exit 1; }
   (cd "$tmp" && ar r libmla_cuda.a "$obj")
 done

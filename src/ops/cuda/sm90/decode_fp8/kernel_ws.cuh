@@ -464,6 +464,11 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
       ph.mark(kPhSoftmax);
+      if constexpr (MLA_FP8_WS_END_EARLY != 0) {
+        wgmma_wait_group<0>();
+        decode::fence_operands(o_regs);
+        release_pending();
+      }
       // O is at st.m (= m_{j-1}, or -inf after an epilogue; late: still at m_{j-2}, so m_{j-1} counts too): if no
       // row of the warpgroup moved, P_j V_j queues behind P_{j-1} V_{j-1} on the same accumulator without a rescale.
       bool moved = false;
