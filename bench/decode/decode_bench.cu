@@ -8,8 +8,10 @@
 //                [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm
 //                none|same|other|FORMAT]
 //                [--flush memset|read|memset0|fill] [--pad KIB] [--cache-offset KIB] [--churn MIB] [--addresses]
-//                [--touch KIB] [--unrolled N]
+//                [--touch KIB] [--unrolled N] [--vs FORMAT]
 //                (mlaserve bench decode ...)
+// --vs FORMAT: each row timed again in FORMAT right after (its own data, the same shape and method), as two more
+// columns, FORMAT's us and FORMAT us / ours: issue 4's ratio of fp8 to our own bf16 (`--format fp8 --vs bf16`).
 // --hints: the plan's start hints (plan_decode.h fields 5-7) as the engine gets them (on, the default), cleared
 // to -1 after the plan so every CTA loads seqlens and the block table itself (off), or ab: both on the same
 // data and graph, interleaved on / off / on / off, printed as two extra columns per variant.
@@ -226,6 +228,9 @@ struct Options {
   // N x (flush, call) and one of N x flush, each replayed 10 times; the row is the difference of their per-call
   // medians, so the graph launch and the event pair (the 2.8 us floor of the default method) leave the number.
   int unrolled = 0;
+  // --vs FORMAT: every row timed a second time in that format, printed as two more columns (the file's header).
+  bool vs = false;
+  mla::KvFormat vs_format = mla::KvFormat::kBf16;
 };
 
 // An option's integer value in [lo, hi], or an error naming the option and the range.
@@ -304,6 +309,9 @@ Status parse(int argc, char** argv, Options* o) {
       MLA_TRY(parse_int_arg(a, argv[++i], 0, 1 << 22, &o->pad_kib));
     } else if (a == "--cache-offset" && has_val) {
       MLA_TRY(parse_int_arg(a, argv[++i], 0, 1 << 16, &o->cache_offset_kib));
+    } else if (a == "--vs" && has_val) {
+      MLA_TRY(mla::parse_kv_format(argv[++i], &o->vs_format));
+      o->vs = true;
     } else if (a == "--hints" && has_val) {
       const std::string v = argv[++i];
       if (v == "on") o->hints = Options::kOn;
@@ -316,7 +324,7 @@ Status parse(int argc, char** argv, Options* o) {
           "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
           "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] "
           "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill] [--pad KIB] "
-          "[--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB] [--unrolled N]; got '" +
+          "[--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB] [--unrolled N] [--vs FORMAT]; got '" +
               a + "'");
     }
   }
@@ -328,6 +336,11 @@ Status parse(int argc, char** argv, Options* o) {
                           o->hints == Options::kAb || o->timeline))
     return Status::invalid(kOp, "--unrolled times the flush and the call alone: it excludes --touch, --prewarm, "
                                 "--flush read, --hints ab and --timeline");
+  if (o->vs && o->vs_format == o->format)
+    return Status::invalid(kOp, "--vs " + std::string(mla::kv_format_name(o->vs_format)) +
+                                    " names the format the rows already run in; name another one");
+  if (o->vs && o->timeline)
+    return Status::invalid(kOp, "--vs and --timeline exclude each other (the timeline is of the --format rows only)");
   // Both run after each flush in the one warm-call slot.
   if (o->touch_kib > 0 && o->prewarm != Options::kNone)
     return Status::invalid(kOp, "--touch and --prewarm exclude each other (both run after each flush)");
@@ -898,9 +911,12 @@ Status bench(const Options& o) {
   std::printf("# head tiles: 64 query rows, 16 where s_q is 1, h_q >= 64 and the pages are at most 1.5 per CTA column "
               "(decode_plan_narrow_tiles; MLA_DECODE_TILE_ROWS=%s)\n",
               std::getenv("MLA_DECODE_TILE_ROWS") != nullptr ? std::getenv("MLA_DECODE_TILE_ROWS") : "auto");
-  std::printf("| format | h_q | batch | seqlen |%s µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |%s\n",
-              show_sq ? " s_q |" : "", ab ? " on 2 | on 3 | off 1 | off 2 | off-on |" : "");
-  std::printf("|---|---|---|---|%s---|---|---|---|---|%s\n", show_sq ? "---|" : "", ab ? "---|---|---|---|---|" : "");
+  const std::string vs_name(mla::kv_format_name(o.vs_format));
+  const std::string vs_cols = o.vs ? " " + vs_name + " µs | " + vs_name + " µs / ours |" : "";
+  std::printf("| format | h_q | batch | seqlen |%s µs | TB/s | TFLOP/s | anchor µs | anchor µs / ours |%s%s\n",
+              show_sq ? " s_q |" : "", ab ? " on 2 | on 3 | off 1 | off 2 | off-on |" : "", vs_cols.c_str());
+  std::printf("|---|---|---|---|%s---|---|---|---|---|%s%s\n", show_sq ? "---|" : "", ab ? "---|---|---|---|---|" : "",
+              o.vs ? "---|---|" : "");
   {
     // The floor under the plan column: one empty kernel timed the same way (flush, events, graph launch).
     cudaGraph_t graph;
@@ -941,6 +957,13 @@ Status bench(const Options& o) {
     if (ab) {
       const double on = (t.ab_us[0] + t.ab_us[2]) / 2, off = (t.ab_us[1] + t.ab_us[3]) / 2;
       std::printf(" %.1f | %.1f | %.1f | %.1f | %+.2f |", t.ab_us[0], t.ab_us[2], t.ab_us[1], t.ab_us[3], off - on);
+    }
+    if (o.vs) {  // the same row in the --vs format, right after this one
+      Options ov = o;
+      ov.format = o.vs_format;
+      Timing tv{};
+      MLA_TRY(run_row(r, ov, s, flush, &tv));
+      std::printf(" %.1f | %.2f |", tv.decode_us, tv.decode_us / t.decode_us);
     }
     std::printf("\n");
     std::fflush(stdout);
