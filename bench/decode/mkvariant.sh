@@ -25,7 +25,7 @@ EOF2
   )
   cmd=$(sed -E "s# -o [^ ]+\.o# -o $tmp/$obj#; s# -MD -MT [^ ]+ -MF [^ ]+##" <<<"$cmd")
   # A variant whose wgmma ptxas serialized (C7510-C7520's "are serialized") measures that, not the change (session 65:
-  # s64's END_EARLY build ran row 17 16 % slower for it): refuse it unless MKVARIANT_ALLOW_SERIAL=1.
+  # session 64's END_EARLY build ran row 17 16 % slower for it): refuse it unless MKVARIANT_ALLOW_SERIAL=1.
   (cd "$BUILD" && eval "$cmd $FLAGS") 2>&1 | tee "$tmp/ptxas.log"
   if grep -q "instructions are serialized" "$tmp/ptxas.log" && [ "${MKVARIANT_ALLOW_SERIAL:-0}" != 1 ]; then
     echo "mkvariant: ptxas serialized wgmma in $tu under '$FLAGS' (set MKVARIANT_ALLOW_SERIAL=1 to build it anyway)" >&2

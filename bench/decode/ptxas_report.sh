@@ -4,7 +4,7 @@
 # Why the build's command: `nvcc -arch=sm_90a` writes `.target sm_90` PTX, and ptxas then reports other spills and
 # serializations than the build gets (bench/decode/NOTES.md "Session 65" 2).
 #   bench/decode/ptxas_report.sh BUILD [FILE_REGEX] [EXTRA_FLAGS]
-#   e.g. bench/decode/ptxas_report.sh build 'decode_fp8_ws_qreg' '-DMLA_FP8_WS_END_EARLY=1'
+#   e.g. bench/decode/ptxas_report.sh build 'decode_fp8_ws' '-DMLA_FP8_WS_QREG_STEPS=8'
 # One line per TU: path, then counts ("2 C7514", "1 spill 44 bytes"); nothing after "::" means clean.
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 BUILD [FILE_REGEX] [EXTRA_FLAGS]" >&2; exit 2; }

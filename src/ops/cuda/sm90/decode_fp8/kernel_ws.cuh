@@ -62,12 +62,6 @@
 #ifndef MLA_FP8_WS_TR_SPLIT
 #define MLA_FP8_WS_TR_SPLIT 1
 #endif
-// 1: a segment's last own page takes the early P_{j-1} V_{j-1} (issued before its softmax) even under kLatePv, so the
-// owner drains one product after its P signal instead of two and reaches the segment's epilogue (and the row-sum
-// barrier the other warpgroup's switch waits in) one product sooner (session 64, for A/B runs; 0 in every normal build).
-#ifndef MLA_FP8_WS_END_EARLY
-#define MLA_FP8_WS_END_EARLY 0
-#endif
 // The owner's row maxima as a tree on whole pages (1, session 53: mainloop_ws.cuh page_row_max) or the serial chains
 // before it (0: for A/B runs). Schedules with more than 6 Q-register steps (WsSplit's 8) keep the chains: the tree's
 // temporaries made ptxas spill 68 bytes there.
@@ -425,9 +419,8 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       if (j < 2) tl.first(5);  // timeline_ws.cuh: first S done
       if (first) tl.add(kTlSegStart, t_top);
       // late (S::kLatePv): P_{j-1} V_{j-1} waits until this page's P_j is signalled (config_ws.h).
-      const bool early_end = MLA_FP8_WS_END_EARLY != 0 && end;
-      const bool late = S::kLatePv && j > 0 && !switched && !early_end;
-      if ((!S::kLatePv || early_end) && j > 0 && !switched) {
+      const bool late = S::kLatePv && j > 0 && !switched;
+      if (!S::kLatePv && j > 0 && !switched) {
         rescale_o_ws(st, mp, zero2, p.scale_log2);
         ph.mark(kPhRescale);
         issue_pv(j - 1, false);
@@ -464,11 +457,6 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
       }
       decode::fence_proxy_async();  // P is a wgmma operand (async proxy) for both warpgroups
       ph.mark(kPhSoftmax);
-      if constexpr (MLA_FP8_WS_END_EARLY != 0) {
-        wgmma_wait_group<0>();
-        decode::fence_operands(o_regs);
-        release_pending();
-      }
       // O is at st.m (= m_{j-1}, or -inf after an epilogue; late: still at m_{j-2}, so m_{j-1} counts too): if no
       // row of the warpgroup moved, P_j V_j queues behind P_{j-1} V_{j-1} on the same accumulator without a rescale.
       bool moved = false;
