@@ -15,13 +15,12 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DMLA_CUDA=$cuda
 # kernel then waits for the one before (session 65: 16 % on a long row). Fail on it; only what this build compiled is
 # seen (a fresh build, as CI's, sees every kernel).
 build_log=$(mktemp)
+trap 'rm -f "$build_log"' EXIT
 cmake --build "$BUILD_DIR" -j "$(nproc)" 2>&1 | tee "$build_log"
 if grep -q "instructions are serialized" "$build_log"; then
   grep "instructions are serialized" "$build_log" | sed 's/^/test: /' >&2
   echo "test: ptxas serialized the wgmma of a kernel (above); see bench/decode/NOTES.md \"Session 65\" 2" >&2
-  rm -f "$build_log"
   exit 1
 fi
-rm -f "$build_log"
 [ "${1:-}" = "--build-only" ] && exit 0
 ctest --test-dir "$BUILD_DIR" -L cpu --output-on-failure -j "$(nproc)"
