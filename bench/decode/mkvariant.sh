@@ -15,15 +15,8 @@ tmp=$(mktemp -d "$OUT/.mkvariant.XXXXXX"); trap 'rm -rf "$tmp"' EXIT
 cp "$BUILD/src/libmla_cuda.a" "$tmp/libmla_cuda.a"
 for tu in ${TU//,/ }; do  # TU_SUFFIX may name several, comma-separated (a type used across them: both rebuilt)
   obj=$(basename "$tu").o
-  cmd=$(python3 - "$BUILD/compile_commands.json" "$tu" <<'EOF2'
-import json, sys
-hits = [e for e in json.load(open(sys.argv[1])) if e["file"].endswith("/" + sys.argv[2])]
-if len(hits) != 1:
-    sys.exit(f"{len(hits)} compile commands end in {sys.argv[2]}")
-print(hits[0]["command"])
-EOF2
-  )
-  cmd=$(sed -E "s# -o [^ ]+\.o# -o $tmp/$obj#; s# -MD -MT [^ ]+ -MF [^ ]+##" <<<"$cmd")
+  cmd=$(python3 "$(dirname "$0")/tu_command.py" "$BUILD/compile_commands.json" --suffix "$tu" --obj "$tmp/$obj" |
+    cut -f2-)
   # A variant whose wgmma ptxas serialized (C7510-C7520's "are serialized") measures that, not the change (session 65:
   # session 64's END_EARLY build ran row 17 16 % slower for it): refuse it unless MKVARIANT_ALLOW_SERIAL=1.
   (cd "$BUILD" && eval "$cmd $FLAGS") 2>&1 | tee "$tmp/ptxas.log"

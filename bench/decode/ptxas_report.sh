@@ -10,15 +10,8 @@ set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 BUILD [FILE_REGEX] [EXTRA_FLAGS]" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd); RE=${2:-.}; EXTRA=${3:-}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-python3 - "$BUILD/compile_commands.json" "$RE" > "$tmp/cmds" <<'PY'
-import json, re, sys
-for e in json.load(open(sys.argv[1])):
-    if e["file"].endswith(".cu") and re.search(sys.argv[2], e["file"]):
-        print(e["file"] + "\t" + e["command"])
-PY
-[ -s "$tmp/cmds" ] || { echo "ptxas_report: no .cu file in $BUILD/compile_commands.json matches '$RE'" >&2; exit 1; }
+python3 "$(dirname "$0")/tu_command.py" "$BUILD/compile_commands.json" --match "$RE" --obj "$tmp/tu.o" > "$tmp/cmds"
 while IFS=$'\t' read -r file cmd; do
-  cmd=$(sed -E "s# -o [^ ]+\.o# -o $tmp/tu.o#; s# -MD -MT [^ ]+ -MF [^ ]+##" <<<"$cmd")
   notes=$( (cd "$BUILD" && eval "$cmd -Xptxas -v $EXTRA") 2>&1 |
     sed -nE 's/.*\((C75[0-9]+)\).*/\1/p; s/.* ([1-9][0-9]*) bytes spill stores.*/spill \1 bytes/p' | sort | uniq -c |
     tr -s ' \n' ' ')
