@@ -120,6 +120,9 @@ __device__ __forceinline__ void ws_convert_fp8ds(const DecodeKernelParams& p, Pa
         const int i = ct + kConverterThreads * k;
         const bool live = i < kItems && (i >> 2) < valid;
         const uint8_t* src = st + kRawOffset + s0 * kRawSlabBytes + 16 * i;
+        // The stage's last use ended with the consumers' staging writes and release_stage (lane 0 after __syncwarp),
+        // which racecheck does not take as ordering the other lanes (MLA_RC_ALL_ARRIVE=1, every thread arriving, clears
+        // the report: bench/decode/NOTES.md "Session 66" 2). racecheck: hand-off
 #pragma unroll
         for (int u = 0; u < kConvSlabsPerStep; ++u)
           codes[k][u] = live ? *reinterpret_cast<const uint4*>(src + u * kRawSlabBytes) : make_uint4(0, 0, 0, 0);
@@ -140,6 +143,8 @@ __device__ __forceinline__ void ws_convert_fp8ds(const DecodeKernelParams& p, Pa
           dequant4(codes[k][u].y, scale[k], lo.z, lo.w);
           dequant4(codes[k][u].z, scale[k], hi.x, hi.y);
           dequant4(codes[k][u].w, scale[k], hi.z, hi.w);
+          // racecheck: hand-off (the other consumer warpgroup stages its output over these V slabs after the owner's
+          // full-barrier waits and the P-ready bar.arrive -> bar.sync: epilogue_tma_ws.cuh)
           *reinterpret_cast<uint4*>(dst + u * kSlabBytes + c0) = lo;
           *reinterpret_cast<uint4*>(dst + u * kSlabBytes + c1) = hi;
         }

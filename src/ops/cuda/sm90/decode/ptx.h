@@ -5,6 +5,15 @@
 
 namespace mla::sm90::decode {
 
+// MLA_RC_ALL_ARRIVE (diagnostic, 0 in every normal build): every consumer thread arrives on an empty barrier
+// itself, instead of lane 0 for its warp after __syncwarp. For racecheck only (session 66): it tells whether a
+// hazard racecheck reports across a stage release is its model of a single-lane arrive (the PTX memory model orders
+// the warp's accesses before lane 0's release through bar.warp.sync) or a missing order.
+#ifndef MLA_RC_ALL_ARRIVE
+#define MLA_RC_ALL_ARRIVE 0
+#endif
+constexpr int kRcArrivalsPerWarp = MLA_RC_ALL_ARRIVE ? 32 : 1;
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -120,9 +120,12 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
 }
 
 // The same copies with an L2 cache policy operand (createpolicy; ptx.h l2_evict_first_fraction).
+// bulk_load_hint's one user is the fp8_ds 16-row kernel's raw page ring (decode_fp8ds/kernel_ws16.cuh): a slot is
+// refilled after every consumer warp's lane 0 arrived on its empty barrier (after __syncwarp), which racecheck does not
+// take as ordering the other lanes' reads (MLA_RC_ALL_ARRIVE=1 clears the report: bench/decode/NOTES.md "Session 66" 2).
 __device__ __forceinline__ void bulk_load_hint(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
                                                uint64_t policy) {
-  asm volatile(
+  asm volatile(  // racecheck: hand-off (above)
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
           dst),
       "l"(src), "r"(bytes), "r"(bar), "l"(policy)

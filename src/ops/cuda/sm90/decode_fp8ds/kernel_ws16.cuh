@@ -281,7 +281,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     // need them anyway (right after the wgmma wait it cost ~1 % at h_q 16 b128, session 31).
     decode::wait_for_loads(sc);
     __syncwarp();
-    if (lane == 0) mbar_arrive(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
+    if (MLA_RC_ALL_ARRIVE || lane == 0) mbar_arrive(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int i = 4 * (r >> 1) + (r & 1);
@@ -360,12 +360,21 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
 // is dim 128c + 64bb + 16w + 2g + hm. 4 ldmatrix per tile replace run F2's 16 key-masked 4-byte loads (run F4:
 // -4.3 % at b128 s8192). kTail (a sequence's partial last page): keys past the end are masked to code 0 (their
 // slots hold garbage, NaN in the tests, and 0 * NaN would poison O); full pages skip the mask.
+// ptx.h's ldmatrix_x4_trans, here so that racecheck names this file for the ring's reads: a slot is refilled after
+// lane 0 of each warp arrived on its empty barrier (after __syncwarp, once the wgmma these registers feed issued), which
+// racecheck does not take as ordering the other lanes' reads (MLA_RC_ALL_ARRIVE=1 clears the report: bench/decode/
+// NOTES.md "Session 66" 2).
+__device__ __forceinline__ void ring_ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {  // racecheck: hand-off
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
 template <bool kTail>
 __device__ __forceinline__ void v_frags(uint32_t (&f)[4][2][4], uint32_t v_lane, const uint32_t (&mask)[4][2]) {
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
     uint32_t r[4];
-    decode::ldmatrix_x4_trans(r, v_lane + 16 * s * kTokenBytes);
+    ring_ldmatrix_x4_trans(r, v_lane + 16 * s * kTokenBytes);
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
       const uint32_t x = kTail ? (r[m] & mask[s][m & 1]) : r[m];
@@ -438,7 +447,7 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
   // ldmatrix reads of the slot are done (an arrive right after them could overtake them: wait_for_loads.h; waiting
   // for them before the arrive instead cost 1-2 % at h_q 16 b32-b128, session 31).
   __syncwarp();
-  if (lane == 0) mbar_arrive(empty_bar);
+  if (MLA_RC_ALL_ARRIVE || lane == 0) mbar_arrive(empty_bar);
   // The page stream runs while tile 3's wgmmas do (before them, the other 3 warps waited at that wgmma for warp 0's
   // empty-barrier wait and copy; run F9: -0.4 %).
   if (is_stream) ps.step(p, bars, s_raw0);
