@@ -81,6 +81,9 @@ fail=0
 # line-number list broke with every edit above the lines). A reported location base:line is known when some file of
 # that name under src/ has the marker there; a racecheck run passes when its tests pass and every reported access is
 # known. Any other location fails the run: check the report, and mark the line only if it is such a hand-off.
+# racecheck also reports accesses ordered by an mbarrier release that lane 0 makes for its warp after __syncwarp (the
+# PTX model orders the other lanes' accesses before it; racecheck does not): a build with -DMLA_RC_ALL_ARRIVE=1 (ptx.h;
+# bench/decode/mkvariant.sh on the kernel's TUs) has every thread arrive, and tells such a report from a missing order.
 racecheck_known_loc() {
   local base=${1%%:*} line=${1##*:} f
   for f in $(find src -name "$base" -type f); do
