@@ -67,8 +67,8 @@ __device__ __forceinline__ void write_segment_ws_tma(const DecodeKernelParams& p
 #pragma unroll
     for (int t = 0; t < 32; ++t) {
       const uint32_t a = base + (t >> 3) * kSlabBytes + (((t & 7) ^ g) << 4);
-      // racecheck: hand-off (fp8_ds: the converters wrote these V slabs; the warpgroup that does not own the page
-      // sees them through the owner's full-barrier waits and the P-ready barrier, bar.arrive -> bar.sync)
+      // Every format; fp8_ds: the converters wrote these V slabs, which the warpgroup not owning the page sees through
+      // the owner's full-barrier waits and the P-ready bar.arrive -> bar.sync. racecheck: hand-off
       asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a), "r"(Traits::pack(st.o[t][2 * h] * inv, st.o[t][2 * h + 1] * inv))
                    : "memory");
     }

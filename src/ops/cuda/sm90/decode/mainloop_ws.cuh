@@ -42,7 +42,7 @@ struct WsBarriers {
   __device__ uint32_t raw(int stage, int slab) const { return q_empty() + 8 + 8 * (stage * kRopeSlab + slab); }
 };
 // Arrivals that release a stage: one per consumer warp (lane 0, after the warp's reads of the stage are
-// done) instead of one per thread.
+// done) instead of one per thread; one per thread under MLA_RC_ALL_ARRIVE (ptx.h).
 constexpr int kWsReleaseWarps = kWsConsumerThreads / 32 * kRcArrivalsPerWarp;
 
 // This consumer warp is done with `stage` (its wgmma reads completed, its generic writes fenced): lane 0

@@ -143,8 +143,8 @@ __device__ __forceinline__ void ws_convert_fp8ds(const DecodeKernelParams& p, Pa
           dequant4(codes[k][u].y, scale[k], lo.z, lo.w);
           dequant4(codes[k][u].z, scale[k], hi.x, hi.y);
           dequant4(codes[k][u].w, scale[k], hi.z, hi.w);
-          // racecheck: hand-off (the other consumer warpgroup stages its output over these V slabs after the owner's
-          // full-barrier waits and the P-ready bar.arrive -> bar.sync: epilogue_tma_ws.cuh)
+          // The other consumer warpgroup stages its output over these V slabs after the owner's full-barrier waits and
+          // the P-ready bar.arrive -> bar.sync (epilogue_tma_ws.cuh). racecheck: hand-off
           *reinterpret_cast<uint4*>(dst + u * kSlabBytes + c0) = lo;
           *reinterpret_cast<uint4*>(dst + u * kSlabBytes + c1) = hi;
         }

@@ -128,7 +128,7 @@ __device__ __forceinline__ void bulk_load_hint(uint32_t dst, const void* src, ui
   asm volatile(  // racecheck: hand-off (above)
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(
           dst),
-      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+      "l"(src), "r"(bytes), "r"(bar), "l"(policy)  // racecheck: hand-off (above)
       : "memory");
 }
 __device__ __forceinline__ void tma_load_2d_hint(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,

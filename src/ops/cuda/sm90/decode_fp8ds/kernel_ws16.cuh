@@ -367,7 +367,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
 __device__ __forceinline__ void ring_ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {  // racecheck: hand-off
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
+               : "r"(addr));  // racecheck: hand-off (above)
 }
 template <bool kTail>
 __device__ __forceinline__ void v_frags(uint32_t (&f)[4][2][4], uint32_t v_lane, const uint32_t (&mask)[4][2]) {
