@@ -82,7 +82,7 @@ fail=0
 # that name under src/ has the marker there; a racecheck run passes when its tests pass and every reported access is
 # known. Any other location fails the run: check the report, and mark the line only if it is such a hand-off.
 # racecheck also reports accesses ordered by an mbarrier release that lane 0 makes for its warp after __syncwarp (the
-# PTX model orders the other lanes' accesses before it; racecheck does not): a build with -DMLA_RC_ALL_ARRIVE=1 (ptx.h;
+# PTX model orders the other lanes' accesses before it; racecheck does not): a build with -DMLA_RC_ALL_ARRIVE=1 (tma.h;
 # bench/decode/mkvariant.sh on the kernel's TUs) has every thread arrive, and tells such a report from a missing order.
 racecheck_known_loc() {
   local base=${1%%:*} line=${1##*:} f

@@ -39,7 +39,7 @@ struct RingBars {
   __device__ void init(int consumer_warps) const {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full(s), 1);
-      mbar_init(empty(s), consumer_warps * kRcArrivalsPerWarp);  // kRcArrivalsPerWarp: ptx.h
+      mbar_init(empty(s), consumer_warps * kRcArrivalsPerWarp);  // kRcArrivalsPerWarp: tma.h
     }
   }
 };

@@ -55,7 +55,7 @@ struct Bars {
   __device__ void init(int consumer_warps) const {
     for (int s = 0; s < kStages; ++s) {
       for (int grp = 0; grp < kSlabGroups; ++grp) mbar_init(full(s, grp), 1);
-      mbar_init(empty(s), consumer_warps * kRcArrivalsPerWarp);  // kRcArrivalsPerWarp: ptx.h
+      mbar_init(empty(s), consumer_warps * kRcArrivalsPerWarp);  // kRcArrivalsPerWarp: tma.h
     }
   }
   // Every slab group of a stage's page landed.
@@ -259,8 +259,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     if (j == 0) tl.first(5);
     if (j == kStages - 1) tl.first(9);
     if (seg_end) tl.last(11);
-    __syncwarp();
-    if (MLA_RC_ALL_ARRIVE || lane == 0) mbar_arrive(bars.empty(stage));
+    mbar_arrive_warp(bars.empty(stage));
     // s_q 1 (this kernel's tiles): every row sees keys < seqlen. Row-max exchange across the 4 warps: [buf][row][warp];
     // buf alternates by page, so a warp writing page j + 1's entries has passed page j's barrier, after which nobody
     // reads page j - 1's.
@@ -370,8 +369,7 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     uint32_t vf[kMTiles][kKSteps][4];
     load_v_frags(vf, s_k0 + stage * kPageBytes, c.seqlen - c.blk * kBlockN, a, w, lane);
     wait_for_loads(vf);  // the arrive alone does not wait for the ldmatrix reads of the stage (wait_for_loads.h)
-    __syncwarp();
-    if (MLA_RC_ALL_ARRIVE || lane == 0) mbar_arrive(bars.empty(stage));
+    mbar_arrive_warp(bars.empty(stage));
     // Page j + kStages into this stage once all 12 warps released page j: the scorer's S_j completes before P_j is
     // handed off, so the wait costs this warpgroup nothing it would not wait for below.
     if (is_producer) prod.step(p, bars, s_k0);

@@ -42,14 +42,13 @@ struct WsBarriers {
   __device__ uint32_t raw(int stage, int slab) const { return q_empty() + 8 + 8 * (stage * kRopeSlab + slab); }
 };
 // Arrivals that release a stage: one per consumer warp (lane 0, after the warp's reads of the stage are
-// done) instead of one per thread; one per thread under MLA_RC_ALL_ARRIVE (ptx.h).
+// done) instead of one per thread; one per thread under MLA_RC_ALL_ARRIVE (tma.h).
 constexpr int kWsReleaseWarps = kWsConsumerThreads / 32 * kRcArrivalsPerWarp;
 
 // This consumer warp is done with `stage` (its wgmma reads completed, its generic writes fenced): lane 0
 // arrives for the warp once every lane got here.
 __device__ __forceinline__ void release_stage(const WsBarriers& bars, int stage) {
-  __syncwarp();
-  if (MLA_RC_ALL_ARRIVE || (threadIdx.x & 31) == 0) mbar_arrive(bars.empty(stage));
+  mbar_arrive_warp(bars.empty(stage));
 }
 static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2) <= kWsBarrierBytes, "barrier area");
 static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2 + kWsStages * kRopeSlab) <= kWsDequantBarrierBytes,

@@ -5,15 +5,6 @@
 
 namespace mla::sm90::decode {
 
-// MLA_RC_ALL_ARRIVE (diagnostic, 0 in normal builds): each consumer thread arrives on the empty barriers itself, not
-// lane 0 for its warp after __syncwarp (bar.warp.sync orders memory among its lanes; mbarrier.arrive is .release.cta),
-// which racecheck does not take as ordering the other lanes: a report that vanishes under it is that model, not a
-// missing order (session 66 c3 ran it in the fp8_ds TUs; the 16-bit and fp8 TUs compile with it, never run).
-#ifndef MLA_RC_ALL_ARRIVE
-#define MLA_RC_ALL_ARRIVE 0
-#endif
-constexpr int kRcArrivalsPerWarp = MLA_RC_ALL_ARRIVE ? 32 : 1;
-
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

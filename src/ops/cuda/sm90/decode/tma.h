@@ -61,6 +61,22 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+// MLA_RC_ALL_ARRIVE (diagnostic, 0 in normal builds): each consumer thread arrives on the empty barriers itself, not
+// lane 0 for its warp after __syncwarp (bar.warp.sync orders memory among its lanes; mbarrier.arrive is .release.cta),
+// which racecheck does not take as ordering the other lanes: a report that vanishes under it is that model, not a
+// missing order (session 66 c3 ran it in the fp8_ds TUs; the 16-bit and fp8 TUs compile with it, never run).
+#ifndef MLA_RC_ALL_ARRIVE
+#define MLA_RC_ALL_ARRIVE 0
+#endif
+constexpr int kRcArrivalsPerWarp = MLA_RC_ALL_ARRIVE ? 32 : 1;
+
+// A warp's one arrival (kRcArrivalsPerWarp in the barrier's count): lane 0 arrives once every lane got here, so a
+// consumer warp releases a stage or slot it read with one arrival instead of 32.
+__device__ __forceinline__ void mbar_arrive_warp(uint32_t bar) {
+  __syncwarp();
+  if (MLA_RC_ALL_ARRIVE || (threadIdx.x & 31) == 0) mbar_arrive(bar);
+}
+
 // Named barriers (ids 1..15; 0 is __syncthreads): sync waits for `count` threads, arrive signals without
 // waiting. An arrive -> sync pair orders the arriving threads' prior shared-memory writes before the
 // syncing threads' later reads (producer/consumer hand-off between warpgroups).

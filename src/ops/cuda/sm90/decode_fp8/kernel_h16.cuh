@@ -51,7 +51,7 @@
 
 namespace mla::sm90::decode_fp8::h16 {
 
-using decode::mbar_arrive;
+using decode::mbar_arrive_warp;
 using decode::mbar_wait;
 using decode::PartCursor;
 
@@ -191,8 +191,7 @@ __device__ __forceinline__ void scorer(const decode::DecodeKernelParams& p, Part
     if (j == 0) tl.first(5);
     if (j == kStages - 1) tl.first(9);
     if (seg_end) tl.last(11);
-    __syncwarp();
-    if (MLA_RC_ALL_ARRIVE || lane == 0) mbar_arrive(bars.empty(stage));
+    mbar_arrive_warp(bars.empty(stage));
     // s_q 1 (16-row tiles): every row sees keys < seqlen; a 32-row group q sees hidden[q] fewer (causal).
     // Row-max exchange across the 4 warps: [buf][row][warp], so one float4 per row. buf alternates by page: a warp
     // writing page j + 1's entries has passed page j's barrier, so nobody still reads page j - 1's.
@@ -373,8 +372,7 @@ __device__ __forceinline__ void accumulator(const Fp8DecodeParams& fp, PartCurso
     // of the stage are done. (Right after the ldmatrix, as before session 31, the arrive could overtake them:
     // decode/wait_for_loads.h; waiting for them there, or after P_full, cost 4-27 % at h_q 16: the ldmatrix latency
     // then stops overlapping the P_full wait.) The refill below waits for this arrive of all 4 warps anyway.
-    __syncwarp();
-    if (MLA_RC_ALL_ARRIVE || lane == 0) mbar_arrive(bars.empty(stage));
+    mbar_arrive_warp(bars.empty(stage));
     // Page j + kStages into this stage (once all 8 warps released it) while the P.V wgmmas run. Before the
     // P_full barrier, warp 0's step held up the barrier and with it the other three warps (the scorer waited 28 %
     // of its time for P_empty, the accumulator 23 % for P_full): -4 % at b128 s8192 (NOTES_fp8.md runs H7-H8).

@@ -50,7 +50,7 @@
 namespace mla::sm90::decode_fp8ds::ws16 {
 
 using decode::DecodeKernelParams;
-using decode::mbar_arrive;
+using decode::mbar_arrive_warp;
 using decode::mbar_wait;
 using decode::PartCursor;
 using decode::wgmma_wait_group;
@@ -280,8 +280,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     // Codes and RoPE went into the wgmmas (waited above); the scales' loads are waited for here, where the scores
     // need them anyway (right after the wgmma wait it cost ~1 % at h_q 16 b128, session 31).
     decode::wait_for_loads(sc);
-    __syncwarp();
-    if (MLA_RC_ALL_ARRIVE || lane == 0) mbar_arrive(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
+    mbar_arrive_warp(bars.empty(slot));  // every code, scale and RoPE of this warp is in registers
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int i = 4 * (r >> 1) + (r & 1);
@@ -446,8 +445,7 @@ __device__ __forceinline__ void accumulate_page(float (&o)[8][8], float (&u_run)
   // Released once the last codes' wgmmas are issued: a wgmma issues only with its A registers loaded, so the
   // ldmatrix reads of the slot are done (an arrive right after them could overtake them: wait_for_loads.h; waiting
   // for them before the arrive instead cost 1-2 % at h_q 16 b32-b128, session 31).
-  __syncwarp();
-  if (MLA_RC_ALL_ARRIVE || lane == 0) mbar_arrive(empty_bar);
+  mbar_arrive_warp(empty_bar);
   // The page stream runs while tile 3's wgmmas do (before them, the other 3 warps waited at that wgmma for warp 0's
   // empty-barrier wait and copy; run F9: -0.4 %).
   if (is_stream) ps.step(p, bars, s_raw0);
