@@ -46,7 +46,7 @@ template <class Traits>
 constexpr bool kF16 = Traits::kFormat == KvFormat::kFp16;
 
 // The page ring -- full[stage][slab group] (one arrival plus the group's bytes), empty[stage] (one arrival per
-// consumer warp) -- then the Q slots' q_full barriers (smem_layout_n16ws's barrier area).
+// consumer thread: release_page) -- then the Q slots' q_full barriers (smem_layout_n16ws's barrier area).
 struct Bars {
   uint32_t base;
   __device__ uint32_t full(int s, int grp) const { return base + 8 * (s * kSlabGroups + grp); }
@@ -55,9 +55,14 @@ struct Bars {
   __device__ void init(int consumer_warps) const {
     for (int s = 0; s < kStages; ++s) {
       for (int grp = 0; grp < kSlabGroups; ++grp) mbar_init(full(s, grp), 1);
-      mbar_init(empty(s), consumer_warps * kRcArrivalsPerWarp);  // kRcArrivalsPerWarp: tma.h
+      mbar_init(empty(s), 32 * consumer_warps);
     }
   }
+  // This thread is done reading stage s (its wgmma reads waited for, its ldmatrix registers loaded): it arrives
+  // itself, not lane 0 for its warp after __syncwarp. Session 67 c2 (H100, 5 interleaved passes, same-tree
+  // binaries): bf16 h_q 128 b1 s4096 / s8192 (narrow tiles) -1.7 / -0.9 %, the h_q 16 rows within ±0.3 % (the same
+  // build flag on the fp8 h16 and fp8_ds ws16 rings: +0.15..+0.26 % on fp8, fp8_ds noise; they keep mbar_arrive_warp).
+  __device__ void release_page(int s) const { mbar_arrive(empty(s)); }
   // Every slab group of a stage's page landed.
   __device__ void wait_page(int s, uint32_t parity) const {
 #pragma unroll
@@ -259,7 +264,7 @@ __device__ __forceinline__ void scorer(const DecodeKernelParams& p, PartCursor c
     if (j == 0) tl.first(5);
     if (j == kStages - 1) tl.first(9);
     if (seg_end) tl.last(11);
-    mbar_arrive_warp(bars.empty(stage));
+    bars.release_page(stage);
     // s_q 1 (this kernel's tiles): every row sees keys < seqlen. Row-max exchange across the 4 warps: [buf][row][warp];
     // buf alternates by page, so a warp writing page j + 1's entries has passed page j's barrier, after which nobody
     // reads page j - 1's.
@@ -369,7 +374,7 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     uint32_t vf[kMTiles][kKSteps][4];
     load_v_frags(vf, s_k0 + stage * kPageBytes, c.seqlen - c.blk * kBlockN, a, w, lane);
     wait_for_loads(vf);  // the arrive alone does not wait for the ldmatrix reads of the stage (wait_for_loads.h)
-    mbar_arrive_warp(bars.empty(stage));
+    bars.release_page(stage);
     // Page j + kStages into this stage once all 12 warps released page j: the scorer's S_j completes before P_j is
     // handed off, so the wait costs this warpgroup nothing it would not wait for below.
     if (is_producer) prod.step(p, bars, s_k0);

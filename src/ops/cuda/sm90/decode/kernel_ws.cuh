@@ -5,7 +5,7 @@
 // barriers (wait page -> S -> max exchange -> softmax -> P V -> refill), so the tensor cores idle
 // through the softmax and the load latency. Here:
 //   - warpgroup 2 is the producer: one thread walks the plan part and issues TMA for Q tiles and KV
-//     pages into two stages, on mbarriers (full: TMA bytes; empty: one arrival per consumer warp, kWsReleaseWarps);
+//     pages into two stages, on mbarriers (full: TMA bytes; empty: one arrival per consumer thread, kWsReleaseArrivals);
 //   - warpgroups 0 and 1 are consumers and own the output columns [0, 256) and [256, 512) (64 x 256
 //     fp32 = 128 registers per thread each; setmaxnreg moves the producer's registers to them);
 //   - pages alternate owners: page j (j-th page of the part) belongs to warpgroup j % 2, which computes
@@ -360,7 +360,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
     for (int s = 0; s < kWsStages; ++s) {
       for (int slab = 0; slab < kSlabsPerPage; ++slab)
         mbar_init(bars.full(s, slab), kDequant && slab < kRopeSlab ? kConverterThreads : 1);
-      mbar_init(bars.empty(s), kWsReleaseWarps);
+      mbar_init(bars.empty(s), kWsReleaseArrivals);
       if constexpr (kDequant)
         for (int slab = 0; slab < kRopeSlab; ++slab) mbar_init(bars.raw(s, slab), 1);
     }

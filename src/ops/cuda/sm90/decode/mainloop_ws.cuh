@@ -41,15 +41,16 @@ struct WsBarriers {
   // fp8_ds: raw latent slab `slab` (0..7) of a stage landed; slab 0 also carries the scale box.
   __device__ uint32_t raw(int stage, int slab) const { return q_empty() + 8 + 8 * (stage * kRopeSlab + slab); }
 };
-// Arrivals that release a stage: one per consumer warp (lane 0, after the warp's reads of the stage are
-// done) instead of one per thread; one per thread under MLA_RC_ALL_ARRIVE (tma.h).
-constexpr int kWsReleaseWarps = kWsConsumerThreads / 32 * kRcArrivalsPerWarp;
+// Arrivals that release a stage: one per consumer thread, each as soon as its own reads of the stage are done.
+// Session 67 c1 (H200, 5 interleaved passes, same-tree binaries): against one arrival per warp after __syncwarp,
+// bf16 rows 14-18 -0.23..-0.43 %, fp8_ds rows 13-18 within noise (session 45 found the same on the fp8 kernels'
+// barriers: the warp sync holds every lane for the slowest). No release needs the warp sync: a thread's wgmma reads
+// are waited for by that thread, a thread's ldmatrix reads end when its own registers are loaded, and the TMA-store
+// release follows the epilogue's named_sync after the stores' read wait (epilogue_tma_ws.cuh).
+constexpr int kWsReleaseArrivals = kWsConsumerThreads;
 
-// This consumer warp is done with `stage` (its wgmma reads completed, its generic writes fenced): lane 0
-// arrives for the warp once every lane got here.
-__device__ __forceinline__ void release_stage(const WsBarriers& bars, int stage) {
-  mbar_arrive_warp(bars.empty(stage));
-}
+// This consumer thread is done with `stage` (its wgmma reads completed, its generic writes fenced).
+__device__ __forceinline__ void release_stage(const WsBarriers& bars, int stage) { mbar_arrive(bars.empty(stage)); }
 static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2) <= kWsBarrierBytes, "barrier area");
 static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2 + kWsStages * kRopeSlab) <= kWsDequantBarrierBytes,
               "barrier area (fp8_ds)");

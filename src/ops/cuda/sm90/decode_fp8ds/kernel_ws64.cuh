@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     for (int s = 0; s < kWsStages; ++s) {
       // Latent slabs: the owner warpgroup's 128 threads arrive after converting; RoPE: the TMA.
       for (int slab = 0; slab < kSlabsPerPage; ++slab) mbar_init(bars.full(s, slab), slab < kRopeSlab ? 128 : 1);
-      mbar_init(bars.empty(s), kWsReleaseWarps);
+      mbar_init(bars.empty(s), kWsReleaseArrivals);
       for (int slab = 0; slab < kRopeSlab; ++slab) mbar_init(bars.raw(s, slab), 1);
     }
     mbar_init(bars.q_full(), 1);
