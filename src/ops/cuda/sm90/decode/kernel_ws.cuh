@@ -5,7 +5,7 @@
 // barriers (wait page -> S -> max exchange -> softmax -> P V -> refill), so the tensor cores idle
 // through the softmax and the load latency. Here:
 //   - warpgroup 2 is the producer: one thread walks the plan part and issues TMA for Q tiles and KV
-//     pages into two stages, on mbarriers (full: TMA bytes; empty: one arrival per consumer thread, kWsReleaseArrivals);
+//     pages into two stages, on mbarriers (full: TMA bytes; empty: kWsReleaseArrivals: per thread, fp8_ds per warp);
 //   - warpgroups 0 and 1 are consumers and own the output columns [0, 256) and [256, 512) (64 x 256
 //     fp32 = 128 registers per thread each; setmaxnreg moves the producer's registers to them);
 //   - pages alternate owners: page j (j-th page of the part) belongs to warpgroup j % 2, which computes
@@ -142,9 +142,9 @@ struct WsPeerSteps {
   // other segment releases first, so the producer's refill of the stage overlaps the partial stores.
   __device__ __forceinline__ void epilogue_release(int b, int stage) {
     const bool staged = kTmaOut && p.split_offsets[b + 1] - p.split_offsets[b] == 1;
-    if (!staged) release_stage(bars, stage);
+    if (!staged) release_stage<Traits>(bars, stage);
     epilogue(b, staged ? stage : -1);
-    if (staged) release_stage(bars, stage);
+    if (staged) release_stage<Traits>(bars, stage);
   }
   // Max of the other warpgroup's page jj, which also says its P is in shared memory.
   __device__ __forceinline__ void wait_other(int jj, float (&mp)[2]) const {
@@ -320,7 +320,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
         tl.add(kTl64Epilogue, t_e);
         tl.seg();
       } else {
-        release_stage(bars, stage);
+        release_stage<Traits>(bars, stage);
       }
       ph.mark(kP64Epilogue);
     }
@@ -360,7 +360,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_ws_kernel(const __gr
     for (int s = 0; s < kWsStages; ++s) {
       for (int slab = 0; slab < kSlabsPerPage; ++slab)
         mbar_init(bars.full(s, slab), kDequant && slab < kRopeSlab ? kConverterThreads : 1);
-      mbar_init(bars.empty(s), kWsReleaseArrivals);
+      mbar_init(bars.empty(s), kWsReleaseArrivals<Traits>);
       if constexpr (kDequant)
         for (int slab = 0; slab < kRopeSlab; ++slab) mbar_init(bars.raw(s, slab), 1);
     }

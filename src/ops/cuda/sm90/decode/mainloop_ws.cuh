@@ -41,16 +41,27 @@ struct WsBarriers {
   // fp8_ds: raw latent slab `slab` (0..7) of a stage landed; slab 0 also carries the scale box.
   __device__ uint32_t raw(int stage, int slab) const { return q_empty() + 8 + 8 * (stage * kRopeSlab + slab); }
 };
-// Arrivals that release a stage: one per consumer thread, each as soon as its own reads of the stage are done.
-// Session 67 c1 (H200, 5 interleaved passes, same-tree binaries): against one arrival per warp after __syncwarp,
-// bf16 rows 14-18 -0.23..-0.43 %, fp8_ds rows 13-18 within noise (session 45 found the same on the fp8 kernels'
-// barriers: the warp sync holds every lane for the slowest). No release needs the warp sync: a thread's wgmma reads
-// are waited for by that thread, a thread's ldmatrix reads end when its own registers are loaded, and the TMA-store
-// release follows the epilogue's named_sync after the stores' read wait (epilogue_tma_ws.cuh).
-constexpr int kWsReleaseArrivals = kWsConsumerThreads;
+// Who releases a stage: each consumer thread for the 16-bit formats, lane 0 for its warp after __syncwarp for fp8_ds.
+// Session 67, H200s, 5 interleaved passes of same-tree binaries, per thread against per warp: bf16 rows 14-18
+// -0.23..-0.43 % (c1); fp8_ds's owner-converts kernel (ws64) rows 14 / 15 / 17 / 18 +1.5 / +1.6 / +1.0 / +1.0 % (c4), a
+// loss, so fp8_ds (that kernel and the producer-converts path of mla_decode_ws_kernel, which no timed row runs) keeps
+// the warp's one arrival. Per thread needs no warp sync: a thread's wgmma reads are waited for by that thread, and the
+// TMA-store release follows the epilogue's named_sync after the stores' read wait (epilogue_tma_ws.cuh).
+template <class Traits>
+constexpr bool kWsReleasePerThread = Traits::kFormat != KvFormat::kFp8Ds;
+template <class Traits>
+constexpr int kWsReleaseArrivals =
+    kWsReleasePerThread<Traits> ? kWsConsumerThreads : kWsConsumerThreads / 32 * kRcArrivalsPerWarp;
 
-// This consumer thread is done with `stage` (its wgmma reads completed, its generic writes fenced).
-__device__ __forceinline__ void release_stage(const WsBarriers& bars, int stage) { mbar_arrive(bars.empty(stage)); }
+// This consumer thread (or warp) is done with `stage`: its wgmma reads completed, its generic writes fenced.
+template <class Traits>
+__device__ __forceinline__ void release_stage(const WsBarriers& bars, int stage) {
+  if constexpr (kWsReleasePerThread<Traits>) {
+    mbar_arrive(bars.empty(stage));
+  } else {
+    mbar_arrive_warp(bars.empty(stage));
+  }
+}
 static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2) <= kWsBarrierBytes, "barrier area");
 static_assert(8 * (kWsStages * kSlabsPerPage + kWsStages + 2 + kWsStages * kRopeSlab) <= kWsDequantBarrierBytes,
               "barrier area (fp8_ds)");
@@ -103,7 +114,7 @@ __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s
   // Decided per warp (the vote keeps the wait and the arrive convergent); warps of the group may differ.
   if (release >= 0 && !__all_sync(0xffffffffu, mbar_test(slab_bar0, parity))) {
     wgmma_wait_all();
-    release_stage(bars, release);
+    release_stage<Traits>(bars, release);
     release = -1;
   }
   // 16-bit formats: the nine slabs straight-line (36 HGMMA, no loop counter / back edge; run 23: -4 to -7 % on the
@@ -124,7 +135,7 @@ __device__ __forceinline__ void compute_scores_page(float (&s)[8][4], uint32_t s
     // P.V -> S boundary (slab 0 is queued behind the P.V) and frees the stage as early as before.
     if (slab == 0 && release >= 0) {
       wgmma_wait_group<1>();
-      release_stage(bars, release);
+      release_stage<Traits>(bars, release);
     }
     da += kSlabBytes >> 4;
     db += kSlabBytes >> 4;

@@ -120,9 +120,9 @@ __device__ __forceinline__ void ws_convert_fp8ds(const DecodeKernelParams& p, Pa
         const int i = ct + kConverterThreads * k;
         const bool live = i < kItems && (i >> 2) < valid;
         const uint8_t* src = st + kRawOffset + s0 * kRawSlabBytes + 16 * i;
-        // The stage's last use ended with the consumers' staging writes and their release_stage arrivals (one per
-        // thread since session 67; racecheck named this read while it was one per warp after __syncwarp, which it
-        // does not take as ordering the other lanes: bench/decode/NOTES.md "Session 66" 2).
+        // The stage's last use ended with the consumers' staging writes and release_stage (fp8_ds: lane 0 after
+        // __syncwarp), which racecheck does not take as ordering the other lanes (per-thread arrivals clear the
+        // report: bench/decode/NOTES.md "Session 66" 2, "Session 67" 1). racecheck: hand-off
 #pragma unroll
         for (int u = 0; u < kConvSlabsPerStep; ++u)
           codes[k][u] = live ? *reinterpret_cast<const uint4*>(src + u * kRawSlabBytes) : make_uint4(0, 0, 0, 0);

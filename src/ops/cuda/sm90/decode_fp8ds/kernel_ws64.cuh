@@ -191,7 +191,7 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
         if (pe) {
           peer.epilogue_release(pb, (j - 1) & 1);  // a direct segment is staged there for its TMA stores
         } else {
-          release_stage(bars, (j - 1) & 1);
+          release_stage<Fp8DsTraits>(bars, (j - 1) & 1);
         }
       };
       convert_own_page(bars, stage_ptr, scale_ptr, stage, parity, valid_tokens, wg, tid, mid_a, mid_b);
@@ -221,7 +221,7 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
       if (end) {
         peer.epilogue_release(cur.b, stage);
       } else {
-        release_stage(bars, stage);
+        release_stage<Fp8DsTraits>(bars, stage);
       }
     }
     prev_end = end;
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     for (int s = 0; s < kWsStages; ++s) {
       // Latent slabs: the owner warpgroup's 128 threads arrive after converting; RoPE: the TMA.
       for (int slab = 0; slab < kSlabsPerPage; ++slab) mbar_init(bars.full(s, slab), slab < kRopeSlab ? 128 : 1);
-      mbar_init(bars.empty(s), kWsReleaseArrivals);
+      mbar_init(bars.empty(s), kWsReleaseArrivals<Fp8DsTraits>);
       for (int slab = 0; slab < kRopeSlab; ++slab) mbar_init(bars.raw(s, slab), 1);
     }
     mbar_init(bars.q_full(), 1);
