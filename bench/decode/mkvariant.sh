@@ -7,6 +7,8 @@
 #   bench/decode/mkvariant.sh BUILD TU_SUFFIX[,TU_SUFFIX...] "FLAGS" OUT [TARGET]
 #   e.g. bench/decode/mkvariant.sh build decode_fp8_h16.cu "-DMLA_FP8_H16_KO=16" /tmp/v16
 # (session 46: the knock-outs of bench/decode/patches/h16_knockouts.patch.)
+# Then check that the variant changed the kernels the timed rows launch (session 67: an A/B rebuilt a TU those rows
+# never ran): bench/decode/sass_diff.py BASE_OUT/TARGET VARIANT_OUT/TARGET.
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: $0 BUILD TU_SUFFIX[,TU_SUFFIX...] FLAGS OUT [TARGET]" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd); TU=$2; FLAGS=$3; OUT=$4; TARGET=${5:-bench_decode}

@@ -83,7 +83,7 @@ __device__ __forceinline__ void write_segment_ws_tma(const DecodeKernelParams& p
     bulk_commit_group();
     bulk_wait_read_all();
   }
-  named_sync(kBarWg + wg, 128);  // no warp releases the stage before the stores have read it
+  named_sync(kBarWg + wg, 128);  // no thread (or warp) releases the stage before the stores read it
 }
 
 }  // namespace mla::sm90::decode

@@ -8,9 +8,9 @@
 //   warpgroups 1, 2 (accumulators, V dims [256 a, 256 a + 256)): V^T_j A fragments (ldmatrix.trans, before P_j
 //     exists), release the stage once they are in registers, wait P_full, O^T = O^T alpha + V^T P^T (16 x
 //     m64n16k16, A from registers) -> P_empty[j % 2], epilogue at a segment end; accumulator 1's thread 0 also
-//     issues the pages: page j + kStages into stage j % kStages once all 12 warps released page j (one 3D TMA copy
-//     per page; a part's first kStages pages as three slab groups on their own full barriers, which S^T waits for
-//     group by group).
+//     issues the pages: page j + kStages into stage j % kStages once all 12 warps' threads released page j (one 3D
+//     TMA copy per page; a part's first kStages pages as three slab groups on their own full barriers, which S^T
+//     waits for group by group).
 // A stage is held from its landing only until S_j and the V loads are done, not through the softmax and P.V (the
 // 256-thread kernel's hold), and the scorer's page j + 1 overlaps the accumulators' page j.
 // Timeline marks (bench_decode --timeline in a -DMLA_DECODE_TIMELINE build; nothing otherwise): those of the fp8 16-row
@@ -60,8 +60,9 @@ struct Bars {
   }
   // This thread is done reading stage s (its wgmma reads waited for, its ldmatrix registers loaded): it arrives
   // itself, not lane 0 for its warp after __syncwarp. Session 67 c2 (H100, 5 interleaved passes, same-tree
-  // binaries): bf16 h_q 128 b1 s4096 / s8192 (narrow tiles) -1.7 / -0.9 %, the h_q 16 rows within ±0.3 % (the same
-  // build flag on the fp8 h16 and fp8_ds ws16 rings: +0.15..+0.26 % on fp8, fp8_ds noise; they keep mbar_arrive_warp).
+  // binaries): bf16 h_q 128 b1 s4096 / s8192 (narrow tiles) -1.7 / -0.9 %, the h_q 16 rows -0.7..+0.95 % (rows
+  // 5 / 6 / 8: 0 / 0 / -0.1 %); c3 (H200): rows 1-12 -1.3..+0.6 %, neutral. The fp8 / fp8_ds rings keep
+  // mbar_arrive_warp (tma.h).
   __device__ void release_page(int s) const { mbar_arrive(empty(s)); }
   // Every slab group of a stage's page landed.
   __device__ void wait_page(int s, uint32_t parity) const {
@@ -74,7 +75,7 @@ struct Bars {
 enum N16TlSum { kTlScorerFull = 0, kTlScorerPEmpty = 1, kTlAccPFull = 2 };
 
 // The page stream, run by accumulator 1's thread 0. step() issues the next page into its stage, waiting for that
-// stage's previous page to be released by all 12 warps.
+// stage's previous page to be released by all 12 warps' threads.
 struct PageProducer {
   PartCursor c;
   bool evict_first = false;  // the part's L2 policy (config.h kKvEvictFirstPartBytes)
@@ -375,8 +376,8 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
     load_v_frags(vf, s_k0 + stage * kPageBytes, c.seqlen - c.blk * kBlockN, a, w, lane);
     wait_for_loads(vf);  // the arrive alone does not wait for the ldmatrix reads of the stage (wait_for_loads.h)
     bars.release_page(stage);
-    // Page j + kStages into this stage once all 12 warps released page j: the scorer's S_j completes before P_j is
-    // handed off, so the wait costs this warpgroup nothing it would not wait for below.
+    // Page j + kStages into this stage once all 12 warps' threads released page j: the scorer's S_j completes before
+    // P_j is handed off, so the wait costs this warpgroup nothing it would not wait for below.
     if (is_producer) prod.step(p, bars, s_k0);
     __syncwarp();
     const unsigned long long t0 = tl.now();

@@ -72,9 +72,10 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 constexpr int kRcArrivalsPerWarp = MLA_RC_ALL_ARRIVE ? 32 : 1;
 
 // A warp's one arrival (kRcArrivalsPerWarp in the barrier's count): lane 0 arrives once every lane got here, so a
-// consumer warp releases a stage or slot it read with one arrival instead of 32. (The fp8 h16 and fp8_ds ws16 rings;
-// one arrival per thread instead, with no __syncwarp, measured +0.15..+0.26 % on fp8 and noise on fp8_ds: session 67
-// c2. The 16-bit kernels' stages are released per thread: release_stage, Bars::release_page in kernel_n16ws.cuh.)
+// consumer warp releases a stage or slot it read with one arrival instead of 32. Users: the fp8 h16 / n32 and fp8_ds
+// ws16 rings, and fp8_ds's 64-row stages (release_stage, mainloop_ws.cuh). One arrival per thread instead, with no
+// __syncwarp, measured (session 67): fp8 h16 rows 4-9 +0.0..+0.26 %, rows 1 / 10 +1 %; fp8_ds ws16 noise; fp8_ds ws64
+// +1.0..+1.6 % on its long h_q 128 rows. The 16-bit kernels release per thread (release_stage, Bars::release_page).
 __device__ __forceinline__ void mbar_arrive_warp(uint32_t bar) {
   __syncwarp();
   if (MLA_RC_ALL_ARRIVE || (threadIdx.x & 31) == 0) mbar_arrive(bar);

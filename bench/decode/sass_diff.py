@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Lists the kernels whose SASS differs between two binaries, per function, so an A/B's variant can be checked to
+change the kernels its timed rows launch (session 67: an fp8_ds A/B had rebuilt a TU those rows never ran).
+
+  bench/decode/sass_diff.py BASE_BINARY VARIANT_BINARY [--filter REGEX]
+
+Instructions are compared with addresses, encodings' comments and spacing stripped, and anonymous-namespace names
+normalized (they differ between builds). cuobjdump: $CUOBJDUMP, else on PATH, else /tmp/cuobj/nvidia/cu13/bin
+(no GPU needed; `pip download --no-deps --only-binary=:all: -d /tmp/cuobjwhl nvidia-cuda-cuobjdump`, unzip into
+/tmp/cuobj). Exit status: 0 equal, 1 some function differs or exists in one binary only, 2 usage / tool error.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ANON = re.compile(r"_GLOBAL__N__[0-9a-f_]+|\d+_GLOBAL__N__\w+?_[0-9a-f]{8}_\d+|[A-Za-z0-9_]*?cu_[0-9a-f]{8}_\d+")
+
+
+def cuobjdump() -> str:
+    for cand in (os.environ.get("CUOBJDUMP"), shutil.which("cuobjdump"), "/tmp/cuobj/nvidia/cu13/bin/cuobjdump"):
+        if cand and os.path.exists(cand):
+            return cand
+    sys.exit("sass_diff: no cuobjdump (set CUOBJDUMP; see this script's header)")
+
+
+def functions(binary: str) -> dict:
+    out = subprocess.run([cuobjdump(), "-sass", binary], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"sass_diff: cuobjdump -sass {binary} failed: {out.stderr.strip()}")
+    funcs, name = {}, None
+    for line in out.stdout.splitlines():
+        if "Function :" in line:
+            name = ANON.sub("ANON", line.split("Function :", 1)[1].strip())
+            funcs[name] = []
+            continue
+        text = re.sub(r"/\*[0-9a-fx]*\*/", "", line)  # instruction addresses and encodings
+        text = re.sub(r"\s+", " ", text).strip()
+        if name and text:
+            funcs[name].append(text)
+    return funcs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("base")
+    ap.add_argument("variant")
+    ap.add_argument("--filter", default="", help="only function names matching this regex")
+    a = ap.parse_args()
+    base, var = functions(a.base), functions(a.variant)
+    keep = re.compile(a.filter)
+    names = sorted(n for n in set(base) | set(var) if keep.search(n))
+    differ = [n for n in names if n in base and n in var and base[n] != var[n]]
+    only = [(n, "base" if n in base else "variant") for n in names if (n in base) != (n in var)]
+    for n in differ:
+        print(f"differs ({len(base[n])} -> {len(var[n])} instructions): {n}")
+    for n, where in only:
+        print(f"only in {where}: {n}")
+    print(f"{len(names)} functions compared, {len(differ)} differ, {len(only)} in one binary only")
+    return 1 if differ or only else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
