@@ -16,7 +16,9 @@ import shutil
 import subprocess
 import sys
 
-ANON = re.compile(r"_GLOBAL__N__[0-9a-f_]+|\d+_GLOBAL__N__\w+?_[0-9a-f]{8}_\d+|[A-Za-z0-9_]*?cu_[0-9a-f]{8}_\d+")
+# An anonymous namespace mangles as <len>_GLOBAL__N__<hash>_<n>_<file>_cu_<hash>_<digits>, where the hashes and
+# digits differ between builds; the trailing \d+ also takes the next name's length prefix, the same in both builds.
+ANON = re.compile(r"\d+_GLOBAL__N__\w+?_cu_[0-9a-f]{8}_\d+")
 
 
 def cuobjdump() -> str:
