@@ -899,6 +899,12 @@ Status bench(const Options& o) {
   std::printf(fp8     ? "# anchor = the FlashMLA PR54 fp8 column of ANCHORS.md\n"
               : fp8ds ? "# anchor = the FlashMLA sparse fp8 (656 B/token) column of ANCHORS.md\n"
                       : "# anchor = best of the FlashMLA bf16 and FlashMLA PR54 bf16 columns of ANCHORS.md\n");
+  // The anchors are an H200's (141 GB HBM3e, ~4.0 TB/s read); on another GPU the ratio column compares machines as
+  // much as kernels (an H100 SXM's stream is ~2.8 TB/s here: its memory-bound rows read ~30-40 % over the anchors, its
+  // h_q 128 rows about as on an H200; BENCHMARKS.md "Session 68").
+  if (std::strstr(prop.name, "H200") == nullptr)
+    std::printf("# note: the anchors were measured on an H200 and this GPU is not one; the ratio column is not the "
+                "issues' bar here\n");
   const bool ab = o.hints == Options::kAb;
   std::printf("# start hints: %s\n", o.hints == Options::kOn    ? "on"
                                      : o.hints == Options::kOff ? "off"
