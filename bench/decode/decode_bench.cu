@@ -323,8 +323,9 @@ Status parse(int argc, char** argv, Options* o) {
           kOp,
           "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
           "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] "
-          "[--shape H,B,S] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill] [--pad KIB] "
-          "[--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB] [--unrolled N] [--vs FORMAT]; got '" +
+          "[--shape H_Q,BATCH,SEQLEN[,S_Q]] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill] "
+          "[--pad KIB] [--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB] [--unrolled N] [--vs FORMAT]; "
+          "got '" +
               a + "'");
     }
   }
