@@ -289,29 +289,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       float mx[2], m_new[2], rowsum[2];
       uint32_t pw[2][8];  // P packed to 16 bits: [row g / g + 8][8-key tile]
       mask_row_max_tree(sc, p, cur.seqlen, cur.blk, row_i, t4, mx);
-      constexpr bool kSplitPv = k16 && MLA_DECODE_WS_OWN_PV_SPLIT != 0;  // mainloop_ws.cuh
-      float alpha[2];
-      if constexpr (kSplitPv) {
-        float ms[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          ms[h] = row_running_max(mx[h], first, mp[h], p.scale_log2, m_new[h]);
-          rowsum[h] = 0.f;
-        }
-        rescale_o<false>(st, m_new, rowsum, p.scale_log2, alpha);  // rowsum: added after the P.V, below
-        if constexpr (MLA_DECODE_WS_OWN_PV_SPLIT == 2) {  // a group per key step, each issued once its 16 keys are packed
-          softmax_tiles<Traits, 2>(sc, ms, p.scale_log2, 0, rowsum, pw);
-          pv_rs_steps<Traits, 1>(st, pw, s_kv, wg, 0, false);
-          softmax_tiles<Traits, 2>(sc, ms, p.scale_log2, 2, rowsum, pw);
-          pv_rs_steps<Traits, 1>(st, pw, s_kv, wg, 1, true);
-        } else {
-          softmax_tiles<Traits, 4>(sc, ms, p.scale_log2, 0, rowsum, pw);
-          pv_rs_steps<Traits, 2>(st, pw, s_kv, wg, 0, false);  // key steps 0-1 under the exps of keys 32-63
-        }
-        softmax_tiles<Traits, 4>(sc, ms, p.scale_log2, 4, rowsum, pw);
-      } else {
-        softmax_page<Traits>(sc, mx, first, mp, p.scale_log2, m_new, rowsum, pw);
-      }
+      softmax_page<Traits>(sc, mx, first, mp, p.scale_log2, m_new, rowsum, pw);
       if constexpr (k16) p_addrs.store(pw);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -328,12 +306,7 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
       named_arrive(kBarPReady + stage, kWsConsumerThreads);
       ph.mark(kP64Signal);
       ph.page();
-      if constexpr (kSplitPv) {
-        pv_rs_steps<Traits, 2>(st, pw, s_kv, wg, 2, true);  // key steps 2-3, queued behind 0-1 on O
-        pv_wait(st);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) st.l[h] = st.l[h] * alpha[h] + rowsum[h];
-      } else if constexpr (Traits::kFormat != KvFormat::kFp8Ds) {
+      if constexpr (Traits::kFormat != KvFormat::kFp8Ds) {
         pv_page_rs<Traits>(st, m_new, rowsum, pw, s_kv, wg, p.scale_log2);
       } else {
         named_sync(kBarWg + wg, 128);  // its P.V reads every thread's P from the stage

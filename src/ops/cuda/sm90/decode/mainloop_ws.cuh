@@ -226,49 +226,28 @@ struct PStoreAddrs {
   }
 };
 
-// The online-softmax step, per row of this thread (h: row g + 8h). m_new = max(running max mp, page max mx) (mp
-// ignored on a segment's first page); returns ms = m_new * scale_log2, the exponent's offset: 0 for a row that has seen
-// no key, so its P = exp2(-inf - 0) = 0, not NaN.
-__device__ __forceinline__ float row_running_max(float mx, bool first, float mp, float scale_log2, float& m_new) {
-  m_new = fmaxf(first ? -INFINITY : mp, mx);
-  return m_new == -INFINITY ? 0.f : m_new * scale_log2;
-}
-
-// P of key tiles [t0, t0 + kTiles) of row h, P = 2^(s * scale_log2 - ms) packed to the format's 16 bits per key pair
-// (pw_row[t]: keys 8t + 2 t4, +1), added to this thread's row sum in fp32 (before the packing rounds P, as the
-// reference sums) in key order, so tiles taken in order sum as one call over all eight would.
-template <class Traits, int kTiles>
-__device__ __forceinline__ float softmax_row_tiles(const float (&sc)[8][4], int h, float ms, float scale_log2, int t0,
-                                                   float sum, uint32_t (&pw_row)[8]) {
-  float p0[kTiles], p1[kTiles];
-#pragma unroll
-  for (int t = 0; t < kTiles; ++t) {
-    p0[t] = ex2_ftz(fmaf(sc[t0 + t][2 * h], scale_log2, -ms));
-    p1[t] = ex2_ftz(fmaf(sc[t0 + t][2 * h + 1], scale_log2, -ms));
-    sum += p0[t] + p1[t];
-  }
-#pragma unroll
-  for (int t = 0; t < kTiles; ++t) pw_row[t0 + t] = Traits::pack(p0[t], p1[t]);
-  return sum;
-}
-
-// Tiles [t0, t0 + kTiles) of both rows (ms: row_running_max's offsets), for the owner's split P.V (kernel_ws.cuh).
-template <class Traits, int kTiles>
-__device__ __forceinline__ void softmax_tiles(const float (&sc)[8][4], const float (&ms)[2], float scale_log2, int t0,
-                                              float (&sum)[2], uint32_t (&pw)[2][8]) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) sum[h] = softmax_row_tiles<Traits, kTiles>(sc, h, ms[h], scale_log2, t0, sum[h], pw[h]);
-}
-
-// The whole page: m_new, P of all eight tiles (pw[h][t]: row g + 8h, tile t) and this thread's row sums.
+// The online-softmax step: m_new = max(running max mp, page max mx) (mp ignored on a segment's first page),
+// P = 2^(s * scale_log2 - m_new * scale_log2) packed to the format's 16 bits per key pair (pw[h][t]: row g + 8h,
+// keys 8t + 2 t4, +1), and this thread's row sums of P in fp32 (before the packing rounds P, as the reference sums).
 template <class Traits>
 __device__ __forceinline__ void softmax_page(const float (&sc)[8][4], const float (&mx)[2], bool first,
                                              const float (&mp)[2], float scale_log2, float (&m_new)[2],
                                              float (&rowsum)[2], uint32_t (&pw)[2][8]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const float ms = row_running_max(mx[h], first, mp[h], scale_log2, m_new[h]);
-    rowsum[h] = softmax_row_tiles<Traits, 8>(sc, h, ms, scale_log2, 0, 0.f, pw[h]);
+    m_new[h] = fmaxf(first ? -INFINITY : mp[h], mx[h]);
+    const float ms = m_new[h] == -INFINITY ? 0.f : m_new[h] * scale_log2;
+    float p0[8], p1[8];
+    float sum = 0.f;
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      p0[t] = ex2_ftz(fmaf(sc[t][2 * h], scale_log2, -ms));
+      p1[t] = ex2_ftz(fmaf(sc[t][2 * h + 1], scale_log2, -ms));
+      sum += p0[t] + p1[t];
+    }
+    rowsum[h] = sum;
+#pragma unroll
+    for (int t = 0; t < 8; ++t) pw[h][t] = Traits::pack(p0[t], p1[t]);
   }
 }
 
@@ -294,21 +273,20 @@ struct WsState {
   }
 };
 
-// O_half *= exp(m_o - m_page); l likewise, plus this warpgroup's own row sums (zero for the other warpgroup's page);
-// alpha[h] = exp(m_o - m_page). m_page: the page's running max (as the owner used it). kAddSums false: l is left to the
-// caller, which knows its row sums only later (the owner's split P.V, kernel_ws.cuh) and folds alpha in then. Once the
-// running max has settled most pages leave it unchanged (alpha exactly 1 for every row of the warp): the 128 multiplies
+// O_half *= exp(m_o - m_page); l likewise, plus this warpgroup's own row sums (zero for the other
+// warpgroup's page). m_page: the page's running max (as the owner used it). Once the running max has
+// settled most pages leave it unchanged (alpha exactly 1 for every row of the warp): the 128 multiplies
 // per thread are skipped then, warp-uniformly, which keeps them off the P -> P.V hand-off.
-template <bool kAddSums = true>
 __device__ __forceinline__ void rescale_o(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
-                                          float scale_log2, float (&alpha)[2]) {
+                                          float scale_log2) {
+  float alpha[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN.
     const float ms = m_page[h] == -INFINITY ? 0.f : m_page[h] * scale_log2;
     alpha[h] = ex2_ftz(st.m[h] * scale_log2 - ms);
     st.m[h] = m_page[h];
-    if constexpr (kAddSums) st.l[h] = st.l[h] * alpha[h] + rowsum[h];
+    st.l[h] = st.l[h] * alpha[h] + rowsum[h];
   }
   if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;
 #pragma unroll
@@ -318,43 +296,6 @@ __device__ __forceinline__ void rescale_o(WsState& st, const float (&m_page)[2],
       st.o[t][2 * h] *= alpha[h];
       st.o[t][2 * h + 1] *= alpha[h];
     }
-}
-__device__ __forceinline__ void rescale_o(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
-                                          float scale_log2) {
-  float alpha[2];
-  rescale_o(st, m_page, rowsum, scale_log2, alpha);
-}
-
-// The owner's P.V in two halves around the second half of its softmax (16-bit formats; MLA_DECODE_WS_OWN_PV_SPLIT,
-// kernel_ws.cuh). The tensor pipe idles while the owner computes P_j: the other warpgroup waits for P_j, and S_j is done.
-// Key steps 0-1 of the owner's own P_j V_j need only keys 0-31 of P, so they are issued as soon as those are packed and
-// run under the exps of keys 32-63; after the P-ready signal only steps 2-3 stay ahead of the other warpgroup's P_j V_j
-// and S_{j+1} in the pipe (256 of the 512 tensor cycles the chain between two signals held). Unlike session 8's
-// run 32 (P published in halves to the other warpgroup), nothing else synchronizes: the wgmma reads this thread's
-// registers only. Compile-time, opt-in until measured (session 69: not yet run on a GPU, bench/decode/NOTES.md
-// "Session 68" 6): 0 (default) the whole P.V after the signal (pv_page_rs); 1 steps 0-1 as one group once keys 0-31 are
-// packed; 2 one group per step, each once its 16 keys are packed. P, the row sums and O's order of products are the
-// same in all three, so their results are bit-identical.
-#ifndef MLA_DECODE_WS_OWN_PV_SPLIT
-#define MLA_DECODE_WS_OWN_PV_SPLIT 0
-#endif
-
-// Issues key steps [ks0, ks0 + kSteps) of O_half += P V_half with P from registers (pw: the thread's two rows, 8-key
-// tiles, packed as stored; key step ks takes tiles 2 ks and 2 ks + 1: the wgmma A fragment, wgmma.h) as one group, no
-// wait. chained: a group on O may be in flight (an earlier part): no register fence on O here (C7514).
-template <class Traits, int kSteps>
-__device__ __forceinline__ void pv_rs_steps(WsState& st, const uint32_t (&pw)[2][8], uint32_t s_kv, int wg, int ks0,
-                                            bool chained) {
-  float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
-  if (!chained) fence_operands(d);
-  wgmma_fence();
-#pragma unroll
-  for (int ks = ks0; ks < ks0 + kSteps; ++ks) {
-    const uint32_t a[4] = {pw[0][2 * ks], pw[1][2 * ks], pw[0][2 * ks + 1], pw[1][2 * ks + 1]};
-    const uint64_t db = make_smem_desc(s_kv + (4 * wg) * kSlabBytes + ks * 16 * 128, kSlabBytes, 1024);
-    Traits::wgmma_pv_rs(d, a, db);
-  }
-  wgmma_commit();
 }
 
 // Issues O_half += P V_half for the page in `s_kv` (P in its RoPE slab) as one wgmma group, no wait:
@@ -379,13 +320,23 @@ __device__ __forceinline__ void pv_wait(WsState& st) {
   fence_operands(reinterpret_cast<float(&)[128]>(st.o));
 }
 
-// The owner's O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half] with P from registers (pv_rs_steps), waiting
-// for the product.
+// The owner's O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half] with P from registers (pw: the
+// thread's two rows, 8-key tiles, packed as stored), waiting for the product. Key step ks takes tiles 2 ks and
+// 2 ks + 1: the wgmma A fragment (wgmma.h).
 template <class Traits>
 __device__ __forceinline__ void pv_page_rs(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
                                            const uint32_t (&pw)[2][8], uint32_t s_kv, int wg, float scale_log2) {
   rescale_o(st, m_page, rowsum, scale_log2);
-  pv_rs_steps<Traits, kBlockN / 16>(st, pw, s_kv, wg, 0, false);
+  float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
+  fence_operands(d);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kBlockN / 16; ++ks) {
+    const uint32_t a[4] = {pw[0][2 * ks], pw[1][2 * ks], pw[0][2 * ks + 1], pw[1][2 * ks + 1]};
+    const uint64_t db = make_smem_desc(s_kv + (4 * wg) * kSlabBytes + ks * 16 * 128, kSlabBytes, 1024);
+    Traits::wgmma_pv_rs(d, a, db);
+  }
+  wgmma_commit();
   pv_wait(st);
 }
 
