@@ -22,11 +22,12 @@
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"
 #include "ops/cuda/sm90/decode_fp8/traits.h"
 
-// The split form's shares of a page over the three transpose warps: chunk pairs w, w + 3, ... (0: 6 / 5 / 5 rounds, the
-// default) or balanced (1: 5 / 5 / 5 rounds, pair 15's key groups shared by warps 1 and 2 in their last round; session
-// 69, opt-in until measured; ptxas spills 52 bytes of the transposers' 56 registers with it, outside the round loop).
-#ifndef MLA_FP8_WS_TR_BALANCE
-#define MLA_FP8_WS_TR_BALANCE 0
+// Which transpose warp of the split form takes the page's sixth round (chunk pairs share, share + 3, ..., 15: share 0 has
+// six rounds, 1 and 2 five): the warp whose share is 0. 0 (default): warp 0. Session 69's per-warp phase sums (H100)
+// put warp 0 at ~1590 cycles for five rounds where warps 1-2 took ~1360, so the sixth round may belong to a faster warp
+// (opt-in until measured).
+#ifndef MLA_FP8_WS_TR_SIXTH
+#define MLA_FP8_WS_TR_SIXTH 0
 #endif
 
 namespace mla::sm90::decode_fp8 {
@@ -79,31 +80,6 @@ __device__ __forceinline__ void transpose_store(const TransposeLane& L, uint32_t
 #pragma unroll
   for (int g = 0; g < 4; ++g) stmatrix_x4(row + (((4 * h + g) ^ L.swz) << 4), w[g]);
 }
-// Key groups g0, g0 + 1 of chunk pair cp only (the balanced split below): transpose_load / transpose_store's arithmetic
-// for those two groups, into w[0..1].
-__device__ __forceinline__ void transpose_load_2groups(const TransposeLane& L, uint32_t s_page, int cp, int g0,
-                                                       uint32_t (&w)[2][4]) {
-  const uint32_t src = s_page + slab_offset(L.key_in, 2 * cp + L.chunk_in) + g0 * 16 * 128;
-#pragma unroll
-  for (int g = 0; g < 2; ++g) decode::ldmatrix_x4_trans(w[g], src + g * 16 * 128);
-#pragma unroll
-  for (int g = 0; g < 2; ++g)
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      const uint32_t a = __byte_perm(w[g][2 * q], w[g][2 * q + 1], L.sel_a);
-      const uint32_t b = __byte_perm(w[g][2 * q], w[g][2 * q + 1], L.sel_b);
-      w[g][2 * q] = a;
-      w[g][2 * q + 1] = b;
-    }
-}
-__device__ __forceinline__ void transpose_store_2groups(const TransposeLane& L, uint32_t s_vt, int cp, int g0,
-                                                        const uint32_t (&w)[2][4]) {
-  const int h = cp >> 3;
-  const uint32_t row = s_vt + (((32 * cp) & 255) + L.dim_off) * 128;
-#pragma unroll
-  for (int g = 0; g < 2; ++g) stmatrix_x4(row + (((4 * h + g0 + g) ^ L.swz) << 4), w[g]);
-}
-
 // V^T with one stmatrix.x4 per (chunk pair, key group) instead of 16 four-byte stores (run W4: 20 % faster than
 // the 4-byte stores, which scripts/check_fp8_ws_layouts.py keeps as its reference). stmatrix is ldmatrix's inverse: register k of lane (g, t) is bytes 4t..4t+3 of row g
 // of matrix k, and lanes 8k..8k+7 give matrix k's row addresses. Lane (g, t) holds, per group and q, the
@@ -150,33 +126,14 @@ __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s
   // refill the stage under this page's loads (wrong results): the timing of a K ring one stage deeper.
   constexpr bool kEarlyArrive = (MLA_FP8_WS_KO & 64) != 0;
   if constexpr (kEarlyArrive) decode::mbar_arrive(k_empty);
-  const int warp = tw >> 5;
+  // This warp's share (MLA_FP8_WS_TR_SIXTH above): warp MLA_FP8_WS_TR_SIXTH takes share 0, the six-round one.
+  const int warp = kWarps == 3 && MLA_FP8_WS_TR_SIXTH != 0 ? ((tw >> 5) + 3 - MLA_FP8_WS_TR_SIXTH) % 3 : tw >> 5;
   const TransposeLane L(tw & 31);
   uint32_t w[4][4];
   transpose_load(L, s_page, warp, w);
   wait_vt();
   transpose_store(L, s_vt, warp, w);
   between();
-  if constexpr (kWarps == 3 && MLA_FP8_WS_TR_BALANCE != 0) {
-    // Balanced shares (MLA_FP8_WS_TR_BALANCE): pair 15's key groups 0-1 go to warp 1 and 2-3 to warp 2, loaded in
-    // their last round beside its pair (13 / 14), so every warp runs 5 rounds (20 / 22 / 22 group units) and none a
-    // sixth: the 6-round warp set the page (H100 phase sums, session 69: 1688-1725 cycles against 1344-1376).
-    const int last_cp = 12 + warp;
-#pragma unroll 1
-    for (int cp = warp + kWarps; cp < last_cp; cp += kWarps) {
-      transpose_load(L, s_page, cp, w);
-      transpose_store(L, s_vt, cp, w);
-      between();
-    }
-    transpose_load(L, s_page, last_cp, w);
-    uint32_t x[2][4];
-    const int g0 = 2 * warp - 2;  // warp 1: groups 0-1 of pair 15, warp 2: groups 2-3 (warp-uniform)
-    if (warp != 0) transpose_load_2groups(L, s_page, 15, g0, x);
-    if (!kEarlyArrive) decode::mbar_arrive(k_empty);  // this thread's last load from the K stage is done
-    transpose_store(L, s_vt, last_cp, w);
-    if (warp != 0) transpose_store_2groups(L, s_vt, 15, g0, x);
-    return;
-  }
 #pragma unroll 1
   for (int cp = warp + kWarps; cp < 16; cp += kWarps) {
     transpose_load(L, s_page, cp, w);
