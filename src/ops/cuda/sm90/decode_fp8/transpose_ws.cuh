@@ -126,16 +126,17 @@ __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s
   // refill the stage under this page's loads (wrong results): the timing of a K ring one stage deeper.
   constexpr bool kEarlyArrive = (MLA_FP8_WS_KO & 64) != 0;
   if constexpr (kEarlyArrive) decode::mbar_arrive(k_empty);
-  // This warp's share (MLA_FP8_WS_TR_SIXTH above): warp MLA_FP8_WS_TR_SIXTH takes share 0, the six-round one.
-  const int warp = kWarps == 3 && MLA_FP8_WS_TR_SIXTH != 0 ? ((tw >> 5) + 3 - MLA_FP8_WS_TR_SIXTH) % 3 : tw >> 5;
+  // This warp's share, its first chunk pair (MLA_FP8_WS_TR_SIXTH above: warp MLA_FP8_WS_TR_SIXTH takes share 0, the
+  // six-round one; by default share = warp).
+  const int share = kWarps == 3 && MLA_FP8_WS_TR_SIXTH != 0 ? ((tw >> 5) + 3 - MLA_FP8_WS_TR_SIXTH) % 3 : tw >> 5;
   const TransposeLane L(tw & 31);
   uint32_t w[4][4];
-  transpose_load(L, s_page, warp, w);
+  transpose_load(L, s_page, share, w);
   wait_vt();
-  transpose_store(L, s_vt, warp, w);
+  transpose_store(L, s_vt, share, w);
   between();
 #pragma unroll 1
-  for (int cp = warp + kWarps; cp < 16; cp += kWarps) {
+  for (int cp = share + kWarps; cp < 16; cp += kWarps) {
     transpose_load(L, s_page, cp, w);
     // this thread's last load from the K stage is done
     if (!kEarlyArrive && cp + kWarps >= 16) decode::mbar_arrive(k_empty);
