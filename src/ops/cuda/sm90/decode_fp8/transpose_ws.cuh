@@ -126,6 +126,9 @@ __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s
   // refill the stage under this page's loads (wrong results): the timing of a K ring one stage deeper.
   constexpr bool kEarlyArrive = (MLA_FP8_WS_KO & 64) != 0;
   if constexpr (kEarlyArrive) decode::mbar_arrive(k_empty);
+  // Knock-out bit 4096 (session 70): chunk pairs 0-7 only (dims 256-511 of V^T left as they are, wrong results): the
+  // bound of a head-tile pair that splits each page's transpose between its two CTAs, without the hand-off's cost.
+  constexpr int kPairs = (MLA_FP8_WS_KO & 4096) != 0 ? 8 : 16;
   // This warp's share, its first chunk pair (MLA_FP8_WS_TR_SIXTH above: warp MLA_FP8_WS_TR_SIXTH takes share 0, the
   // six-round one; by default share = warp).
   const int share = kWarps == 3 && MLA_FP8_WS_TR_SIXTH != 0 ? ((tw >> 5) + 3 - MLA_FP8_WS_TR_SIXTH) % 3 : tw >> 5;
@@ -136,12 +139,12 @@ __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s
   transpose_store(L, s_vt, share, w);
   between();
 #pragma unroll 1
-  for (int cp = share + kWarps; cp < 16; cp += kWarps) {
+  for (int cp = share + kWarps; cp < kPairs; cp += kWarps) {
     transpose_load(L, s_page, cp, w);
     // this thread's last load from the K stage is done
-    if (!kEarlyArrive && cp + kWarps >= 16) decode::mbar_arrive(k_empty);
+    if (!kEarlyArrive && cp + kWarps >= kPairs) decode::mbar_arrive(k_empty);
     transpose_store(L, s_vt, cp, w);
-    if (cp + kWarps < 16) between();  // (after the last round the caller polls, once V^T is published)
+    if (cp + kWarps < kPairs) between();  // (after the last round the caller polls, once V^T is published)
   }
 }
 
