@@ -29,6 +29,7 @@
 // which is what makes 4 halves safe (2 would race). s_m[j % kPHalves] is read right after the P_j wait, before the
 // reader's own signal, so kPHalves entries suffice (2 would, too).
 #include <cstdint>
+#include <type_traits>
 
 #include "mla/ops/decode_running_max.h"
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
@@ -166,6 +167,14 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
   // The split form (transpose_ws.cuh transpose_page_split) waits for K first and for the V^T stage after loading its
   // first round, and arrives on k_empty itself; the knock-out of the transpose keeps the whole form's order.
   constexpr bool kSplit = kSplitForm && (MLA_FP8_WS_KO & 4) == 0;
+  // The hook between rounds; in a phases build the 4-warp form's issuer polls count as "loop" (kTrLoop), not as
+  // transposing (session 70: session 59 saw warp 0 transpose 3147 cycles a page against 889 for warps 1-3).
+  constexpr bool kPolls = !std::is_same_v<Waits, TrPlainWaits>;
+  auto between = [&] {
+    if constexpr (kPolls) ph.mark(kTrTranspose);
+    waits.between();
+    if constexpr (kPolls) ph.mark(kTrLoop);
+  };
   while (c.valid()) {
     const int ks = j % kKStages, vs = j % kVStages;
     ph.mark(kTrLoop);
@@ -186,15 +195,15 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
         ph.mark(kTrTranspose);
         wait_vt();
         ph.mark(kTrVtWait);
-      }, bars.k_empty(ks), [&] { waits.between(); });
+      }, bars.k_empty(ks), [&] { between(); });
     } else if constexpr ((MLA_FP8_WS_KO & 4) == 0) {
       transpose_page<kTrWarps>(s_k, s_vt, valid_keys, tw);
     }
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     mbar_arrive(bars.vt_full(vs));
     if constexpr (!kSplit) mbar_arrive(bars.k_empty(ks));
-    waits.between();  // after the page's V^T is published, so a copy issued here does not delay it
     ph.mark(kTrTranspose);
+    between();  // after the page's V^T is published, so a copy issued here does not delay it
     ph.page();
     if (tw == 0 && c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 11);  // last V^T written
     c.advance(p);
