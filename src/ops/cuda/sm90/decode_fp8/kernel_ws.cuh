@@ -124,6 +124,7 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCurso
 // 3-warp form, warps 1..3 of the 4-warp form).
 struct TrPlainWaits {
   __device__ void wait_k(uint32_t bar, uint32_t parity) const { mbar_wait(bar, parity); }
+  __device__ void wait_vt(uint32_t bar, uint32_t parity) const { mbar_wait(bar, parity); }
   __device__ void between() const {}
 };
 // Warp 0 of the 4-warp form: lane 0 polls the TMA issuer (tma_issuer_ws.cuh) between rounds and while it waits, the
@@ -147,6 +148,10 @@ struct TrIssuingWaits {
     __syncwarp();
     mbar_wait(bar, parity);
   }
+  // The V^T stage wait polls too (session 70): a page's copy gate (k_empty of page j) opens while warp 0 may be
+  // waiting for page j + 1's V^T stage, and a blocking wait there kept the copy of page j + 2 behind the consumers'
+  // release of page j - 1 (session 59's 4-warp run: +30..+69 % on rows 13-18).
+  __device__ void wait_vt(uint32_t bar, uint32_t parity) const { wait_k(bar, parity); }
   __device__ void between() const {
     if (lane == 0) poll();
     __syncwarp();
@@ -179,7 +184,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     const int ks = j % kKStages, vs = j % kVStages;
     ph.mark(kTrLoop);
     auto wait_vt = [&] {
-      if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
+      if (j >= kVStages) waits.wait_vt(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     };
     if constexpr (!kSplit) {
       wait_vt();
