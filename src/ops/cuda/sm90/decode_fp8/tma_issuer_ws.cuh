@@ -10,9 +10,14 @@
 //
 // Registers: the transposers have 56, and the issuer's walk of the part (a PartCursor and three counters) on top of
 // the transpose spilled 164 bytes, so that state lives in shared memory (IssuerState, in the barrier area) and only
-// the next copy's gate and the prefetched page number stay in registers across the rounds.
+// the next copy's gate stays in a register across the rounds.
+// The next page's block-table entry comes by cp.async into IssuerState::next_page (session 70): held in a register,
+// the load's result was moved right after the load (a phi of the issue loop), so every issuing poll waited out the
+// load's latency under the kernel's own stream: 2268 cycles a page of warp 0's polls against ~150 for the other
+// warps' loop (per-warp phase sums, H100), and the 4-warp form ran rows 13-18 30-76 % slower than the 3-warp one.
 #include <cstdint>
 
+#include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
@@ -27,6 +32,7 @@ struct IssuerState {
   int j;                 // its index in the part
   int seg;               // the newest segment whose Q tile was issued (-1: none)
   int need_q;            // the next page starts a segment whose Q tile is not issued yet
+  int next_page;         // the next page's physical page (cp.async from the block table, or the plan's hint)
 };
 
 static_assert(kIssuerStateOffset + sizeof(IssuerState) <= kWsBarrierBytes, "the issuer's state fits the barrier area");
@@ -36,20 +42,37 @@ struct PolledTmaIssuer {
   static constexpr uint32_t kOpen = 0, kDone = ~0u;
   IssuerState* st;        // shared memory
   uint32_t gate = kOpen;  // the next copy's gate: mbarrier address | phase parity (bit 0), or kOpen / kDone
-  int page = 0;           // the next page's physical page (its block-table load in flight between polls)
 
   __device__ explicit PolledTmaIssuer(IssuerState* state) : st(state) {}
+  // The page of cursor c into st->next_page without waiting for it: the plan's hint as a plain store, else a 4-byte
+  // cp.async of the block-table entry (next_page() waits for it). c.page is left unset.
+  __device__ __forceinline__ void fetch_next_page(const decode::DecodeKernelParams& p, const decode::PartCursor& c) {
+    if (!c.valid()) return;
+    if (c.hint >= 0) {
+      st->next_page = c.hint;
+      return;
+    }
+    const int32_t* src = p.block_table + static_cast<int64_t>(c.b) * p.block_table_stride + c.blk;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(decode::smem_u32(&st->next_page)), "l"(src)
+                 : "memory");
+    decode::cp_async_commit();
+  }
+  // The page fetch_next_page asked for (long landed, unless two copies are issued in one poll).
+  __device__ __forceinline__ int next_page() const {
+    decode::cp_async_wait<0>();
+    return *static_cast<volatile int*>(&st->next_page);
+  }
   // One thread (the issuer), before its first poll.
   __device__ void start(const decode::DecodeKernelParams& p) {
     IssuerState s;
     s.c.init_part(p);
-    s.c.fetch_page(p);
-    page = s.c.page;
-    s.c.page = 0;  // (a constant store: the smem copy does not wait for the load)
+    s.c.page = 0;
     s.j = 0;
     s.seg = -1;
     s.need_q = 1;
+    s.next_page = 0;
     *st = s;
+    fetch_next_page(p, s.c);
   }
   // One thread: issues every copy whose gate is open, in order, and returns at the first closed gate.
   __device__ __forceinline__ void poll(const Fp8DecodeParams& fp, const Bars& bars, uint32_t s_q_tile, uint32_t s_k0,
@@ -57,7 +80,11 @@ struct PolledTmaIssuer {
     if (gate == kDone) return;
     if (gate != kOpen && !decode::mbar_test(gate & ~1u, gate & 1u)) return;
     const decode::DecodeKernelParams& p = fp.d;
-    IssuerState s = *st;
+    IssuerState s;  // (every field but next_page, which a cp.async may still be writing)
+    s.c = st->c;
+    s.j = st->j;
+    s.seg = st->seg;
+    s.need_q = st->need_q;
     for (;;) {
       if (s.need_q) {
         ++s.seg;
@@ -65,11 +92,10 @@ struct PolledTmaIssuer {
         s.need_q = 0;
       } else {
         const int stage = s.j % kKStages;
-        issue_k_page(p, s.c, page, s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
+        issue_k_page(p, s.c, next_page(), s_k0 + stage * kSlabTileBytes, bars.k_full(stage));
         s.need_q = s.c.last_of_sequence();
         s.c.advance(p);
-        s.c.fetch_page(p);
-        page = s.c.page;
+        fetch_next_page(p, s.c);
         ++s.j;
         if (!s.c.valid()) {
           gate = kDone;
@@ -86,8 +112,10 @@ struct PolledTmaIssuer {
       }
       if (!decode::mbar_test(gate & ~1u, gate & 1u)) break;
     }
-    s.c.page = 0;
-    *st = s;
+    st->c = s.c;
+    st->j = s.j;
+    st->seg = s.seg;
+    st->need_q = s.need_q;
   }
 };
 
