@@ -24,8 +24,9 @@
 
 // Which transpose warp of the split form takes the page's sixth round (chunk pairs share, share + 3, ..., 15: share 0 has
 // six rounds, 1 and 2 five): the warp whose share is 0. 0 (default): warp 0. Session 69's per-warp phase sums (H100)
-// put warp 0 at ~1590 cycles for five rounds where warps 1-2 took ~1360, so the sixth round may belong to a faster warp
-// (opt-in until measured).
+// put warp 0 at ~1590 cycles for five rounds where warps 1-2 took ~1360, so the sixth round might belong to a faster
+// warp; session 70 measured 1 and 2 against 0 (H100): fp8 rows 10-18 within -0.9..+0.5 %, since at HEAD the warps
+// take alike per round (282 / 271 cycles). Kept for A/B runs.
 #ifndef MLA_FP8_WS_TR_SIXTH
 #define MLA_FP8_WS_TR_SIXTH 0
 #endif
