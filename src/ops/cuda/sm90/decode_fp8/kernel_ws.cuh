@@ -148,9 +148,9 @@ struct TrIssuingWaits {
     __syncwarp();
     mbar_wait(bar, parity);
   }
-  // The V^T stage wait polls too (session 70): a page's copy gate (k_empty of page j) opens while warp 0 may be
-  // waiting for page j + 1's V^T stage, and a blocking wait there kept the copy of page j + 2 behind the consumers'
-  // release of page j - 1 (session 59's 4-warp run: +30..+69 % on rows 13-18).
+  // The V^T stage wait polls too (session 70): a page's copy gate (k_empty of page j) may open while warp 0 waits for
+  // page j + 1's V^T stage, and a blocking wait there would hold the copy of page j + 2 behind the consumers' release
+  // of page j - 1. Measured (H100): no gain, rows 13-18 still +28..+76 % against the 3-warp form.
   __device__ void wait_vt(uint32_t bar, uint32_t parity) const { wait_k(bar, parity); }
   __device__ void between() const {
     if (lane == 0) poll();

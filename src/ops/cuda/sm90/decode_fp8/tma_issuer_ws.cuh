@@ -12,9 +12,10 @@
 // the transpose spilled 164 bytes, so that state lives in shared memory (IssuerState, in the barrier area) and only
 // the next copy's gate stays in a register across the rounds.
 // The next page's block-table entry comes by cp.async into IssuerState::next_page (session 70): held in a register,
-// the load's result was moved right after the load (a phi of the issue loop), so every issuing poll waited out the
-// load's latency under the kernel's own stream: 2268 cycles a page of warp 0's polls against ~150 for the other
-// warps' loop (per-warp phase sums, H100), and the 4-warp form ran rows 13-18 30-76 % slower than the 3-warp one.
+// the load's result was moved right after the load (a phi of the issue loop), so an issuing poll waited out the load.
+// That was not what makes the polls slow, though: warp 0's polls cost 2268 cycles a page before and 2246 after
+// (per-warp phase sums, H100, row 17; the other warps' loop ~150), and the form still runs rows 13-18 +31..+78 %
+// (bench/decode/NOTES.md "Session 70" 3).
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/ptx.h"
