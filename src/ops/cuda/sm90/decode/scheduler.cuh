@@ -77,7 +77,11 @@ struct PartCursor {
   // Issues the block-table load early: the copy that needs it is one mainloop step away, so its
   // latency (an L2 miss, often) stays off the critical path.
   __device__ void fetch_page(const DecodeKernelParams& p) {
-    if (valid()) page = hint >= 0 ? hint : p.block_table[static_cast<int64_t>(b) * p.block_table_stride + blk];
+    if (valid()) page = hint >= 0 ? hint : *page_entry(p);
+  }
+  // The current item's block-table entry (valid() only).
+  __device__ const int32_t* page_entry(const DecodeKernelParams& p) const {
+    return p.block_table + static_cast<int64_t>(b) * p.block_table_stride + blk;
   }
   // Prefetches the current item's page into L2 (after fetch_page).
   __device__ void prefetch_page(const DecodeKernelParams& p) const {

@@ -53,8 +53,8 @@ struct PolledTmaIssuer {
       st->next_page = c.hint;
       return;
     }
-    const int32_t* src = p.block_table + static_cast<int64_t>(c.b) * p.block_table_stride + c.blk;
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(decode::smem_u32(&st->next_page)), "l"(src)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(decode::smem_u32(&st->next_page)),
+                 "l"(c.page_entry(p))
                  : "memory");
     decode::cp_async_commit();
   }
