@@ -50,8 +50,16 @@ def main() -> int:
     ap.add_argument("base")
     ap.add_argument("variant")
     ap.add_argument("--filter", default="", help="only function names matching this regex")
+    ap.add_argument("--rename", action="append", default=[], metavar="REGEX=>REPL",
+                    help="rewrite the variant's function names (re.sub) before matching, e.g. a template argument "
+                         "the variant added with its default value; repeatable")
     a = ap.parse_args()
     base, var = functions(a.base), functions(a.variant)
+    for r in a.rename:
+        pat, sep, repl = r.partition("=>")
+        if not sep:
+            sys.exit(f"sass_diff: --rename wants REGEX=>REPL, got '{r}'")
+        var = {re.sub(pat, repl, n): f for n, f in var.items()}
     keep = re.compile(a.filter)
     names = sorted(n for n in set(base) | set(var) if keep.search(n))
     differ = [n for n in names if n in base and n in var and base[n] != var[n]]
