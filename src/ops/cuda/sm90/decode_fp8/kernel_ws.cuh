@@ -59,6 +59,7 @@
 // copy; the 3-warp form only). Session 59 ran them (NOTES.md "Session 59" 4: 256 row 17 -1.4 %, 512 -0.5 %) and added
 // 1024 / 2048, the parts of a switch's epilogue (epilogue_out_ws.cuh). Session 70: 4096 the transposers do chunk
 // pairs 0-7 only (transpose_ws.cuh): the bound of splitting each page's V^T between the two CTAs of a head-tile pair.
+// Session 71: 8192 the pair-split twin's copies move 16 bytes each (vt_pair_ws.cuh): that twin without its DSMEM bytes.
 // (The macro's default, 0, is in config_ws.h: transpose_ws.cuh, mainloop_ws.cuh and epilogue_out_ws.cuh read it too.)
 // The V^T transposer's split form (1, session 53: transpose_ws.cuh transpose_page_split, round 0 loaded before the
 // V^T stage wait and the K stage released after the last load) or the whole-round form before it (0: for A/B runs).
@@ -226,7 +227,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     }
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
     if (kPair && tw == 0) {
-      decode::mbar_expect_tx(bars.vt_full(vs), kVtHalfBytes);  // its arrival, and the peer's half to come
+      decode::mbar_expect_tx(bars.vt_full(vs), kPairPageCopyBytes);  // its arrival, and the peer's half to come
     } else {
       mbar_arrive(bars.vt_full(vs));
     }

@@ -32,6 +32,11 @@ namespace mla::sm90::decode_fp8 {
 
 constexpr int kVtPairChunkBytes = 32 * 64;      // one chunk pair in the halves layout: 32 rows of 64 bytes
 constexpr int kPeerFreeArrivals = 4;            // one per warp of the peer's reading warpgroup
+// Knock-out bit 8192 (kernel_ws.cuh MLA_FP8_WS_KO, session 71): each chunk pair's copy moves 16 bytes and a tail page's
+// 128, not 2 KB / 16 KB (wrong results): the twin's timing without the DSMEM bytes of its hand-off.
+constexpr bool kKoPairCopyBytes = (MLA_FP8_WS_KO & 8192) != 0;
+constexpr uint32_t kPairChunkCopyBytes = kKoPairCopyBytes ? 16 : kVtPairChunkBytes;
+constexpr uint32_t kPairPageCopyBytes = kKoPairCopyBytes ? 8 * 16 : kVtHalfBytes;  // a page's, from the peer (expect_tx)
 
 // Stateless: every address is taken where it is used (the transposers run in 56 registers, the consumers in 224 with
 // none to spare: the peer's addresses held in registers made ptxas spill the part cursor, 44-52 bytes).
@@ -47,7 +52,7 @@ struct VtPair {
     __syncwarp();
     if (lane == 0) {
       const uint32_t src = vt_chunk_pair_halves(s_vt, cp);
-      decode::bulk_copy_to_cluster(peer(src), src, kVtPairChunkBytes, peer(vt_full));
+      decode::bulk_copy_to_cluster(peer(src), src, kPairChunkCopyBytes, peer(vt_full));
     }
   }
   // Transposer, a tail page: zero this CTA's half past valid_keys, then send the whole half (tw: 0 .. n_threads - 1,
@@ -58,7 +63,7 @@ struct VtPair {
     zero_vt_tail<true>(half, valid_keys, tw, n_threads);
     decode::fence_proxy_async();
     decode::named_sync(kBarTranspose, n_threads);
-    if (tw == 0) decode::bulk_copy_to_cluster(peer(half), half, kVtHalfBytes, peer(vt_full));
+    if (tw == 0) decode::bulk_copy_to_cluster(peer(half), half, kPairPageCopyBytes, peer(vt_full));
   }
   // Consumer warpgroup wg, every lane of a warp, after its P.V of a stage completed (peer_free_local: this CTA's
   // peer_free barrier of that stage): the warpgroup that reads the peer's half tells the peer it may write the stage
