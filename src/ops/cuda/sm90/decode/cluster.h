@@ -64,4 +64,13 @@ __device__ __forceinline__ void bulk_copy_to_cluster(uint32_t dst_cluster, uint3
       : "memory");
 }
 
+// 16 bytes from registers into another CTA's shared memory (`dst_cluster`), completing 16 transactions on that CTA's
+// mbarrier `bar_cluster` (both from map_shared_to_rank): no copy engine between the registers and the peer.
+__device__ __forceinline__ void st_async_v4(uint32_t dst_cluster, const uint32_t (&v)[4], uint32_t bar_cluster) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(dst_cluster),
+      "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]), "r"(bar_cluster)
+      : "memory");
+}
+
 }  // namespace mla::sm90::decode

@@ -328,6 +328,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2]) {
     const int vs = jj % kVStages;
     mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
+    if constexpr (kPair && kPairStAsync) decode::fence_proxy_async();  // the peer's st.async half (vt_pair_ws.cuh)
     pv_page_ws<kPair>(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg,
                       p.scale_log2);
     mbar_arrive(bars.vt_empty(vs));
@@ -354,6 +355,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   auto issue_pv = [&](int jj, bool chained, int ph_wait = kPhVtWait1, int ph_issue = kPhPvIssue1) {
     const int vs = jj % kVStages;
     mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
+    if constexpr (kPair && kPairStAsync) decode::fence_proxy_async();  // the peer's st.async half (vt_pair_ws.cuh)
     ph.mark(ph_wait);
     if (!chained) decode::fence_operands(o_regs);
     decode::wgmma_fence();

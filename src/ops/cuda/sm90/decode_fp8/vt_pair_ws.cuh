@@ -37,6 +37,12 @@ constexpr int kPeerFreeArrivals = 4;            // one per warp of the peer's re
 constexpr bool kKoPairCopyBytes = (MLA_FP8_WS_KO & 8192) != 0;
 constexpr uint32_t kPairChunkCopyBytes = kKoPairCopyBytes ? 16 : kVtPairChunkBytes;
 constexpr uint32_t kPairPageCopyBytes = kKoPairCopyBytes ? 8 * 16 : kVtHalfBytes;  // a page's, from the peer (expect_tx)
+// MLA_FP8_WS_PAIR_SPLIT=2 (session 71): the hand-off by st.async (each lane re-reads 64 bytes of the chunk pair its
+// warp stored and stores them into the peer with complete_tx) instead of the copy engine's bulk copies, which session
+// 71 found to cost the twin ~60 % even at 16 bytes a copy (knock-out 8192): a latency, not the bytes. The consumers
+// then fence the generic-proxy stores into the async proxy after their vt_full wait.
+constexpr bool kPairStAsync = MLA_FP8_WS_PAIR_SPLIT == 2;
+static_assert(!kPairStAsync || !kKoPairCopyBytes, "knock-out 8192 is a bound of the bulk-copy form");
 
 // Stateless: every address is taken where it is used (the transposers run in 56 registers, the consumers in 224 with
 // none to spare: the peer's addresses held in registers made ptxas spill the part cursor, 44-52 bytes).
@@ -48,11 +54,28 @@ struct VtPair {
   // Transposer: chunk pair cp (this warp's stores, done) of the stage at s_vt (its vt_full: vt_full) into the peer's
   // same stage. Every lane fences its stores into the async proxy, then lane 0 issues.
   __device__ static void push_chunk_pair(uint32_t s_vt, uint32_t vt_full, int cp, int lane) {
-    decode::fence_proxy_async();
-    __syncwarp();
-    if (lane == 0) {
-      const uint32_t src = vt_chunk_pair_halves(s_vt, cp);
-      decode::bulk_copy_to_cluster(peer(src), src, kPairChunkCopyBytes, peer(vt_full));
+    if constexpr (kPairStAsync) {
+      __syncwarp();  // the warp's stmatrix rows are in shared memory (bar.warp.sync orders memory among its lanes)
+      push_units(vt_chunk_pair_halves(s_vt, cp) + 64 * lane, 4, 1, vt_full);
+    } else {
+      decode::fence_proxy_async();
+      __syncwarp();
+      if (lane == 0) {
+        const uint32_t src = vt_chunk_pair_halves(s_vt, cp);
+        decode::bulk_copy_to_cluster(peer(src), src, kPairChunkCopyBytes, peer(vt_full));
+      }
+    }
+  }
+  // st.async form: `n` 16-byte units from src, `stride` units apart, each into the peer's same address.
+  __device__ static void push_units(uint32_t src, int n, int stride, uint32_t vt_full) {
+    const uint32_t dst = peer(src), bar = peer(vt_full);
+#pragma unroll 4
+    for (int u = 0; u < n; ++u) {
+      uint32_t v[4];
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                   : "r"(src + 16 * stride * u));
+      decode::st_async_v4(dst + 16 * stride * u, v, bar);
     }
   }
   // Transposer, a tail page: zero this CTA's half past valid_keys, then send the whole half (tw: 0 .. n_threads - 1,
@@ -61,9 +84,15 @@ struct VtPair {
     const uint32_t half = s_vt + rank() * kVtHalfBytes;
     decode::named_sync(kBarTranspose, n_threads);  // the other warps' stmatrix are done
     zero_vt_tail<true>(half, valid_keys, tw, n_threads);
-    decode::fence_proxy_async();
-    decode::named_sync(kBarTranspose, n_threads);
-    if (tw == 0) decode::bulk_copy_to_cluster(peer(half), half, kPairPageCopyBytes, peer(vt_full));
+    if constexpr (kPairStAsync) {
+      decode::named_sync(kBarTranspose, n_threads);
+      // 1024 units of 16 bytes over the n_threads (96: 10 or 11 each)
+      push_units(half + 16 * tw, (kVtHalfBytes / 16 - tw + n_threads - 1) / n_threads, n_threads, vt_full);
+    } else {
+      decode::fence_proxy_async();
+      decode::named_sync(kBarTranspose, n_threads);
+      if (tw == 0) decode::bulk_copy_to_cluster(peer(half), half, kPairPageCopyBytes, peer(vt_full));
+    }
   }
   // Consumer warpgroup wg, every lane of a warp, after its P.V of a stage completed (peer_free_local: this CTA's
   // peer_free barrier of that stage): the warpgroup that reads the peer's half tells the peer it may write the stage
