@@ -8,9 +8,7 @@ vt_byte), the owner's P stores (p_byte, e4m3 words in the permuted key order), a
 128B-swizzle descriptor reads (start address + row * 128 within 8-row groups of SBO 1024, the XOR of
 address bits 4-6 with bits 7-9) for S = Q K^T (m64n64k32 x 18) and O = P V (m64n256k32 x 2 per
 warpgroup). Checks S and O against numpy with integer data (exact), that every V^T byte is written once,
-that masked keys read zero, and that the transpose's ldmatrix and stores are free of bank conflicts. Also the
-pair-split twin (vt_pair_ws.cuh): each CTA's half in the 64-byte-swizzle halves layout, the copies to the peer,
-tails, and P.V through 64-byte-swizzle descriptors.
+that masked keys read zero, and that the transpose's ldmatrix and stores are free of bank conflicts.
 Run: python3 scripts/check_fp8_ws_layouts.py (needs numpy; no GPU).
 """
 import numpy as np
@@ -197,110 +195,6 @@ def zero_vt_tail(vt, valid, n_threads):
     return vt
 
 
-UNSET = -1000  # a byte no stage holds (the data are small integers)
-
-
-def swz64(addr):  # 64B swizzle of a 512-aligned buffer: 16-byte chunk bits 4-5 ^= bits 7-8
-    return addr ^ (((addr >> 7) & 3) << 4)
-
-
-def vt_byte_halves(dim, group, t):  # the pair-split twin's V^T layout (config_ws.h, transpose_ws.cuh)
-    n, h = dim & 255, dim >> 8
-    return h * 16384 + n * 64 + ((group ^ ((n >> 1) & 3)) << 4) + 4 * t
-
-
-def transpose_halves(page_mem, rank, warps=3):
-    """transpose_ws.cuh transpose_page_split with kHalves: CTA `rank` of the pair takes chunk pairs 8 rank .. 8 rank + 7
-    (warp w: 8 rank + w, + 3, ...), stmatrix rows at vt_chunk_pair_halves + dim_off * 64, chunk g ^ ((dim_off >> 1) & 3).
-    Returns the CTA's stage (its half written, the other left UNSET) and the 2 KB pieces it copies to the peer."""
-    vt = np.full(2 * 16384, UNSET, dtype=np.int64)
-    written = np.zeros(2 * 16384, dtype=np.int64)
-    pushes = []
-    for warp in range(warps):
-        for cp in range(8 * rank + warp, 8 * rank + 8, warps):
-            for group in range(4):
-                addrs = [slab_offset(16 * group + (l & 7) + 8 * ((l >> 3) & 1), 2 * cp + (l >> 4))
-                         for l in range(32)]
-                lm = ldmatrix_trans(page_mem, addrs)
-                w = []
-                for lane in range(32):
-                    sa, sb = (0x7531, 0x6420) if lane >= 16 else (0x6420, 0x7531)
-                    w.append([sel(lm[lane][2 * q], lm[lane][2 * q + 1], sl) for q in range(2) for sl in (sa, sb)])
-                st_addr = []
-                for lane in range(32):
-                    k, r = lane >> 3, lane & 7
-                    dim_off = 16 * (k >> 1) + 2 * r + ((1 if r < 4 else 0) if (k & 1) else (1 if r >= 4 else 0))
-                    a = (cp >> 3) * 16384 + (cp & 7) * 2048 + dim_off * 64 + ((group ^ ((dim_off >> 1) & 3)) << 4)
-                    assert a == vt_byte_halves(32 * cp + dim_off, group, 0), "stmatrix row address vs halves layout"
-                    st_addr.append(a)
-                for k in range(4):
-                    assert banks_conflict_free(st_addr[8 * k:8 * k + 8], 16), "stmatrix conflict (halves)"
-                    for r in range(8):
-                        for t in range(4):
-                            for j in range(4):
-                                vt[st_addr[8 * k + r] + 4 * t + j] = w[4 * r + t][k][j]
-                                written[st_addr[8 * k + r] + 4 * t + j] += 1
-            pushes.append((cp >> 3) * 16384 + (cp & 7) * 2048)  # vt_chunk_pair_halves: one 2 KB piece
-    half = slice(16384 * rank, 16384 * rank + 16384)
-    assert (written[half] == 1).all() and (written == 0).sum() == 16384, "the CTA's half written exactly once"
-    return vt, pushes
-
-
-def zero_vt_tail_half(vt, rank, valid, n_threads):
-    """zero_vt_tail<true> on half `rank`: rows tw, tw + n, ... of 64 bytes, chunk g ^ ((row >> 1) & 3)."""
-    g0, r0 = valid >> 4, valid & 15
-    vt = vt.copy()
-    for tw in range(n_threads):
-        for row in range(tw, 256, n_threads):
-            for g in range(g0, 4):
-                addr = 16384 * rank + row * 64 + ((g ^ ((row >> 1) & 3)) << 4)
-                for w in range(4):
-                    keep = [2 * w < r0, 2 * w + 1 < r0, 8 + 2 * w < r0, 9 + 2 * w < r0]
-                    for b in range(4):
-                        a = addr + 4 * w + b
-                        vt[a] = vt[a] if (g == g0 and r0 != 0 and keep[b]) else 0
-    return vt
-
-
-def desc_read64(mem, start, rows, kbytes=32):
-    """K-major SW64 operand (sbo 512): element (row, k) at swz64(start + (row // 8) * 512 + (row % 8) * 64 + k)."""
-    out = np.zeros((rows, kbytes), dtype=np.int64)
-    for r in range(rows):
-        for k in range(kbytes):
-            out[r, k] = mem[swz64(start + (r // 8) * 512 + (r % 8) * 64 + k)]
-    return out
-
-
-def check_pair_split(km, kv, valid, p, pm_of):
-    """The pair-split twin: each CTA transposes its half, zeroes its tail, copies its pieces (tail pages: the whole half)
-    into the peer's stage; both stages then hold the same V^T, and each warpgroup's P.V (64-byte-swizzle descriptors at
-    16384 wg + 32 ks) gives P V."""
-    stages = []
-    for rank in range(2):
-        vt, pushes = transpose_halves(km, rank)
-        if valid < 64:
-            vt = zero_vt_tail_half(vt, rank, valid, 96)
-            pushes = [16384 * rank]
-        stages.append((vt, pushes, 2048 if valid == 64 else 16384))
-    for rank in range(2):
-        vt = stages[rank][0].copy()
-        peer_vt, peer_pushes, size = stages[rank ^ 1]
-        for off in peer_pushes:
-            vt[off:off + size] = peer_vt[off:off + size]
-        assert (vt != UNSET).all(), "every byte of the stage written (own half + the peer's copies)"
-        for par in range(4):
-            pm = pm_of(par)
-            for wg in range(2):
-                o = np.zeros((64, 256), dtype=np.int64)
-                for ks in range(2):
-                    a = desc_read(pm, p_half_offset(par) + 32 * ks, 64)
-                    b = desc_read64(vt, 16384 * wg + 32 * ks, 256)
-                    o += a @ b.T
-                v = kv[:, 256 * wg:256 * wg + 256].copy()
-                v[valid:] = 0
-                assert (o == p @ v).all(), f"O, pair split (rank {rank}, par {par}, wg {wg}, valid {valid})"
-
-
 def key_of(kappa):  # kappa = 4t + 2a + e <-> key 8a + 2t + e (within a 16-key group)
     t, a, e = kappa // 4, (kappa // 2) % 2, kappa % 2
     return 8 * a + 2 * t + e
@@ -337,8 +231,7 @@ def check(valid):
         vu = zero_vt_tail(vu, valid, 96)
     assert (vu == vt).all(), f"unmasked transpose + zero_vt_tail (valid {valid})"
     p = rng.integers(0, 5, size=(64, 64))
-
-    def pm_of(par):  # P half `par` (2 per 8 KB buffer) as the owner stores it
+    for par in range(4):  # P halves (2 per 8 KB buffer)
         pm = np.zeros(2 * 64 * 128, dtype=np.int64)
         for row in range(64):
             for group in range(4):
@@ -348,9 +241,6 @@ def check(valid):
                     a = p_byte(row, par, group, t4)
                     for j, key in enumerate(keys):
                         pm[a + j] = p[row, key]
-        return pm
-    for par in range(4):
-        pm = pm_of(par)
         for wg in range(2):
             o = np.zeros((64, 256), dtype=np.int64)
             for ks in range(2):
@@ -368,11 +258,9 @@ def check(valid):
                 byte = vt[n * 128 + (((4 * h + G) ^ (n & 7)) << 4) + kappa]
                 key = 16 * G + key_of(kappa)
                 assert byte == (kv[key, d] if key < valid else 0)
-    check_pair_split(km, kv, valid, p, pm_of)
 
 
 for valid in (64, 1, 16, 17, 48, 63):
     check(valid)
 
-print("ok: S, V^T (transpose, tail zeros / zero_vt_tail, bank conflicts), P and O layouts of the ws fp8 kernel, "
-      "and its pair-split twin's V^T halves (transpose, copies, tails, 64-byte-swizzle P.V)")
+print("ok: S, V^T (transpose, tail zeros / zero_vt_tail, bank conflicts), P and O layouts of the ws fp8 kernel")

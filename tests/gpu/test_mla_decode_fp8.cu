@@ -473,9 +473,9 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
                      }});
   }
   // An even number of 64-row head tiles (h_q 128 s_q 1, h_q 64 s_q 2, ...) launches in head-tile pairs ((1, 2, 1)
-  // clusters; in a -DMLA_FP8_WS_PAIR_SPLIT=1 build the pair's twin that splits each page's V^T, vt_pair_ws.cuh), and
-  // again as a plain grid (MLA_DECODE_HEAD_PAIRS=off, read on every call). Same tolerance: the same operands rounded at
-  // the same points; only where the CTAs run (and, split, which CTA transposes which half of V^T) differs.
+  // clusters, decode_head_pairs), and again as a plain grid (MLA_DECODE_HEAD_PAIRS=off, read on every call). Same
+  // tolerance: the same operands rounded at the same points; only where the CTAs run differs (a cluster twin of the
+  // kernel, as bench/decode/patches/fp8_ws_pair_split.patch builds, would differ in more).
   if (cs.h_q * cs.s_q >= 48 && (cs.h_q * cs.s_q + 63) / 64 % 2 == 0 && tokens <= 200000) {
     const std::string n = name + "_unpaired";
     cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {

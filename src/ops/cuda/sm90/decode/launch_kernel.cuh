@@ -16,9 +16,8 @@ namespace mla::sm90::decode {
 // MLA_DECODE_HEAD_PAIRS=off (decode_head_pairs, read here on every such launch), launch grid.y's head tiles in
 // (1, 2, 1) clusters where grid.y is even and the GPU can hold every pair at once (the grid is one wave and
 // must stay one: a cluster needs two free SMs of one GPC, which fewer SMs than the grid's CTAs may offer); else a
-// plain launch. kPairKernel: the instantiation the cluster launch runs (a twin that uses the cluster: the fp8 64-row
-// kernel's pair-split V^T, decode_fp8/vt_pair_ws.cuh), kKernel by default.
-template <auto kKernel, auto kPairKernel = kKernel, class P>
+// plain launch.
+template <auto kKernel, class P>
 Status launch_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t stream, const char* op = "mla_decode",
                      bool pairable = false) {
   bool pair = false;
@@ -27,10 +26,6 @@ Status launch_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t 
   static const cudaError_t attr = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   MLA_CUDA_TRY(op, attr);
   if (pair && grid.y % 2 == 0) {
-    static const cudaError_t pair_attr =
-        kPairKernel == kKernel ? attr
-                               : cudaFuncSetAttribute(kPairKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    MLA_CUDA_TRY(op, pair_attr);
     cudaLaunchAttribute cluster[1];
     cluster[0].id = cudaLaunchAttributeClusterDimension;
     cluster[0].val.clusterDim.x = 1;
@@ -49,7 +44,7 @@ Status launch_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t 
     int pairs = known_pairs.load(std::memory_order_relaxed);
     if (pairs < 0) {
       int n = 0;
-      if (cudaOccupancyMaxActiveClusters(&n, kPairKernel, &cfg) == cudaSuccess) {
+      if (cudaOccupancyMaxActiveClusters(&n, kKernel, &cfg) == cudaSuccess) {
         known_pairs.store(n, std::memory_order_relaxed);
         pairs = n;
       } else {
@@ -58,7 +53,7 @@ Status launch_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t 
     }
     if (2 * static_cast<int64_t>(pairs) >= static_cast<int64_t>(grid.x) * grid.y) {
       cfg.gridDim = grid;
-      MLA_CUDA_TRY(op, cudaLaunchKernelEx(&cfg, kPairKernel, p));
+      MLA_CUDA_TRY(op, cudaLaunchKernelEx(&cfg, kKernel, p));
       return Status::ok();
     }
   }
@@ -72,15 +67,13 @@ inline const DecodeKernelParams& decode_params_of(const DecodeKernelParams& p) {
 
 // The choice of every decode kernel with a fused-merge instantiation (fused_merge.cuh): kFusedKernel when the call
 // carries the plan's merge counters (mla_decode.cu keeps them only for kernels that have one), else kCombineKernel,
-// whose split sequences the combine grid merges. Arguments as launch_kernel's; kFusedPair / kCombinePair: the
-// cluster launch's twins (launch_kernel's kPairKernel).
-template <auto kFusedKernel, auto kCombineKernel, auto kFusedPair = kFusedKernel, auto kCombinePair = kCombineKernel,
-          class P>
+// whose split sequences the combine grid merges. Arguments as launch_kernel's.
+template <auto kFusedKernel, auto kCombineKernel, class P>
 Status launch_merging_kernel(const P& p, dim3 grid, int threads, int smem, cudaStream_t stream,
                              const char* op = "mla_decode", bool pairable = false) {
   if (decode_params_of(p).merge_counters != nullptr)
-    return launch_kernel<kFusedKernel, kFusedPair>(p, grid, threads, smem, stream, op, pairable);
-  return launch_kernel<kCombineKernel, kCombinePair>(p, grid, threads, smem, stream, op, pairable);
+    return launch_kernel<kFusedKernel>(p, grid, threads, smem, stream, op, pairable);
+  return launch_kernel<kCombineKernel>(p, grid, threads, smem, stream, op, pairable);
 }
 
 }  // namespace mla::sm90::decode

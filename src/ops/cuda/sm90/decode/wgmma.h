@@ -7,26 +7,15 @@
 
 namespace mla::sm90::decode {
 
-// Descriptor of a shared-memory wgmma operand: start address, leading / stride byte offsets, layout type (bits 62-63:
-// 1 the 128-byte swizzle, 2 the 64-byte swizzle).
-__device__ __forceinline__ uint64_t make_smem_desc_layout(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes,
-                                                          uint64_t layout) {
-  uint64_t d = static_cast<uint64_t>((smem_addr & 0x3FFFFu) >> 4);
-  d |= static_cast<uint64_t>((lbo_bytes >> 4) & 0x3FFFu) << 16;
-  d |= static_cast<uint64_t>((sbo_bytes >> 4) & 0x3FFFu) << 32;
-  d |= layout << 62;
-  return d;
-}
 // Descriptor of a 128B-swizzled operand (layout type 1). K-major tiles (Q, K, P): lbo unused (16),
 // sbo = 1024 between 8-row groups. MN-major tiles (V as the B of P.V): lbo = bytes between 64-column
 // slabs, sbo = 1024 between 8-key groups.
 __device__ __forceinline__ uint64_t make_smem_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
-  return make_smem_desc_layout(smem_addr, lbo_bytes, sbo_bytes, 1);
-}
-// The same for the 64-byte swizzle (layout type 2): rows 64 bytes apart, 16-byte chunk c of row r at c ^ ((r / 2) % 4),
-// 512-byte aligned 8-row groups (K-major rows of 64 bytes: sbo 512).
-__device__ __forceinline__ uint64_t make_smem_desc_sw64(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
-  return make_smem_desc_layout(smem_addr, lbo_bytes, sbo_bytes, 2);
+  uint64_t d = static_cast<uint64_t>((smem_addr & 0x3FFFFu) >> 4);
+  d |= static_cast<uint64_t>((lbo_bytes >> 4) & 0x3FFFu) << 16;
+  d |= static_cast<uint64_t>((sbo_bytes >> 4) & 0x3FFFu) << 32;
+  d |= static_cast<uint64_t>(1) << 62;
+  return d;
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }

@@ -7,9 +7,6 @@
 //     in its first 64 bytes, the TMA zero-fills the rest: the box reaches past the 576-byte row);
 //   V^T of a page: 256 rows, row n = [dim n: 64 keys | dim n + 256: 64 keys], so consumer warpgroup w
 //     reads its 256 dims at byte offset 64 w of every row (keys permuted, see transpose_ws.cuh);
-//     The pair-split twin (MLA_FP8_WS_PAIR_SPLIT, vt_pair_ws.cuh) stores V^T as two contiguous 16 KB halves
-//     instead (dims 0..255 / 256..511, 256 rows of 64 bytes in the 64-byte swizzle: chunk c of row n at
-//     c ^ ((n >> 1) % 4), 512-byte atoms), so a CTA's half is one piece to copy to its peer;
 //   P: 64 rows, page j's 64 keys at byte offset 64 (j % 2) (two consecutive pages share one buffer).
 // Page stages (K) and V^T stages are separate: a K stage is free once the owner's S and the transpose
 // are done, long before both P.V products end, so the next page's TMA starts early.
@@ -34,17 +31,10 @@ static_assert(kWsTrWarps == 3 || kWsTrWarps == 4, "3 transpose warps beside the 
 #ifndef MLA_FP8_WS_ISSUER_SLEEP_NS
 #define MLA_FP8_WS_ISSUER_SLEEP_NS 0
 #endif
-// Head-tile pairs split each page's V^T (session 71, vt_pair_ws.cuh): 1 builds, beside every 64-row ws kernel, a twin
-// for the (1, 2, 1) cluster launch whose CTA of rank r transposes only V^T half r (dims 256 r .. 256 r + 255) and
-// pushes it into the peer's stage; the plain launch keeps the unsplit kernel. 0 (default): no twin.
-#ifndef MLA_FP8_WS_PAIR_SPLIT
-#define MLA_FP8_WS_PAIR_SPLIT 0
-#endif
 constexpr int kWsThreads = 384;           // warpgroups 0, 1: consumers; 2: producer (TMA thread + transposers)
 constexpr int kWsConsumerThreads = 256;
 constexpr int kWsTransposeThreads = 32 * kWsTrWarps;
 constexpr int kVtBytes = kDimV * kBlockN;           // 32768
-constexpr int kVtHalfBytes = kVtBytes / 2;          // the split form's halves (vt_pair_ws.cuh)
 constexpr int kPBufBytes = kRowsPerCta * 128;        // 8192: P of two pages (64-byte halves of each row)
 constexpr int kWsBarrierBytes = 256;
 

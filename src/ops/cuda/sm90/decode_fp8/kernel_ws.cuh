@@ -42,7 +42,6 @@
 #include "ops/cuda/sm90/decode_fp8/timeline_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/tma_issuer_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/transpose_ws.cuh"
-#include "ops/cuda/sm90/decode_fp8/vt_pair_ws.cuh"
 
 // Knock-outs for measurements (diagnostics only: results are wrong by design; 0 in every normal build, whose SASS is
 // the same as without them): -DMLA_FP8_WS_KO=bits, 1 S not issued (scores 0), 2 no P.V wgmma (the part's last page
@@ -59,7 +58,6 @@
 // copy; the 3-warp form only). Session 59 ran them (NOTES.md "Session 59" 4: 256 row 17 -1.4 %, 512 -0.5 %) and added
 // 1024 / 2048, the parts of a switch's epilogue (epilogue_out_ws.cuh). Session 70: 4096 the transposers do chunk
 // pairs 0-7 only (transpose_ws.cuh): the bound of splitting each page's V^T between the two CTAs of a head-tile pair.
-// Session 71: 8192 the pair-split twin's copies move 16 bytes each (vt_pair_ws.cuh): that twin without its DSMEM bytes.
 // (The macro's default, 0, is in config_ws.h: transpose_ws.cuh, mainloop_ws.cuh and epilogue_out_ws.cuh read it too.)
 // The V^T transposer's split form (1, session 53: transpose_ws.cuh transpose_page_split, round 0 loaded before the
 // V^T stage wait and the K stage released after the last load) or the whole-round form before it (0: for A/B runs).
@@ -89,8 +87,6 @@ struct WsBarriers {
   __device__ uint32_t vt_empty(int v) const { return base + 8 * (2 * kKStages + kVStages + v); }
   __device__ uint32_t q_full() const { return base + 8 * (2 * kKStages + 2 * kVStages); }
   __device__ uint32_t q_empty() const { return q_full() + 8; }
-  // The pair-split twin's (vt_pair_ws.cuh): the peer's reading warpgroup released stage v.
-  __device__ uint32_t peer_free(int v) const { return q_full() + 16 + 8 * v; }
 };
 
 // One thread: Q tile of segment s once both consumers released segment s - 1's; page j into K stage
@@ -165,10 +161,8 @@ struct TrIssuingWaits {
 // 32 kTrWarps threads: V^T of page j into stage j % kVStages once both consumers are done with page
 // j - kVStages's; tokens past the sequence end become zeros. kSplitForm: transpose_ws.cuh's split form
 // (MLA_FP8_WS_TR_SPLIT; kernel_ws3.cuh keeps the whole-round form: the split one spilled 56 bytes under its
-// 56-register producer warpgroup there). waits: TrPlainWaits or TrIssuingWaits (above). kPair (the pair-split twin,
-// vt_pair_ws.cuh): only this CTA's half, each chunk pair also copied into the peer's stage.
-template <class S, int kTrWarps, bool kSplitForm = (MLA_FP8_WS_TR_SPLIT != 0), class Waits = TrPlainWaits,
-          bool kPair = false>
+// 56-register producer warpgroup there). waits: TrPlainWaits or TrIssuingWaits (above).
+template <class S, int kTrWarps, bool kSplitForm = (MLA_FP8_WS_TR_SPLIT != 0), class Waits = TrPlainWaits>
 __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& p, PartCursor c,
                                               const WsBarriers<S::kKStages, S::kVStages>& bars, uint32_t s_k0,
                                               uint32_t s_vt0, int tw, const Waits& waits = {}) {
@@ -178,8 +172,6 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
   // The split form (transpose_ws.cuh transpose_page_split) waits for K first and for the V^T stage after loading its
   // first round, and arrives on k_empty itself; the knock-out of the transpose keeps the whole form's order.
   constexpr bool kSplit = kSplitForm && (MLA_FP8_WS_KO & 4) == 0;
-  static_assert(!kPair || (kSplit && kTrWarps == 3 && (MLA_FP8_WS_KO & 4096) == 0),
-                "the pair-split twin is a form of the 3-warp split transposer");
   // The hook between rounds; in a phases build the 4-warp form's issuer polls count as "loop" (kTrLoop), not as
   // transposing (session 70: session 59 saw warp 0 transpose 3147 cycles a page against 889 for warps 1-3).
   constexpr bool kPolls = !std::is_same_v<Waits, TrPlainWaits>;
@@ -192,10 +184,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     const int ks = j % kKStages, vs = j % kVStages;
     ph.mark(kTrLoop);
     auto wait_vt = [&] {
-      if (j >= kVStages) {
-        waits.wait_vt(bars.vt_empty(vs), phase(j - kVStages, kVStages));
-        if constexpr (kPair) decode::mbar_wait_cluster(bars.peer_free(vs), phase(j - kVStages, kVStages));
-      }
+      if (j >= kVStages) waits.wait_vt(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     };
     if constexpr (!kSplit) {
       wait_vt();
@@ -206,17 +195,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     if (tw == 0 && j == 0) MLA_TL_MARK_FIRST(p.timeline, 9);  // timeline_ws.cuh: first K page landed (transposer)
     const uint32_t s_k = s_k0 + ks * kSlabTileBytes, s_vt = s_vt0 + vs * kVtBytes;
     const int valid_keys = c.seqlen - c.blk * kBlockN;
-    if constexpr (kPair) {
-      const bool full = valid_keys >= kBlockN;  // uniform (same page); a tail page is sent whole after its zeroing
-      transpose_page_split<kTrWarps, true>(s_k, s_vt, tw, [&] {
-        ph.mark(kTrTranspose);
-        wait_vt();
-        ph.mark(kTrVtWait);
-      }, bars.k_empty(ks), [&] { between(); }, VtPair::rank(), [&](int cp) {
-        if (full) VtPair::push_chunk_pair(s_vt, bars.vt_full(vs), cp, tw & 31);
-      });
-      if (!full) VtPair::zero_tail_and_push(s_vt, bars.vt_full(vs), valid_keys, tw, 32 * kTrWarps);
-    } else if constexpr (kSplit) {
+    if constexpr (kSplit) {
       transpose_page<kTrWarps>(s_k, s_vt, valid_keys, tw, [&] {
         ph.mark(kTrTranspose);
         wait_vt();
@@ -226,11 +205,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
       transpose_page<kTrWarps>(s_k, s_vt, valid_keys, tw);
     }
     decode::fence_proxy_async();  // generic stores, read by wgmma (async proxy) after vt_full
-    if (kPair && tw == 0) {
-      decode::mbar_expect_tx(bars.vt_full(vs), kPairPageCopyBytes);  // its arrival, and the peer's half to come
-    } else {
-      mbar_arrive(bars.vt_full(vs));
-    }
+    mbar_arrive(bars.vt_full(vs));
     if constexpr (!kSplit) mbar_arrive(bars.k_empty(ks));
     ph.mark(kTrTranspose);
     between();  // after the page's V^T is published, so a copy issued here does not delay it
@@ -266,9 +241,7 @@ __device__ __forceinline__ void ws_transposers_issuing(const Fp8DecodeParams& fp
   ws_transposer<S, kWsTrWarps>(fp.d, cur, bars, s_k0, s_vt0, tid, waits);
 }
 
-// kPair: the pair-split twin (vt_pair_ws.cuh): V^T in the halves layout, and the warpgroup that reads the peer's half
-// releases each stage to the peer too.
-template <class S, bool kFused, bool kPair = false>
+template <class S, bool kFused>
 __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCursor cur,
                                             const WsBarriers<S::kKStages, S::kVStages>& bars, uint8_t* smem, int wg,
                                             int tid) {
@@ -328,11 +301,8 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   auto pv = [&](int jj, const float (&m)[2], const float (&rowsum)[2]) {
     const int vs = jj % kVStages;
     mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
-    if constexpr (kPair && kPairStAsync) decode::fence_proxy_async();  // the peer's st.async half (vt_pair_ws.cuh)
-    pv_page_ws<kPair>(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg,
-                      p.scale_log2);
+    pv_page_ws(st, m, rowsum, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg, p.scale_log2);
     mbar_arrive(bars.vt_empty(vs));
-    if constexpr (kPair) VtPair::release(bars.peer_free(vs), wg, lane);
   };
   const float zero2[2] = {0.f, 0.f};
   // The page whose P.V group is in flight on O (-1: none); its V^T stage is released once a wait_group
@@ -340,10 +310,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   float(&o_regs)[128] = reinterpret_cast<float(&)[128]>(st.o);
   int pend = -1;
   auto release_pending = [&]() {
-    if ((MLA_FP8_WS_KO & 32) == 0 && pend >= 0) {
-      mbar_arrive(bars.vt_empty(pend % kVStages));
-      if constexpr (kPair) VtPair::release(bars.peer_free(pend % kVStages), wg, lane);
-    }
+    if ((MLA_FP8_WS_KO & 32) == 0 && pend >= 0) mbar_arrive(bars.vt_empty(pend % kVStages));
     pend = -1;
   };
   // chained: queued behind a P.V group that may still be in flight on O (same shape, same accumulator: the two
@@ -355,12 +322,11 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   auto issue_pv = [&](int jj, bool chained, int ph_wait = kPhVtWait1, int ph_issue = kPhPvIssue1) {
     const int vs = jj % kVStages;
     mbar_wait(bars.vt_full(vs), phase(jj, kVStages));
-    if constexpr (kPair && kPairStAsync) decode::fence_proxy_async();  // the peer's st.async half (vt_pair_ws.cuh)
     ph.mark(ph_wait);
     if (!chained) decode::fence_operands(o_regs);
     decode::wgmma_fence();
     if constexpr ((MLA_FP8_WS_KO & 2) == 0)
-      pv_issue_ws<kPair>(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
+      pv_issue_ws(o_regs, s_p + p_half_offset(jj % S::kPHalves), s_vt0 + vs * kVtBytes, wg);
     if constexpr ((MLA_FP8_WS_KO & 32) != 0) mbar_arrive(bars.vt_empty(vs));  // at the issue: a bound, not a schedule
     ph.mark(ph_issue);
   };
@@ -565,8 +531,7 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
 }
 
 // kFused: the fused merge (../decode/fused_merge.cuh; the combine-mode instantiation has none of its code).
-// kPair: the pair-split twin (vt_pair_ws.cuh), for the (1, 2, 1) cluster launch only.
-template <class S, bool kFused, bool kPair = false>
+template <class S, bool kFused>
 __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const __grid_constant__ Fp8DecodeParams fp) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   constexpr WsSmemLayout L = ws_smem_layout<S>();
@@ -587,43 +552,15 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
     }
     decode::mbar_init(bars.q_full(), 1);
     decode::mbar_init(bars.q_empty(), kWsConsumerThreads);
-    if constexpr (kPair)
-      for (int v = 0; v < kVStages; ++v) decode::mbar_init(bars.peer_free(v), kPeerFreeArrivals);
     decode::mbar_init_fence();
   }
-  if constexpr (kPair) {
-    static_assert((MLA_FP8_WS_KO & 32) == 0, "knock-out 32 frees V^T stages the peer may still be copying into");
-    static_assert(kWsTrWarps == 3 && 8 * (2 * kKStages + 3 * kVStages + 2) <= kWsBarrierBytes, "3-warp form");
-    decode::cluster_sync_all();  // the peer's barriers exist before any copy or remote arrive reaches them
-  } else {
-    __syncthreads();
-  }
-  // (A part empty here is empty for the peer too: the pair's CTAs share blockIdx.x, so both leave without the exit's
-  // cluster barrier.)
+  __syncthreads();
   PartCursor cur;
   if (!cur.init_part(p)) {  // an empty part: uniform across the CTA
     decode::FusedMerges<kFused>::zero_empty(p, threadIdx.x, blockDim.x);
     return;
   }
   const int wg = decode::ws_warpgroup(), tid = threadIdx.x % 128;
-  if constexpr (kPair) {
-    if (wg == 2) {
-      decode::setmaxnreg_dec<56>();
-      if (tid == 0) {
-        ws_producer<S>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
-                       blockIdx.y * kRowsPerCta);
-      } else if (tid >= 32) {
-        ws_transposer<S, kWsTrWarps, true, TrPlainWaits, true>(p, cur, bars, decode::smem_u32(smem + L.k_offset),
-                                                               decode::smem_u32(smem + L.vt_offset), tid - 32);
-      }
-    } else {
-      decode::setmaxnreg_inc<224>();
-      ws_consumer<S, kFused, true>(fp, cur, bars, smem, wg, tid);
-      if (threadIdx.x == 0) decode::clock_probe_stop();
-    }
-    decode::cluster_sync_all();  // no copy or remote arrive may reach an exited CTA
-    return;
-  }
   if (wg == 2) {
     decode::setmaxnreg_dec<56>();
     if constexpr (kWsTrWarps == 4) {

@@ -10,12 +10,9 @@ template <class S>
 Status launch_decode_fp8_ws(const Fp8DecodeParams& p, dim3 grid, cudaStream_t stream) {
   constexpr int smem = ws_smem_layout<S>().total;
   constexpr auto fused = &mla_decode_fp8_ws_kernel<S, true>, combine = &mla_decode_fp8_ws_kernel<S, false>;
-  // The cluster launch's twins: the pair-split V^T (config_ws.h MLA_FP8_WS_PAIR_SPLIT), else the same kernels.
-  constexpr auto fused_pair = &mla_decode_fp8_ws_kernel<S, true, MLA_FP8_WS_PAIR_SPLIT != 0>;
-  constexpr auto combine_pair = &mla_decode_fp8_ws_kernel<S, false, MLA_FP8_WS_PAIR_SPLIT != 0>;
-  return after_ws_launch(launch_fp8_merging_kernel<fused, combine, fused_pair, combine_pair>(
-                             p, grid, kWsThreads, smem, stream, /*pairable=*/true),
-                         stream, decode::kClockFp8Ws);
+  return after_ws_launch(
+      launch_fp8_merging_kernel<fused, combine>(p, grid, kWsThreads, smem, stream, /*pairable=*/true), stream,
+      decode::kClockFp8Ws);
 }
 
 template <class S>
@@ -23,10 +20,9 @@ Status launch_decode_fp8_ws_combined(const Fp8DecodeParams& p, dim3 grid, cudaSt
   if (p.d.merge_counters != nullptr)
     return Status::internal("mla_decode (fp8)", "this 64-row schedule has no fused merge (merge_counters given)");
   constexpr int smem = ws_smem_layout<S>().total;
-  constexpr auto kernel = &mla_decode_fp8_ws_kernel<S, false>;
-  constexpr auto pair = &mla_decode_fp8_ws_kernel<S, false, MLA_FP8_WS_PAIR_SPLIT != 0>;
-  return after_ws_launch(launch_fp8_kernel<kernel, pair>(p, grid, kWsThreads, smem, stream, /*pairable=*/true), stream,
-                         decode::kClockFp8Ws);
+  return after_ws_launch(launch_fp8_kernel<&mla_decode_fp8_ws_kernel<S, false>>(p, grid, kWsThreads, smem, stream,
+                                                                                 /*pairable=*/true),
+                         stream, decode::kClockFp8Ws);
 }
 
 }  // namespace mla::sm90::decode_fp8

@@ -12,19 +12,19 @@ namespace mla::sm90::decode_fp8 {
 
 // kKernel: the kernel's address (../decode/launch_kernel.cuh), errors named "mla_decode (fp8)".
 // pairable: head-tile pairs (../decode/launch_kernel.cuh launch_kernel).
-template <auto kKernel, auto kPairKernel = kKernel>
+template <auto kKernel>
 Status launch_fp8_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int smem, cudaStream_t stream,
                          bool pairable = false) {
-  return decode::launch_kernel<kKernel, kPairKernel>(p, grid, threads, smem, stream, "mla_decode (fp8)", pairable);
+  return decode::launch_kernel<kKernel>(p, grid, threads, smem, stream, "mla_decode (fp8)", pairable);
 }
 
 // A kernel with a fused-merge instantiation (../decode/launch_kernel.cuh launch_merging_kernel), errors named as above.
 // pairable: head-tile pairs (../decode/launch_kernel.cuh launch_kernel).
-template <auto kFusedKernel, auto kCombineKernel, auto kFusedPair = kFusedKernel, auto kCombinePair = kCombineKernel>
+template <auto kFusedKernel, auto kCombineKernel>
 Status launch_fp8_merging_kernel(const Fp8DecodeParams& p, dim3 grid, int threads, int smem, cudaStream_t stream,
                                  bool pairable = false) {
-  return decode::launch_merging_kernel<kFusedKernel, kCombineKernel, kFusedPair, kCombinePair>(
-      p, grid, threads, smem, stream, "mla_decode (fp8)", pairable);
+  return decode::launch_merging_kernel<kFusedKernel, kCombineKernel>(p, grid, threads, smem, stream,
+                                                                     "mla_decode (fp8)", pairable);
 }
 
 // Behind a 64-row warp-specialized launch (st: its status): the diagnostics builds' printer and clock fold

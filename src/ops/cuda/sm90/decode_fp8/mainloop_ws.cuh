@@ -101,15 +101,11 @@ __device__ __forceinline__ void store_p_e4m3(uint8_t* s_p, int half, int row, in
 
 // One page's P.V into this warpgroup's columns, issued and committed as one group (no fence, no wait): the
 // caller fences before the first group and waits (pv_page_ws; kernel_ws.cuh issue_pv).
-// kHalves: V^T in the pair-split twin's halves layout (config_ws.h): this warpgroup's half is 256 rows of 64 bytes in the
-// 64-byte swizzle, 8-row groups 512 bytes apart.
-template <bool kHalves = false>
 __device__ __forceinline__ void pv_issue_ws(float (&d)[128], uint32_t s_p_page, uint32_t s_vt, int wg) {
 #pragma unroll
   for (int ks = 0; ks < kBlockN / 32; ++ks)
     wgmma_m64n256k32_e4m3(d, decode::make_smem_desc(s_p_page + 32 * ks, 16, 1024),
-                          kHalves ? decode::make_smem_desc_sw64(s_vt + kVtHalfBytes * wg + 32 * ks, 16, 512)
-                                  : decode::make_smem_desc(s_vt + 64 * wg + 32 * ks, 16, 1024));
+                          decode::make_smem_desc(s_vt + 64 * wg + 32 * ks, 16, 1024));
   decode::wgmma_commit();
 }
 
@@ -148,14 +144,13 @@ __device__ __forceinline__ void rescale_o_ws(WsState& st, const float (&m_page)[
 // O_half = O_half * exp(m_o - m_page) + P_page V_page[:, half]; l likewise plus this warpgroup's own row
 // sums (zero for the other warpgroup's page). m_page: the page's running max as its owner used it.
 // s_p_page: the page's P half (P area + p_half_offset); s_vt: the page's V^T stage.
-template <bool kHalves = false>
 __device__ __forceinline__ void pv_page_ws(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
                                            uint32_t s_p_page, uint32_t s_vt, int wg, float scale_log2) {
   rescale_o_ws(st, m_page, rowsum, scale_log2);
   float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
   decode::fence_operands(d);
   decode::wgmma_fence();
-  pv_issue_ws<kHalves>(d, s_p_page, s_vt, wg);
+  pv_issue_ws(d, s_p_page, s_vt, wg);
   decode::wgmma_wait_all();
   decode::fence_operands(d);
 }

@@ -81,21 +81,6 @@ __device__ __forceinline__ void transpose_store(const TransposeLane& L, uint32_t
 #pragma unroll
   for (int g = 0; g < 4; ++g) stmatrix_x4(row + (((4 * h + g) ^ L.swz) << 4), w[g]);
 }
-// The pair-split twin's layout (config_ws.h, vt_pair_ws.cuh): chunk pair cp's 32 dims are rows 32 (cp % 8) .. + 31 of
-// half cp / 8, 64 bytes each: 2 KB in one piece. Key group G of dim d (row n = d % 256) at chunk G ^ ((n >> 1) % 4).
-// One stmatrix matrix's 8 rows (dims 2r + s(k, r) of 16, below) take the 8 values of (n % 2, (n >> 1) % 4), so its 8
-// 16-byte rows fall in 8 distinct 16-byte bank groups of 128 bytes: conflict-free, as in the 128-byte layout.
-__device__ __forceinline__ uint32_t vt_chunk_pair_halves(uint32_t s_vt, int cp) {
-  return s_vt + (cp >> 3) * kVtHalfBytes + (cp & 7) * (32 * 64);
-}
-__device__ __forceinline__ void transpose_store_halves(const TransposeLane& L, uint32_t s_vt, int cp,
-                                                       const uint32_t (&w)[4][4]) {
-  const uint32_t row = vt_chunk_pair_halves(s_vt, cp) + L.dim_off * 64;
-  const int swz = (L.dim_off >> 1) & 3;
-#pragma unroll
-  for (int g = 0; g < 4; ++g) stmatrix_x4(row + ((g ^ swz) << 4), w[g]);
-}
-
 // V^T with one stmatrix.x4 per (chunk pair, key group) instead of 16 four-byte stores (run W4: 20 % faster than
 // the 4-byte stores, which scripts/check_fp8_ws_layouts.py keeps as its reference). stmatrix is ldmatrix's inverse: register k of lane (g, t) is bytes 4t..4t+3 of row g
 // of matrix k, and lanes 8k..8k+7 give matrix k's row addresses. Lane (g, t) holds, per group and q, the
@@ -135,44 +120,32 @@ __device__ __forceinline__ void transpose_page_stsm(uint32_t s_page, uint32_t s_
 // to even out the warps' shares (20 / 22 / 22 group units a page instead of 24 / 20 / 20) cost +2..+3 % on top of it:
 // two warps then pay a sixth, short round's load latency.
 // between(): called after each round's stores but the last (the four-warp form's TMA polls there; a no-op otherwise).
-// kHalves (the pair-split twin, vt_pair_ws.cuh): only half `half`'s chunk pairs (8 half .. 8 half + 7), stored in the
-// halves layout; pushed(cp) is called after each round's stores (the twin copies that chunk pair to its peer there).
-template <int kWarps, bool kHalves = false, class WaitVt, class Between, class Pushed>
+template <int kWarps, class WaitVt, class Between>
 __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s_vt, int tw, WaitVt&& wait_vt,
-                                                     uint32_t k_empty, Between&& between, int half, Pushed&& pushed) {
+                                                     uint32_t k_empty, Between&& between) {
   // Knock-out bit 64 (kernel_ws.cuh MLA_FP8_WS_KO, session 54): arrive before the first load, so the producer may
   // refill the stage under this page's loads (wrong results): the timing of a K ring one stage deeper.
   constexpr bool kEarlyArrive = (MLA_FP8_WS_KO & 64) != 0;
   if constexpr (kEarlyArrive) decode::mbar_arrive(k_empty);
   // Knock-out bit 4096 (session 70): chunk pairs 0-7 only (dims 256-511 of V^T left as they are, wrong results): the
   // bound of a head-tile pair that splits each page's transpose between its two CTAs, without the hand-off's cost.
-  constexpr int kPairs = kHalves || (MLA_FP8_WS_KO & 4096) != 0 ? 8 : 16;
-  static_assert(kPairs >= 2 * kWarps, "every warp has a round after its first (its k_empty arrive is there)");
-  const int cp0 = kHalves ? 8 * half : 0, cp_end = cp0 + kPairs;
+  constexpr int kPairs = (MLA_FP8_WS_KO & 4096) != 0 ? 8 : 16;
   // This warp's share, its first chunk pair (MLA_FP8_WS_TR_SIXTH above: warp MLA_FP8_WS_TR_SIXTH takes share 0, the
   // six-round one; by default share = warp).
   const int share = kWarps == 3 && MLA_FP8_WS_TR_SIXTH != 0 ? ((tw >> 5) + 3 - MLA_FP8_WS_TR_SIXTH) % 3 : tw >> 5;
   const TransposeLane L(tw & 31);
   uint32_t w[4][4];
-  auto store = [&](int cp) {
-    if constexpr (kHalves) {
-      transpose_store_halves(L, s_vt, cp, w);
-    } else {
-      transpose_store(L, s_vt, cp, w);
-    }
-    pushed(cp);
-  };
-  transpose_load(L, s_page, cp0 + share, w);
+  transpose_load(L, s_page, share, w);
   wait_vt();
-  store(cp0 + share);
+  transpose_store(L, s_vt, share, w);
   between();
 #pragma unroll 1
-  for (int cp = cp0 + share + kWarps; cp < cp_end; cp += kWarps) {
+  for (int cp = share + kWarps; cp < kPairs; cp += kWarps) {
     transpose_load(L, s_page, cp, w);
     // this thread's last load from the K stage is done
-    if (!kEarlyArrive && cp + kWarps >= cp_end) decode::mbar_arrive(k_empty);
-    store(cp);
-    if (cp + kWarps < cp_end) between();  // (after the last round the caller polls, once V^T is published)
+    if (!kEarlyArrive && cp + kWarps >= kPairs) decode::mbar_arrive(k_empty);
+    transpose_store(L, s_vt, cp, w);
+    if (cp + kWarps < kPairs) between();  // (after the last round the caller polls, once V^T is published)
   }
 }
 
@@ -180,9 +153,6 @@ __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s
 // 16-byte chunks for the key groups past the tail's, the byte mask of the permuted key order (kappa = 4t + 2a + e
 // for key 16G + 8a + 2t + e) in the tail's group. Every (row, half) pair of the 256 x 2: threads take pairs tw,
 // tw + n, ... The caller syncs the transpose threads before (the bytes were stored by other warps' stmatrix).
-// kHalf (the pair-split twin): s_vt is one half of the halves layout (256 rows of 64 bytes), whose (row) items are
-// the threads' work.
-template <bool kHalf = false>
 __device__ __forceinline__ void zero_vt_tail(uint32_t s_vt, int valid_keys, int tw, int n_threads) {
   const int g0 = valid_keys >> 4, r0 = valid_keys & 15;
   uint32_t keep[4];  // bytes 4w .. 4w + 3 of the tail group's chunk (t = w): keys 2w, 2w + 1, 8 + 2w, 9 + 2w
@@ -190,11 +160,11 @@ __device__ __forceinline__ void zero_vt_tail(uint32_t s_vt, int valid_keys, int 
   for (int w = 0; w < 4; ++w)
     keep[w] = (2 * w < r0 ? 0xFFu : 0u) | (2 * w + 1 < r0 ? 0xFF00u : 0u) | (8 + 2 * w < r0 ? 0xFF0000u : 0u) |
               (9 + 2 * w < r0 ? 0xFF000000u : 0u);
-  for (int i = tw; i < (kHalf ? 256 : 2 * 256); i += n_threads) {
-    const int row = kHalf ? i : i >> 1, h = kHalf ? 0 : i & 1;
-    const uint32_t base = s_vt + row * (kHalf ? 64 : 128);
+  for (int i = tw; i < 2 * 256; i += n_threads) {
+    const int row = i >> 1, h = i & 1;
+    const uint32_t base = s_vt + row * 128;
     for (int g = g0; g < 4; ++g) {
-      const uint32_t addr = base + ((kHalf ? g ^ ((row >> 1) & 3) : (4 * h + g) ^ (row & 7)) << 4);
+      const uint32_t addr = base + (((4 * h + g) ^ (row & 7)) << 4);
       uint32_t v[4] = {0u, 0u, 0u, 0u};
       if (g == g0 && r0 != 0) {
         asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
@@ -230,7 +200,7 @@ __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, i
 template <int kWarps, class WaitVt, class Between>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw,
                                                WaitVt&& wait_vt, uint32_t k_empty, Between&& between) {
-  transpose_page_split<kWarps>(s_page, s_vt, tw, wait_vt, k_empty, between, 0, [](int) {});
+  transpose_page_split<kWarps>(s_page, s_vt, tw, wait_vt, k_empty, between);
   fix_vt_tail<kWarps>(s_vt, valid_keys, tw);
 }
 
