@@ -18,19 +18,9 @@
 #endif
 namespace mla::sm90::decode_fp8 {
 
-// Transpose warps of the producer warpgroup (kernel_ws.cuh): 3 (warps 1..3, beside warp 0's TMA thread), or 4 with the
-// copies issued by lane 0 of transpose warp 0 between its rounds (tma_issuer_ws.cuh; session 55, for A/B runs).
-#ifndef MLA_FP8_WS_TR_WARPS
-#define MLA_FP8_WS_TR_WARPS 3
-#endif
-constexpr int kWsTrWarps = MLA_FP8_WS_TR_WARPS;
-static_assert(kWsTrWarps == 3 || kWsTrWarps == 4, "3 transpose warps beside the TMA thread's, or 4");
-// The 4-warp form's issuer (lane 0 of transpose warp 0) spins on its K page's k_full between polls, taking issue slots
-// of SM sub-partition 0 beside consumer warps 0 and 4. N > 0: a __nanosleep(N) after each poll of that spin (for A/B
-// runs, session 56; 0 in every normal build).
-#ifndef MLA_FP8_WS_ISSUER_SLEEP_NS
-#define MLA_FP8_WS_ISSUER_SLEEP_NS 0
-#endif
+// Transpose warps of the producer warpgroup (kernel_ws.cuh): warps 1..3, beside warp 0's TMA thread. (A fourth, with
+// the copies issued by one of them between its rounds, lost: bench/decode/patches/fp8_ws_four_transpose_warps.patch.)
+constexpr int kWsTrWarps = 3;
 constexpr int kWsThreads = 384;           // warpgroups 0, 1: consumers; 2: producer (TMA thread + transposers)
 constexpr int kWsConsumerThreads = 256;
 constexpr int kWsTransposeThreads = 32 * kWsTrWarps;

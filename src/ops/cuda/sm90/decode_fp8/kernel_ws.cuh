@@ -7,9 +7,9 @@
 //   warpgroup 2, warp 0, one thread: TMA of the Q tile per segment and of each page into kKStages K stages
 //     (k_full: TMA bytes; k_empty: the owner's S and the transpose are done with the page);
 //   warpgroup 2, warps 1..3: V^T of each page into kVStages V^T stages (transpose_ws.cuh; vt_full: 96
-//     arrivals; vt_empty: both consumers' P.V done); with MLA_FP8_WS_TR_WARPS=4 (config_ws.h, session 55) warps
-//     0..3 transpose (vt_full: 128 arrivals) and lane 0 of warp 0 issues the copies between its rounds
-//     (tma_issuer_ws.cuh);
+//     arrivals; vt_empty: both consumers' P.V done). (Four transpose warps with the copies issued by one of them
+//     between its rounds, sessions 55-71, lost 27-78 % to that warp's polls: bench/decode/patches/
+//     fp8_ws_four_transpose_warps.patch.)
 //   warpgroups 0 / 1: consumers owning output columns [0, 256) / [256, 512). Page j belongs to warpgroup
 //     j % 2, which computes S (m64n64k32), the softmax against the running max of page j - 1 and P (e4m3)
 //     into half j % 2 of the P buffer; both warpgroups add P V for their half (m64n256k32).
@@ -29,7 +29,6 @@
 // which is what makes 4 halves safe (2 would race). s_m[j % kPHalves] is read right after the P_j wait, before the
 // reader's own signal, so kPHalves entries suffice (2 would, too).
 #include <cstdint>
-#include <type_traits>
 
 #include "mla/ops/decode_running_max.h"
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
@@ -40,7 +39,6 @@
 #include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/phases_ws.cuh"  // per-phase clock sums (nothing outside a -DMLA_DECODE_PHASES build)
 #include "ops/cuda/sm90/decode_fp8/timeline_ws.cuh"
-#include "ops/cuda/sm90/decode_fp8/tma_issuer_ws.cuh"
 #include "ops/cuda/sm90/decode_fp8/transpose_ws.cuh"
 
 // Knock-outs for measurements (diagnostics only: results are wrong by design; 0 in every normal build, whose SASS is
@@ -120,77 +118,31 @@ __device__ __forceinline__ void ws_producer(const Fp8DecodeParams& fp, PartCurso
   }
 }
 
-// A transpose warp's waits and its hook between rounds: plain waits, nothing between (every transpose warp of the
-// 3-warp form, warps 1..3 of the 4-warp form).
-struct TrPlainWaits {
-  __device__ void wait_k(uint32_t bar, uint32_t parity) const { mbar_wait(bar, parity); }
-  __device__ void wait_vt(uint32_t bar, uint32_t parity) const { mbar_wait(bar, parity); }
-  __device__ void between() const {}
-};
-// Warp 0 of the 4-warp form: lane 0 polls the TMA issuer (tma_issuer_ws.cuh) between rounds and while it waits, the
-// other lanes wait at the warp barrier; then every lane takes the barrier's phase itself (its acquire of the TMA's or
-// the consumers' writes).
-template <class Issuer, class Bars>
-struct TrIssuingWaits {
-  Issuer& is;
-  const Fp8DecodeParams& fp;
-  const Bars& bars;
-  uint32_t s_q_tile, s_k0;
-  int tile_row0, lane;
-  __device__ void poll() const { is.poll(fp, bars, s_q_tile, s_k0, tile_row0); }
-  __device__ void wait_k(uint32_t bar, uint32_t parity) const {
-    if (lane == 0) {
-      while (!decode::mbar_test(bar, parity)) {
-        poll();
-        if constexpr (MLA_FP8_WS_ISSUER_SLEEP_NS > 0) __nanosleep(MLA_FP8_WS_ISSUER_SLEEP_NS);
-      }
-    }
-    __syncwarp();
-    mbar_wait(bar, parity);
-  }
-  // The V^T stage wait polls too (session 70): a page's copy gate (k_empty of page j) may open while warp 0 waits for
-  // page j + 1's V^T stage, and a blocking wait there would hold the copy of page j + 2 behind the consumers' release
-  // of page j - 1. Measured (H100): no gain, rows 13-18 still +28..+76 % against the 3-warp form.
-  __device__ void wait_vt(uint32_t bar, uint32_t parity) const { wait_k(bar, parity); }
-  __device__ void between() const {
-    if (lane == 0) poll();
-    __syncwarp();
-  }
-};
-
 // 32 kTrWarps threads: V^T of page j into stage j % kVStages once both consumers are done with page
 // j - kVStages's; tokens past the sequence end become zeros. kSplitForm: transpose_ws.cuh's split form
 // (MLA_FP8_WS_TR_SPLIT; kernel_ws3.cuh keeps the whole-round form: the split one spilled 56 bytes under its
-// 56-register producer warpgroup there). waits: TrPlainWaits or TrIssuingWaits (above).
-template <class S, int kTrWarps, bool kSplitForm = (MLA_FP8_WS_TR_SPLIT != 0), class Waits = TrPlainWaits>
+// 56-register producer warpgroup there).
+template <class S, int kTrWarps, bool kSplitForm = (MLA_FP8_WS_TR_SPLIT != 0)>
 __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& p, PartCursor c,
                                               const WsBarriers<S::kKStages, S::kVStages>& bars, uint32_t s_k0,
-                                              uint32_t s_vt0, int tw, const Waits& waits = {}) {
+                                              uint32_t s_vt0, int tw) {
   constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
   int j = 0;
   decode::ProducerPhaseSums ph;  // diagnostics only (../decode/phase_sums.cuh, phases_ws.cuh)
   // The split form (transpose_ws.cuh transpose_page_split) waits for K first and for the V^T stage after loading its
   // first round, and arrives on k_empty itself; the knock-out of the transpose keeps the whole form's order.
   constexpr bool kSplit = kSplitForm && (MLA_FP8_WS_KO & 4) == 0;
-  // The hook between rounds; in a phases build the 4-warp form's issuer polls count as "loop" (kTrLoop), not as
-  // transposing (session 70: session 59 saw warp 0 transpose 3147 cycles a page against 889 for warps 1-3).
-  constexpr bool kPolls = !std::is_same_v<Waits, TrPlainWaits>;
-  auto between = [&] {
-    if constexpr (kPolls) ph.mark(kTrTranspose);
-    waits.between();
-    if constexpr (kPolls) ph.mark(kTrLoop);
-  };
   while (c.valid()) {
     const int ks = j % kKStages, vs = j % kVStages;
     ph.mark(kTrLoop);
     auto wait_vt = [&] {
-      if (j >= kVStages) waits.wait_vt(bars.vt_empty(vs), phase(j - kVStages, kVStages));
+      if (j >= kVStages) mbar_wait(bars.vt_empty(vs), phase(j - kVStages, kVStages));
     };
     if constexpr (!kSplit) {
       wait_vt();
       ph.mark(kTrVtWait);
     }
-    waits.wait_k(bars.k_full(ks), phase(j, kKStages));
+    mbar_wait(bars.k_full(ks), phase(j, kKStages));
     ph.mark(kTrKWait);
     if (tw == 0 && j == 0) MLA_TL_MARK_FIRST(p.timeline, 9);  // timeline_ws.cuh: first K page landed (transposer)
     const uint32_t s_k = s_k0 + ks * kSlabTileBytes, s_vt = s_vt0 + vs * kVtBytes;
@@ -200,7 +152,7 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
         ph.mark(kTrTranspose);
         wait_vt();
         ph.mark(kTrVtWait);
-      }, bars.k_empty(ks), [&] { between(); });
+      }, bars.k_empty(ks));
     } else if constexpr ((MLA_FP8_WS_KO & 4) == 0) {
       transpose_page<kTrWarps>(s_k, s_vt, valid_keys, tw);
     }
@@ -208,37 +160,12 @@ __device__ __forceinline__ void ws_transposer(const decode::DecodeKernelParams& 
     mbar_arrive(bars.vt_full(vs));
     if constexpr (!kSplit) mbar_arrive(bars.k_empty(ks));
     ph.mark(kTrTranspose);
-    between();  // after the page's V^T is published, so a copy issued here does not delay it
     ph.page();
     if (tw == 0 && c.last_of_sequence() && c.b == c.end_b) MLA_TL_MARK_LAST(p.timeline, 11);  // last V^T written
     c.advance(p);
     ++j;
   }
   if ((tw & 31) == 0) ph.store_producer_warp(tw >> 5);  // per transpose warp (phase_sums.cuh)
-}
-
-// The producer warpgroup of the 4-warp form (MLA_FP8_WS_TR_WARPS 4): four transpose warps, lane 0 of warp 0 also
-// issuing the copies (tma_issuer_ws.cuh); tid: 0..127 in the warpgroup.
-template <class S>
-__device__ __forceinline__ void ws_transposers_issuing(const Fp8DecodeParams& fp, const PartCursor& cur,
-                                                       const WsBarriers<S::kKStages, S::kVStages>& bars, uint8_t* smem,
-                                                       int tid) {
-  constexpr int kKStages = S::kKStages, kVStages = S::kVStages;
-  using Bars = WsBarriers<kKStages, kVStages>;
-  using Issuer = PolledTmaIssuer<kKStages, Bars>;
-  static_assert(8 * (2 * kKStages + 2 * kVStages + 2) <= kIssuerStateOffset, "mbarriers, then the issuer's state");
-  constexpr WsSmemLayout L = ws_smem_layout<S>();
-  const uint32_t s_k0 = decode::smem_u32(smem + L.k_offset), s_vt0 = decode::smem_u32(smem + L.vt_offset);
-  if (tid >= 32) {
-    ws_transposer<S, kWsTrWarps>(fp.d, cur, bars, s_k0, s_vt0, tid);
-    return;
-  }
-  // Lane 0 alone walks the issuer; the other lanes hold an unused copy.
-  Issuer issuer(reinterpret_cast<IssuerState*>(smem + L.bar_offset + kIssuerStateOffset));
-  if (tid == 0) issuer.start(fp.d);
-  const TrIssuingWaits<Issuer, Bars> waits{
-      issuer, fp, bars, decode::smem_u32(smem + L.q_offset), s_k0, static_cast<int>(blockIdx.y) * kRowsPerCta, tid};
-  ws_transposer<S, kWsTrWarps>(fp.d, cur, bars, s_k0, s_vt0, tid, waits);
 }
 
 template <class S, bool kFused>
@@ -563,9 +490,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) mla_decode_fp8_ws_kernel(const 
   const int wg = decode::ws_warpgroup(), tid = threadIdx.x % 128;
   if (wg == 2) {
     decode::setmaxnreg_dec<56>();
-    if constexpr (kWsTrWarps == 4) {
-      ws_transposers_issuing<S>(fp, cur, bars, smem, tid);
-    } else if (tid == 0) {
+    if (tid == 0) {
       ws_producer<S>(fp, cur, bars, decode::smem_u32(smem + L.q_offset), decode::smem_u32(smem + L.k_offset),
                      blockIdx.y * kRowsPerCta);
     } else if (tid >= 32) {

@@ -56,7 +56,7 @@ __device__ __forceinline__ void issue_page_tma(const decode::DecodeKernelParams&
 }
 
 // Producer: cursor c's page (physical page `page`) into the K stage at dst, onto its k_full barrier, and the
-// timeline's last-TMA mark; the one copy step of both issuers (kernel_ws.cuh ws_producer, tma_issuer_ws.cuh).
+// timeline's last-TMA mark (kernel_ws.cuh ws_producer).
 // Knock-outs (kernel_ws.cuh MLA_FP8_WS_KO): 16 completes k_full by a plain arrive, no copy; 128 copies no rope box.
 __device__ __forceinline__ void issue_k_page(const decode::DecodeKernelParams& p, const PartCursor& c, int page,
                                              uint32_t dst, uint32_t k_full) {

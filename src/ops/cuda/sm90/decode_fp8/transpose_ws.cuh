@@ -96,7 +96,7 @@ __device__ __forceinline__ void transpose_store(const TransposeLane& L, uint32_t
 // the ldmatrix latency 6 times per page (runs W8-W10: 2 per round paid it 12 times and the transposer sat on the
 // critical path; 8 per round spills in the producer warpgroup's 56 registers). No tail mask here: an AND per word
 // on every page was 3 % slower (W9); tail pages are fixed up by zero_vt_tail.
-// kWarps: the transpose warps (3, or 4 in kernel_ws.cuh's MLA_FP8_WS_TR_WARPS form).
+// kWarps: the transpose warps (3).
 template <int kWarps>
 __device__ __forceinline__ void transpose_page_stsm(uint32_t s_page, uint32_t s_vt, int tw) {
   const int warp = tw >> 5;
@@ -119,10 +119,9 @@ __device__ __forceinline__ void transpose_page_stsm(uint32_t s_page, uint32_t s_
 // H200 (bench/decode/NOTES.md "Session 53" c3): fp8 rows 16-18 -2.0 %, 13-15 -1.1..-1.8 %. Moving pair 15's key groups
 // to even out the warps' shares (20 / 22 / 22 group units a page instead of 24 / 20 / 20) cost +2..+3 % on top of it:
 // two warps then pay a sixth, short round's load latency.
-// between(): called after each round's stores but the last (the four-warp form's TMA polls there; a no-op otherwise).
-template <int kWarps, class WaitVt, class Between>
+template <int kWarps, class WaitVt>
 __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s_vt, int tw, WaitVt&& wait_vt,
-                                                     uint32_t k_empty, Between&& between) {
+                                                     uint32_t k_empty) {
   // Knock-out bit 64 (kernel_ws.cuh MLA_FP8_WS_KO, session 54): arrive before the first load, so the producer may
   // refill the stage under this page's loads (wrong results): the timing of a K ring one stage deeper.
   constexpr bool kEarlyArrive = (MLA_FP8_WS_KO & 64) != 0;
@@ -138,14 +137,12 @@ __device__ __forceinline__ void transpose_page_split(uint32_t s_page, uint32_t s
   transpose_load(L, s_page, share, w);
   wait_vt();
   transpose_store(L, s_vt, share, w);
-  between();
 #pragma unroll 1
   for (int cp = share + kWarps; cp < kPairs; cp += kWarps) {
     transpose_load(L, s_page, cp, w);
     // this thread's last load from the K stage is done
     if (!kEarlyArrive && cp + kWarps >= kPairs) decode::mbar_arrive(k_empty);
     transpose_store(L, s_vt, cp, w);
-    if (cp + kWarps < kPairs) between();  // (after the last round the caller polls, once V^T is published)
   }
 }
 
@@ -197,10 +194,10 @@ __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, i
   fix_vt_tail<kWarps>(s_vt, valid_keys, tw);
 }
 // The split form: wait_vt() waits for the V^T stage, k_empty is the K stage's empty barrier (arrived on here).
-template <int kWarps, class WaitVt, class Between>
+template <int kWarps, class WaitVt>
 __device__ __forceinline__ void transpose_page(uint32_t s_page, uint32_t s_vt, int valid_keys, int tw,
-                                               WaitVt&& wait_vt, uint32_t k_empty, Between&& between) {
-  transpose_page_split<kWarps>(s_page, s_vt, tw, wait_vt, k_empty, between);
+                                               WaitVt&& wait_vt, uint32_t k_empty) {
+  transpose_page_split<kWarps>(s_page, s_vt, tw, wait_vt, k_empty);
   fix_vt_tail<kWarps>(s_vt, valid_keys, tw);
 }
 
