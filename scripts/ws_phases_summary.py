@@ -24,8 +24,7 @@ NAMES = {
     "fp8": (["k_full wait", "S issue", "P(j-1) wait", "S tail", "rescale", "V^T(j-1) wait", "PV(j-1) issue",
              "releases", "softmax", "vote+signal", "V^T(j) wait", "PV(j) issue", "PV(j-1) wait", "PV(j) drain",
              "between own pages", "sequence switch"],
-            # producer side = the V^T transposers
-            ["vt_empty wait", "k_full wait", "transpose", "loop"], None),
+            ["vt_empty wait", "k_full wait", "transpose", "loop"], None),  # producer side = the V^T transposers
     "ws3": (["scorer: top / Q wait", "k_full wait", "S issue", "P(j-1) signal", "S wait", "release + lengths",
              "P slot wait", "softmax", "fence", "acc: P wait", "rescale", "V^T wait", "PV issue", "PV wait",
              "release", "loop / epilogue"],

@@ -11,7 +11,7 @@ namespace mla::sm90::decode_fp8 {
 // softmax, P of every page), 3 the producer (warp 0 lane 0: TMA of Q and pages; warps 1..3: V^T transposers).
 constexpr int kWs3Threads = 512;
 constexpr int kWs3Scorer = 2, kWs3Producer = 3;
-// Transpose warps: 1..3 of the producer warpgroup (the 3-warp form of kernel_ws.cuh's ws_transposer).
+// Transpose warps: 1..3 of the producer warpgroup (kernel_ws.cuh's ws_transposer, as in the ws kernel).
 constexpr int kWs3TrWarps = 3, kWs3TransposeThreads = 32 * kWs3TrWarps;
 constexpr int kWs3KStages = 2, kWs3VStages = 2;
 constexpr int kWs3PSlots = 4;  // P halves (two per 8 KB buffer) with their row maxima and row sums

@@ -53,9 +53,10 @@
 // 128 -1.7 / -2.1 %, 16 -8.4 / -7.6 %, 4 -15.2 / -17.1 %. Session 55 (bounds of a sequence switch, not yet run): 256
 // the epilogues of segments other than the part's last write nothing (both warpgroups skip them alike, so neither
 // exchanges row sums); 512 a new segment keeps the previous segment's Q tile (the producer completes q_full without a
-// copy; the 3-warp form only). Session 59 ran them (NOTES.md "Session 59" 4: 256 row 17 -1.4 %, 512 -0.5 %) and added
+// copy). Session 59 ran them (NOTES.md "Session 59" 4: 256 row 17 -1.4 %, 512 -0.5 %) and added
 // 1024 / 2048, the parts of a switch's epilogue (epilogue_out_ws.cuh). Session 70: 4096 the transposers do chunk
-// pairs 0-7 only (transpose_ws.cuh): the bound of splitting each page's V^T between the two CTAs of a head-tile pair.
+// pairs 0-7 only (transpose_ws.cuh): the bound of splitting each page's V^T between the two CTAs of a head-tile pair
+// (session 71 built that split: 27-84 % slower, bench/decode/NOTES.md "Session 71").
 // (The macro's default, 0, is in config_ws.h: transpose_ws.cuh, mainloop_ws.cuh and epilogue_out_ws.cuh read it too.)
 // The V^T transposer's split form (1, session 53: transpose_ws.cuh transpose_page_split, round 0 loaded before the
 // V^T stage wait and the K stage released after the last load) or the whole-round form before it (0: for A/B runs).
