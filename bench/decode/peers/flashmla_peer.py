@@ -8,7 +8,8 @@ bench_decode, so a row's ratio no longer mixes two machines:
                  of the anchor's 9241ae3 era (csrc/kerutils, csrc/sm90/decode/dense) but compiled by vLLM without
                  --use_fast_math (its SASS wraps each MUFU.EX2 of the softmax in the precise exp2f's FSETP / FMULs;
                  upstream's setup.py builds with fast math). Its kernel alone is 13-100 % slower than 9241ae3's
-                 whole call (BENCHMARKS.md "Session 43", "Session 48"): not a stand-in for the "FlashMLA bf16" column;
+                 whole call (BENCHMARKS.md "Session 43", "Session 48"): not a stand-in for the "FlashMLA bf16" column
+                 (the same source built with upstream's flags runs 3-79 % faster: BENCHMARKS.md "Session 73");
   pr54_fp8       the community FP8 kernel vLLM vendors (torch.ops._flashmla_extension_C.fwd_kvcache_mla_fp8), the
                  "PR54 fp8" column (q and cache e4m3, one scale each, bf16 out): within 0.2-3 % of its anchor;
   pr54_bf16      the same op on bf16 q and cache (the "PR54 bf16" column): this build refuses it.
