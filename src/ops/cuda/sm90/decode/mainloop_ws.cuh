@@ -283,9 +283,9 @@ inline constexpr bool kWsExactAlpha = Traits::kFormat == KvFormat::kFp8Ds;
 // kExactOne: alpha = 1 where the row's max stayed. Computed, alpha is ex2 of an FFMA (ptxas contracts m s - fl(m_page s))
 // whose result is the rounding error of m s, not 0, so it comes out 1 +- an ulp and the skip almost never fires
 // (session 73's ncu of bf16 row 17: taken 0 times in 65536; with kExactOne on about half the pages, FMULs 1056 -> 527
-// a page-tile). Measured on an H100 (bench/decode/NOTES.md "Session 73" 5): fp8_ds rows 13-18 -0.3..-1.9 %, so
-// fp8_ds takes it; bf16 rows 14 / 15 / 17 within 0.3 %, 18 -0.6 %, 13 / 16 +1.0 / +0.4 %, so the 16-bit formats keep
-// the computed alpha (the multiplies are not on their chain).
+// a page-tile). Measured on H100s (bench/decode/NOTES.md "Session 73" 5): fp8_ds rows 17 / 18 -1.1..-1.9 % on two
+// machines, rows 13-16 -1.2..+1.9 % by machine, so fp8_ds takes it; bf16 rows 14 / 15 / 17 within 0.3 %, 18 -0.6 %,
+// 13 / 16 +1.2 / +0.6 %, so the 16-bit formats keep the computed alpha (the multiplies are not on their chain).
 template <bool kExactOne>
 __device__ __forceinline__ void rescale_o(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
                                           float scale_log2) {
