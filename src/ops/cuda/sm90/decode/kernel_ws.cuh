@@ -160,7 +160,7 @@ struct WsPeerSteps {
   // for P itself. Nine already-complete try_waits used to sit on the hand-off path (~5 % of samples).
   __device__ __forceinline__ void pv_other_issue(int jj, const float (&mp)[2]) const {
     const float zero2[2] = {0.f, 0.f};
-    rescale_o<kWsExactAlpha<Traits>>(st, mp, zero2, p.scale_log2);
+    rescale_o(st, mp, zero2, p.scale_log2);
     pv_issue<Traits>(st, s_kv0 + (jj & 1) * kPageBytes, wg);
   }
   // After the part's last page j - 1: if it belongs to the other warpgroup, add it and write the last segment.

@@ -273,30 +273,22 @@ struct WsState {
   }
 };
 
-// Which formats' 64-row consumers take rescale_o's exact alpha (below).
-template <class Traits>
-inline constexpr bool kWsExactAlpha = Traits::kFormat == KvFormat::kFp8Ds;
-
 // O_half *= exp(m_o - m_page); l likewise, plus this warpgroup's own row sums (zero for the other
 // warpgroup's page). m_page: the page's running max (as the owner used it). A warp whose alphas are all exactly 1
-// skips the 128 multiplies per thread, warp-uniformly.
-// kExactOne: alpha = 1 where the row's max stayed. Computed, alpha is ex2 of an FFMA (ptxas contracts m s - fl(m_page s))
-// whose result is the rounding error of m s, not 0, so it comes out 1 +- an ulp and the skip almost never fires
-// (session 73's ncu of bf16 row 17: taken 0 times in 65536; with kExactOne on about half the pages, FMULs 1056 -> 527
-// a page-tile). Measured on H100s (bench/decode/NOTES.md "Session 73" 5): fp8_ds rows 17 / 18 -1.1..-1.9 % on two
-// machines, rows 13-16 -1.2..+1.9 % by machine, so fp8_ds takes it; bf16 rows 14 / 15 / 17 within 0.3 %, 18 -0.6 %,
-// 13 / 16 +1.2 / +0.6 %, so the 16-bit formats keep the computed alpha (the multiplies are not on their chain).
-template <bool kExactOne>
+// skips the 128 multiplies per thread. In practice that almost never happens: ptxas contracts m s - fl(m_page s) into
+// an FFMA whose result is the rounding error of m s, not 0, so a row whose max stayed gets alpha 1 +- an ulp (session
+// 73's ncu of bf16 row 17: the skip taken 0 times in 65536). Forcing alpha = 1 there lets it fire on about half the
+// pages (FMULs 1056 -> 527 a page-tile) and measured no gain worth its cost on H100s (bench/decode/NOTES.md "Session
+// 73" 5): bf16 rows 14-18 -0.6..+0.1 %, rows 13 / 16 +1.2 / +0.6 %; fp8_ds rows 17 / 18 -1.9..+0.1 % and row 13
+// -0.5..+2.5 % over four machines. The multiplies are not on these kernels' page chain.
 __device__ __forceinline__ void rescale_o(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
                                           float scale_log2) {
   float alpha[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN. (With kExactOne
-    // such a row gets alpha 1 while its max stays -inf: harmless, its O and l are still 0 from WsState::reset.)
+    // A row that has seen no key keeps m = -inf: subtract 0 then, so alpha = exp2(-inf) = 0, not NaN.
     const float ms = m_page[h] == -INFINITY ? 0.f : m_page[h] * scale_log2;
     alpha[h] = ex2_ftz(st.m[h] * scale_log2 - ms);
-    if (kExactOne && m_page[h] == st.m[h]) alpha[h] = 1.f;
     st.m[h] = m_page[h];
     st.l[h] = st.l[h] * alpha[h] + rowsum[h];
   }
@@ -338,7 +330,7 @@ __device__ __forceinline__ void pv_wait(WsState& st) {
 template <class Traits>
 __device__ __forceinline__ void pv_page_rs(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
                                            const uint32_t (&pw)[2][8], uint32_t s_kv, int wg, float scale_log2) {
-  rescale_o<kWsExactAlpha<Traits>>(st, m_page, rowsum, scale_log2);
+  rescale_o(st, m_page, rowsum, scale_log2);
   float(&d)[128] = reinterpret_cast<float(&)[128]>(st.o);
   fence_operands(d);
   wgmma_fence();
@@ -356,7 +348,7 @@ __device__ __forceinline__ void pv_page_rs(WsState& st, const float (&m_page)[2]
 template <class Traits>
 __device__ __forceinline__ void pv_page(WsState& st, const float (&m_page)[2], const float (&rowsum)[2], uint32_t s_kv,
                                         int wg, float scale_log2) {
-  rescale_o<kWsExactAlpha<Traits>>(st, m_page, rowsum, scale_log2);
+  rescale_o(st, m_page, rowsum, scale_log2);
   pv_issue<Traits>(st, s_kv, wg);
   pv_wait(st);
 }
