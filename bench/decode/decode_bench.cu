@@ -8,7 +8,7 @@
 //                [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] [--shape H,B,S[,SQ] ...] [--prewarm
 //                none|same|other|FORMAT]
 //                [--flush memset|read|memset0|fill] [--pad KIB] [--cache-offset KIB] [--churn MIB] [--addresses]
-//                [--touch KIB] [--unrolled N] [--vs FORMAT]
+//                [--touch KIB] [--l2-pages N] [--unrolled N] [--vs FORMAT]
 //                (mlaserve bench decode ...)
 // --vs FORMAT: each row timed again in FORMAT right after (its own data, the same shape and method), as two more
 // columns, FORMAT's us and FORMAT us / ours: issue 4's ratio of fp8 to our own bf16 (`--format fp8 --vs bf16`).
@@ -47,6 +47,8 @@
 // --touch KIB (experiment): after each flush, outside the events, a kernel loading one word every KIB of the row's
 // KV cache. Session 42: no row moves with warm translations (64 KiB or 2 MiB apart), but the grid run's row 13
 // (layout B of session 34) drops 1.3 us with any kernel at all between the memset and the call, loads or none.
+// --l2-pages N (experiment): the block table names only N distinct pages, so the row reads nearly all its pages from
+// L2: the compute-bound page on a machine whose DRAM would bound it (Options::l2_pages; not an anchor timing).
 // --unrolled N (experiment): one graph of N x (flush, call) minus one of N x flush, per call (Options::unrolled):
 // what a row reads without the graph launch and the events around each call (session 43).
 // The rows are burst numbers: --reps 30 is at most ~20 ms of load, though the busy rows already run power-capped
@@ -224,6 +226,12 @@ struct Options {
   // cache (its address translations warm, ~0.01 % of its bytes in L2). Against the plain flush it prices what cold
   // translations cost a row (the anchors' timing has them cold wherever the flush evicted them).
   int touch_kib = 0;
+  // --l2-pages N (experiment): the block table names only N distinct pages (the entries past the N-th drawn from them
+  // at random, so the CTAs do not walk one page order in step), so after each flush a row reads N pages from DRAM and
+  // the rest from L2. Session 74: on an H200 FlashMLA's h_q 128 kernel is compute-bound and faster per page than ours;
+  // on an H100 both stream at its DRAM ceiling and read level. With the pages in L2 an H100 times the compute-bound
+  // page too (a proxy for the H200, not an anchor timing).
+  int l2_pages = 0;
   // --unrolled N (experiment): the anchors' method as session 43 reads it, not events around each call. One graph of
   // N x (flush, call) and one of N x flush, each replayed 10 times; the row is the difference of their per-call
   // medians, so the graph launch and the event pair (the 2.8 us floor of the default method) leave the number.
@@ -301,6 +309,8 @@ Status parse(int argc, char** argv, Options* o) {
       MLA_TRY(parse_int_arg(a, argv[++i], 1, 1000, &o->unrolled));
     } else if (a == "--touch" && has_val) {
       MLA_TRY(parse_int_arg(a, argv[++i], 4, 1 << 20, &o->touch_kib));
+    } else if (a == "--l2-pages" && has_val) {
+      MLA_TRY(parse_int_arg(a, argv[++i], 1, 1 << 20, &o->l2_pages));
     } else if (a == "--addresses") {
       o->addresses = true;
     } else if (a == "--churn" && has_val) {
@@ -324,7 +334,8 @@ Status parse(int argc, char** argv, Options* o) {
           "usage: [--format bf16|fp16|fp8|fp8_ds] [--rows 1,2,..18 | 10-18] [--reps N] "
           "[--hints on|off|ab] [--timeline] [--parts N] [--tune SEQ,SPLIT,MIN[,SHORT]] [--price N] "
           "[--shape H_Q,BATCH,SEQLEN[,S_Q]] [--prewarm none|same|other|FORMAT] [--flush memset|read|memset0|fill] "
-          "[--pad KIB] [--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB] [--unrolled N] [--vs FORMAT]; "
+          "[--pad KIB] [--cache-offset KIB] [--churn MIB] [--addresses] [--touch KIB] [--l2-pages N] [--unrolled N] "
+          "[--vs FORMAT]; "
           "got '" +
               a + "'");
     }
@@ -733,6 +744,10 @@ Status run_row(const Row& r, const Options& o, cudaStream_t s, void* flush, Timi
   std::vector<int32_t> perm(num_pages);
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), std::mt19937_64(42 + r.batch * 7 + r.seqlen));
+  if (o.l2_pages > 0) {  // experiment: entries drawn at random from the first N of the permutation (Options::l2_pages)
+    std::mt19937_64 pick(7 + r.batch);
+    for (size_t k = size_t(o.l2_pages); k < perm.size(); ++k) perm[k] = perm[pick() % size_t(o.l2_pages)];
+  }
   MLA_CUDA_TRY(kOp, cudaMemcpyAsync(bt.p, perm.data(), perm.size() * 4, cudaMemcpyHostToDevice, s));
   MLA_CUDA_TRY(kOp, cudaMemcpyAsync(sl.p, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice, s));
 
@@ -885,6 +900,9 @@ Status bench(const Options& o) {
     std::printf("# flush: %s\n", o.flush == Options::kFill ? "a kernel storing 256 MB of zeros (torch zero_()'s shape)"
                                                            : "a 256 MB memset of zeros");
   }
+  if (o.l2_pages > 0)
+    std::printf("# block table: %d distinct pages, drawn at random (--l2-pages): after each flush nearly every page comes "
+                "from L2, not comparable to the anchors\n", o.l2_pages);
   cudaDeviceProp prop{};
   MLA_CUDA_TRY(kOp, cudaGetDeviceProperties(&prop, 0));
   // An s_q column only when a --shape asks for s_q > 1 (the grid's table keeps the anchors' columns).
