@@ -901,8 +901,8 @@ Status bench(const Options& o) {
                                                            : "a 256 MB memset of zeros");
   }
   if (o.l2_pages > 0)
-    std::printf("# block table: %d distinct pages, drawn at random (--l2-pages): after each flush nearly every page comes "
-                "from L2, not comparable to the anchors\n", o.l2_pages);
+    std::printf("# block table: %d distinct pages, drawn at random (--l2-pages): after each flush nearly every page "
+                "comes from L2, not comparable to the anchors\n", o.l2_pages);
   cudaDeviceProp prop{};
   MLA_CUDA_TRY(kOp, cudaGetDeviceProperties(&prop, 0));
   // An s_q column only when a --shape asks for s_q > 1 (the grid's table keeps the anchors' columns).
