@@ -280,7 +280,9 @@ struct WsState {
 // 73's ncu of bf16 row 17: the skip taken 0 times in 65536). Forcing alpha = 1 there lets it fire on about half the
 // pages (FMULs 1056 -> 527 a page-tile) and measured no gain worth its cost on H100s (bench/decode/NOTES.md "Session
 // 73" 5): bf16 rows 14 / 15 / 17 / 18 -0.6..0.0 %, rows 13 / 16 +1.2 / +0.6 %; fp8_ds rows 17 / 18 -1.9..+0.1 %, row 13
-// -0.5..+2.5 % over four machines. The multiplies are not on these kernels' page chain.
+// -0.5..+2.5 % over four machines. On an H200 (session 74, BENCHMARKS.md "Session 74") bf16 rows 15 / 17 / 18 read
+// -0.4 / -0.5 / -0.4 % and rows 13 / 16 +0.9 / +0.9 %: the non-owner's rescale sits on the page chain (phase sums,
+// ~577 cycles with the P.V issue), but the multiplies are a small part of it.
 __device__ __forceinline__ void rescale_o(WsState& st, const float (&m_page)[2], const float (&rowsum)[2],
                                           float scale_log2) {
   float alpha[2];
