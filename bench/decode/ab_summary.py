@@ -10,16 +10,12 @@ import os
 import statistics
 import sys
 
+from bench_rows import bench_rows  # the sibling file: python puts this script's folder on sys.path
+
 
 def row_us(path):
     """The µs column of every table row in one bench_decode log."""
-    out = []
-    with open(path) as f:
-        for line in f:
-            cells = line.split("|")
-            if line.startswith("| ") and len(cells) > 6 and cells[1].strip() in ("bf16", "fp16", "fp8", "fp8_ds"):
-                out.append(float(cells[5]))
-    return out
+    return [row[4] for row in bench_rows(path)]
 
 
 def main():

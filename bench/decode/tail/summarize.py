@@ -4,6 +4,9 @@
 import glob, os, re, sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # bench/decode: bench_rows.py
+from bench_rows import bench_rows
+
 d = sys.argv[1]
 order = sys.argv[2].split(",") if len(sys.argv) > 2 else None
 data = defaultdict(lambda: defaultdict(list))  # (fmt) -> (variant, shape) -> [us]
@@ -15,10 +18,8 @@ for path in sorted(glob.glob(os.path.join(d, "b_*_p*.txt"))):
     fmt, var = m.group(1), m.group(2)
     if var not in variants[fmt]:
         variants[fmt].append(var)
-    for line in open(path, errors="replace"):
-        c = [x.strip() for x in line.split("|")]
-        if len(c) > 6 and c[1] == fmt and c[2].isdigit():
-            data[fmt][(var, (int(c[2]), int(c[3]), int(c[4])))].append(float(c[5]))
+    for _, h_q, batch, seqlen, us in bench_rows(path, fmt):
+        data[fmt][(var, (h_q, batch, seqlen))].append(us)
 for fmt in data:
     vs = [v for v in (order or variants[fmt]) if v in variants[fmt]]
     shapes = sorted({k[1] for k in data[fmt]}, key=lambda s: (s[0], s[1], s[2]))
