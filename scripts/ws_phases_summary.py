@@ -5,6 +5,8 @@ Usage: bench_decode --format fp8 --rows 14-18 --reps 30 | python3 scripts/ws_pha
                                                                                                  [--per-warp]
   --kernel fp8  (default) the fp8 64-row kernel's phases (decode_fp8/phases_ws.cuh; producer side = V^T transposers)
   --kernel ws64 the 16-bit / fp8_ds 64-row kernel's phases (decode/phases_ws64.cuh; producer side = the TMA thread)
+  --kernel ws3_16 the 16-bit scorer split (bench/decode/patches/ws3_scorer_split.patch, -DMLA_WS3=1): scorer "wg 0"
+                (slots 0-7), accumulator 0 "wg 1" (slots 8-15)
   --kernel ws3  the fp8 scorer-split kernel's (decode_fp8/phases_ws.cuh Ws3Phase; run bench_decode with
                 MLA_DECODE_FP8_VARIANT64=ws3): the scorer ("wg 0", slots 0-8) and accumulator 0 ("wg 1", slots 9-15)
                 on separate lines, the transposers as the producer side
@@ -31,6 +33,11 @@ NAMES = {
             ["vt_empty wait", "k_full wait", "transpose", "loop"],
             # (warpgroup of the lines, role, its slots): the two roles print separately
             ((0, "scorer", 0, 9), (1, "accumulator 0", 9, 16))),
+    "ws3_16": (["scorer: top / Q wait", "early signal + tail zero", "S (slab waits, issue, deferred signal, wait)",
+                "Q release", "softmax", "P / maxima / sums stored + fence", "signal + loop", "-",
+                "acc: P wait", "rescale", "PV issue", "PV wait", "release / epilogue", "loop", "-", "-"],
+               ["Q slot + stage wait", "TMA issue", "loop"],
+               ((0, "scorer", 0, 8), (1, "accumulator 0", 8, 16))),
     "ws64": (["P(j-1) wait", "PV(j-1) rescale+issue", "sequence switch", "Q wait (+tail zero)",
               "PV(j-1) wait + S (slab waits, issue, wait)", "Q release", "softmax", "signal",
               "own PV (rescale, issue, wait)", "stage release / epilogue", "between own pages"],
