@@ -35,7 +35,7 @@ NAMES = {
             ((0, "scorer", 0, 9), (1, "accumulator 0", 9, 16))),
     "ws3_16": (["scorer: top / Q wait", "early signal + tail zero", "S (slab waits, issue, deferred signal, wait)",
                 "Q release", "softmax", "P / maxima / sums stored + fence", "signal + loop", "-",
-                "acc: P wait", "rescale", "PV issue", "PV wait", "release / epilogue", "loop", "-", "-"],
+                "acc: P wait", "rescale", "PV issue", "PV wait", "release / epilogue", "loop", "go wait", "-"],
                ["Q slot + stage wait", "TMA issue", "loop"],
                ((0, "scorer", 0, 8), (1, "accumulator 0", 8, 16))),
     "ws64": (["P(j-1) wait", "PV(j-1) rescale+issue", "sequence switch", "Q wait (+tail zero)",
