@@ -7,7 +7,12 @@
 //   n64 RS : the same with A (Q) from registers;
 //   n256 SS: P.V of one page for one warpgroup, 2 x m64n256k32;
 //   hog    : no wgmma, 16-byte shared loads and stores as fast as they issue (what the V^T transposers and the
-//            softmax's P stores do to the shared-memory port beside the products).
+//            softmax's P stores do to the shared-memory port beside the products);
+//   softmax: no wgmma, one page's softmax for a warpgroup as the 64-row decode kernels run it (decode/mainloop_ws.cuh
+//            softmax_page: 32 scores a thread, row max with two quad shuffles a row, 32 FFMA + ex2, row sums, 16
+//            packed bf16x2 stores of P), and its parts alone: ffma (the FFMA / FMNMX / FADD work), mufu (the 32 ex2),
+//            mio (the shuffles and the P stores). Session 79 saw the softmax take ~810 cycles beside a P.V against
+//            ~540 with the tensor pipe idle (bench/decode/NOTES.md "Session 79" 4); these say which part slows.
 // Reported (median over the CTAs): SM cycles per unit, cycles warp 0 of the warpgroup spends *issuing* a unit (from
 // before its first wgmma to after its commit), and e4m3 MACs per SM cycle (the SM's peak is 4096). Beside another
 // mode, warpgroup 1 runs ~1.5x longer than warpgroup 0, so warpgroup 0 is measured beside it all the time, and only
@@ -32,10 +37,11 @@ namespace {
 
 using namespace mla::sm90;
 
-enum Mode : int { kIdle = 0, kN64SS = 1, kN64RS = 2, kN256SS = 3, kHog = 4 };
-const char* const kModeNames[] = {"idle", "n64 SS", "n64 RS", "n256 SS", "smem hog"};
-// e4m3 multiply-adds per unit.
-const double kUnitMacs[] = {0, 18.0 * 64 * 64 * 32, 18.0 * 64 * 64 * 32, 2.0 * 64 * 256 * 32, 0};
+enum Mode : int { kIdle = 0, kN64SS = 1, kN64RS = 2, kN256SS = 3, kHog = 4, kSoftmax = 5, kFfma = 6, kMufu = 7, kMio = 8 };
+const char* const kModeNames[] = {"idle", "n64 SS", "n64 RS", "n256 SS", "smem hog", "softmax", "ffma", "mufu", "mio"};
+// e4m3 multiply-adds per unit (0: no wgmma).
+const double kUnitMacs[] = {0, 18.0 * 64 * 64 * 32, 18.0 * 64 * 64 * 32, 2.0 * 64 * 256 * 32, 0, 0, 0, 0, 0};
+constexpr bool is_cuda_core(int mode) { return mode >= kSoftmax; }
 constexpr int kCtas = 132, kSmemBytes = 200 * 1024;
 
 // Per warpgroup: [0] total cycles, [1] issue cycles, written by its thread 0.
@@ -106,13 +112,77 @@ __device__ void run_hog(uint32_t src, uint32_t dst, int units, Out* out) {
 }
 constexpr double kHogBytesPerUnit = 2.0 * 8 * 128 * 16;  // 16 KB loaded and 16 KB stored
 
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm volatile("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// 128 threads, `units` softmaxes of one page (kMode kSoftmax) or one part of it (kFfma / kMufu / kMio). Each unit's
+// scores are the previous unit's P plus a constant, so the units form one dependent chain, as pages do; P goes to
+// [s_p, s_p + 8 KB), 16 words a thread, in the decode kernels' row-major order of a 64 x 64 tile.
+template <int kMode>
+__device__ void run_softmax(uint32_t s_p, int units, Out* out, float* sink) {
+  const int t = threadIdx.x % 128;
+  float v[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) v[i] = 0.01f * static_cast<float>((t * 7 + i * 13) & 63);
+  constexpr float kScaleLog2 = 0.0625f * 1.4426950408889634f;
+  float sum_all = 0.f;
+  const unsigned long long t0 = clock64();
+  for (int u = 0; u < units; ++u) {
+    float m[2] = {v[0], v[16]};
+    if constexpr (kMode == kSoftmax || kMode == kFfma) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 1; i < 16; ++i) m[h] = fmaxf(m[h], v[16 * h + i]);
+    }
+    if constexpr (kMode == kSoftmax || kMode == kMio) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
+        m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 2));
+      }
+    }
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      float x = v[i];
+      if constexpr (kMode == kSoftmax || kMode == kFfma) x = fmaf(x, kScaleLog2, -m[i / 16] * kScaleLog2);
+      if constexpr (kMode == kSoftmax || kMode == kMufu) x = decode::ex2_ftz(x);
+      if constexpr (kMode == kSoftmax || kMode == kFfma) sum += x;
+      v[i] = x;
+    }
+    if constexpr (kMode == kSoftmax || kMode == kMio) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const uint32_t w = kMode == kSoftmax ? pack_bf16x2(v[2 * i], v[2 * i + 1]) : __float_as_uint(v[2 * i] + m[i & 1]);
+        asm volatile("st.shared.b32 [%0], %1;" ::"r"(s_p + 4 * (t + 128 * i)), "r"(w) : "memory");
+      }
+    }
+    sum_all += sum;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) v[i] += 0.03125f;  // the next unit's scores depend on this unit's P
+  }
+  const unsigned long long t1 = clock64();
+  float acc = sum_all;
+#pragma unroll
+  for (int i = 0; i < 32; ++i) acc += v[i];
+  if (acc == 12345.f) *sink = acc;  // keeps the work live
+  if (t == 0) out[blockIdx.x * 2 + threadIdx.x / 128] = {t1 - t0, 0};
+}
+
 template <int kMode>
 __device__ void run_mode(uint32_t base, int wg, int units, Out* out, float* sink) {
   // Operands: A at 8 KB * wg (S walks five 8 KB slabs: [8 KB * wg, +40 KB); P.V reads 8 KB), B at 64 KB + 32 KB * wg
   // (S: +40 KB, P.V: +32 KB), all inside [0, 136 KB) and only read, so the warpgroups' regions may overlap; the hog
   // copies [180 KB, 196 KB) onto [148 KB, 164 KB), clear of them.
+  // The softmax modes store P into [136 KB, 144 KB), clear of both.
   if constexpr (kMode == kHog) {
     run_hog(base + 180 * 1024, base + 148 * 1024, units, out);
+  } else if constexpr (is_cuda_core(kMode)) {
+    run_softmax<kMode>(base + 136 * 1024, units, out, sink);
   } else if constexpr (kMode != kIdle) {
     run_units<kMode>(base + 8192 * wg, base + 65536 + 32768 * wg, units, out, sink);
   } else if (threadIdx.x % 128 == 0) {
@@ -146,6 +216,9 @@ struct Case {
 // hog unit ~2.5x shorter still. Beside a different mode warpgroup 1 gets ~1.5x warpgroup 0's time in units, so
 // warpgroup 0's whole run is beside it.
 int units_for(int mode, int other, int wg) {
+  // A CUDA-core unit (~300-600 cycles) in warpgroup 0: the products beside it run at least twice as long.
+  if (is_cuda_core(other) && wg == 1) return mode == kN256SS ? 6144 : 2048;
+  if (is_cuda_core(mode)) return 1024;
   if (wg == 1 && other != kIdle && other != mode) {
     if (mode == kN256SS) return other == kN64SS || other == kN64RS ? 2048 : 4608;
     if (mode == kHog) return other == kN256SS ? 2048 : 3000;
@@ -167,7 +240,10 @@ cudaError_t launch(int u0, int u1, Out* out, float* sink) {
 // The pairs run, in order: one list for both the run order and the kernel instantiations.
 #define MLA_WGMMA_CASES(X)                                                                                   \
   X(kN64SS, kIdle) X(kN64RS, kIdle) X(kN256SS, kIdle) X(kN64SS, kN64SS) X(kN64RS, kN64RS) X(kN256SS, kN256SS) \
-  X(kN64SS, kN256SS) X(kN64RS, kN256SS) X(kN256SS, kN64SS) X(kN64SS, kHog) X(kN64RS, kHog) X(kN256SS, kHog)
+  X(kN64SS, kN256SS) X(kN64RS, kN256SS) X(kN256SS, kN64SS) X(kN64SS, kHog) X(kN64RS, kHog) X(kN256SS, kHog)    \
+  X(kSoftmax, kIdle) X(kSoftmax, kN256SS) X(kSoftmax, kN64SS) X(kFfma, kIdle) X(kFfma, kN256SS)               \
+  X(kFfma, kN64SS) X(kMufu, kIdle) X(kMufu, kN256SS) X(kMufu, kN64SS) X(kMio, kIdle) X(kMio, kN256SS)         \
+  X(kMio, kN64SS)
 
 cudaError_t launch_case(const Case& c, int u0, int u1, Out* out, float* sink) {
 #define MLA_WGMMA_LAUNCH(a, b) \
@@ -236,6 +312,10 @@ int wgmma_bench_main(int argc, char** argv) {
       if (mode == kIdle || mode == kHog || (wg == 1 && c.mode0 != c.mode1)) continue;
       const int units = wg == 0 ? u0 : u1;
       const double per = median_over_ctas(h, wg, &Out::cycles) / double(units);
+      if (is_cuda_core(mode)) {  // no wgmma: no issue cycles, no MACs
+        std::printf("| %s | %s | warpgroup %d | %.1f | - | - |\n", kModeNames[c.mode0], kModeNames[c.mode1], wg, per);
+        continue;
+      }
       std::printf("| %s | %s | warpgroup %d | %.1f | %.1f | %.0f |\n", kModeNames[c.mode0], kModeNames[c.mode1], wg,
                   per, median_over_ctas(h, wg, &Out::issue) / double(units), kUnitMacs[mode] / per);
     }
