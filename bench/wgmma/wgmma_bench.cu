@@ -37,7 +37,10 @@ namespace {
 
 using namespace mla::sm90;
 
-enum Mode : int { kIdle = 0, kN64SS = 1, kN64RS = 2, kN256SS = 3, kHog = 4, kSoftmax = 5, kFfma = 6, kMufu = 7, kMio = 8 };
+enum Mode : int {
+  kIdle = 0, kN64SS = 1, kN64RS = 2, kN256SS = 3, kHog = 4,  // the products and the shared-memory hog
+  kSoftmax = 5, kFfma = 6, kMufu = 7, kMio = 8                // CUDA-core work only (run_softmax)
+};
 const char* const kModeNames[] = {"idle", "n64 SS", "n64 RS", "n256 SS", "smem hog", "softmax", "ffma", "mufu", "mio"};
 // e4m3 multiply-adds per unit (0: no wgmma).
 const double kUnitMacs[] = {0, 18.0 * 64 * 64 * 32, 18.0 * 64 * 64 * 32, 2.0 * 64 * 256 * 32, 0, 0, 0, 0, 0};
@@ -120,7 +123,8 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 
 // 128 threads, `units` softmaxes of one page (kMode kSoftmax) or one part of it (kFfma / kMufu / kMio). Each unit's
 // scores are the previous unit's P plus a constant, so the units form one dependent chain, as pages do; P goes to
-// [s_p, s_p + 8 KB), 16 words a thread, in the decode kernels' row-major order of a 64 x 64 tile.
+// [s_p, s_p + 8 KB), 16 words a thread, consecutive threads on consecutive words (conflict-free, as the kernels'
+// swizzled P stores are). mufu takes ex2 of minus the value, so its chain stays finite.
 template <int kMode>
 __device__ void run_softmax(uint32_t s_p, int units, Out* out, float* sink) {
   const int t = threadIdx.x % 128;
@@ -150,14 +154,16 @@ __device__ void run_softmax(uint32_t s_p, int units, Out* out, float* sink) {
     for (int i = 0; i < 32; ++i) {
       float x = v[i];
       if constexpr (kMode == kSoftmax || kMode == kFfma) x = fmaf(x, kScaleLog2, -m[i / 16] * kScaleLog2);
-      if constexpr (kMode == kSoftmax || kMode == kMufu) x = decode::ex2_ftz(x);
+      if constexpr (kMode == kSoftmax) x = decode::ex2_ftz(x);
+      if constexpr (kMode == kMufu) x = decode::ex2_ftz(-x);
       if constexpr (kMode == kSoftmax || kMode == kFfma) sum += x;
       v[i] = x;
     }
     if constexpr (kMode == kSoftmax || kMode == kMio) {
 #pragma unroll
       for (int i = 0; i < 16; ++i) {
-        const uint32_t w = kMode == kSoftmax ? pack_bf16x2(v[2 * i], v[2 * i + 1]) : __float_as_uint(v[2 * i] + m[i & 1]);
+        const uint32_t w =
+            kMode == kSoftmax ? pack_bf16x2(v[2 * i], v[2 * i + 1]) : __float_as_uint(v[2 * i] + m[i & 1]);
         asm volatile("st.shared.b32 [%0], %1;" ::"r"(s_p + 4 * (t + 128 * i)), "r"(w) : "memory");
       }
     }
