@@ -28,8 +28,10 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/cuda/sm90/decode/mainloop_ws.cuh"  // softmax_page: the kernels' own softmax step
 #include "ops/cuda/sm90/decode/ptx.h"
 #include "ops/cuda/sm90/decode/tma.h"
+#include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode/wgmma.h"
 #include "ops/cuda/sm90/decode_fp8/wgmma_e4m3.h"
 
@@ -115,16 +117,12 @@ __device__ void run_hog(uint32_t src, uint32_t dst, int units, Out* out) {
 }
 constexpr double kHogBytesPerUnit = 2.0 * 8 * 128 * 16;  // 16 KB loaded and 16 KB stored
 
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  uint32_t r;
-  asm volatile("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
-// 128 threads, `units` softmaxes of one page (kMode kSoftmax) or one part of it (kFfma / kMufu / kMio). Each unit's
-// scores are the previous unit's P plus a constant, so the units form one dependent chain, as pages do; P goes to
-// [s_p, s_p + 8 KB), 16 words a thread, consecutive threads on consecutive words (conflict-free, as the kernels'
-// swizzled P stores are). mufu takes ex2 of minus the value, so its chain stays finite.
+// 128 threads, `units` softmaxes of one page (kMode kSoftmax: the row max tree and quad shuffles, then the kernels'
+// own softmax_page<Bf16Traits>) or one part of it (kFfma / kMufu / kMio, written out here to isolate it). Each unit's
+// scores depend on the previous unit's P (through its row sums for kSoftmax, whose P leaves packed), so the units
+// form one dependent chain, as pages do; P goes to [s_p, s_p + 8 KB), 16 words a thread, consecutive threads on
+// consecutive words (conflict-free, as the kernels' swizzled P stores are). mufu takes ex2 of minus the value, so its
+// chain stays finite.
 template <int kMode>
 __device__ void run_softmax(uint32_t s_p, int units, Out* out, float* sink) {
   const int t = threadIdx.x % 128;
@@ -150,26 +148,39 @@ __device__ void run_softmax(uint32_t s_p, int units, Out* out, float* sink) {
       }
     }
     float sum = 0.f;
+    if constexpr (kMode == kSoftmax) {
+      // softmax_page's fragment order: row h's keys 8 t + 2 t4 (+1) at sc[t][2 h] (+1).
+      float sc[8][4], m_new[2], rowsum[2];
+      uint32_t pw[2][8];
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      float x = v[i];
-      if constexpr (kMode == kSoftmax || kMode == kFfma) x = fmaf(x, kScaleLog2, -m[i / 16] * kScaleLog2);
-      if constexpr (kMode == kSoftmax) x = decode::ex2_ftz(x);
-      if constexpr (kMode == kMufu) x = decode::ex2_ftz(-x);
-      if constexpr (kMode == kSoftmax || kMode == kFfma) sum += x;
-      v[i] = x;
-    }
-    if constexpr (kMode == kSoftmax || kMode == kMio) {
+      for (int i = 0; i < 32; ++i) sc[(i % 16) / 2][2 * (i / 16) + i % 2] = v[i];
+      decode::softmax_page<decode::Bf16Traits>(sc, m, /*first=*/true, m, kScaleLog2, m_new, rowsum, pw);
 #pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        const uint32_t w =
-            kMode == kSoftmax ? pack_bf16x2(v[2 * i], v[2 * i + 1]) : __float_as_uint(v[2 * i] + m[i & 1]);
-        asm volatile("st.shared.b32 [%0], %1;" ::"r"(s_p + 4 * (t + 128 * i)), "r"(w) : "memory");
+      for (int i = 0; i < 16; ++i)
+        asm volatile("st.shared.b32 [%0], %1;" ::"r"(s_p + 4 * (t + 128 * i)), "r"(pw[i / 8][i % 8]) : "memory");
+      sum = rowsum[0] + rowsum[1];
+#pragma unroll
+      for (int i = 0; i < 32; ++i) v[i] = fmaf(v[i], 0.5f, 0.01f * rowsum[i / 16]);  // bounded, and P's successor
+    } else {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        float x = v[i];
+        if constexpr (kMode == kFfma) x = fmaf(x, kScaleLog2, -m[i / 16] * kScaleLog2);
+        if constexpr (kMode == kMufu) x = decode::ex2_ftz(-x);
+        if constexpr (kMode == kFfma) sum += x;
+        v[i] = x;
       }
+      if constexpr (kMode == kMio) {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          const uint32_t w = __float_as_uint(v[2 * i] + m[i & 1]);
+          asm volatile("st.shared.b32 [%0], %1;" ::"r"(s_p + 4 * (t + 128 * i)), "r"(w) : "memory");
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 32; ++i) v[i] += 0.03125f;  // the next unit's scores depend on this unit's values
     }
     sum_all += sum;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) v[i] += 0.03125f;  // the next unit's scores depend on this unit's P
   }
   const unsigned long long t1 = clock64();
   float acc = sum_all;
