@@ -12,7 +12,11 @@
 //            softmax_page: 32 scores a thread, row max with two quad shuffles a row, 32 FFMA + ex2, row sums, 16
 //            packed bf16x2 stores of P), and its parts alone: ffma (the FFMA / FMNMX / FADD work), mufu (the 32 ex2),
 //            mio (the shuffles and the P stores). Session 79 saw the softmax take ~810 cycles beside a P.V against
-//            ~540 with the tensor pipe idle (bench/decode/NOTES.md "Session 79" 4); these say which part slows.
+//            ~540 with the tensor pipe idle (bench/decode/NOTES.md "Session 79" 4); these say which part slows;
+//            shfl: mio's shuffles alone;
+//   n64 SS in 1s / in 2s: n64 SS committed in groups of 1 / 2 wgmma, each group issued only once at most one earlier
+//            group is pending (at most 2 / 4 queued): whether CUDA-core work beside S speeds up when S's wgmma do
+//            not wait at issue (session 80: bench/wgmma/NOTES.md).
 // Reported (median over the CTAs): SM cycles per unit, cycles warp 0 of the warpgroup spends *issuing* a unit (from
 // before its first wgmma to after its commit), and e4m3 MACs per SM cycle (the SM's peak is 4096). Beside another
 // mode, warpgroup 1 runs ~1.5x longer than warpgroup 0, so warpgroup 0 is measured beside it all the time, and only
@@ -41,12 +45,16 @@ using namespace mla::sm90;
 
 enum Mode : int {
   kIdle = 0, kN64SS = 1, kN64RS = 2, kN256SS = 3, kHog = 4,  // the products and the shared-memory hog
-  kSoftmax = 5, kFfma = 6, kMufu = 7, kMio = 8                // CUDA-core work only (run_softmax)
+  kN64SSc1 = 5, kN64SSc2 = 6,  // n64 SS issued in groups of 1 / 2 wgmma, each group waited down to one behind
+  kSoftmax = 7, kFfma = 8, kMufu = 9, kMio = 10, kShfl = 11   // CUDA-core work only (run_softmax)
 };
-const char* const kModeNames[] = {"idle", "n64 SS", "n64 RS", "n256 SS", "smem hog", "softmax", "ffma", "mufu", "mio"};
+const char* const kModeNames[] = {"idle",    "n64 SS", "n64 RS", "n256 SS", "smem hog", "n64 SS in 1s", "n64 SS in 2s",
+                                  "softmax", "ffma",   "mufu",   "mio",     "shfl"};
 // e4m3 multiply-adds per unit (0: no wgmma).
-const double kUnitMacs[] = {0, 18.0 * 64 * 64 * 32, 18.0 * 64 * 64 * 32, 2.0 * 64 * 256 * 32, 0, 0, 0, 0, 0};
+constexpr double kS = 18.0 * 64 * 64 * 32;
+const double kUnitMacs[] = {0, kS, kS, 2.0 * 64 * 256 * 32, 0, kS, kS, 0, 0, 0, 0, 0};
 constexpr bool is_cuda_core(int mode) { return mode >= kSoftmax; }
+constexpr bool is_s(int mode) { return mode == kN64SS || mode == kN64RS || mode == kN64SSc1 || mode == kN64SSc2; }
 constexpr int kCtas = 132, kSmemBytes = 200 * 1024;
 
 // Per warpgroup: [0] total cycles, [1] issue cycles, written by its thread 0.
@@ -69,7 +77,18 @@ __device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float
     const unsigned long long ti = clock64();
     decode::fence_operands(d);
     decode::wgmma_fence();
-    if constexpr (kMode == kN64SS || kMode == kN64RS) {
+    if constexpr (kMode == kN64SSc1 || kMode == kN64SSc2) {
+      // The same 18 steps, committed in groups of kGroup; before issuing a group the warps wait until at most one
+      // earlier group is pending, so no wgmma of this warpgroup ever waits at issue for room in the pipe's queue.
+      constexpr int kGroup = kMode == kN64SSc1 ? 1 : 2;
+#pragma unroll
+      for (int s = 0; s < 18; ++s) {
+        if (s >= 2 * kGroup && s % kGroup == 0) decode::wgmma_wait_group<1>();
+        decode_fp8::wgmma_m64n64k32_e4m3(reinterpret_cast<float(&)[32]>(d), da + decode_fp8::slab_step_desc(s),
+                                         db + decode_fp8::slab_step_desc(s));
+        if (s % kGroup == kGroup - 1) decode::wgmma_commit();
+      }
+    } else if constexpr (kMode == kN64SS || kMode == kN64RS) {
 #pragma unroll
       for (int s = 0; s < 18; ++s) {
         // The k32 steps walk a page's five 128-byte slabs as the decode kernel's S does (decode_fp8/config.h).
@@ -85,8 +104,8 @@ __device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float
       for (int s = 0; s < 2; ++s)
         decode_fp8::wgmma_m64n256k32_e4m3(reinterpret_cast<float(&)[128]>(d), da + 2 * s, db + 2 * s);
     }
-    decode::wgmma_commit();
-    issue += clock64() - ti;
+    if constexpr (kMode != kN64SSc1 && kMode != kN64SSc2) decode::wgmma_commit();  // those committed per group
+    issue += clock64() - ti;  // for the grouped modes this includes their waits between groups
     decode::wgmma_wait_all();
     decode::fence_operands(d);
   }
@@ -140,7 +159,7 @@ __device__ void run_softmax(uint32_t s_p, int units, Out* out, float* sink) {
 #pragma unroll
         for (int i = 1; i < 16; ++i) m[h] = fmaxf(m[h], v[16 * h + i]);
     }
-    if constexpr (kMode == kSoftmax || kMode == kMio) {
+    if constexpr (kMode == kSoftmax || kMode == kMio || kMode == kShfl) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
@@ -170,6 +189,7 @@ __device__ void run_softmax(uint32_t s_p, int units, Out* out, float* sink) {
         if constexpr (kMode == kFfma) sum += x;
         v[i] = x;
       }
+      if constexpr (kMode == kShfl) sum = m[0] + m[1];  // mio without its stores
       if constexpr (kMode == kMio) {
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
@@ -237,7 +257,7 @@ int units_for(int mode, int other, int wg) {
   if (is_cuda_core(other) && wg == 1) return mode == kN256SS ? 6144 : 2048;
   if (is_cuda_core(mode)) return 1024;
   if (wg == 1 && other != kIdle && other != mode) {
-    if (mode == kN256SS) return other == kN64SS || other == kN64RS ? 2048 : 4608;
+    if (mode == kN256SS) return is_s(other) ? 2048 : 4608;
     if (mode == kHog) return other == kN256SS ? 2048 : 3000;
     return other == kN256SS ? 768 : 512;
   }
@@ -260,7 +280,9 @@ cudaError_t launch(int u0, int u1, Out* out, float* sink) {
   X(kN64SS, kN256SS) X(kN64RS, kN256SS) X(kN256SS, kN64SS) X(kN64SS, kHog) X(kN64RS, kHog) X(kN256SS, kHog)    \
   X(kSoftmax, kIdle) X(kSoftmax, kN256SS) X(kSoftmax, kN64SS) X(kFfma, kIdle) X(kFfma, kN256SS)               \
   X(kFfma, kN64SS) X(kMufu, kIdle) X(kMufu, kN256SS) X(kMufu, kN64SS) X(kMio, kIdle) X(kMio, kN256SS)         \
-  X(kMio, kN64SS)
+  X(kMio, kN64SS) X(kN64SSc1, kIdle) X(kN64SSc2, kIdle) X(kN64SSc2, kN64SSc2) X(kN64SSc2, kN256SS)                \
+  X(kN256SS, kN64SSc2) X(kSoftmax, kN64SSc1) X(kSoftmax, kN64SSc2) X(kMio, kN64SSc1) X(kMio, kN64SSc2)        \
+  X(kShfl, kIdle) X(kShfl, kN256SS) X(kShfl, kN64SS) X(kShfl, kN64SSc2)
 
 cudaError_t launch_case(const Case& c, int u0, int u1, Out* out, float* sink) {
 #define MLA_WGMMA_LAUNCH(a, b) \
