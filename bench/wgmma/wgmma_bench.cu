@@ -79,7 +79,8 @@ __device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float
     decode::wgmma_fence();
     if constexpr (kMode == kN64SSc1 || kMode == kN64SSc2) {
       // The same 18 steps, committed in groups of kGroup; before issuing a group the warps wait until at most one
-      // earlier group is pending, so no wgmma of this warpgroup ever waits at issue for room in the pipe's queue.
+      // earlier group is pending, so at most 2 kGroup wgmma are queued (session 80: at 2 none waits at issue for
+      // room in the pipe's queue; at 4 they still do).
       constexpr int kGroup = kMode == kN64SSc1 ? 1 : 2;
 #pragma unroll
       for (int s = 0; s < 18; ++s) {
