@@ -55,6 +55,8 @@ constexpr double kS = 18.0 * 64 * 64 * 32;
 const double kUnitMacs[] = {0, kS, kS, 2.0 * 64 * 256 * 32, 0, kS, kS, 0, 0, 0, 0, 0};
 constexpr bool is_cuda_core(int mode) { return mode >= kSoftmax; }
 constexpr bool is_s(int mode) { return mode == kN64SS || mode == kN64RS || mode == kN64SSc1 || mode == kN64SSc2; }
+// wgmma per commit group of an S mode issued in groups (0: one group, committed after the last step).
+constexpr int s_group(int mode) { return mode == kN64SSc1 ? 1 : mode == kN64SSc2 ? 2 : 0; }
 constexpr int kCtas = 132, kSmemBytes = 200 * 1024;
 
 // Per warpgroup: [0] total cycles, [1] issue cycles, written by its thread 0.
@@ -77,27 +79,25 @@ __device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float
     const unsigned long long ti = clock64();
     decode::fence_operands(d);
     decode::wgmma_fence();
-    if constexpr (kMode == kN64SSc1 || kMode == kN64SSc2) {
-      // The same 18 steps, committed in groups of kGroup; before issuing a group the warps wait until at most one
-      // earlier group is pending, so at most 2 kGroup wgmma are queued (session 80: at 2 none waits at issue for
-      // room in the pipe's queue; at 4 they still do).
-      constexpr int kGroup = kMode == kN64SSc1 ? 1 : 2;
+    if constexpr (is_s(kMode)) {
+      // Grouped modes commit every kGroup steps; before issuing a group the warps wait until at most one earlier
+      // group is pending, so at most 2 kGroup wgmma are queued (session 80: at 2 none waits at issue for room in the
+      // pipe's queue; at 4 they still do).
+      constexpr int kGroup = s_group(kMode);
 #pragma unroll
       for (int s = 0; s < 18; ++s) {
-        if (s >= 2 * kGroup && s % kGroup == 0) decode::wgmma_wait_group<1>();
-        decode_fp8::wgmma_m64n64k32_e4m3(reinterpret_cast<float(&)[32]>(d), da + decode_fp8::slab_step_desc(s),
-                                         db + decode_fp8::slab_step_desc(s));
-        if (s % kGroup == kGroup - 1) decode::wgmma_commit();
-      }
-    } else if constexpr (kMode == kN64SS || kMode == kN64RS) {
-#pragma unroll
-      for (int s = 0; s < 18; ++s) {
+        if constexpr (kGroup > 0) {
+          if (s >= 2 * kGroup && s % kGroup == 0) decode::wgmma_wait_group<1>();
+        }
         // The k32 steps walk a page's five 128-byte slabs as the decode kernel's S does (decode_fp8/config.h).
         const int off = decode_fp8::slab_step_desc(s);
-        if constexpr (kMode == kN64SS) {
-          decode_fp8::wgmma_m64n64k32_e4m3(reinterpret_cast<float(&)[32]>(d), da + off, db + off);
-        } else {
+        if constexpr (kMode == kN64RS) {
           decode_fp8::wgmma_m64n64k32_e4m3_rs(reinterpret_cast<float(&)[32]>(d), a, db + off);
+        } else {
+          decode_fp8::wgmma_m64n64k32_e4m3(reinterpret_cast<float(&)[32]>(d), da + off, db + off);
+        }
+        if constexpr (kGroup > 0) {
+          if (s % kGroup == kGroup - 1) decode::wgmma_commit();
         }
       }
     } else {
@@ -105,7 +105,7 @@ __device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float
       for (int s = 0; s < 2; ++s)
         decode_fp8::wgmma_m64n256k32_e4m3(reinterpret_cast<float(&)[128]>(d), da + 2 * s, db + 2 * s);
     }
-    if constexpr (kMode != kN64SSc1 && kMode != kN64SSc2) decode::wgmma_commit();  // those committed per group
+    if constexpr (s_group(kMode) == 0) decode::wgmma_commit();  // the grouped modes committed per group
     issue += clock64() - ti;  // for the grouped modes this includes their waits between groups
     decode::wgmma_wait_all();
     decode::fence_operands(d);
