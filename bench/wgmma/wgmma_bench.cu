@@ -17,6 +17,12 @@
 //   n64 SS in 1s / in 2s: n64 SS committed in groups of 1 / 2 wgmma, each group issued only once at most one earlier
 //            group is pending (at most 2 / 4 queued): whether CUDA-core work beside S speeds up when S's wgmma do
 //            not wait at issue (session 80: bench/wgmma/NOTES.md).
+//   bf16 n64 SS: S of one page as the 16-bit 64-row kernel runs it (decode/mainloop_ws.cuh compute_scores_page):
+//            36 x m64n64k16 over nine 128-byte-swizzled slabs, Q (A) and K (B) from shared memory;
+//   bf16 n32 SS: half a page's keys with the same Q: 36 x m64n32k16, warpgroup w reading keys 32 w .. 32 w + 31.
+//            Two warpgroups sharing a page this way read Q twice (3 KB of operands per 16-cycle step against n64's
+//            4 KB per 32): whether wgmma's operand reads keep the pipe at its peak there (session 82).
+//            The bf16 rows' MAC/clk/SM is against a peak of 2048, not 4096.
 // Reported (median over the CTAs): SM cycles per unit, cycles warp 0 of the warpgroup spends *issuing* a unit (from
 // before its first wgmma to after its commit), and e4m3 MACs per SM cycle (the SM's peak is 4096). Beside another
 // mode, warpgroup 1 runs ~1.5x longer than warpgroup 0, so warpgroup 0 is measured beside it all the time, and only
@@ -46,14 +52,17 @@ using namespace mla::sm90;
 enum Mode : int {
   kIdle = 0, kN64SS = 1, kN64RS = 2, kN256SS = 3, kHog = 4,  // the products and the shared-memory hog
   kN64SSc1 = 5, kN64SSc2 = 6,  // n64 SS issued in groups of 1 / 2 wgmma, each group waited down to one behind
-  kSoftmax = 7, kFfma = 8, kMufu = 9, kMio = 10, kShfl = 11   // CUDA-core work only (run_softmax)
+  kSoftmax = 7, kFfma = 8, kMufu = 9, kMio = 10, kShfl = 11,  // CUDA-core work only (run_softmax)
+  kB64SS = 12, kB32SS = 13                                     // bf16 S: a page / half a page's keys (run_bf16_s)
 };
 const char* const kModeNames[] = {"idle",    "n64 SS", "n64 RS", "n256 SS", "smem hog", "n64 SS in 1s", "n64 SS in 2s",
-                                  "softmax", "ffma",   "mufu",   "mio",     "shfl"};
+                                  "softmax", "ffma",   "mufu",   "mio",     "shfl",    "bf16 n64 SS", "bf16 n32 SS"};
 // e4m3 multiply-adds per unit (0: no wgmma).
 constexpr double kS = 18.0 * 64 * 64 * 32;
-const double kUnitMacs[] = {0, kS, kS, 2.0 * 64 * 256 * 32, 0, kS, kS, 0, 0, 0, 0, 0};
-constexpr bool is_cuda_core(int mode) { return mode >= kSoftmax; }
+const double kUnitMacs[] = {0, kS, kS, 2.0 * 64 * 256 * 32, 0, kS, kS, 0, 0, 0, 0, 0, 36.0 * 64 * 64 * 16,
+                            36.0 * 64 * 32 * 16};
+constexpr bool is_bf16_s(int mode) { return mode == kB64SS || mode == kB32SS; }
+constexpr bool is_cuda_core(int mode) { return mode >= kSoftmax && !is_bf16_s(mode); }
 constexpr bool is_s(int mode) { return mode == kN64SS || mode == kN64RS || mode == kN64SSc1 || mode == kN64SSc2; }
 // wgmma per commit group of an S mode issued in groups (0: one group, committed after the last step).
 constexpr int s_group(int mode) { return mode == kN64SSc1 ? 1 : mode == kN64SSc2 ? 2 : 0; }
@@ -107,6 +116,49 @@ __device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float
     }
     if constexpr (s_group(kMode) == 0) decode::wgmma_commit();  // the grouped modes committed per group
     issue += clock64() - ti;  // for the grouped modes this includes their waits between groups
+    decode::wgmma_wait_all();
+    decode::fence_operands(d);
+  }
+  const unsigned long long t1 = clock64();
+  float acc = 0.f;
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc += d[i];
+  if (acc == 12345.f) *sink = acc;  // keeps the products live
+  if (threadIdx.x % 128 == 0) out[blockIdx.x * 2 + threadIdx.x / 128] = {t1 - t0, issue};
+}
+
+// bf16 S units (kB64SS / kB32SS): Q's nine slabs at s_q (shared by both warpgroups, as the kernel's Q tile is), the
+// page's nine slabs at s_k; n32 reads rows 32 wg .. 32 wg + 31 of each K slab (4 KB in, 1024-byte aligned). Walked as
+// compute_scores_page does: four k16 steps of +32 bytes inside a slab's swizzled rows, then the next 8 KB slab.
+template <int kMode>
+__device__ void run_bf16_s(uint32_t s_q, uint32_t s_k, int units, Out* out, float* sink) {
+  constexpr int kAcc = kMode == kB64SS ? 32 : 16;
+  float d[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) d[i] = 0.f;
+  decode::named_sync(1 + static_cast<int>(threadIdx.x) / 128, 128);
+  const unsigned long long t0 = clock64();
+  unsigned long long issue = 0;
+  for (int u = 0; u < units; ++u) {
+    const unsigned long long ti = clock64();
+    decode::fence_operands(d);
+    decode::wgmma_fence();
+    uint64_t da = decode::make_smem_desc(s_q, 16, 1024), db = decode::make_smem_desc(s_k, 16, 1024);
+#pragma unroll
+    for (int slab = 0; slab < 9; ++slab) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        if constexpr (kMode == kB64SS) {
+          decode::wgmma_m64n64k16_bf16(reinterpret_cast<float(&)[32]>(d), da + 2 * k, db + 2 * k);
+        } else {
+          decode::wgmma_m64n32k16_bf16(reinterpret_cast<float(&)[16]>(d), da + 2 * k, db + 2 * k);
+        }
+      }
+      da += 8192 >> 4;
+      db += 8192 >> 4;
+    }
+    decode::wgmma_commit();
+    issue += clock64() - ti;
     decode::wgmma_wait_all();
     decode::fence_operands(d);
   }
@@ -217,7 +269,10 @@ __device__ void run_mode(uint32_t base, int wg, int units, Out* out, float* sink
   // (S: +40 KB, P.V: +32 KB), all inside [0, 136 KB) and only read, so the warpgroups' regions may overlap; the hog
   // copies [180 KB, 196 KB) onto [148 KB, 164 KB), clear of them.
   // The softmax modes store P into [136 KB, 144 KB), clear of both.
-  if constexpr (kMode == kHog) {
+  if constexpr (is_bf16_s(kMode)) {
+    // bf16 S: Q [0, 72 KB), the page [72 KB, 144 KB) (+8 KB for warpgroup 1's n64, a different page's slabs).
+    run_bf16_s<kMode>(base, base + 73728 + (kMode == kB64SS ? 8192 : 4096) * wg, units, out, sink);
+  } else if constexpr (kMode == kHog) {
     run_hog(base + 180 * 1024, base + 148 * 1024, units, out);
   } else if constexpr (is_cuda_core(kMode)) {
     run_softmax<kMode>(base + 136 * 1024, units, out, sink);
@@ -283,7 +338,8 @@ cudaError_t launch(int u0, int u1, Out* out, float* sink) {
   X(kFfma, kN64SS) X(kMufu, kIdle) X(kMufu, kN256SS) X(kMufu, kN64SS) X(kMio, kIdle) X(kMio, kN256SS)         \
   X(kMio, kN64SS) X(kN64SSc1, kIdle) X(kN64SSc2, kIdle) X(kN64SSc2, kN64SSc2) X(kN64SSc2, kN256SS)                \
   X(kN256SS, kN64SSc2) X(kSoftmax, kN64SSc1) X(kSoftmax, kN64SSc2) X(kMio, kN64SSc1) X(kMio, kN64SSc2)        \
-  X(kShfl, kIdle) X(kShfl, kN256SS) X(kShfl, kN64SS) X(kShfl, kN64SSc2)
+  X(kShfl, kIdle) X(kShfl, kN256SS) X(kShfl, kN64SS) X(kShfl, kN64SSc2) X(kB64SS, kIdle) X(kB32SS, kIdle)    \
+  X(kB64SS, kB64SS) X(kB32SS, kB32SS)
 
 cudaError_t launch_case(const Case& c, int u0, int u1, Out* out, float* sink) {
 #define MLA_WGMMA_LAUNCH(a, b) \
