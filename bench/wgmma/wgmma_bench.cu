@@ -73,14 +73,14 @@ struct Out {
   unsigned long long cycles, issue;
 };
 
-template <int kMode>
-__device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float* sink) {
-  constexpr int kAcc = kMode == kN256SS ? 128 : 32;
+// Times `units` units of one product for this warpgroup: issue(d) issues a unit's wgmma and commits them (the grouped
+// modes commit per group inside it); each unit is waited for before the next, as the kernels' S is. Records the SM
+// cycles of the whole run and the cycles spent in issue (from before the first wgmma to after the last commit).
+template <int kAcc, class Issue>
+__device__ void time_units(int units, Out* out, float* sink, Issue issue_unit) {
   float d[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) d[i] = 0.f;
-  const uint32_t a[4] = {0x38383838u, 0x30303030u, 0x38303830u, 0x30383038u};  // e4m3 1.0 / 0.5 bytes
-  const uint64_t da = decode::make_smem_desc(s_a, 16, 1024), db = decode::make_smem_desc(s_b, 16, 1024);
   decode::named_sync(1 + static_cast<int>(threadIdx.x) / 128, 128);
   const unsigned long long t0 = clock64();
   unsigned long long issue = 0;
@@ -88,6 +88,25 @@ __device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float
     const unsigned long long ti = clock64();
     decode::fence_operands(d);
     decode::wgmma_fence();
+    issue_unit(d);
+    issue += clock64() - ti;  // for the grouped modes this includes their waits between groups
+    decode::wgmma_wait_all();
+    decode::fence_operands(d);
+  }
+  const unsigned long long t1 = clock64();
+  float acc = 0.f;
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc += d[i];
+  if (acc == 12345.f) *sink = acc;  // keeps the products live
+  if (threadIdx.x % 128 == 0) out[blockIdx.x * 2 + threadIdx.x / 128] = {t1 - t0, issue};
+}
+
+template <int kMode>
+__device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float* sink) {
+  constexpr int kAcc = kMode == kN256SS ? 128 : 32;
+  const uint32_t a[4] = {0x38383838u, 0x30303030u, 0x38303830u, 0x30383038u};  // e4m3 1.0 / 0.5 bytes
+  const uint64_t da = decode::make_smem_desc(s_a, 16, 1024), db = decode::make_smem_desc(s_b, 16, 1024);
+  time_units<kAcc>(units, out, sink, [&](float(&d)[kAcc]) {
     if constexpr (is_s(kMode)) {
       // Grouped modes commit every kGroup steps; before issuing a group the warps wait until at most one earlier
       // group is pending, so at most 2 kGroup wgmma are queued (session 80: at 2 none waits at issue for room in the
@@ -115,16 +134,7 @@ __device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float
         decode_fp8::wgmma_m64n256k32_e4m3(reinterpret_cast<float(&)[128]>(d), da + 2 * s, db + 2 * s);
     }
     if constexpr (s_group(kMode) == 0) decode::wgmma_commit();  // the grouped modes committed per group
-    issue += clock64() - ti;  // for the grouped modes this includes their waits between groups
-    decode::wgmma_wait_all();
-    decode::fence_operands(d);
-  }
-  const unsigned long long t1 = clock64();
-  float acc = 0.f;
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) acc += d[i];
-  if (acc == 12345.f) *sink = acc;  // keeps the products live
-  if (threadIdx.x % 128 == 0) out[blockIdx.x * 2 + threadIdx.x / 128] = {t1 - t0, issue};
+  });
 }
 
 // bf16 S units (kB64SS / kB32SS): Q's nine slabs at s_q (shared by both warpgroups, as the kernel's Q tile is), the
@@ -133,16 +143,7 @@ __device__ void run_units(uint32_t s_a, uint32_t s_b, int units, Out* out, float
 template <int kMode>
 __device__ void run_bf16_s(uint32_t s_q, uint32_t s_k, int units, Out* out, float* sink) {
   constexpr int kAcc = kMode == kB64SS ? 32 : 16;
-  float d[kAcc];
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) d[i] = 0.f;
-  decode::named_sync(1 + static_cast<int>(threadIdx.x) / 128, 128);
-  const unsigned long long t0 = clock64();
-  unsigned long long issue = 0;
-  for (int u = 0; u < units; ++u) {
-    const unsigned long long ti = clock64();
-    decode::fence_operands(d);
-    decode::wgmma_fence();
+  time_units<kAcc>(units, out, sink, [&](float(&d)[kAcc]) {
     uint64_t da = decode::make_smem_desc(s_q, 16, 1024), db = decode::make_smem_desc(s_k, 16, 1024);
 #pragma unroll
     for (int slab = 0; slab < 9; ++slab) {
@@ -158,16 +159,7 @@ __device__ void run_bf16_s(uint32_t s_q, uint32_t s_k, int units, Out* out, floa
       db += 8192 >> 4;
     }
     decode::wgmma_commit();
-    issue += clock64() - ti;
-    decode::wgmma_wait_all();
-    decode::fence_operands(d);
-  }
-  const unsigned long long t1 = clock64();
-  float acc = 0.f;
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) acc += d[i];
-  if (acc == 12345.f) *sink = acc;  // keeps the products live
-  if (threadIdx.x % 128 == 0) out[blockIdx.x * 2 + threadIdx.x / 128] = {t1 - t0, issue};
+  });
 }
 
 // 128 threads copy 16 KB within shared memory with 16-byte loads and stores, `units` times.
