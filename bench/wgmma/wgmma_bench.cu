@@ -73,7 +73,7 @@ struct Out {
   unsigned long long cycles, issue;
 };
 
-// Times `units` units of one product for this warpgroup: issue(d) issues a unit's wgmma and commits them (the grouped
+// Times `units` units of one product for this warpgroup: issue_unit(d) issues a unit's wgmma and commits them (the grouped
 // modes commit per group inside it); each unit is waited for before the next, as the kernels' S is. Records the SM
 // cycles of the whole run and the cycles spent in issue (from before the first wgmma to after the last commit).
 template <int kAcc, class Issue>
@@ -262,7 +262,8 @@ __device__ void run_mode(uint32_t base, int wg, int units, Out* out, float* sink
   // copies [180 KB, 196 KB) onto [148 KB, 164 KB), clear of them.
   // The softmax modes store P into [136 KB, 144 KB), clear of both.
   if constexpr (is_bf16_s(kMode)) {
-    // bf16 S: Q [0, 72 KB), the page [72 KB, 144 KB) (+8 KB for warpgroup 1's n64, a different page's slabs).
+    // bf16 S: Q [0, 72 KB), the page [72 KB, 144 KB) (+8 KB for warpgroup 1's n64, a different page's slabs); only
+    // read, and no case pairs these modes with the hog's or the softmax's stores.
     run_bf16_s<kMode>(base, base + 73728 + (kMode == kB64SS ? 8192 : 4096) * wg, units, out, sink);
   } else if constexpr (kMode == kHog) {
     run_hog(base + 180 * 1024, base + 148 * 1024, units, out);
