@@ -62,7 +62,7 @@ constexpr double kS = 18.0 * 64 * 64 * 32;
 const double kUnitMacs[] = {0, kS, kS, 2.0 * 64 * 256 * 32, 0, kS, kS, 0, 0, 0, 0, 0, 36.0 * 64 * 64 * 16,
                             36.0 * 64 * 32 * 16};
 constexpr bool is_bf16_s(int mode) { return mode == kB64SS || mode == kB32SS; }
-constexpr bool is_cuda_core(int mode) { return mode >= kSoftmax && !is_bf16_s(mode); }
+constexpr bool is_cuda_core(int mode) { return mode >= kSoftmax && mode <= kShfl; }
 constexpr bool is_s(int mode) { return mode == kN64SS || mode == kN64RS || mode == kN64SSc1 || mode == kN64SSc2; }
 // wgmma per commit group of an S mode issued in groups (0: one group, committed after the last step).
 constexpr int s_group(int mode) { return mode == kN64SSc1 ? 1 : mode == kN64SSc2 ? 2 : 0; }
@@ -73,9 +73,9 @@ struct Out {
   unsigned long long cycles, issue;
 };
 
-// Times `units` units of one product for this warpgroup: issue_unit(d) issues a unit's wgmma and commits them (the grouped
-// modes commit per group inside it); each unit is waited for before the next, as the kernels' S is. Records the SM
-// cycles of the whole run and the cycles spent in issue (from before the first wgmma to after the last commit).
+// Times `units` units of one product for this warpgroup: issue_unit(d) issues a unit's wgmma and commits them (the
+// grouped modes commit per group inside it); each unit is waited for before the next, as the kernels' S is. Records
+// the SM cycles of the whole run and the cycles spent in issue (from before the first wgmma to after the last commit).
 template <int kAcc, class Issue>
 __device__ void time_units(int units, Out* out, float* sink, Issue issue_unit) {
   float d[kAcc];
@@ -146,7 +146,7 @@ __device__ void run_bf16_s(uint32_t s_q, uint32_t s_k, int units, Out* out, floa
   time_units<kAcc>(units, out, sink, [&](float(&d)[kAcc]) {
     uint64_t da = decode::make_smem_desc(s_q, 16, 1024), db = decode::make_smem_desc(s_k, 16, 1024);
 #pragma unroll
-    for (int slab = 0; slab < 9; ++slab) {
+    for (int slab = 0; slab < decode::kSlabsPerPage; ++slab) {
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         if constexpr (kMode == kB64SS) {
@@ -155,8 +155,8 @@ __device__ void run_bf16_s(uint32_t s_q, uint32_t s_k, int units, Out* out, floa
           decode::wgmma_m64n32k16_bf16(reinterpret_cast<float(&)[16]>(d), da + 2 * k, db + 2 * k);
         }
       }
-      da += 8192 >> 4;
-      db += 8192 >> 4;
+      da += decode::kSlabBytes >> 4;
+      db += decode::kSlabBytes >> 4;
     }
     decode::wgmma_commit();
   });
@@ -264,7 +264,9 @@ __device__ void run_mode(uint32_t base, int wg, int units, Out* out, float* sink
   if constexpr (is_bf16_s(kMode)) {
     // bf16 S: Q [0, 72 KB), the page [72 KB, 144 KB) (+8 KB for warpgroup 1's n64, a different page's slabs); only
     // read, and no case pairs these modes with the hog's or the softmax's stores.
-    run_bf16_s<kMode>(base, base + 73728 + (kMode == kB64SS ? 8192 : 4096) * wg, units, out, sink);
+    constexpr int kPage = decode::kSlabsPerPage * decode::kSlabBytes;
+    constexpr int kWgOffset = kMode == kB64SS ? decode::kSlabBytes : 32 * 128;  // a slab / 32 of its 128-byte rows
+    run_bf16_s<kMode>(base, base + kPage + kWgOffset * wg, units, out, sink);
   } else if constexpr (kMode == kHog) {
     run_hog(base + 180 * 1024, base + 148 * 1024, units, out);
   } else if constexpr (is_cuda_core(kMode)) {
