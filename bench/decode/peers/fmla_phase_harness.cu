@@ -14,7 +14,6 @@
 #include <random>
 #include <string>
 #include <vector>
-#include <cuda_bf16.h>
 #include "kernels/sm90/decode/dense/splitkv_mla.cuh"
 
 using bf16 = cutlass::bfloat16_t;
@@ -34,7 +33,9 @@ static std::vector<DecodingSchedMeta> plan(const std::vector<int>& seqlens, int 
     int remain = payload;
     while (req < b) {
       const int left = nb[req] - blk;
-      if (remain >= left + kOver) { cum += nsplit + 1; splits[req + 1] = cum; remain -= left + kOver; ++req; blk = 0; nsplit = 0; }
+      if (remain >= left + kOver) {
+        cum += nsplit + 1; splits[req + 1] = cum; remain -= left + kOver; ++req; blk = 0; nsplit = 0;
+      }
       else { if (remain - kOver > 0) { blk += remain - kOver; ++nsplit; remain = 0; } break; }
     }
     c.end_req_idx = blk > 0 ? req : req - 1;
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMalloc(&dout, size_t(b) * hq * 512 * 2)); CHECK_CUDA(cudaMalloc(&dlse, size_t(b) * hq * 4));
   CHECK_CUDA(cudaMalloc(&dlsea, size_t(total_splits + 1) * hq * 4));
   CHECK_CUDA(cudaMalloc(&doa, size_t(total_splits + 1) * hq * 512 * 4));
-  CHECK_CUDA(cudaMalloc(&dbt, bt.size() * 4)); CHECK_CUDA(cudaMalloc(&dsl, b * 4)); CHECK_CUDA(cudaMalloc(&dns, (b + 1) * 4));
+  CHECK_CUDA(cudaMalloc(&dbt, bt.size() * 4)); CHECK_CUDA(cudaMalloc(&dsl, b * 4));
+  CHECK_CUDA(cudaMalloc(&dns, (b + 1) * 4));
   CHECK_CUDA(cudaMalloc(&dmeta, meta.size() * sizeof(DecodingSchedMeta)));
   CHECK_CUDA(cudaMemcpy(dq, hq_.data(), hq_.size() * 2, cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(dk, hk.data(), hk.size() * 2, cudaMemcpyHostToDevice));
@@ -99,7 +101,8 @@ int main(int argc, char** argv) {
   for (auto& c : meta) {
     int pages = 0;
     for (int r = c.begin_req_idx; r <= c.end_req_idx && r < b; ++r) {
-      const int lo = r == c.begin_req_idx ? c.begin_block_idx : 0, hi = r == c.end_req_idx ? c.end_block_idx : pages_per_seq;
+      const int lo = r == c.begin_req_idx ? c.begin_block_idx : 0;
+      const int hi = r == c.end_req_idx ? c.end_block_idx : pages_per_seq;
       pages += hi - lo;
     }
     maxpages = std::max(maxpages, pages);
@@ -118,24 +121,29 @@ int main(int argc, char** argv) {
     for (int bi = 0; bi < b; ++bi)
       for (int h = 0; h < hq; ++h) {
         const bf16* q = &hq_[(size_t(bi) * hq + h) * 576];
+        // Key t of sequence bi through the block table (its first 512 values are V).
+        auto key = [&](int t) { return &hk[(size_t(bt[size_t(bi) * pages_per_seq + t / 64]) * 64 + t % 64) * 576]; };
         std::vector<double> sc(s); double mx = -1e300;
         for (int t = 0; t < s; ++t) {
-          const bf16* k = &hk[(size_t(bt[size_t(bi) * pages_per_seq + t / 64]) * 64 + t % 64) * 576];
+          const bf16* k = key(t);
           double d = 0; for (int i = 0; i < 576; ++i) d += double(float(q[i])) * double(float(k[i]));
           sc[t] = d * p.scale_softmax; mx = std::max(mx, sc[t]);
         }
         double l = 0; for (int t = 0; t < s; ++t) { sc[t] = std::exp(sc[t] - mx); l += sc[t]; }
         for (int i = 0; i < 512; ++i) {
           double o = 0;
-          for (int t = 0; t < s; ++t) o += sc[t] * double(float(hk[(size_t(bt[size_t(bi) * pages_per_seq + t / 64]) * 64 + t % 64) * 576 + i]));
+          for (int t = 0; t < s; ++t) o += sc[t] * double(float(key(t)[i]));
           o /= l; const double g = double(float(out[(size_t(bi) * hq + h) * 512 + i]));
           num += (g - o) * (g - o); den += o * o;
         }
         lerr = std::max(lerr, std::fabs(double(lse[size_t(bi) * hq + h]) - (std::log(l) + mx)));
       }
     const double rel = std::sqrt(num / den);
-    printf("check: out rel_l2 %.3e, lse max abs err %.3e -> %s\n", rel, lerr, (rel < 1e-2 && lerr < 1e-2) ? "PASS" : "FAIL");
-    return (rel < 1e-2 && lerr < 1e-2) ? 0 : 1;
+    // bf16 P and a bf16 output put FlashMLA's rel_l2 at ~2e-3 (ANCHORS.md's accuracy table: 1.8-2.0e-3), so 1e-2
+    // passes it with 5x margin while a wrong page, row or scale fails by orders of magnitude; lse is fp32 (~1e-6).
+    const bool pass = rel < 1e-2 && lerr < 1e-2;
+    printf("check: out rel_l2 %.3e, lse max abs err %.3e -> %s\n", rel, lerr, pass ? "PASS" : "FAIL");
+    return pass ? 0 : 1;
   }
 
 #ifdef FMLA_PHASES
@@ -159,7 +167,8 @@ int main(int argc, char** argv) {
     if (r >= 3) t.push_back(ms * 1000.f);
   }
   std::sort(t.begin(), t.end());
-  printf("time: kernel median %.1f us (min %.1f, max %.1f, %d reps)\n", t[t.size() / 2], t.front(), t.back(), (int)t.size());
+  printf("time: kernel median %.1f us (min %.1f, max %.1f, %d reps)\n", t[t.size() / 2], t.front(), t.back(),
+         (int)t.size());
 
 #ifdef FMLA_PHASES
   if (mode == "phases") {
@@ -171,12 +180,16 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMemcpy(h.data(), dph, n * 4, cudaMemcpyDeviceToHost));
     // Timeline of a full pair, relative to warpgroup 0's entry (mark 0), mean over every CTA's full pairs that are
     // followed by a full pair (so the period is within one sequence).
+    // A mark right behind a named-barrier sync reads the clock before the barrier resolves (session 83): those rows
+    // say when the warp reached the sync; it completes at the partner's arrive mark at the earliest.
     const char* n0[12] = {"entry", "softmax(b) + arrive sScale0", "own PV(b) issue", "own PV(b) wait",
-                          "sync sScale1", "TMA V0L + P0 rescale + STSM + arrive sP0", "sync rO1sP0sV0RIssued",
-                          "O0 rescale + remote PV(b+1) issue", "S(b+2) tiles 0-3 (waits + issue)", "wait<4> + TMA K1 0-3",
+                          "reached sync sScale1", "TMA V0L + P0 rescale + STSM + arrive sP0",
+                          "reached sync rO1sP0sV0RIssued", "O0 rescale + remote PV(b+1) issue",
+                          "S(b+2) tiles 0-3 (waits + issue)", "wait<4> + TMA K1 0-3",
                           "S(b+2) tiles 4-8 (waits + issue)", "S wait (exit)"};
-    const char* n1[11] = {"entry", "sync sScale0", "softmax(b+1) + arrive sScale1", "STSM P1", "own PV(b+1) issue + fence",
-                          "sync sP0", "remote PV(b) issue + arrive", "wait<1> + TMA V1R", "wait<0> + TMA V0R",
+    const char* n1[11] = {"entry", "reached sync sScale0", "softmax(b+1) + arrive sScale1", "STSM P1",
+                          "own PV(b+1) issue + fence",
+                          "reached sync sP0", "remote PV(b) issue + arrive", "wait<1> + TMA V1R", "wait<0> + TMA V0R",
                           "S(b+3) all tiles (waits + issue)", "S wait (exit)"};
     double a0[12] = {}, a1[11] = {}, per = 0; long cnt = 0;
     for (int c = 0; c < nct; ++c)
