@@ -17,6 +17,7 @@
 #include "ops/cuda/sm90/decode/merge_store.cuh"
 #include "ops/cuda/sm90/decode/partials.h"
 #include "ops/cuda/sm90/decode/traits.h"
+#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
 
 namespace mla::sm90::decode {
 
@@ -92,7 +93,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
       mb = fmaxf(mb, l[j]);
     }
     if (mb == -INFINITY) continue;  // no visible key so far (then s and acc are still 0)
-    const float r = m == -INFINITY ? 0.f : expf(m - mb);
+    const float r = m == -INFINITY ? 0.f : exp_ftz(m - mb);
     s *= r;
     acc.x *= r;
     acc.y *= r;
@@ -100,7 +101,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
     acc.w *= r;
 #pragma unroll
     for (int j = 0; j < KB; ++j) {
-      const float w = expf(l[j] - mb);  // l = -inf (masked or empty split): 0
+      const float w = exp_ftz(l[j] - mb);  // l = -inf (masked or empty split): 0
       s += w;
       acc.x += w * v[j].x;
       acc.y += w * v[j].y;
@@ -122,7 +123,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
     if (!empty) {
       for (int j = 0; j < lanes; ++j) {
         const int i = threadIdx.x + j * q4;
-        const float e = sm.m[i] == -INFINITY ? 0.f : expf(sm.m[i] - mx);
+        const float e = sm.m[i] == -INFINITY ? 0.f : exp_ftz(sm.m[i] - mx);
         sum += sm.s[i] * e;
         o.x += sm.acc[i].x * e;
         o.y += sm.acc[i].y * e;
@@ -130,9 +131,9 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
         o.w += sm.acc[i].w * e;
       }
     }
-    const float inv = empty ? 0.f : 1.f / sum;
+    const float inv = empty ? 0.f : rcp_approx(sum);
     store_partial_quad<Traits>(p, b, row, off, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
-    if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
+    if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : mx + ln_approx(sum));
   }
 }
 
@@ -179,10 +180,10 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
   float sum = 0.f;
 #pragma unroll
   for (int k = 0; k < MAX_N; ++k) {
-    w[k] = empty || k >= n ? 0.f : expf(w[k] - mx);
+    w[k] = empty || k >= n ? 0.f : exp_ftz(w[k] - mx);
     sum += w[k];
   }
-  const float inv = empty ? 0.f : 1.f / sum;
+  const float inv = empty ? 0.f : rcp_approx(sum);
   float2 acc[J];
 #pragma unroll
   for (int j = 0; j < J; ++j) acc[j] = make_float2(0.f, 0.f);
@@ -207,7 +208,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
   }
 #pragma unroll
   for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, partial_pair_col(2 * t) + 2 * G * j, acc[j]);
-  if (t == 0) store_lse(p, b, row, empty ? -INFINITY : mx + logf(sum));
+  if (t == 0) store_lse(p, b, row, empty ? -INFINITY : mx + ln_approx(sum));
 }
 
 // Few splits in the list kernel, GROUPS items at once (groups and column pairs as combine_few_group): each load
@@ -270,7 +271,7 @@ __device__ __forceinline__ void combine_few_online(const FewArgs<PT>& a, int b, 
       mb = fmaxf(mb, l[kk]);
     }
     if (mb == -INFINITY) continue;  // no visible key so far (s and acc still 0)
-    const float r = m == -INFINITY ? 0.f : expf(m - mb);
+    const float r = m == -INFINITY ? 0.f : exp_ftz(m - mb);
     s *= r;
 #pragma unroll
     for (int j = 0; j < J; ++j) {
@@ -279,7 +280,7 @@ __device__ __forceinline__ void combine_few_online(const FewArgs<PT>& a, int b, 
     }
 #pragma unroll
     for (int kk = 0; kk < KB; ++kk) {
-      const float w = expf(l[kk] - mb);  // l = -inf (masked or empty split): 0
+      const float w = exp_ftz(l[kk] - mb);  // l = -inf (masked or empty split): 0
       s += w;
 #pragma unroll
       for (int j = 0; j < J; ++j) {
@@ -290,12 +291,12 @@ __device__ __forceinline__ void combine_few_online(const FewArgs<PT>& a, int b, 
     m = mb;
   }
   const bool empty = m == -INFINITY;  // no visible key in any split
-  const float inv = empty ? 0.f : 1.f / s;
+  const float inv = empty ? 0.f : rcp_approx(s);
 #pragma unroll
   for (int j = 0; j < J; ++j)
     *reinterpret_cast<uint32_t*>(o + partial_pair_col(2 * t) + 2 * G * j) =
         Traits::pack(acc[j].x * inv, acc[j].y * inv);
-  if (t == 0) *lse_out = empty ? -INFINITY : m + logf(s);
+  if (t == 0) *lse_out = empty ? -INFINITY : m + ln_approx(s);
 }
 
 }  // namespace mla::sm90::decode

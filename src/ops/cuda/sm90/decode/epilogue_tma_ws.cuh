@@ -61,7 +61,7 @@ __device__ __forceinline__ void write_segment_ws_tma(const DecodeKernelParams& p
     const int row_local = warp * kRowGroup + g + 8 * h;  // row_local & 7 == g
     if (row_local >= valid_rows) continue;
     const float total = ws_row_total(l[h], s_l, parity, wg, row_local);
-    const float inv = total > 0.f ? 1.f / total : 0.f;
+    const float inv = total > 0.f ? rcp_approx(total) : 0.f;
     // Column 8t + 2 t4 of this warpgroup's 256: box 4 wg + t / 8 (a V slab of the stage), 16-byte chunk t % 8.
     const uint32_t base = s_stage + 4 * wg * kSlabBytes + row_local * 128 + 4 * t4;
 #pragma unroll
@@ -73,7 +73,7 @@ __device__ __forceinline__ void write_segment_ws_tma(const DecodeKernelParams& p
                    : "memory");
     }
     if (wg == 0 && t4 == 0)
-      store_lse(p, b, tile_row0 + row_local, total > 0.f ? st.m[h] * p.softmax_scale + logf(total) : -INFINITY);
+      store_lse(p, b, tile_row0 + row_local, total > 0.f ? st.m[h] * p.softmax_scale + ln_approx(total) : -INFINITY);
   }
   fence_proxy_async();  // the staged values (generic proxy) before the TMA unit reads them
   named_sync(kBarWg + wg, 128);

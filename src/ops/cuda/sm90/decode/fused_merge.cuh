@@ -22,6 +22,7 @@
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/partials.h"
 #include "ops/cuda/sm90/decode/tma.h"
+#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
 
 namespace mla::sm90::decode {
 
@@ -85,7 +86,7 @@ __device__ __forceinline__ void fused_merge_tile(const DecodeKernelParams& p, in
 #pragma unroll
         for (int kk = 0; kk < kSplits; ++kk) mb = fmaxf(mb, l[kk][r]);
         if (mb == -INFINITY) continue;  // no visible key so far (s and acc still 0)
-        const float sc = m[r] == -INFINITY ? 0.f : expf(m[r] - mb);
+        const float sc = m[r] == -INFINITY ? 0.f : exp_ftz(m[r] - mb);
         s[r] *= sc;
         acc[r].x *= sc;
         acc[r].y *= sc;
@@ -93,7 +94,7 @@ __device__ __forceinline__ void fused_merge_tile(const DecodeKernelParams& p, in
         acc[r].w *= sc;
 #pragma unroll
         for (int kk = 0; kk < kSplits; ++kk) {
-          const float w = expf(l[kk][r] - mb);  // l = -inf (past n, or a piece without visible keys): 0
+          const float w = exp_ftz(l[kk][r] - mb);  // l = -inf (past n, or a piece without visible keys): 0
           s[r] += w;
           acc[r].x += w * v[kk][r].x;
           acc[r].y += w * v[kk][r].y;
@@ -108,10 +109,10 @@ __device__ __forceinline__ void fused_merge_tile(const DecodeKernelParams& p, in
       const int row = r0 + kHalves * r;
       if (row >= rows) break;
       const bool empty = m[r] == -INFINITY;
-      const float inv = empty ? 0.f : 1.f / s[r];
+      const float inv = empty ? 0.f : rcp_approx(s[r]);
       store_partial_quad<Traits>(p, b, row0 + row, 4 * f,
                                  make_float4(acc[r].x * inv, acc[r].y * inv, acc[r].z * inv, acc[r].w * inv));
-      if (f == 0) store_lse(p, b, row0 + row, empty ? -INFINITY : m[r] + logf(s[r]));
+      if (f == 0) store_lse(p, b, row0 + row, empty ? -INFINITY : m[r] + ln_approx(s[r]));
     }
   }
 }

@@ -9,6 +9,7 @@
 
 #include "ops/cuda/sm90/decode/partials.h"
 #include "ops/cuda/sm90/decode_fp8/mainloop.cuh"
+#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
 
 namespace mla::sm90::decode_fp8 {
 
@@ -40,8 +41,8 @@ __device__ __forceinline__ void write_segment(const Fp8DecodeParams& fp, const R
     float total = 0.f;
 #pragma unroll
     for (int w = 0; w < WS::kSlices; ++w) total += s_sum[w * kRowsPerCta + row_local];
-    const float inv = total > 0.f ? fp.out_scale / total : 0.f;
-    const float lse = total > 0.f ? st.m[h] * p.softmax_scale + logf(total) : -INFINITY;
+    const float inv = total > 0.f ? fp.out_scale * decode::rcp_approx(total) : 0.f;
+    const float lse = total > 0.f ? st.m[h] * p.softmax_scale + decode::ln_approx(total) : -INFINITY;
     const int row = tile_row0 + row_local;
     const int col0 = ws * WS::kCols + 4 * t4;  // + 16 c: dims col0 .. col0 + 3 of chunk c
     if (direct) {

@@ -25,6 +25,7 @@
 #include "ops/cuda/sm90/decode/traits.h"             // Bf16Traits
 #include "ops/cuda/sm90/decode/wgmma.h"              // fence_proxy_async
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"       // MLA_FP8_WS_KO
+#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
 
 namespace mla::sm90::decode_fp8 {
 
@@ -53,7 +54,8 @@ __device__ __forceinline__ void write_out_staged(const decode::DecodeKernelParam
       const int row_local = warp * decode::kRowGroup + g + 8 * h;  // row_local & 7 == g
       if (row_local >= valid_rows) continue;
       const float total = half == 0 ? decode::ws_row_total(l[h], s_l, parity, wg, row_local) : 0.f;
-      if (half == 0) inv[h] = total > 0.f ? out_scale / total : 0.f;  // k_scale folded in (O holds P times raw V)
+      // k_scale folded in (O holds P times raw V)
+      if (half == 0) inv[h] = total > 0.f ? out_scale * decode::rcp_approx(total) : 0.f;
       // Column 8t + 2 t4 of this warpgroup's 256: box t / 8, at chunk (t % 8) ^ g of its row.
       const uint32_t row = slots + row_local * 128 + 4 * t4 + (g << 4);
 #pragma unroll
@@ -66,7 +68,7 @@ __device__ __forceinline__ void write_out_staged(const decode::DecodeKernelParam
       }
       if (half == 0 && wg == 0 && t4 == 0)
         decode::store_lse(p, b, tile_row0 + row_local,
-                          total > 0.f ? st.m[h] * p.softmax_scale + logf(total) : -INFINITY);
+                          total > 0.f ? st.m[h] * p.softmax_scale + decode::ln_approx(total) : -INFINITY);
     }
     if (half == 0 && rounds == 1) continue;  // both halves go out together
     decode::fence_proxy_async();  // the staged values (generic proxy) before the TMA unit reads them

@@ -48,6 +48,7 @@
 #include "ops/cuda/sm90/decode_fp8/mainloop_h16.cuh"
 #include "ops/cuda/sm90/decode_fp8/page_tma.cuh"
 #include "ops/cuda/sm90/decode_fp8/params.h"
+#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
 
 namespace mla::sm90::decode_fp8::h16 {
 
@@ -273,8 +274,8 @@ __device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, con
   for (int r = 0; r < 4; ++r) {
     const int row = row0 + 16 * q + 8 * (r >> 1) + 2 * t + (r & 1), jj = 8 * q + 4 * (r >> 1), e = r & 1;
     const float total = lsum[q][r];
-    const float inv = total > 0.f ? fp.out_scale / total : 0.f;
-    const float lse = total > 0.f ? mfin[q][r] * p.softmax_scale + logf(total) : -INFINITY;
+    const float inv = total > 0.f ? fp.out_scale * decode::rcp_approx(total) : 0.f;
+    const float lse = total > 0.f ? mfin[q][r] * p.softmax_scale + decode::ln_approx(total) : -INFINITY;
     if (direct) {
       uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + col0;
 #pragma unroll
