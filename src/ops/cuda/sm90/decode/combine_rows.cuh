@@ -16,8 +16,8 @@
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/merge_store.cuh"
 #include "ops/cuda/sm90/decode/partials.h"
-#include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
+#include "ops/cuda/sm90/decode/traits.h"
 
 namespace mla::sm90::decode {
 

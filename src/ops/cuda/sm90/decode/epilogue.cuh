@@ -9,7 +9,7 @@
 #include "ops/cuda/sm90/decode/mainloop.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode/partials.h"
-#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
+#include "ops/cuda/sm90/decode/ptx.h"  // ln_approx, rcp_approx
 
 namespace mla::sm90::decode {
 

@@ -21,8 +21,8 @@
 #include "ops/cuda/sm90/decode/merge_store.cuh"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/partials.h"
-#include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
+#include "ops/cuda/sm90/decode/tma.h"
 
 namespace mla::sm90::decode {
 

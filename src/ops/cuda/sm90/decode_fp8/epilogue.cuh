@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/partials.h"
+#include "ops/cuda/sm90/decode/ptx.h"  // ln_approx, rcp_approx
 #include "ops/cuda/sm90/decode_fp8/mainloop.cuh"
-#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
 
 namespace mla::sm90::decode_fp8 {
 

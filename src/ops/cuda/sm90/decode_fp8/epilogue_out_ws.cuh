@@ -21,11 +21,11 @@
 #include "ops/cuda/sm90/decode/epilogue_tma_ws.cuh"  // tma_store_3d, bulk_commit_group, bulk_wait_read_all
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"      // WsState, kBarWg, kSlabBytes (a 64 x 64 bf16 box)
 #include "ops/cuda/sm90/decode/params.h"             // store_lse
+#include "ops/cuda/sm90/decode/ptx.h"                // ln_approx, rcp_approx
 #include "ops/cuda/sm90/decode/tma.h"                // named_sync
 #include "ops/cuda/sm90/decode/traits.h"             // Bf16Traits
 #include "ops/cuda/sm90/decode/wgmma.h"              // fence_proxy_async
 #include "ops/cuda/sm90/decode_fp8/config_ws.h"       // MLA_FP8_WS_KO
-#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
 
 namespace mla::sm90::decode_fp8 {
 

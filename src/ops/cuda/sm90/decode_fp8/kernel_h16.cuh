@@ -40,6 +40,7 @@
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/fused_merge.cuh"
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
+#include "ops/cuda/sm90/decode/ptx.h"  // ln_approx, rcp_approx
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
@@ -48,7 +49,6 @@
 #include "ops/cuda/sm90/decode_fp8/mainloop_h16.cuh"
 #include "ops/cuda/sm90/decode_fp8/page_tma.cuh"
 #include "ops/cuda/sm90/decode_fp8/params.h"
-#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
 
 namespace mla::sm90::decode_fp8::h16 {
 
