@@ -16,7 +16,8 @@
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/merge_store.cuh"
 #include "ops/cuda/sm90/decode/partials.h"
-#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
+#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz
+#include "ops/cuda/sm90/decode/row_end.cuh"
 #include "ops/cuda/sm90/decode/traits.h"
 
 namespace mla::sm90::decode {
@@ -131,9 +132,9 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
         o.w += sm.acc[i].w * e;
       }
     }
-    const float inv = empty ? 0.f : rcp_approx(sum);
+    const float inv = row_inv(!empty, sum);
     store_partial_quad<Traits>(p, b, row, off, make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
-    if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, empty ? -INFINITY : mx + ln_approx(sum));
+    if (threadIdx.x == 0 && chunk == 0) store_lse(p, b, row, row_lse(!empty, sum, mx));
   }
 }
 
@@ -183,7 +184,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
     w[k] = empty || k >= n ? 0.f : exp_ftz(w[k] - mx);
     sum += w[k];
   }
-  const float inv = empty ? 0.f : rcp_approx(sum);
+  const float inv = row_inv(!empty, sum);
   float2 acc[J];
 #pragma unroll
   for (int j = 0; j < J; ++j) acc[j] = make_float2(0.f, 0.f);
@@ -208,7 +209,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
   }
 #pragma unroll
   for (int j = 0; j < J; ++j) store_pair<Traits>(p, b, row, partial_pair_col(2 * t) + 2 * G * j, acc[j]);
-  if (t == 0) store_lse(p, b, row, empty ? -INFINITY : mx + ln_approx(sum));
+  if (t == 0) store_lse(p, b, row, row_lse(!empty, sum, mx));
 }
 
 // Few splits in the list kernel, GROUPS items at once (groups and column pairs as combine_few_group): each load
@@ -291,12 +292,12 @@ __device__ __forceinline__ void combine_few_online(const FewArgs<PT>& a, int b, 
     m = mb;
   }
   const bool empty = m == -INFINITY;  // no visible key in any split
-  const float inv = empty ? 0.f : rcp_approx(s);
+  const float inv = row_inv(!empty, s);
 #pragma unroll
   for (int j = 0; j < J; ++j)
     *reinterpret_cast<uint32_t*>(o + partial_pair_col(2 * t) + 2 * G * j) =
         Traits::pack(acc[j].x * inv, acc[j].y * inv);
-  if (t == 0) *lse_out = empty ? -INFINITY : m + ln_approx(s);
+  if (t == 0) *lse_out = row_lse(!empty, s, m);
 }
 
 }  // namespace mla::sm90::decode

@@ -9,7 +9,7 @@
 #include "ops/cuda/sm90/decode/mainloop.cuh"
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode/partials.h"
-#include "ops/cuda/sm90/decode/ptx.h"  // ln_approx, rcp_approx
+#include "ops/cuda/sm90/decode/row_end.cuh"
 
 namespace mla::sm90::decode {
 
@@ -48,8 +48,9 @@ __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, RowSt
     float total = 0.f;
 #pragma unroll
     for (int w = 0; w < WS::kSlices; ++w) total += s_sum[w * kRowsPerCta + row_local];
-    const float inv = total > 0.f ? rcp_approx(total) : 0.f;
-    const float lse = total > 0.f ? st.m[h] * p.softmax_scale + ln_approx(total) : -INFINITY;
+    const bool seen = total > 0.f;
+    const float inv = row_inv(seen, total);
+    const float lse = row_lse(seen, total, st.m[h] * p.softmax_scale);
     const int row = tile_row0 + row_local;
     const int col0 = ws * WS::kCols + 2 * t4;
     if (direct) {
@@ -105,8 +106,9 @@ __device__ __forceinline__ void write_segment_ws(const DecodeKernelParams& p, co
     const int row_local = warp * kRowGroup + g + 8 * h;
     if (row_local >= valid_rows) continue;
     const float total = ws_row_total(l[h], s_l, parity, wg, row_local);
-    const float inv = total > 0.f ? rcp_approx(total) : 0.f;
-    const float lse = total > 0.f ? st.m[h] * p.softmax_scale + ln_approx(total) : -INFINITY;
+    const bool seen = total > 0.f;
+    const float inv = row_inv(seen, total);
+    const float lse = row_lse(seen, total, st.m[h] * p.softmax_scale);
     const int row = tile_row0 + row_local;
     const int col0 = wg * (kDimV / 2) + 2 * t4;
     if (direct) {

@@ -23,6 +23,7 @@
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/row_end.cuh"
 
 namespace mla::sm90::decode {
 
@@ -61,7 +62,8 @@ __device__ __forceinline__ void write_segment_ws_tma(const DecodeKernelParams& p
     const int row_local = warp * kRowGroup + g + 8 * h;  // row_local & 7 == g
     if (row_local >= valid_rows) continue;
     const float total = ws_row_total(l[h], s_l, parity, wg, row_local);
-    const float inv = total > 0.f ? rcp_approx(total) : 0.f;
+    const bool seen = total > 0.f;
+    const float inv = row_inv(seen, total);
     // Column 8t + 2 t4 of this warpgroup's 256: box 4 wg + t / 8 (a V slab of the stage), 16-byte chunk t % 8.
     const uint32_t base = s_stage + 4 * wg * kSlabBytes + row_local * 128 + 4 * t4;
 #pragma unroll
@@ -73,7 +75,7 @@ __device__ __forceinline__ void write_segment_ws_tma(const DecodeKernelParams& p
                    : "memory");
     }
     if (wg == 0 && t4 == 0)
-      store_lse(p, b, tile_row0 + row_local, total > 0.f ? st.m[h] * p.softmax_scale + ln_approx(total) : -INFINITY);
+      store_lse(p, b, tile_row0 + row_local, row_lse(seen, total, st.m[h] * p.softmax_scale));
   }
   fence_proxy_async();  // the staged values (generic proxy) before the TMA unit reads them
   named_sync(kBarWg + wg, 128);

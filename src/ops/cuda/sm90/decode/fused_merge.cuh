@@ -21,7 +21,8 @@
 #include "ops/cuda/sm90/decode/merge_store.cuh"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/partials.h"
-#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
+#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz
+#include "ops/cuda/sm90/decode/row_end.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
 
 namespace mla::sm90::decode {
@@ -109,10 +110,10 @@ __device__ __forceinline__ void fused_merge_tile(const DecodeKernelParams& p, in
       const int row = r0 + kHalves * r;
       if (row >= rows) break;
       const bool empty = m[r] == -INFINITY;
-      const float inv = empty ? 0.f : rcp_approx(s[r]);
+      const float inv = row_inv(!empty, s[r]);
       store_partial_quad<Traits>(p, b, row0 + row, 4 * f,
                                  make_float4(acc[r].x * inv, acc[r].y * inv, acc[r].z * inv, acc[r].w * inv));
-      if (f == 0) store_lse(p, b, row0 + row, empty ? -INFINITY : m[r] + ln_approx(s[r]));
+      if (f == 0) store_lse(p, b, row0 + row, row_lse(!empty, s[r], m[r]));
     }
   }
 }

@@ -29,6 +29,7 @@
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/partials.h"
 #include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/row_end.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
@@ -319,7 +320,8 @@ __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, const
   for (int r = 0; r < 4; ++r) {
     const int row = row0 + row_of(r, t), j = r >> 1, e = r & 1;
     const float total = lsum[r];
-    const float inv = total > 0.f ? rcp_approx(total) : 0.f;
+    const bool seen = total > 0.f;
+    const float inv = row_inv(seen, total);
 #pragma unroll
     for (int i = 0; i < kMTiles; ++i) {
       const float v0 = o[i][4 * j + e] * inv, v1 = o[i][4 * j + 2 + e] * inv;
@@ -335,7 +337,7 @@ __device__ __forceinline__ void write_segment(const DecodeKernelParams& p, const
       }
     }
     if (a == 0 && w == 0 && g == 0) {
-      const float lse = total > 0.f ? mfin[r] * p.softmax_scale + ln_approx(total) : -INFINITY;
+      const float lse = row_lse(seen, total, mfin[r] * p.softmax_scale);
       if (direct) store_lse(p, b, row, lse);
       else p.lse_accum[static_cast<int64_t>(d.slot) * p.rows + row] = lse;
     }

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "ops/cuda/sm90/decode/partials.h"
-#include "ops/cuda/sm90/decode/ptx.h"  // ln_approx, rcp_approx
+#include "ops/cuda/sm90/decode/row_end.cuh"
 #include "ops/cuda/sm90/decode_fp8/mainloop.cuh"
 
 namespace mla::sm90::decode_fp8 {
@@ -41,8 +41,9 @@ __device__ __forceinline__ void write_segment(const Fp8DecodeParams& fp, const R
     float total = 0.f;
 #pragma unroll
     for (int w = 0; w < WS::kSlices; ++w) total += s_sum[w * kRowsPerCta + row_local];
-    const float inv = total > 0.f ? fp.out_scale * decode::rcp_approx(total) : 0.f;
-    const float lse = total > 0.f ? st.m[h] * p.softmax_scale + decode::ln_approx(total) : -INFINITY;
+    const bool seen = total > 0.f;
+    const float inv = decode::row_inv(seen, total, fp.out_scale);
+    const float lse = decode::row_lse(seen, total, st.m[h] * p.softmax_scale);
     const int row = tile_row0 + row_local;
     const int col0 = ws * WS::kCols + 4 * t4;  // + 16 c: dims col0 .. col0 + 3 of chunk c
     if (direct) {

@@ -21,7 +21,7 @@
 #include "ops/cuda/sm90/decode/epilogue_tma_ws.cuh"  // tma_store_3d, bulk_commit_group, bulk_wait_read_all
 #include "ops/cuda/sm90/decode/mainloop_ws.cuh"      // WsState, kBarWg, kSlabBytes (a 64 x 64 bf16 box)
 #include "ops/cuda/sm90/decode/params.h"             // store_lse
-#include "ops/cuda/sm90/decode/ptx.h"                // ln_approx, rcp_approx
+#include "ops/cuda/sm90/decode/row_end.cuh"          // row_inv, row_lse
 #include "ops/cuda/sm90/decode/tma.h"                // named_sync
 #include "ops/cuda/sm90/decode/traits.h"             // Bf16Traits
 #include "ops/cuda/sm90/decode/wgmma.h"              // fence_proxy_async
@@ -55,7 +55,7 @@ __device__ __forceinline__ void write_out_staged(const decode::DecodeKernelParam
       if (row_local >= valid_rows) continue;
       const float total = half == 0 ? decode::ws_row_total(l[h], s_l, parity, wg, row_local) : 0.f;
       // k_scale folded in (O holds P times raw V)
-      if (half == 0) inv[h] = total > 0.f ? out_scale * decode::rcp_approx(total) : 0.f;
+      if (half == 0) inv[h] = decode::row_inv(total > 0.f, total, out_scale);
       // Column 8t + 2 t4 of this warpgroup's 256: box t / 8, at chunk (t % 8) ^ g of its row.
       const uint32_t row = slots + row_local * 128 + 4 * t4 + (g << 4);
 #pragma unroll
@@ -68,7 +68,7 @@ __device__ __forceinline__ void write_out_staged(const decode::DecodeKernelParam
       }
       if (half == 0 && wg == 0 && t4 == 0)
         decode::store_lse(p, b, tile_row0 + row_local,
-                          total > 0.f ? st.m[h] * p.softmax_scale + decode::ln_approx(total) : -INFINITY);
+                          decode::row_lse(total > 0.f, total, st.m[h] * p.softmax_scale));
     }
     if (half == 0 && rounds == 1) continue;  // both halves go out together
     decode::fence_proxy_async();  // the staged values (generic proxy) before the TMA unit reads them

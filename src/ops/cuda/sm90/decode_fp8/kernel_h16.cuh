@@ -40,7 +40,7 @@
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/fused_merge.cuh"
 #include "ops/cuda/sm90/decode/handoff_n16.cuh"
-#include "ops/cuda/sm90/decode/ptx.h"  // ln_approx, rcp_approx
+#include "ops/cuda/sm90/decode/row_end.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
@@ -274,8 +274,9 @@ __device__ __forceinline__ void write_segment_h16(const Fp8DecodeParams& fp, con
   for (int r = 0; r < 4; ++r) {
     const int row = row0 + 16 * q + 8 * (r >> 1) + 2 * t + (r & 1), jj = 8 * q + 4 * (r >> 1), e = r & 1;
     const float total = lsum[q][r];
-    const float inv = total > 0.f ? fp.out_scale * decode::rcp_approx(total) : 0.f;
-    const float lse = total > 0.f ? mfin[q][r] * p.softmax_scale + decode::ln_approx(total) : -INFINITY;
+    const bool seen = total > 0.f;
+    const float inv = decode::row_inv(seen, total, fp.out_scale);
+    const float lse = decode::row_lse(seen, total, mfin[q][r] * p.softmax_scale);
     if (direct) {
       uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + col0;
 #pragma unroll

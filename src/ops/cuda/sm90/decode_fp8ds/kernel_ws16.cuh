@@ -38,6 +38,7 @@
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/partials.h"
 #include "ops/cuda/sm90/decode/ptx.h"
+#include "ops/cuda/sm90/decode/row_end.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
 #include "ops/cuda/sm90/decode/tma.h"
 #include "ops/cuda/sm90/decode/traits.h"
@@ -517,8 +518,9 @@ __device__ __forceinline__ void accumulator(const DecodeKernelParams& p, PartCur
       for (int r = 0; r < 4; ++r) {
         const int row = row0 + 8 * (r >> 1) + 2 * t + (r & 1), i0 = 4 * (r >> 1) + (r & 1);
         const float total = lsum[r];
-        const float inv = total > 0.f ? decode::rcp_approx(total) : 0.f;
-        const float lse = total > 0.f ? mfin[r] * p.softmax_scale + decode::ln_approx(total) : -INFINITY;
+        const bool seen = total > 0.f;
+        const float inv = decode::row_inv(seen, total);
+        const float lse = decode::row_lse(seen, total, mfin[r] * p.softmax_scale);
         uint16_t* out = static_cast<uint16_t*>(p.out) + (static_cast<int64_t>(b) * p.rows + row) * kDimV + dim0;
         float* acc = p.o_accum + (static_cast<int64_t>(d.slot) * p.rows + row) * kDimV +
                      decode::partial_pair_offset(dim0);  // partials.h: dim0's pair, + 128 c (+ 64) in every tile
