@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The call that makes the standing tables and the test record of the decode kernels on an H200 (session 87; it was
+# build/s86d/run.sh, git-ignored and lost with build/, so it lives here now).
+#
+#   bench/decode/h200_grid_run.sh PK [LIMIT]      (on the device, from the repo root; logs under $OUT)
+#
+# PK: a tar.xz of bin/{bench_decode, gpu_test_mla_decode, gpu_test_mla_decode_fp8, gpu_test_mla_decode_fp8ds,
+#     gpu_test_engine_cuda, gpu_test_model_forward}, built here, stripped (bench/decode/h200_grid_pack.sh makes it).
+# LIMIT: seconds the whole call may take (default 330); the test shards get what the grid leaves.
+# MLA_ANY_GPU=1 runs on any GPU; by default anything but an H200 stops at once, so a call that lands on another
+# card costs only the machine's start: the tables are held to ANCHORS.md's H200 numbers, and H100 test records
+# exist already (BENCHMARKS.md "Session 86").
+#
+# Order: the grid first (what only an H200 can give), tarred into $OUT/grid.tgz after every format, so a call cut
+# short keeps what it ran; then the three decode suites as four gtest shards each, in the time left; then the engine
+# and model tests if time remains. Read the grid with `bench/decode/grid_table.py r FORMAT` on the unpacked grid.tgz.
+set -u
+start=$(date +%s)
+PK=${1:?usage: h200_grid_run.sh PK [LIMIT]}
+LIMIT=${2:-330}
+O=${OUT:-/tmp/h200_grid_run}
+mkdir -p "$O/r"
+left() { echo $(( LIMIT - ($(date +%s) - start) )); }
+gpu=$(nvidia-smi --query-gpu=name,serial,driver_version,clocks.max.sm,power.limit --format=csv,noheader)
+echo "gpu: $gpu" | tee "$O/r/gpu.txt"
+case "$gpu" in
+  *H200*) ;;
+  *) [ "${MLA_ANY_GPU:-0}" = 1 ] || { echo "not an H200: stopping (MLA_ANY_GPU=1 runs anyway)"; exit 0; } ;;
+esac
+D=$(mktemp -d)
+tar -xJf "$PK" -C "$D" || { echo "cannot unpack $PK"; exit 1; }
+B=$D/bin
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"  # cuBLASLt is dynamic (model tests)
+export MLA_TEST_SEED=${MLA_TEST_SEED:-$(date +%s%N | cut -c1-16)}
+echo "seed $MLA_TEST_SEED" >> "$O/r/gpu.txt"
+save() { tar -czf "$O/grid.tgz" -C "$O" r; }
+# Three passes, formats interleaved, so a slow stretch of the machine touches every format alike.
+for pass in 1 2 3; do
+  for f in bf16 fp8 fp16 fp8_ds; do
+    timeout 60 "$B/bench_decode" --format $f --reps 30 > "$O/r/grid_${f}_$pass.txt" 2>&1
+    echo "grid $f pass $pass rc=$? at $(( $(date +%s) - start )) s"
+    save
+  done
+done
+for f in bf16 fp8; do
+  timeout 60 "$B/bench_decode" --format $f --unrolled 20 > "$O/r/unrolled_$f.txt" 2>&1
+  echo "unrolled $f rc=$? at $(( $(date +%s) - start )) s"
+  save
+done
+# The suites: four shards each, all twelve side by side (each case checks on one core, its CPU reference on all).
+t=$(( $(left) - 15 ))
+if [ $t -gt 30 ]; then
+  for s in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
+    for i in 0 1 2 3; do
+      ( GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout $t "$B/$s" > "$O/r/test_${s}_$i.txt" 2>&1
+        echo "rc=$?" >> "$O/r/test_${s}_$i.txt" ) &
+    done
+  done
+  wait
+  for s in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
+    echo "$s: $(cat "$O"/r/test_${s}_*.txt | grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test|^rc=' | tr '\n' ' ')"
+  done
+  save
+fi
+t=$(( $(left) - 5 ))
+for s in gpu_test_engine_cuda gpu_test_model_forward; do
+  [ $t -gt 20 ] || break
+  timeout $t "$B/$s" > "$O/r/test_$s.txt" 2>&1
+  echo "$s rc=$?: $(grep -E '^\[  (PASSED|FAILED)  \]' "$O/r/test_$s.txt" | tr '\n' ' ')"
+  t=$(( $(left) - 5 ))
+done
+save
+echo "done at $(( $(date +%s) - start )) s"
