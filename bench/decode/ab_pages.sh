@@ -4,7 +4,7 @@
 # times every variant on the rows twice: DRAM pages, then `--l2-pages L2`, the H100 proxy for the H200's
 # compute-bound page (BENCHMARKS.md "Session 74" c3). Passes interleave the variants. Then each test binary runs.
 # Logs go to $OUT/r, packed into $OUT/ab.tgz (the device returns few files); bench/decode/ab_summary.py reads them.
-#   VARS="p0 s4" TESTS="t4" [PASSES=3 ROWS=13-18 FORMAT=bf16 L2=128 TF=gtest-filter TLIM=240] \
+#   VARS="p0 s4" TESTS="t4" [PASSES=3 ROWS=13-18 FORMAT=bf16 L2=128 MODES="dram l2" TF=gtest-filter TLIM=240] \
 #     bash bench/decode/ab_pages.sh DIR
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: VARS=\"A B\" [TESTS=T] bash $0 DIR" >&2; exit 2; }
@@ -16,7 +16,7 @@ mkdir -p "$R"
 nvidia-smi --query-gpu=name,serial,driver_version --format=csv,noheader > "$R/gpu.txt" 2>&1
 for pass in $(seq 1 "${PASSES:-3}"); do
   for v in ${VARS:?}; do
-    for mode in dram l2; do
+    for mode in ${MODES:-dram l2}; do  # MODES=dram: a change off the page loop (the combine) needs no L2 proxy
       extra=""
       [ "$mode" = l2 ] && extra="--l2-pages ${L2:-128}"
       # shellcheck disable=SC2086  # extra is two words or none

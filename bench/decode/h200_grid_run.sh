@@ -7,6 +7,7 @@
 # PK: a tar.xz of bin/{bench_decode, gpu_test_mla_decode, gpu_test_mla_decode_fp8, gpu_test_mla_decode_fp8ds,
 #     gpu_test_engine_cuda, gpu_test_model_forward}, built here, stripped (bench/decode/h200_grid_pack.sh makes it).
 # LIMIT: seconds the whole call may take (default 330); the test shards get what the grid leaves.
+# MLA_GRID_PASSES (default 3): grid passes; 0 runs the tests only (no --unrolled either).
 # MLA_ANY_GPU=1 runs on any GPU; by default anything but an H200 stops at once, so a call that lands on another
 # card costs only the machine's start: the tables are held to ANCHORS.md's H200 numbers, and H100 test records
 # exist already (BENCHMARKS.md "Session 86").
@@ -35,7 +36,7 @@ export MLA_TEST_SEED=${MLA_TEST_SEED:-$(date +%s%N | cut -c1-16)}
 echo "seed $MLA_TEST_SEED" >> "$O/r/gpu.txt"
 save() { tar -czf "$O/grid.tgz" -C "$O" r; }
 # Three passes, formats interleaved, so a slow stretch of the machine touches every format alike.
-for pass in 1 2 3; do
+for pass in $(seq 1 "${MLA_GRID_PASSES:-3}"); do
   for f in bf16 fp8 fp16 fp8_ds; do
     timeout 60 "$B/bench_decode" --format $f --reps 30 > "$O/r/grid_${f}_$pass.txt" 2>&1
     echo "grid $f pass $pass rc=$? at $(( $(date +%s) - start )) s"
@@ -43,6 +44,7 @@ for pass in 1 2 3; do
   done
 done
 for f in bf16 fp8; do
+  [ "${MLA_GRID_PASSES:-3}" -gt 0 ] || break
   timeout 60 "$B/bench_decode" --format $f --unrolled 20 > "$O/r/unrolled_$f.txt" 2>&1
   echo "unrolled $f rc=$? at $(( $(date +%s) - start )) s"
   save

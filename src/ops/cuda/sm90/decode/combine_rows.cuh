@@ -16,8 +16,7 @@
 #include "ops/cuda/sm90/decode/launch.h"
 #include "ops/cuda/sm90/decode/merge_store.cuh"
 #include "ops/cuda/sm90/decode/partials.h"
-#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz
-#include "ops/cuda/sm90/decode/row_end.cuh"
+#include "ops/cuda/sm90/decode/row_end.cuh"  // merge_weight, row_inv, row_lse
 #include "ops/cuda/sm90/decode/traits.h"
 
 namespace mla::sm90::decode {
@@ -94,7 +93,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
       mb = fmaxf(mb, l[j]);
     }
     if (mb == -INFINITY) continue;  // no visible key so far (then s and acc are still 0)
-    const float r = m == -INFINITY ? 0.f : exp_ftz(m - mb);
+    const float r = merge_weight(m, mb);
     s *= r;
     acc.x *= r;
     acc.y *= r;
@@ -102,7 +101,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
     acc.w *= r;
 #pragma unroll
     for (int j = 0; j < KB; ++j) {
-      const float w = exp_ftz(l[j] - mb);  // l = -inf (masked or empty split): 0
+      const float w = merge_weight(l[j], mb);  // l = -inf (masked or empty split): 0
       s += w;
       acc.x += w * v[j].x;
       acc.y += w * v[j].y;
@@ -124,7 +123,7 @@ __device__ __forceinline__ void combine_many(const DecodeKernelParams& p, int b,
     if (!empty) {
       for (int j = 0; j < lanes; ++j) {
         const int i = threadIdx.x + j * q4;
-        const float e = sm.m[i] == -INFINITY ? 0.f : exp_ftz(sm.m[i] - mx);
+        const float e = merge_weight(sm.m[i], mx);
         sum += sm.s[i] * e;
         o.x += sm.acc[i].x * e;
         o.y += sm.acc[i].y * e;
@@ -181,7 +180,7 @@ __device__ __forceinline__ void combine_few_group(const DecodeKernelParams& p, i
   float sum = 0.f;
 #pragma unroll
   for (int k = 0; k < MAX_N; ++k) {
-    w[k] = empty || k >= n ? 0.f : exp_ftz(w[k] - mx);
+    w[k] = empty || k >= n ? 0.f : merge_weight(w[k], mx);
     sum += w[k];
   }
   const float inv = row_inv(!empty, sum);
@@ -272,7 +271,7 @@ __device__ __forceinline__ void combine_few_online(const FewArgs<PT>& a, int b, 
       mb = fmaxf(mb, l[kk]);
     }
     if (mb == -INFINITY) continue;  // no visible key so far (s and acc still 0)
-    const float r = m == -INFINITY ? 0.f : exp_ftz(m - mb);
+    const float r = merge_weight(m, mb);
     s *= r;
 #pragma unroll
     for (int j = 0; j < J; ++j) {
@@ -281,7 +280,7 @@ __device__ __forceinline__ void combine_few_online(const FewArgs<PT>& a, int b, 
     }
 #pragma unroll
     for (int kk = 0; kk < KB; ++kk) {
-      const float w = exp_ftz(l[kk] - mb);  // l = -inf (masked or empty split): 0
+      const float w = merge_weight(l[kk], mb);  // l = -inf (masked or empty split): 0
       s += w;
 #pragma unroll
       for (int j = 0; j < J; ++j) {

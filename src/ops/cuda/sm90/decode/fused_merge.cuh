@@ -21,8 +21,7 @@
 #include "ops/cuda/sm90/decode/merge_store.cuh"
 #include "ops/cuda/sm90/decode/params.h"
 #include "ops/cuda/sm90/decode/partials.h"
-#include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz
-#include "ops/cuda/sm90/decode/row_end.cuh"
+#include "ops/cuda/sm90/decode/row_end.cuh"  // merge_weight, row_inv, row_lse
 #include "ops/cuda/sm90/decode/tma.h"
 
 namespace mla::sm90::decode {
@@ -87,7 +86,7 @@ __device__ __forceinline__ void fused_merge_tile(const DecodeKernelParams& p, in
 #pragma unroll
         for (int kk = 0; kk < kSplits; ++kk) mb = fmaxf(mb, l[kk][r]);
         if (mb == -INFINITY) continue;  // no visible key so far (s and acc still 0)
-        const float sc = m[r] == -INFINITY ? 0.f : exp_ftz(m[r] - mb);
+        const float sc = merge_weight(m[r], mb);
         s[r] *= sc;
         acc[r].x *= sc;
         acc[r].y *= sc;
@@ -95,7 +94,7 @@ __device__ __forceinline__ void fused_merge_tile(const DecodeKernelParams& p, in
         acc[r].w *= sc;
 #pragma unroll
         for (int kk = 0; kk < kSplits; ++kk) {
-          const float w = exp_ftz(l[kk][r] - mb);  // l = -inf (past n, or a piece without visible keys): 0
+          const float w = merge_weight(l[kk][r], mb);  // l = -inf (past n, or a piece without visible keys): 0
           s[r] += w;
           acc[r].x += w * v[kk][r].x;
           acc[r].y += w * v[kk][r].y;
