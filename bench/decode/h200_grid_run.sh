@@ -60,7 +60,7 @@ if [ $t -gt 30 ]; then
   done
   wait
   for s in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
-    echo "$s: $(cat "$O"/r/test_${s}_*.txt | grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test|^rc=' | tr '\n' ' ')"
+    echo "$s: $(cat "$O"/r/test_${s}_[0-9].txt | grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test|^rc=' | tr '\n' ' ')"
   done
   save
 fi
