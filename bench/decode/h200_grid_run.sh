@@ -14,7 +14,8 @@
 #
 # Order: the grid first (what only an H200 can give), tarred into $OUT/grid.tgz after every format, so a call cut
 # short keeps what it ran; then the three decode suites as four gtest shards each, in the time left; then the engine
-# and model tests if time remains. Read the grid with `bench/decode/grid_table.py r FORMAT` on the unpacked grid.tgz.
+# and model tests if time remains, then memcheck of the suites' small cases. Read the grid with
+# `bench/decode/grid_table.py r FORMAT` on the unpacked grid.tgz.
 set -u
 start=$(date +%s)
 PK=${1:?usage: h200_grid_run.sh PK [LIMIT]}
@@ -71,5 +72,15 @@ for s in gpu_test_engine_cuda gpu_test_model_forward; do
   echo "$s rc=$?: $(grep -E '^\[  (PASSED|FAILED)  \]' "$O/r/test_$s.txt" | tr '\n' ' ')"
   t=$(( $(left) - 5 ))
 done
+# memcheck of the decode suites' small cases, side by side (~20 s on an H100), if the time allows.
+t=$(( $(left) - 5 ))
+if [ $t -gt 30 ]; then
+  for s in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
+    ( MLA_SMALL_CASES=1 timeout $t compute-sanitizer --tool memcheck --error-exitcode 9 "$B/$s" > "$O/r/memcheck_$s.txt" 2>&1
+      echo "memcheck $s rc=$?: $(grep 'ERROR SUMMARY' "$O/r/memcheck_$s.txt" | tail -1) $(grep -E '^\[  (PASSED|FAILED)' \
+        "$O/r/memcheck_$s.txt" | tr '\n' ' ')" ) &
+  done
+  wait
+fi
 save
 echo "done at $(( $(date +%s) - start )) s"
