@@ -72,7 +72,7 @@ for s in gpu_test_engine_cuda gpu_test_model_forward; do
   echo "$s rc=$?: $(grep -E '^\[  (PASSED|FAILED)  \]' "$O/r/test_$s.txt" | tr '\n' ' ')"
   t=$(( $(left) - 5 ))
 done
-# memcheck of the decode suites' small cases, side by side (~20 s on an H100), if the time allows.
+# memcheck of the decode suites' small cases, side by side (19-107 s on H100s), if the time allows.
 t=$(( $(left) - 5 ))
 if [ $t -gt 30 ]; then
   for s in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
