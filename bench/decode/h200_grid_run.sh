@@ -36,6 +36,7 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"  # cuBLASLt 
 export MLA_TEST_SEED=${MLA_TEST_SEED:-$(date +%s%N | cut -c1-16)}
 echo "seed $MLA_TEST_SEED" >> "$O/r/gpu.txt"
 save() { tar -czf "$O/grid.tgz" -C "$O" r; }
+SUITES="gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds"  # the decode suites: shards, memcheck
 # Three passes, formats interleaved, so a slow stretch of the machine touches every format alike.
 for pass in $(seq 1 "${MLA_GRID_PASSES:-3}"); do
   for f in bf16 fp8 fp16 fp8_ds; do
@@ -53,14 +54,14 @@ done
 # The suites: four shards each, all twelve side by side (each case checks on one core, its CPU reference on all).
 t=$(( $(left) - 15 ))
 if [ $t -gt 30 ]; then
-  for s in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
+  for s in $SUITES; do
     for i in 0 1 2 3; do
       ( GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout $t "$B/$s" > "$O/r/test_${s}_$i.txt" 2>&1
         echo "rc=$?" >> "$O/r/test_${s}_$i.txt" ) &
     done
   done
   wait
-  for s in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
+  for s in $SUITES; do
     echo "$s: $(cat "$O"/r/test_${s}_[0-9].txt | grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test|^rc=' | tr '\n' ' ')"
   done
   save
@@ -75,7 +76,7 @@ done
 # memcheck of the decode suites' small cases, side by side (19-107 s on H100s), if the time allows.
 t=$(( $(left) - 5 ))
 if [ $t -gt 30 ]; then
-  for s in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
+  for s in $SUITES; do
     ( MLA_SMALL_CASES=1 timeout $t compute-sanitizer --tool memcheck --error-exitcode 9 "$B/$s" > "$O/r/memcheck_$s.txt" 2>&1
       echo "memcheck $s rc=$?: $(grep 'ERROR SUMMARY' "$O/r/memcheck_$s.txt" | tail -1) $(grep -E '^\[  (PASSED|FAILED)' \
         "$O/r/memcheck_$s.txt" | tr '\n' ' ')" ) &

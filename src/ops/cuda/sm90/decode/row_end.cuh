@@ -1,9 +1,9 @@
 #pragma once
 // A softmax row's end, wherever a segment or a merge writes one (every epilogue, the fused merge, the combine): the
-// weight 1 / sum that normalizes the output and the row's log-sum-exp; and the merges' weight of a partial. One place for the empty-row contract
-// (docs/mla_decode.md "Empty rows"): a row that saw no key -- its sum is 0 and its max -inf; the kernels test the
-// sum, the merges the max -- writes zeros and lse = -inf, never 1 / 0 or a NaN. A seen row's sum is >= 1 (its max's
-// own term), the input the one-MUFU forms in ptx.h are exact enough for.
+// weight 1 / sum that normalizes the output and the row's log-sum-exp; and the merges' weight of a partial. One place
+// for the empty-row contract (docs/mla_decode.md "Empty rows"): a row that saw no key -- its sum is 0 and its max
+// -inf; the kernels test the sum, the merges the max -- writes zeros and lse = -inf, never 1 / 0 or a NaN. A seen row's
+// sum is >= 1 (its max's own term), the input the one-MUFU forms in ptx.h are exact enough for.
 #include <cmath>
 
 #include "ops/cuda/sm90/decode/ptx.h"  // exp_ftz, ln_approx, rcp_approx
