@@ -13,8 +13,8 @@
 # exist already (BENCHMARKS.md "Session 86").
 #
 # Order: the grid first (what only an H200 can give), tarred into $OUT/grid.tgz after every format, so a call cut
-# short keeps what it ran; then the three decode suites as four gtest shards each, in the time left; then the engine
-# and model tests if time remains, then memcheck of the suites' small cases. Read the grid with
+# short keeps what it ran; then the three decode suites side by side through scripts/gpu_check.sh, in the time left;
+# then the engine and model tests if time remains, then memcheck of the suites' small cases. Read the grid with
 # `bench/decode/grid_table.py r FORMAT` on the unpacked grid.tgz.
 set -u
 start=$(date +%s)
@@ -51,26 +51,22 @@ for f in bf16 fp8; do
   echo "unrolled $f rc=$? at $(( $(date +%s) - start )) s"
   save
 done
-# The suites: four shards each, all twelve side by side (each case checks on one core, its CPU reference on all).
+# The suites through scripts/gpu_check.sh (four gtest shards each; its summary line, and the fp8 suite's price-of-FP8
+# tables), the three side by side: twelve processes, each case checked on one core, its CPU reference on all.
+# gpu_check's per-binary limit is the time left; its logs go under r/t_SUITE/.
+gc() { MLA_STEP_TIMEOUT=$1 scripts/gpu_check.sh --bin "$B" --tests-only --filter "^$2\$" --out "$O/r/t_$2" > /dev/null 2>&1; }
 t=$(( $(left) - 15 ))
 if [ $t -gt 30 ]; then
-  for s in $SUITES; do
-    for i in 0 1 2 3; do
-      ( GTEST_TOTAL_SHARDS=4 GTEST_SHARD_INDEX=$i timeout $t "$B/$s" > "$O/r/test_${s}_$i.txt" 2>&1
-        echo "rc=$?" >> "$O/r/test_${s}_$i.txt" ) &
-    done
-  done
+  for s in $SUITES; do gc $t $s & done
   wait
-  for s in $SUITES; do
-    echo "$s: $(cat "$O"/r/test_${s}_[0-9].txt | grep -E '^\[  PASSED  \]|^\[  FAILED  \] [0-9]+ test|^rc=' | tr '\n' ' ')"
-  done
+  for s in $SUITES; do grep -E '^test ' "$O/r/t_$s/summary.txt" || echo "$s: no summary line"; done
   save
 fi
 t=$(( $(left) - 5 ))
 for s in gpu_test_engine_cuda gpu_test_model_forward; do
   [ $t -gt 20 ] || break
-  timeout $t "$B/$s" > "$O/r/test_$s.txt" 2>&1
-  echo "$s rc=$?: $(grep -E '^\[  (PASSED|FAILED)  \]' "$O/r/test_$s.txt" | tr '\n' ' ')"
+  gc $t $s
+  grep -E '^test ' "$O/r/t_$s/summary.txt" || echo "$s: no summary line"
   t=$(( $(left) - 5 ))
 done
 # memcheck of the decode suites' small cases, side by side (19-107 s on H100s), if the time allows.
