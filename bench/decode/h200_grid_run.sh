@@ -53,20 +53,21 @@ for f in bf16 fp8; do
 done
 # The suites through scripts/gpu_check.sh (four gtest shards each; its summary line, and the fp8 suite's price-of-FP8
 # tables), the three side by side: twelve processes, each case checked on one core, its CPU reference on all.
-# gpu_check's per-binary limit is the time left; its logs go under r/t_SUITE/.
-gc() { MLA_STEP_TIMEOUT=$1 scripts/gpu_check.sh --bin "$B" --tests-only --filter "^$2\$" --out "$O/r/t_$2" > /dev/null 2>&1; }
+# gpu_check's per-binary limit is the time left; its logs go under r/t_SUITE/, and its summary's test line is printed.
+gc() {
+  MLA_STEP_TIMEOUT=$1 scripts/gpu_check.sh --bin "$B" --tests-only --filter "^$2\$" --out "$O/r/t_$2" > /dev/null 2>&1
+  grep -E '^test ' "$O/r/t_$2/summary.txt" || echo "$2: no summary line"
+}
 t=$(( $(left) - 15 ))
 if [ $t -gt 30 ]; then
   for s in $SUITES; do gc $t $s & done
   wait
-  for s in $SUITES; do grep -E '^test ' "$O/r/t_$s/summary.txt" || echo "$s: no summary line"; done
   save
 fi
 t=$(( $(left) - 5 ))
 for s in gpu_test_engine_cuda gpu_test_model_forward; do
   [ $t -gt 20 ] || break
   gc $t $s
-  grep -E '^test ' "$O/r/t_$s/summary.txt" || echo "$s: no summary line"
   t=$(( $(left) - 5 ))
 done
 # memcheck of the decode suites' small cases, side by side (19-107 s on H100s), if the time allows.
