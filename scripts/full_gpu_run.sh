@@ -23,12 +23,14 @@ for kf in MLA_DECODE_L2_PREFETCH:bf16 MLA_DECODE_FP8_L2_PREFETCH:fp8 MLA_DECODE_
 done
 wait
 grep -h "^test" $o/t/*.txt | cut -c1-200; grep -h -A3 "FAIL" $o/t/*.txt | head -20
+# memcheck of the decode suites' small cases through gpu_check, side by side.
 for t in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
-  ( MLA_SMALL_CASES=1 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $B/$t > $o/s/$t.memcheck.log 2>&1; echo "memcheck $t rc=$?: $(grep -E 'ERROR SUMMARY' $o/s/$t.memcheck.log | tail -1) $(grep -E '^\[  (PASSED|FAILED)' $o/s/$t.memcheck.log | tr '\n' ' ')" | tee $o/s/$t.memcheck.rc ) &
+  ( MLA_STEP_TIMEOUT=120 scripts/gpu_check.sh --bin $B --sanitize-only --sanitize-tools memcheck --filter "^$t\$" \
+      --out $o/s/$t > $o/s/$t.txt 2>&1; grep '^sanitize ' $o/s/$t.txt || echo "memcheck $t: no summary line" ) &
 done; wait
-# One verdict over the tests and the sanitizer: a failed suite (gpu_check's FAILURES) or a memcheck rc other than 0.
+# One verdict over the tests and the sanitizer: a failed suite or memcheck run (gpu_check's FAILURES).
 bad=0; grep -q "gpu_check: FAILURES" $o/t/*.txt && bad=1
-for f in $o/s/*.memcheck.rc; do grep -q " rc=0:" "$f" || bad=1; done  # an empty or missing line fails too
+for f in $o/s/*.txt; do grep -q "gpu_check: ALL OK" "$f" || bad=1; done  # a run cut short has no verdict: fails too
 for f in $o/t/optin_*.rc; do grep -q " rc=0:" "$f" || bad=1; done
 echo "full_gpu_run tests: $([ $bad = 0 ] && echo ALL OK || echo FAILURES)"
 # The benches and the end-to-end pair through gpu_check.sh (its bench and --e2e loops), one call per argument set.

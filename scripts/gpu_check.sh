@@ -3,7 +3,8 @@
 # the directory given (default: ./gpu-logs).
 #
 #   scripts/gpu_check.sh [--out DIR] [--bin DIR] [--tests-only] [--bench-only] [--filter REGEX]
-#                        [--sanitize] [--sanitize-filter REGEX] [--bench-args "ARGS"] [--decode-formats "bf16 fp8"]
+#                        [--sanitize] [--sanitize-only] [--sanitize-tools "memcheck racecheck"] [--sanitize-filter REGEX]
+#                        [--bench-args "ARGS"] [--decode-formats "bf16 fp8"]
 #                        [--shards N] [--shard-filter REGEX] [--e2e "IN:OUT:N ..."] [--e2e-formats "fp8 auto"]
 #
 # --bin DIR   use binaries built elsewhere (e.g. carried build/bin; a COMMIT file there names their commit in the
@@ -12,6 +13,8 @@
 # --sanitize  also run compute-sanitizer memcheck and racecheck on each test binary's small cases
 #             (tests honour MLA_SMALL_CASES=1 to keep these short); --sanitize-filter limits which. racecheck passes
 #             when its reports are all at named-barrier hand-offs marked "racecheck: hand-off" in the source.
+# --sanitize-only  only the sanitizer runs (no full test run, no benches); --sanitize-tools picks the tools (default
+#             both), e.g. the decode suites' memcheck that the H200 call and full_gpu_run.sh run side by side.
 # --decode-formats  formats bench_decode runs, one table each (default: bf16 fp8 fp8_ds).
 # --e2e "IN:OUT:N ..."  after the benches, `mlaserve bench throughput --model dummy` for each input/output/prompt
 #             count, once per --e2e-formats entry (default: fp8 auto), each under MLA_E2E_TIMEOUT (default 300 s),
@@ -25,7 +28,8 @@
 # Every binary runs under a time limit (MLA_STEP_TIMEOUT, default 300 s) so one hang cannot eat the lease.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=gpu-logs bin="" tests=1 bench=1 filter="." sanitize=0 sanitize_filter="." bench_args="" decode_formats="bf16 fp8 fp8_ds"
+out=gpu-logs bin="" tests=1 bench=1 filter="." sanitize=0 sanitize_only=0 sanitize_tools="memcheck racecheck"
+sanitize_filter="." bench_args="" decode_formats="bf16 fp8 fp8_ds"
 e2e="" e2e_formats="fp8 auto" shards=4 shard_filter="mla_decode"
 step_timeout=${MLA_STEP_TIMEOUT:-300}
 # cuBLASLt is linked dynamically (CUDA 13 ships no static one here).
@@ -38,6 +42,11 @@ while [ $# -gt 0 ]; do
     --bench-only) tests=0; shift ;;
     --filter) filter=$2; shift 2 ;;
     --sanitize) sanitize=1; shift ;;
+    --sanitize-only) sanitize=1 sanitize_only=1 bench=0; shift ;;
+    --sanitize-tools) sanitize_tools=$2; shift 2
+      for tool in $sanitize_tools; do
+        case $tool in memcheck|racecheck) ;; *) echo "gpu_check: unknown sanitizer tool '$tool'" >&2; exit 2 ;; esac
+      done ;;
     --bench-args) bench_args=$2; shift 2 ;;
     --sanitize-filter) sanitize_filter=$2; shift 2 ;;
     --decode-formats) decode_formats=$2; shift 2 ;;
@@ -130,22 +139,25 @@ if [ "$tests" = 1 ]; then
   for t in "$bin"/gpu_test_*; do
     name=$(basename "$t")
     echo "$name" | grep -Eq "$filter" || continue
-    start=$(date +%s)
-    run_tests "$t" "$out/$name.log"
-    rc=$?
-    log "test $name rc=$rc $(( $(date +%s) - start ))s: $(test_line "$out/$name.log")"
-    [ $rc -ne 0 ] && { fail=1; grep -E 'FAIL|Failure' "$out/$name.log" | head -20 | tee -a "$summary"; }
-    # issue 4: the price of FP8 per tested shape class, from the suite's notes (BENCHMARKS.md's table)
-    if [ "$name" = gpu_test_mla_decode_fp8 ]; then
-      python3 scripts/fp8_price_table.py "$out/$name.log" > "$out/fp8_price_table.md"
-      python3 scripts/fp8_suite_errors.py "$out/$name.log" > "$out/fp8_suite_errors.md"
+    if [ "$sanitize_only" = 0 ]; then
+      start=$(date +%s)
+      run_tests "$t" "$out/$name.log"
+      rc=$?
+      log "test $name rc=$rc $(( $(date +%s) - start ))s: $(test_line "$out/$name.log")"
+      [ $rc -ne 0 ] && { fail=1; grep -E 'FAIL|Failure' "$out/$name.log" | head -20 | tee -a "$summary"; }
+      # issue 4: the price of FP8 per tested shape class, from the suite's notes (BENCHMARKS.md's table)
+      if [ "$name" = gpu_test_mla_decode_fp8 ]; then
+        python3 scripts/fp8_price_table.py "$out/$name.log" > "$out/fp8_price_table.md"
+        python3 scripts/fp8_suite_errors.py "$out/$name.log" > "$out/fp8_suite_errors.md"
+      fi
     fi
     if [ "$sanitize" = 1 ] && echo "$name" | grep -Eq "$sanitize_filter"; then
-      for tool in memcheck racecheck; do
+      for tool in $sanitize_tools; do
         MLA_SMALL_CASES=1 timeout "$step_timeout" compute-sanitizer --tool $tool --print-limit 100000 --error-exitcode 9 \
           "$t" > "$out/$name.$tool.log" 2>&1
         rc=$?
-        log "sanitize $name $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$name.$tool.log" | tail -1)"
+        log "sanitize $name $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$name.$tool.log" | tail -1);" \
+            "$(test_line "$out/$name.$tool.log")"
         if [ $rc -eq 9 ] && [ $tool = racecheck ]; then
           verdict=$(racecheck_verdict "$out/$name.$tool.log") && rc=0
           log "sanitize $name racecheck: $verdict"

@@ -54,9 +54,11 @@ done
 # The suites through scripts/gpu_check.sh (four gtest shards each; its summary line, and the fp8 suite's price-of-FP8
 # tables), the three side by side: twelve processes, each case checked on one core, its CPU reference on all.
 # gpu_check's per-binary limit is the time left; its logs go under r/t_SUITE/, and its summary's test line is printed.
+# gc LIMIT SUITE [DIR-PREFIX [GPU_CHECK-OPTIONS]]
 gc() {
-  MLA_STEP_TIMEOUT=$1 scripts/gpu_check.sh --bin "$B" --tests-only --filter "^$2\$" --out "$O/r/t_$2" > /dev/null 2>&1
-  grep -E '^test ' "$O/r/t_$2/summary.txt" || echo "$2: no summary line"
+  local d=$O/r/${3:-t}_$2
+  MLA_STEP_TIMEOUT=$1 scripts/gpu_check.sh --bin "$B" --tests-only --filter "^$2\$" --out "$d" ${4:-} > /dev/null 2>&1
+  grep -E '^(test|sanitize) ' "$d/summary.txt" || echo "$2: no summary line"
 }
 t=$(( $(left) - 15 ))
 if [ $t -gt 30 ]; then
@@ -70,14 +72,11 @@ for s in gpu_test_engine_cuda gpu_test_model_forward; do
   gc $t $s
   t=$(( $(left) - 5 ))
 done
-# memcheck of the decode suites' small cases, side by side (19-107 s on H100s), if the time allows.
+# memcheck of the decode suites' small cases through gpu_check (logs under r/m_SUITE/), side by side (19-107 s on
+# H100s), if the time allows.
 t=$(( $(left) - 5 ))
 if [ $t -gt 30 ]; then
-  for s in $SUITES; do
-    ( MLA_SMALL_CASES=1 timeout $t compute-sanitizer --tool memcheck --error-exitcode 9 "$B/$s" > "$O/r/memcheck_$s.txt" 2>&1
-      echo "memcheck $s rc=$?: $(grep 'ERROR SUMMARY' "$O/r/memcheck_$s.txt" | tail -1) $(grep -E '^\[  (PASSED|FAILED)' \
-        "$O/r/memcheck_$s.txt" | tr '\n' ' ')" ) &
-  done
+  for s in $SUITES; do gc $t $s m "--sanitize-only --sanitize-tools memcheck" & done
   wait
 fi
 save
