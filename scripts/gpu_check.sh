@@ -44,6 +44,7 @@ while [ $# -gt 0 ]; do
     --sanitize) sanitize=1; shift ;;
     --sanitize-only) sanitize=1 sanitize_only=1 bench=0; shift ;;
     --sanitize-tools) sanitize_tools=$2; shift 2
+      [ -n "${sanitize_tools// }" ] || { echo "gpu_check: --sanitize-tools wants memcheck and/or racecheck" >&2; exit 2; }
       for tool in $sanitize_tools; do
         case $tool in memcheck|racecheck) ;; *) echo "gpu_check: unknown sanitizer tool '$tool'" >&2; exit 2 ;; esac
       done ;;
