@@ -137,9 +137,11 @@ test_line() {
                    passed, failed}' "$1"
 }
 if [ "$tests" = 1 ]; then
+  matched=0
   for t in "$bin"/gpu_test_*; do
     name=$(basename "$t")
     echo "$name" | grep -Eq "$filter" || continue
+    matched=$((matched + 1))
     if [ "$sanitize_only" = 0 ]; then
       start=$(date +%s)
       run_tests "$t" "$out/$name.log"
@@ -167,6 +169,8 @@ if [ "$tests" = 1 ]; then
       done
     fi
   done
+  # A test run that matched nothing (a misspelt --filter, a missing binary) must not read as a pass.
+  [ "$matched" = 0 ] && [ "$bench" = 0 ] && { log "no test binary in $bin matches --filter '$filter'"; fail=1; }
 fi
 
 if [ "$bench" = 1 ]; then
