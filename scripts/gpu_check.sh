@@ -141,8 +141,8 @@ if [ "$tests" = 1 ]; then
   for t in "$bin"/gpu_test_*; do
     name=$(basename "$t")
     echo "$name" | grep -Eq "$filter" || continue
-    matched=$((matched + 1))
     if [ "$sanitize_only" = 0 ]; then
+      matched=$((matched + 1))
       start=$(date +%s)
       run_tests "$t" "$out/$name.log"
       rc=$?
@@ -155,6 +155,7 @@ if [ "$tests" = 1 ]; then
       fi
     fi
     if [ "$sanitize" = 1 ] && echo "$name" | grep -Eq "$sanitize_filter"; then
+      [ "$sanitize_only" = 1 ] && matched=$((matched + 1))
       for tool in $sanitize_tools; do
         MLA_SMALL_CASES=1 timeout "$step_timeout" compute-sanitizer --tool $tool --print-limit 100000 --error-exitcode 9 \
           "$t" > "$out/$name.$tool.log" 2>&1
@@ -169,8 +170,12 @@ if [ "$tests" = 1 ]; then
       done
     fi
   done
-  # A test run that matched nothing (a misspelt --filter, a missing binary) must not read as a pass.
-  [ "$matched" = 0 ] && [ "$bench" = 0 ] && { log "no test binary in $bin matches --filter '$filter'"; fail=1; }
+  # A test run that ran nothing (a misspelt --filter, a missing binary, or under --sanitize-only a --sanitize-filter
+  # that leaves no binary of --filter) must not read as a pass.
+  if [ "$matched" = 0 ] && [ "$bench" = 0 ]; then
+    log "no test binary in $bin matches --filter '$filter'$([ "$sanitize_only" = 1 ] && echo " and --sanitize-filter '$sanitize_filter'")"
+    fail=1
+  fi
 fi
 
 if [ "$bench" = 1 ]; then
