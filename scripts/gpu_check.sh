@@ -137,12 +137,12 @@ test_line() {
                    passed, failed}' "$1"
 }
 if [ "$tests" = 1 ]; then
-  matched=0
+  ran=0  # binaries that ran something: their full test run, or under --sanitize-only their sanitizer run
   for t in "$bin"/gpu_test_*; do
     name=$(basename "$t")
     echo "$name" | grep -Eq "$filter" || continue
     if [ "$sanitize_only" = 0 ]; then
-      matched=$((matched + 1))
+      ran=$((ran + 1))
       start=$(date +%s)
       run_tests "$t" "$out/$name.log"
       rc=$?
@@ -155,7 +155,7 @@ if [ "$tests" = 1 ]; then
       fi
     fi
     if [ "$sanitize" = 1 ] && echo "$name" | grep -Eq "$sanitize_filter"; then
-      [ "$sanitize_only" = 1 ] && matched=$((matched + 1))
+      [ "$sanitize_only" = 1 ] && ran=$((ran + 1))
       for tool in $sanitize_tools; do
         MLA_SMALL_CASES=1 timeout "$step_timeout" compute-sanitizer --tool $tool --print-limit 100000 --error-exitcode 9 \
           "$t" > "$out/$name.$tool.log" 2>&1
@@ -172,8 +172,10 @@ if [ "$tests" = 1 ]; then
   done
   # A test run that ran nothing (a misspelt --filter, a missing binary, or under --sanitize-only a --sanitize-filter
   # that leaves no binary of --filter) must not read as a pass.
-  if [ "$matched" = 0 ] && [ "$bench" = 0 ]; then
-    log "no test binary in $bin matches --filter '$filter'$([ "$sanitize_only" = 1 ] && echo " and --sanitize-filter '$sanitize_filter'")"
+  if [ "$ran" = 0 ] && [ "$bench" = 0 ]; then
+    filters="--filter '$filter'"
+    [ "$sanitize_only" = 1 ] && filters+=" and --sanitize-filter '$sanitize_filter'"
+    log "no test binary in $bin matches $filters"
     fail=1
   fi
 fi
