@@ -38,6 +38,7 @@
 #include "ops/cuda/sm90/decode/phases_ws64.cuh"  // per-phase clock sums (nothing outside a -DMLA_DECODE_PHASES build)
 #include "ops/cuda/sm90/decode/producer_ws_fp8ds.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/thread_rows.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"
 #include "ops/cuda/sm90/decode/timeline_ws64.cuh"
 
@@ -198,12 +199,8 @@ __device__ __forceinline__ void ws_consumer(const DecodeKernelParams& p, PartCur
   const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);
   const int32_t* rec = part_record(p);
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
-  int row_local[2], row_i[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    row_local[h] = warp * kRowGroup + g + 8 * h;
-    row_i[h] = (tile_row0 + row_local[h]) / p.h_q;  // query position of the row (causal mask)
-  }
+  int row_local[2], row_i[2];  // the thread's two tile rows and their query positions (causal mask)
+  thread_rows(tile_row0, p.h_q, warp, g, row_local, row_i);
 
   FusedMerges<kFused>::zero_empty(p, wg * 128 + tid, kWsConsumerThreads);
   WsState st;

@@ -34,6 +34,7 @@
 #include "ops/cuda/sm90/decode/clock_probe.cuh"  // effective SM clock (nothing outside a -DMLA_DECODE_CLOCK build)
 #include "ops/cuda/sm90/decode/epilogue.cuh"
 #include "ops/cuda/sm90/decode/scheduler.cuh"
+#include "ops/cuda/sm90/decode/thread_rows.cuh"
 #include "ops/cuda/sm90/decode/timeline.cuh"  // MLA_TL_MARK_* (nothing outside a timeline build)
 #include "ops/cuda/sm90/decode/traits.h"
 #include "ops/cuda/sm90/decode_fp8/mainloop_ws.cuh"
@@ -189,12 +190,8 @@ __device__ __forceinline__ void ws_consumer(const Fp8DecodeParams& fp, PartCurso
   const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);
   const int32_t* rec = decode::part_record(p);
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
-  int row_local[2], row_i[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    row_local[h] = warp * kRowGroup + g + 8 * h;
-    row_i[h] = (tile_row0 + row_local[h]) / p.h_q;  // query position of the row (causal mask)
-  }
+  int row_local[2], row_i[2];  // the thread's two tile rows and their query positions (causal mask)
+  decode::thread_rows(tile_row0, p.h_q, warp, g, row_local, row_i);
 
   WsTimeline tl;  // diagnostics only (timeline_ws.cuh), empty in a normal build
   tl.init(p, tid == 0);

@@ -57,12 +57,8 @@ __device__ __forceinline__ void ws3_scorer(const decode::DecodeKernelParams& p, 
   float* s_rs = reinterpret_cast<float*>(smem + L.rs_offset);
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int tile_row0 = blockIdx.y * kRowsPerCta;
-  int row_local[2], row_i[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    row_local[h] = warp * kRowGroup + g + 8 * h;
-    row_i[h] = (tile_row0 + row_local[h]) / p.h_q;  // query position of the row (causal mask)
-  }
+  int row_local[2], row_i[2];  // the thread's two tile rows and their query positions (causal mask)
+  decode::thread_rows(tile_row0, p.h_q, warp, g, row_local, row_i);
   float m_run[2] = {-INFINITY, -INFINITY};
   uint32_t qf[kWs3QRegSteps][4];
   int j = 0, seg = -1;

@@ -138,12 +138,8 @@ __device__ __forceinline__ void consumer(const DecodeKernelParams& p, PartCursor
   const int valid_rows = min(kRowsPerCta, p.rows - tile_row0);
   const int32_t* rec = part_record(p);
   const int first_batch = rec[kPartBeginBatch], first_split = rec[kPartFirstSplit];
-  int row_local[2], row_i[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    row_local[h] = warp * kRowGroup + g + 8 * h;
-    row_i[h] = (tile_row0 + row_local[h]) / p.h_q;
-  }
+  int row_local[2], row_i[2];  // the thread's two tile rows and their query positions (causal mask)
+  thread_rows(tile_row0, p.h_q, warp, g, row_local, row_i);
 
   FusedMerges<kFused>::zero_empty(p, wg * 128 + tid, kWsConsumerThreads);
   WsState st;
