@@ -33,6 +33,9 @@ inline int device_sm_count() {
   return sms;
 }
 
+// The SMs a case's plan fills: DecodeShape::plan_sms where given, else the device's.
+inline int plan_sm_count(const DecodeShape& s) { return s.plan_sms > 0 ? s.plan_sms : device_sm_count(); }
+
 // Whether mla_decode runs a step of these shapes and seqlens on narrow 16-row head tiles by default (the geometry the
 // tests build: seqlens given, as an engine's eager step; decode_plan_narrow_tiles), so a test can force the other.
 inline Status takes_narrow_tiles(int batch, int s_q, int h_q, const std::vector<int>& seqlens, bool* narrow) {
@@ -272,7 +275,7 @@ inline Status run_decode_on_device(const std::string& name, const DecodeHostData
                                    DecodeDeviceResult* r, const ReferenceOut& reference_out = {}) {
   const DecodeShape& s = h.shape;
   // As an engine's eager step would: seqlens and format given.
-  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, device_sm_count(), &r->g, h.seqlens.data(), s.format));
+  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, plan_sm_count(s), &r->g, h.seqlens.data(), s.format));
   const DecodePlanGeometry& g = r->g;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
   DecodeStepBuffers d;

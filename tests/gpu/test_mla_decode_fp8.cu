@@ -372,6 +372,7 @@ struct CaseSpec {
   bool small = false;       // part of the MLA_SMALL_CASES=1 (sanitizer) subset
   int spare_pages = 3;      // cache pages no sequence uses; 0: every page is used, the cache's last one included
   float k_scale = 0.f;      // > 0: k_scale apart from q_scale (a swap of the two, or one used twice, is then wrong)
+  int plan_sms = 0;         // > 0: the plan fills this many SMs (DecodeShape::plan_sms): long parts from a small step
 };
 
 std::string scale_tag(float x) {
@@ -387,7 +388,8 @@ std::string scale_tag(float x) {
 bool auto_leaves_ws_qreg_under_combine(const Fp8Case& c) {
   const std::vector<int32_t> lens(c.shape.seqlens.begin(), c.shape.seqlens.end());
   DecodePlanGeometry g;
-  if (!decode_plan_geometry(c.shape.batch, c.shape.s_q, c.shape.h_q, device_sm_count(), &g, lens.data(), KvFormat::kFp8)
+  if (!decode_plan_geometry(c.shape.batch, c.shape.s_q, c.shape.h_q, plan_sm_count(c.shape), &g, lens.data(),
+                            KvFormat::kFp8)
            .is_ok())
     return false;
   return sm90::decode_fp8::auto_picks_ws3(g, false) || sm90::decode_fp8::auto_picks_ws_split(g, false);
@@ -407,13 +409,15 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
   c.shape.data_scale = cs.data_scale;
   c.shape.data = cs.data;
   c.shape.spare_pages = cs.spare_pages;
+  c.shape.plan_sms = cs.plan_sms;
   c.price_check = cs.price;
   const std::string name = "fp8_b" + std::to_string(cs.batch) + "_h" + std::to_string(cs.h_q) + "_sq" +
                            std::to_string(cs.s_q) + (cs.causal ? "_causal" : "") + "_" + cs.lens_tag + "_s" +
                            scale_tag(cs.scale) + (cs.k_scale > 0.f ? "_k" + scale_tag(cs.k_scale) : "") +
                            (cs.data_scale != 1.f ? "_x" + scale_tag(cs.data_scale) : "") +
                            (cs.data == DataKind::kDeepSeekLike ? "_ds" : "") +
-                           (cs.spare_pages == 0 ? "_nospare" : "");
+                           (cs.spare_pages == 0 ? "_nospare" : "") +
+                           (cs.plan_sms > 0 ? "_sms" + std::to_string(cs.plan_sms) : "");
   // Saturating cases (|x / scale| >> 448 for most values of q or K): a pinned code is +-448 * scale after
   // dequantization, an unpinned value keeps ~data_scale, so a score has std ~sqrt(576) * vq * vk with v = the smaller
   // of the two; this softmax scale puts the logits' std at ~4 (where both saturate: sqrt(576) * (448 * scale)^2).
@@ -614,10 +618,26 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // The 16-row wgmma kernel (kernel_h16.cuh) counts Q slots per visited sequence: zero-length ones skipped.
   add(cases, {7, 16, 1, false, {0, 65, 0, 511, 1, 0, 4096}, "with_zeros", 1.f});
   add(cases, {2, 16, 2, true, {0, 0}, "all_zero", 1.f, 1.f, DataKind::kNormal, true, true});
-  // Every cache page in use, so the cache's last page is read: the 16-row kernel copies it as five 2D boxes, every
-  // other page as one 3D box whose fifth slab would reach past the tensor on that page (page_tma.cuh); h_q 128 alike.
+  // Every cache page in use (no NaN page past the sequences'), in the sanitizers' small set: h_q 16 on the 16-row
+  // kernel, h_q 128 on the 64-row one. Their parts are short (33 pages over the machine's columns), so the 16-row
+  // kernel copies every page as evict-first 2D boxes here; the long-part cases below reach the 3D copy and its
+  // last-page exception.
   for (int h : {16, 128})
     add(cases, {3, h, 1, false, {700, 64, 1300}, "700_64_1300", 1.f, 1.f, DataKind::kNormal, true, true, 0});
+  // Long parts on the 16- and 32-row tiles of the keys-as-M kernel (kernel_h16.cuh RG 1 / 2): a plan of 4 SMs cuts
+  // 254 pages into parts of ~64, over the 32 pages below which a part's copies are evict-first 2D boxes, so every page
+  // goes as one 3D copy (page_tma.cuh tma_page) except the cache's last one, which is in use (no spare pages) and goes
+  // as five 2D boxes. Without this plan only the b128 x 4096 case reached the 3D copy, with RG 1 and the fused merge
+  // alone, and the last-page branch only by chance. Their twins run the combine-merged build and the early-S forms
+  // (and, at 32 rows, the _n32 kernels).
+  for (int h : {16, 32})
+    add(cases, {4, h, 1, false, {4096, 4096, 3000, 5000}, "long4", 1.f, 1.f, DataKind::kNormal, true, false, 0, 0.f,
+                4});
+  // h_q x s_q shapes the grid above leaves out: h_q 64 x s_q 3 (3 head tiles: the only odd count above 1, so an
+  // unpaired launch with grid.y 3; also in the small set) and h_q 128 x s_q 3 (6 tiles).
+  add(cases, {3, 64, 3, true, {4400, 65, 700}, "4400_65_700", 1.f});
+  add(cases, {3, 64, 3, true, {300, 65, 1}, "300_65_1", 1.f, 1.f, DataKind::kNormal, true, true});
+  add(cases, {3, 128, 3, true, {4400, 65, 700}, "4400_65_700", 0.02f, 1.f, kDs});
   // Larger batches, mixed lengths.
   add(cases, {32, 16, 1, false, random_lens("b32h16", 32, 1, 4096), "rand1_4096", 1.f});
   add(cases, {32, 128, 1, false, random_lens("b32h128", 32, 1, 4096), "rand1_4096", 0.02f, 1.f, kDs});

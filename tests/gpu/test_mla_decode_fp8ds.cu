@@ -27,6 +27,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/decode_data.h"
@@ -458,6 +459,15 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add(cases, {128, 16, 4, true, random_lens("b128h16", 128, 60, 70), "rand60_70"});
   add(cases, {128, 128, 1, false, random_lens("b128h128", 128, 1, 511), "rand1_511", kDs});
   add(cases, {128, 32, 1, false, random_lens("b128h32", 128, 1, 1024), "rand1_1024"});
+  // h_q x s_q shapes the grid above leaves out (session 91), causal over 69 / 2 / 11 pages: h_q 128 x s_q 2 / 3, h_q 64
+  // x s_q 3 (3 head tiles: the only odd count above 1, an unpaired launch with grid.y 3; also short, in the small set)
+  // / 4, h_q 32 x s_q 4; and 32 causal rows of h_q 16 x s_q 2 on the producer-converts kernel with keys to read (its
+  // one case before, all_zero, has none).
+  for (auto [h, sq] : std::vector<std::pair<int, int>>{{128, 2}, {128, 3}, {64, 3}, {64, 4}, {32, 4}})  // (h_q, s_q)
+    add(cases, {3, h, sq, true, {4400, 65, 700}, "4400_65_700"});
+  add(cases, {3, 64, 3, true, {300, 65, 1}, "300_65_1", DataKind::kNormal, true});
+  add(cases, {2, 16, 2, true, {1000, 65}, "1000_65", kDs});
+  add(cases, {3, 16, 2, true, {300, 65, 1}, "300_65_1", DataKind::kNormal, true});
 });
 
 // Tile scale 0 and all-zero tokens: a token the writer stores from all-zero input (codes 0, scale 1.0 by
