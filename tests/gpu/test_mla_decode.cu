@@ -325,6 +325,9 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   // The same for 32-row tiles (two row groups, Q read from shared memory at every step, so its reload at each
   // sequence switch is read by every later step).
   add_case(cases, dc(kB, 300, 32, 1, false, random_lens("b300h32", 300, 1, 80)), "rand1_80");
+  // More sequences than the plan kernel's shared-memory arrays hold (plan_decode.cu kMaxParallelBatch): the serial plan
+  // kernel, whose plan the device run checks against the host's entry by entry.
+  add_case(cases, dc(kB, 1600, 16, 1, false, random_lens("b1600h16", 1600, 1, 80)), "rand1_80");
   add_case(cases, dc(kB, 128, 64, 2, false, random_lens("b128h64", 128, 1, 1024), false), "rand1_1024");
   add_case(cases, dc(kB, 128, 128, 1, false, random_lens("b128h128", 128, 1, 511)), "rand1_511");
   add_case(cases, dc(kB, 128, 16, 4, true, random_lens("b128h16", 128, 60, 70)), "rand60_70");
