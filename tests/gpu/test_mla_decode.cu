@@ -352,21 +352,22 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add_case(cases, dc(kH, 7, 128, 4, true, {1, 2, 3, 4, 63, 64, 65}), "tiny_mix");
   // h_q x s_q shapes the grid above leaves out (session 91), over three sequences of 69 / 2 / 11 pages (5165 tokens:
   // past the sanitizers' small set), causal: bf16 h_q 128 x s_q 2 / 3, h_q 64 x s_q 3 (3 head tiles: the only odd count
-  // above 1, an unpaired launch with grid.y 3) / 4, h_q 32 x s_q 4; fp16 every (h_q, s_q) with s_q > 1 it lacked, and
+  // above 1, an unpaired launch with grid.y 3) / 4, h_q 32 x s_q 4; fp16 every (h_q, s_q) with s_q > 1 it lacked (h_q 64 x
+  // s_q 2 ran only as a graph step), and
   // h_q 64 s_q 1 on 64-row and (one 511-token sequence) narrow tiles. h_q 64 x s_q 3 also short, in the small set.
   const std::vector<int> lens3({4400, 65, 700});
   // (The (h_q, s_q) lists sit inside the for's parentheses: MLA_GPU_CASES is a macro, whose arguments split at
   // commas outside parentheses.)
   for (auto [h, sq] : std::vector<std::pair<int, int>>{{128, 2}, {128, 3}, {64, 3}, {64, 4}, {32, 4}})
     add_case(cases, dc(kB, 3, h, sq, true, lens3), "4400_65_700");
-  for (auto [h, sq] : std::vector<std::pair<int, int>>{{16, 2}, {32, 2}, {32, 3}, {64, 3}, {128, 3}, {16, 4}, {32, 4}})
+  for (auto [h, sq] : std::vector<std::pair<int, int>>{{16, 2}, {32, 2}, {64, 2}, {32, 3}, {64, 3}, {128, 3}, {16, 4}, {32, 4}})
     add_case(cases, dc(kH, 3, h, sq, true, lens3), "4400_65_700");
   add_case(cases, dc(kH, 3, 64, 1, false, lens3), "4400_65_700");
   add_case(cases, dc(kH, 1, 64, 1, false, {511}), "len511");
   for (KvFormat f : {kB, kH}) add_case(cases, dc(f, 3, 64, 3, true, {300, 65, 1}), "300_65_1");
   // fp16 on the 16-row kernel's long parts (kernel_n16ws.cuh: parts over 16 pages copy without the evict-first hint),
   // which only bf16's b128 x 4096 case reached: a plan of 4 SMs (DecodeShape::plan_sms) cuts 254 pages into parts of
-  // ~64, each over two sequences.
+  // 60-66 (the third part ends in the fourth sequence, whose two pieces the merge joins).
   {
     DecodeCase c = dc(kH, 4, 16, 1, false, {4096, 4096, 3000, 5000});
     c.shape.plan_sms = 4;

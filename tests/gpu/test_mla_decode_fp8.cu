@@ -625,11 +625,11 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   for (int h : {16, 128})
     add(cases, {3, h, 1, false, {700, 64, 1300}, "700_64_1300", 1.f, 1.f, DataKind::kNormal, true, true, 0});
   // Long parts on the 16- and 32-row tiles of the keys-as-M kernel (kernel_h16.cuh RG 1 / 2): a plan of 4 SMs cuts
-  // 254 pages into parts of ~64, over the 32 pages below which a part's copies are evict-first 2D boxes, so every page
-  // goes as one 3D copy (page_tma.cuh tma_page) except the cache's last one, which is in use (no spare pages) and goes
-  // as five 2D boxes. Without this plan only the b128 x 4096 case reached the 3D copy, with RG 1 and the fused merge
-  // alone, and the last-page branch only by chance. Their twins run the combine-merged build and the early-S forms
-  // (and, at 32 rows, the _n32 kernels).
+  // 254 pages into parts of 60-66, over the 32 pages below which a part's copies are evict-first 2D boxes, so every
+  // page goes as one 3D copy (page_tma.cuh tma_page) except the cache's last one, which is in use (no spare pages) and
+  // goes as five 2D boxes. Without this plan only the b128 x 4096 case reached the 3D copy, with RG 1 and the fused
+  // merge alone, and the last-page branch only where its draw left the last page in use (nearly always: 8192 in
+  // 8195). Their twins run the combine-merged build and the early-S forms (and, at 32 rows, the _n32 kernels).
   for (int h : {16, 32})
     add(cases, {4, h, 1, false, {4096, 4096, 3000, 5000}, "long4", 1.f, 1.f, DataKind::kNormal, true, false, 0, 0.f,
                 4});
