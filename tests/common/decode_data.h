@@ -42,10 +42,7 @@ struct DecodeShape {
   int spare_pages = 3;                 // pages no sequence uses (NaN-filled)
   int spare_cols = 2;                  // block-table columns past the longest sequence (sentinels)
   int plan_sms = 0;  // SMs the GPU tests' plan fills (decode_plan_geometry's num_sms; 0: the device's). Fewer give a
-                     // small step the long parts (and their page-copy paths) that only large steps reach otherwise.
-                     // The twins' choices (takes_narrow_tiles, whole_sequence_forms, takes_ws64) still assume the
-                     // device's SMs: fine for the cases that set it (16 rows; fp8's 32, whose twins go by shape
-                     // alone); pass them the plan's SMs before a wider use
+                     // small step the long parts (and their page-copy paths) that only large steps reach otherwise
   int32_t table_sentinel = kBlockTableSentinel;  // every unused block-table entry (the 16-bit suite: a negative one)
   bool keep_kv_float = true;  // DecodeHostData::kv_float (the price-of-FP8 reference); false: left empty (1.2 GB at
                               // b128 s4096, and most of the draw's time there)

@@ -36,34 +36,38 @@ inline int device_sm_count() {
 // The SMs a case's plan fills: DecodeShape::plan_sms where given, else the device's.
 inline int plan_sm_count(const DecodeShape& s) { return s.plan_sms > 0 ? s.plan_sms : device_sm_count(); }
 
-// Whether mla_decode runs a step of these shapes and seqlens on narrow 16-row head tiles by default (the geometry the
-// tests build: seqlens given, as an engine's eager step; decode_plan_narrow_tiles), so a test can force the other.
-inline Status takes_narrow_tiles(int batch, int s_q, int h_q, const std::vector<int>& seqlens, bool* narrow) {
-  const std::vector<int32_t> lens(seqlens.begin(), seqlens.end());
-  return decode_plan_narrow_tiles(batch, s_q, h_q, device_sm_count(), lens.data(), narrow);
+// The geometry run_decode_on_device builds for a case's step (seqlens and format given, as an engine's eager step;
+// plan_sm_count's SMs), for the tests that pick a twin by it.
+inline Status case_geometry(const DecodeShape& s, DecodePlanGeometry* g) {
+  const std::vector<int32_t> lens(s.seqlens.begin(), s.seqlens.end());
+  return decode_plan_geometry(s.batch, s.s_q, s.h_q, plan_sm_count(s), g, lens.data(), s.format);
 }
 
-// Whether the geometry the tests build for this step has one CTA column per sequence (decode_plan_whole_sequences,
-// after the narrow-tile choice) and whether forcing it (MLA_DECODE_WHOLE_SEQS=on) would: a test runs the other one.
-inline Status whole_sequence_forms(int batch, int s_q, int h_q, const std::vector<int>& seqlens, KvFormat format,
-                                   bool* by_default, bool* forced) {
-  const std::vector<int32_t> lens(seqlens.begin(), seqlens.end());
+// Whether mla_decode runs the case's step on narrow 16-row head tiles by default (decode_plan_narrow_tiles), so a test
+// can force the other.
+inline Status takes_narrow_tiles(const DecodeShape& s, bool* narrow) {
+  const std::vector<int32_t> lens(s.seqlens.begin(), s.seqlens.end());
+  return decode_plan_narrow_tiles(s.batch, s.s_q, s.h_q, plan_sm_count(s), lens.data(), narrow);
+}
+
+// Whether the case's geometry has one CTA column per sequence (decode_plan_whole_sequences, after the narrow-tile
+// choice) and whether forcing it (MLA_DECODE_WHOLE_SEQS=on) would: a test runs the other one.
+inline Status whole_sequence_forms(const DecodeShape& s, bool* by_default, bool* forced) {
   DecodePlanGeometry g;
-  MLA_TRY(decode_plan_geometry(batch, s_q, h_q, device_sm_count(), &g, lens.data(), format));
-  const int columns = device_sm_count() / g.num_head_tiles;
-  *by_default = g.tile_rows == kDecodeRowsPerCta && g.num_parts == batch && batch < columns;
-  *forced = g.tile_rows == kDecodeRowsPerCta && batch < columns;
+  MLA_TRY(case_geometry(s, &g));
+  const int columns = plan_sm_count(s) / g.num_head_tiles;
+  *by_default = g.tile_rows == kDecodeRowsPerCta && g.num_parts == s.batch && s.batch < columns;
+  *forced = g.tile_rows == kDecodeRowsPerCta && s.batch < columns;
   return Status::ok();
 }
 
 // Whether a 16-bit step runs the 64-row warp-specialized kernel with the default knobs: 64-row head tiles (not the
 // narrow 16-row ones) of at least 32 query rows (MLA_DECODE_N32's default sends 32-47 rows there; 16 rows run a 16-row
 // kernel). Not for fp8, whose 32-row tiles run its 16-row kernel.
-inline Status takes_ws64(int batch, int s_q, int h_q, const std::vector<int>& seqlens, KvFormat format, bool* ws64) {
-  const std::vector<int32_t> lens(seqlens.begin(), seqlens.end());
+inline Status takes_ws64(const DecodeShape& s, bool* ws64) {
   DecodePlanGeometry g;
-  MLA_TRY(decode_plan_geometry(batch, s_q, h_q, device_sm_count(), &g, lens.data(), format));
-  *ws64 = g.tile_rows == kDecodeRowsPerCta && s_q * h_q >= 32;
+  MLA_TRY(case_geometry(s, &g));
+  *ws64 = g.tile_rows == kDecodeRowsPerCta && s.s_q * s.h_q >= 32;
   return Status::ok();
 }
 
@@ -274,8 +278,7 @@ using ReferenceOut = std::function<Status(const DecodeDeviceResult&, std::vector
 inline Status run_decode_on_device(const std::string& name, const DecodeHostData& h, float softmax_scale,
                                    DecodeDeviceResult* r, const ReferenceOut& reference_out = {}) {
   const DecodeShape& s = h.shape;
-  // As an engine's eager step would: seqlens and format given.
-  MLA_TRY(decode_plan_geometry(s.batch, s.s_q, s.h_q, plan_sm_count(s), &r->g, h.seqlens.data(), s.format));
+  MLA_TRY(case_geometry(s, &r->g));
   const DecodePlanGeometry& g = r->g;
   const size_t parts_ints = static_cast<size_t>(g.num_parts) * kPlanPartInts;
   DecodeStepBuffers d;

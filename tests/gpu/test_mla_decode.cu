@@ -188,8 +188,7 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
     const std::string n = name + "_othertile";
     cases.push_back({"mla_decode", n, case_tol(s.format), [c, n](CaseReport* rep) {
                        bool narrow = false;
-                       const DecodeShape& s = c.shape;
-                       MLA_TRY(takes_narrow_tiles(s.batch, s.s_q, s.h_q, s.seqlens, &narrow));
+                       MLA_TRY(takes_narrow_tiles(c.shape, &narrow));
                        ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
                        return run_decode_case(n, c, rep);
                      }});
@@ -210,7 +209,7 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
   // call). Same tolerance: the same kernels on another plan (whole sequences: direct segments, no partials).
   if (rows >= 48 && tokens <= 200000) {
     bool whole = false, can = false;
-    if (whole_sequence_forms(s.batch, s.s_q, s.h_q, s.seqlens, s.format, &whole, &can).is_ok() && (whole || can)) {
+    if (whole_sequence_forms(s, &whole, &can).is_ok() && (whole || can)) {
       const std::string n = name + (whole ? "_machinecols" : "_wholeseqs");
       cases.push_back({"mla_decode", n, case_tol(s.format), [c, n, whole](CaseReport* rep) {
                          ScopedEnv env("MLA_DECODE_WHOLE_SEQS", whole ? "off" : "on");
@@ -224,7 +223,7 @@ void add_case(std::vector<GpuCase>& cases, DecodeCase c, const std::string& lens
   // another path.
   {
     bool ws64 = false;
-    if (takes_ws64(s.batch, s.s_q, s.h_q, s.seqlens, s.format, &ws64).is_ok() && ws64) {
+    if (takes_ws64(s, &ws64).is_ok() && ws64) {
       const std::string n = name + "_plainout";
       cases.push_back({"mla_decode", n, case_tol(s.format), [c, n](CaseReport* rep) {
                          ScopedEnv env("MLA_DECODE_WS64_OUT", "plain");
@@ -352,15 +351,16 @@ MLA_GPU_CASES([](std::vector<GpuCase>& cases) {
   add_case(cases, dc(kH, 7, 128, 4, true, {1, 2, 3, 4, 63, 64, 65}), "tiny_mix");
   // h_q x s_q shapes the grid above leaves out (session 91), over three sequences of 69 / 2 / 11 pages (5165 tokens:
   // past the sanitizers' small set), causal: bf16 h_q 128 x s_q 2 / 3, h_q 64 x s_q 3 (3 head tiles: the only odd count
-  // above 1, an unpaired launch with grid.y 3) / 4, h_q 32 x s_q 4; fp16 every (h_q, s_q) with s_q > 1 it lacked (h_q 64 x
-  // s_q 2 ran only as a graph step), and
-  // h_q 64 s_q 1 on 64-row and (one 511-token sequence) narrow tiles. h_q 64 x s_q 3 also short, in the small set.
+  // above 1, an unpaired launch with grid.y 3) / 4, h_q 32 x s_q 4; fp16 every (h_q, s_q) with s_q > 1 it lacked (h_q
+  // 64 x s_q 2 ran only as a graph step), and h_q 64 s_q 1 on 64-row and (one 511-token sequence) narrow tiles. h_q 64
+  // x s_q 3 also short, in the small set.
   const std::vector<int> lens3({4400, 65, 700});
   // (The (h_q, s_q) lists sit inside the for's parentheses: MLA_GPU_CASES is a macro, whose arguments split at
   // commas outside parentheses.)
   for (auto [h, sq] : std::vector<std::pair<int, int>>{{128, 2}, {128, 3}, {64, 3}, {64, 4}, {32, 4}})
     add_case(cases, dc(kB, 3, h, sq, true, lens3), "4400_65_700");
-  for (auto [h, sq] : std::vector<std::pair<int, int>>{{16, 2}, {32, 2}, {64, 2}, {32, 3}, {64, 3}, {128, 3}, {16, 4}, {32, 4}})
+  for (auto [h, sq] :
+       std::vector<std::pair<int, int>>{{16, 2}, {32, 2}, {64, 2}, {32, 3}, {64, 3}, {128, 3}, {16, 4}, {32, 4}})
     add_case(cases, dc(kH, 3, h, sq, true, lens3), "4400_65_700");
   add_case(cases, dc(kH, 3, 64, 1, false, lens3), "4400_65_700");
   add_case(cases, dc(kH, 1, 64, 1, false, {511}), "len511");

@@ -386,12 +386,8 @@ std::string scale_tag(float x) {
 // Whether the case's step, merged by the combine, runs its 64-row tiles on another kernel than ws_qreg by default
 // (ws3 or ws_split, variant64.h; the geometry an engine's eager step gets: with its seqlens).
 bool auto_leaves_ws_qreg_under_combine(const Fp8Case& c) {
-  const std::vector<int32_t> lens(c.shape.seqlens.begin(), c.shape.seqlens.end());
   DecodePlanGeometry g;
-  if (!decode_plan_geometry(c.shape.batch, c.shape.s_q, c.shape.h_q, plan_sm_count(c.shape), &g, lens.data(),
-                            KvFormat::kFp8)
-           .is_ok())
-    return false;
+  if (!case_geometry(c.shape, &g).is_ok()) return false;
   return sm90::decode_fp8::auto_picks_ws3(g, false) || sm90::decode_fp8::auto_picks_ws_split(g, false);
 }
 
@@ -495,7 +491,7 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
     const std::string n = name + "_othertile";
     cases.push_back({"mla_decode", n, kFp8Tol, [c, n](CaseReport* rep) {
                        bool narrow = false;
-                       MLA_TRY(takes_narrow_tiles(c.shape.batch, 1, c.shape.h_q, c.shape.seqlens, &narrow));
+                       MLA_TRY(takes_narrow_tiles(c.shape, &narrow));
                        ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
                        return run_fp8_case(n, c, rep);
                      }});
@@ -506,8 +502,7 @@ void add(std::vector<GpuCase>& cases, const CaseSpec& cs) {
   // call). Same tolerance: the same kernels on another plan (whole sequences: direct segments, no partials).
   if (cs.h_q * cs.s_q >= 48 && tokens <= 200000) {
     bool whole = false, can = false;
-    if (whole_sequence_forms(cs.batch, cs.s_q, cs.h_q, cs.lens, KvFormat::kFp8, &whole, &can).is_ok() &&
-        (whole || can)) {
+    if (whole_sequence_forms(c.shape, &whole, &can).is_ok() && (whole || can)) {
       const std::string n = name + (whole ? "_machinecols" : "_wholeseqs");
       cases.push_back({"mla_decode", n, kFp8Tol, [c, n, whole](CaseReport* rep) {
                          ScopedEnv env("MLA_DECODE_WHOLE_SEQS", whole ? "off" : "on");

@@ -99,7 +99,7 @@ constexpr double kExactCodeRelL2 = 3.90625e-3;
 // MLA_DECODE_TILE_ROWS) always run the exact-code kernel; other 16-row tiles unless MLA_DECODE_FP8DS_RG1 says dequant.
 bool exact_code_kernel(const DecodeShape& s) {
   bool narrow = false;
-  if (!takes_narrow_tiles(s.batch, s.s_q, s.h_q, s.seqlens, &narrow).is_ok())
+  if (!takes_narrow_tiles(s, &narrow).is_ok())
     return false;  // the decode call fails the case with the knob's error
   if (narrow) return true;
   const char* e = std::getenv("MLA_DECODE_FP8DS_RG1");
@@ -350,7 +350,7 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
   // another plan.
   {
     bool whole = false, can = false;
-    if (whole_sequence_forms(sp.batch, sp.s_q, sp.h_q, sp.lens, KvFormat::kFp8Ds, &whole, &can).is_ok() && can) {
+    if (whole_sequence_forms(shape, &whole, &can).is_ok() && can) {
       const std::string n = name + "_wholeseqs";
       cases.push_back({"mla_decode", n, kFp8DsTol, [shape, n](CaseReport* rep) {
                          ScopedEnv env("MLA_DECODE_WHOLE_SEQS", "on");
@@ -367,7 +367,7 @@ void add(std::vector<GpuCase>& cases, const Spec& sp) {
     const std::string n = name + "_othertile";
     cases.push_back({"mla_decode", n, kFp8DsTol, [shape, n](CaseReport* rep) {
                        bool narrow = false;
-                       MLA_TRY(takes_narrow_tiles(shape.batch, 1, shape.h_q, shape.seqlens, &narrow));
+                       MLA_TRY(takes_narrow_tiles(shape, &narrow));
                        ScopedEnv env("MLA_DECODE_TILE_ROWS", narrow ? "64" : "16");
                        auto rng = case_rng(n);
                        return run_fp8ds_case(n, make_decode_data(shape, rng), rep);
