@@ -13,16 +13,16 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 ( scripts/gpu_check.sh --bin $B --tests-only --shards 1 --filter 'mla_decode$' --out $o/t/a > $o/t/a.txt 2>&1 ) &
 ( scripts/gpu_check.sh --bin $B --tests-only --shards 1 --filter 'decode_fp8$' --out $o/t/b > $o/t/b.txt 2>&1 ) &
 ( scripts/gpu_check.sh --bin $B --tests-only --shards 1 --filter 'fp8ds' --out $o/t/c > $o/t/c.txt 2>&1 ) &
-# The opt-in 64-row kernels that are not the default (each the previous default, kept for comparison): their tests too.
-( MLA_DECODE_FP8DS_WS64=producer timeout 150 $B/gpu_test_mla_decode_fp8ds --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8ds_producer.log 2>&1; echo "opt-in MLA_DECODE_FP8DS_WS64=producer h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8ds_producer.log | tr '\n' ' ')" | tee $o/t/optin_fp8ds_producer.rc ) &
-( MLA_DECODE_FP8_VARIANT64=ws_ahead timeout 150 $B/gpu_test_mla_decode_fp8 --gtest_filter='*h64*:*h128*' > $o/t/optin_fp8_ws_ahead.log 2>&1; echo "opt-in MLA_DECODE_FP8_VARIANT64=ws_ahead h64/h128 rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $o/t/optin_fp8_ws_ahead.log | tr '\n' ' ')" | tee $o/t/optin_fp8_ws_ahead.rc ) &
+# The kernels only a read-once knob reaches (each the previous default or an alternative kept for comparison), on the
+# suites' small sets.
+( scripts/knob_tests.sh --bin $B --out $o/t/knobs --timeout 200 > $o/t/knobs.txt 2>&1 ) &
 scripts/gpu_check.sh --bin $B --tests-only --filter 'cache|codecs|engine|convert|model' --out $o/t/d > $o/t/d.txt 2>&1
 MLA_PREFILL_WARPS=5 $B/gpu_test_model_ops --gtest_filter='*prefill*' > $o/t/badknob.log 2>&1; echo "bad MLA_PREFILL_WARPS rc=$? (expect 1): $(grep -c MLA_PREFILL_WARPS $o/t/badknob.log) lines name it"
 for kf in MLA_DECODE_L2_PREFETCH:bf16 MLA_DECODE_FP8_L2_PREFETCH:fp8 MLA_DECODE_FORCE_MMA_SYNC:bf16; do
   k=${kf%:*}; env $k=9 $B/bench_decode --format ${kf#*:} --rows 1 --reps 2 > $o/t/badknob_$k.log 2>&1; echo "bad $k=9 rc=$? (expect 1): $(grep -c $k $o/t/badknob_$k.log) lines name it"
 done
 wait
-grep -h "^test" $o/t/*.txt | cut -c1-200; grep -h -A3 "FAIL" $o/t/*.txt | head -20
+grep -h "^test\|^knob" $o/t/*.txt | cut -c1-200; grep -h -A3 "FAIL" $o/t/*.txt | head -20
 # memcheck of the decode suites' small cases through gpu_check, side by side.
 for t in gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_decode_fp8ds; do
   ( MLA_STEP_TIMEOUT=120 scripts/gpu_check.sh --bin $B --sanitize-only --sanitize-tools memcheck --filter "^$t\$" \
@@ -31,7 +31,7 @@ done; wait
 # One verdict over the tests and the sanitizer: a failed suite or memcheck run (gpu_check's FAILURES).
 bad=0; grep -q "gpu_check: FAILURES" $o/t/*.txt && bad=1
 for f in $o/s/*.txt; do grep -q "gpu_check: ALL OK" "$f" || bad=1; done  # a run cut short has no verdict: fails too
-for f in $o/t/optin_*.rc; do grep -q " rc=0:" "$f" || bad=1; done
+grep -q "knob_tests: ALL OK" $o/t/knobs.txt || bad=1
 echo "full_gpu_run tests: $([ $bad = 0 ] && echo ALL OK || echo FAILURES)"
 # The benches and the end-to-end pair through gpu_check.sh (its bench and --e2e loops), one call per argument set.
 gc() { scripts/gpu_check.sh --bin $B --bench-only --out "$@" 2>&1 | grep -E "^(bench|e2e|\| (bf16|fp8|fp8_ds) \|)|KV cache" | cut -c1-200; }

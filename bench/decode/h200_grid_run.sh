@@ -14,7 +14,8 @@
 #
 # Order: the grid first (what only an H200 can give), tarred into $OUT/grid.tgz after every format, so a call cut
 # short keeps what it ran; then the three decode suites side by side through scripts/gpu_check.sh, in the time left;
-# then the engine and model tests if time remains, then memcheck of the suites' small cases. Read the grid with
+# then the engine and model tests if time remains, then memcheck of the suites' small cases, then the knob runs
+# (scripts/knob_tests.sh). Read the grid with
 # `bench/decode/grid_table.py r FORMAT` on the unpacked grid.tgz.
 set -u
 start=$(date +%s)
@@ -78,6 +79,14 @@ t=$(( $(left) - 5 ))
 if [ $t -gt 30 ]; then
   for s in $SUITES; do gc $t $s m "--sanitize-only --sanitize-tools memcheck" & done
   wait
+fi
+save
+# The kernels only a read-once knob reaches, on the suites' small sets (scripts/knob_tests.sh; logs under r/knobs/), if
+# the time allows.
+t=$(( $(left) - 5 ))
+if [ $t -gt 40 ]; then
+  scripts/knob_tests.sh --bin "$B" --out "$O/r/knobs" --timeout $t > /dev/null 2>&1
+  grep -E '^knob' "$O/r/knobs/summary.txt" || echo "knob_tests: no summary"
 fi
 save
 echo "done at $(( $(date +%s) - start )) s"

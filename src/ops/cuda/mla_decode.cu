@@ -61,9 +61,8 @@ Status check_plan(const MlaDecodeParams& p, const DecodePlanGeometry& g, const D
 // Variant of 64-row tiles: the warp-specialized TMA + wgmma kernel (kernel_ws.cuh, schedule
 // ws_pvfirst_slabs, the default), the 256-thread cp.async + wgmma kernel, or cp.async + mma.sync.
 // MLA_DECODE_VARIANT64=ws_pvfirst_slabs|wgmma|mma_sync picks one (debugging and benchmarking;
-// MLA_DECODE_FORCE_MMA_SYNC=1 still means mma_sync), read once: so the GPU suites test the default alone. Only
-// bench/decode/h200_check.sh (an early sessions' script) runs the suite's 64-row cases on mma_sync; wgmma has no
-// test run.
+// MLA_DECODE_FORCE_MMA_SYNC=1 still means mma_sync), read once: so the GPU suites test the default alone, and
+// scripts/knob_tests.sh runs the suite's small set once on each of the others.
 // MLA_DECODE_VARIANT16=ws runs the short tiles (h_q 16/32 with fewer than 48 query rows) on the chosen
 // warp-specialized schedule too (rows past the tile compute and are dropped).
 enum class Variant64 { kWsPvFirstSlabs, kWgmma, kMmaSync };

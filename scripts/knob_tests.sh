@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The decode kernels that only a knob read once per process reaches (so no suite run of the default reaches them), each
+# tested: the small case set of the suite the knob belongs to, run once per knob setting, side by side. The knobs read on
+# every call (MLA_DECODE_N16, _N32, _FP8_VARIANT64 = ws3 / ws_split / ws_qreg, _MERGE, _TILE_ROWS, ...) are switched
+# inside the suites already, case by case (tests/gpu/harness/scoped_env.h).
+#
+#   scripts/knob_tests.sh [--bin DIR] [--out DIR] [--full] [--timeout S]     (on the GPU machine, from the repo root)
+#
+# --bin DIR  the test binaries (default build/bin); --out DIR  logs and summary.txt (default gpu-logs/knobs).
+# --full     each suite's whole case list instead of its small set (MLA_SMALL_CASES=1, the sanitizer sets).
+# --timeout  seconds per run (default 240). MLA_TEST_SEED as in gpu_check.sh (one seed for every run, printed).
+# Exit status 0 only if every run finished and passed; a run cut short by the timeout fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin=build/bin out=gpu-logs/knobs small=1 limit=240
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --full) small=0; shift ;;
+    --timeout) limit=$2; shift 2 ;;
+    *) echo "knob_tests: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export MLA_TEST_SEED=${MLA_TEST_SEED:-$(date +%s%N | cut -c1-16)}
+mkdir -p "$out"
+# SUITE KNOB=VALUE: what each setting reaches (mla_decode.cu, decode_fp8/variant64.h, tma_encode.cu say why it exists).
+runs=(
+  "gpu_test_mla_decode MLA_DECODE_VARIANT64=wgmma"       # 64-row tiles on the 256-thread cp.async + wgmma kernel
+  "gpu_test_mla_decode MLA_DECODE_VARIANT64=mma_sync"    # 64-row tiles on the cp.async + mma.sync kernel
+  "gpu_test_mla_decode MLA_DECODE_VARIANT16=ws"          # short tiles (h_q 16 / 32) on the 64-row ws kernel
+  "gpu_test_mla_decode MLA_DECODE_L2_PREFETCH=2"         # pages prefetched into L2 ahead of the stages
+  "gpu_test_mla_decode MLA_DECODE_KV_L2_PROMOTION=128"   # the cache TMA descriptors' L2 promotion
+  "gpu_test_mla_decode_fp8 MLA_DECODE_FP8_VARIANT64=mma_sync"
+  "gpu_test_mla_decode_fp8 MLA_DECODE_FP8_VARIANT64=ws_ahead"
+  "gpu_test_mla_decode_fp8 MLA_DECODE_FP8_L2_PREFETCH=2"
+  "gpu_test_mla_decode_fp8 MLA_DECODE_KV_L2_PROMOTION=128"
+  "gpu_test_mla_decode_fp8ds MLA_DECODE_FP8DS_RG1=dequant"  # the suite picks the dequantizing reference for it
+  "gpu_test_mla_decode_fp8ds MLA_DECODE_FP8DS_WS64=producer"
+)
+summary=$out/summary.txt
+echo "knob_tests $(date -u +%FT%TZ) MLA_TEST_SEED=$MLA_TEST_SEED $([ $small = 1 ] && echo 'small sets' || echo 'full suites')" |
+  tee "$summary"
+pids=() logs=()
+for r in "${runs[@]}"; do
+  read -r suite knob <<< "$r"
+  [ -x "$bin/$suite" ] || { echo "knob_tests: no $bin/$suite" | tee -a "$summary"; exit 1; }
+  log=$out/${suite#gpu_test_}.${knob%%=*}=${knob#*=}.log
+  env "$knob" MLA_SMALL_CASES=$small timeout "$limit" "$bin/$suite" > "$log" 2>&1 &
+  pids+=($!) logs+=("$log")
+done
+fail=0
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}"
+  rc=$?
+  log=${logs[$i]}
+  # gtest's own closing count: a run that crashed or hit the timeout has none, and fails.
+  counts=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$log" | tr '\n' ' ')
+  echo "knob ${runs[$i]} rc=$rc: ${counts:-no closing count}" | tee -a "$summary"
+  if [ $rc -ne 0 ] || ! grep -q '^\[  PASSED  \]' "$log"; then
+    fail=1
+    grep -E '^\[  FAILED  \] [A-Za-z]|rror' "$log" | head -5 | tee -a "$summary"
+  fi
+done
+echo "knob_tests: $([ $fail = 0 ] && echo ALL OK || echo FAILURES)" | tee -a "$summary"
+exit $fail
