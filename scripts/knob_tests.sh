@@ -44,10 +44,14 @@ runs=(
 summary=$out/summary.txt
 echo "knob_tests $(date -u +%FT%TZ) MLA_TEST_SEED=$MLA_TEST_SEED $([ $small = 1 ] && echo 'small sets' || echo 'full suites')" |
   tee "$summary"
+# Every binary first, so a missing one stops the script before any run starts (none is left running).
+for r in "${runs[@]}"; do
+  read -r suite _ <<< "$r"
+  [ -x "$bin/$suite" ] || { echo "knob_tests: no $bin/$suite" | tee -a "$summary"; exit 1; }
+done
 pids=() logs=()
 for r in "${runs[@]}"; do
   read -r suite knob <<< "$r"
-  [ -x "$bin/$suite" ] || { echo "knob_tests: no $bin/$suite" | tee -a "$summary"; exit 1; }
   log=$out/${suite#gpu_test_}.${knob%%=*}-${knob#*=}.log  # no '=' in the name: the device tool returns no such file
   env "$knob" MLA_SMALL_CASES=$small timeout "$limit" "$bin/$suite" > "$log" 2>&1 &
   pids+=($!) logs+=("$log")
