@@ -14,8 +14,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 ( scripts/gpu_check.sh --bin $B --tests-only --shards 1 --filter 'decode_fp8$' --out $o/t/b > $o/t/b.txt 2>&1 ) &
 ( scripts/gpu_check.sh --bin $B --tests-only --shards 1 --filter 'fp8ds' --out $o/t/c > $o/t/c.txt 2>&1 ) &
 # The kernels only a read-once knob reaches (each the previous default or an alternative kept for comparison), on the
-# suites' small sets.
-( scripts/knob_tests.sh --bin $B --out $o/t/knobs --timeout 200 > $o/t/knobs.txt 2>&1 ) &
+# suites' small sets; and those only a build flag reaches when MLA_FLAG_BIN names scripts/flag_builds.sh's output.
+( scripts/knob_tests.sh --bin $B ${MLA_FLAG_BIN:+--flags $MLA_FLAG_BIN} --out $o/t/knobs --timeout 200 > $o/t/knobs.txt 2>&1 ) &
 scripts/gpu_check.sh --bin $B --tests-only --filter 'cache|codecs|engine|convert|model' --out $o/t/d > $o/t/d.txt 2>&1
 MLA_PREFILL_WARPS=5 $B/gpu_test_model_ops --gtest_filter='*prefill*' > $o/t/badknob.log 2>&1; echo "bad MLA_PREFILL_WARPS rc=$? (expect 1): $(grep -c MLA_PREFILL_WARPS $o/t/badknob.log) lines name it"
 for kf in MLA_DECODE_L2_PREFETCH:bf16 MLA_DECODE_FP8_L2_PREFETCH:fp8 MLA_DECODE_FORCE_MMA_SYNC:bf16; do

@@ -4,7 +4,10 @@
 # every call (MLA_DECODE_N16, _N32, _FP8_VARIANT64 = ws3 / ws_split / ws_qreg, _MERGE, _TILE_ROWS, ...) are switched
 # inside the suites already, case by case (tests/gpu/harness/scoped_env.h).
 #
-#   scripts/knob_tests.sh [--bin DIR] [--out DIR] [--full] [--timeout S]     (on the GPU machine, from the repo root)
+# With --flags DIR it also runs the kernels only a build flag reaches (scripts/flag_variants.txt): DIR/NAME/SUITE as
+# scripts/flag_builds.sh leaves them, each on its suite's small set with no knob set, beside the knob runs.
+#
+#   scripts/knob_tests.sh [--bin DIR] [--flags DIR] [--out DIR] [--full] [--timeout S]   (GPU machine, repo root)
 #
 # --bin DIR  the test binaries (default build/bin); --out DIR  logs and summary.txt (default gpu-logs/knobs).
 # --full     each suite's whole case list instead of its small set (MLA_SMALL_CASES=1, the sanitizer sets).
@@ -12,10 +15,11 @@
 # Exit status 0 only if every run finished and passed; a run cut short by the timeout fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bin=build/bin out=gpu-logs/knobs small=1 limit=240
+bin=build/bin flags="" out=gpu-logs/knobs small=1 limit=240
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
+    --flags) flags=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --full) small=0; shift ;;
     --timeout) limit=$2; shift 2 ;;
@@ -44,16 +48,28 @@ runs=(
 summary=$out/summary.txt
 echo "knob_tests $(date -u +%FT%TZ) MLA_TEST_SEED=$MLA_TEST_SEED $([ $small = 1 ] && echo 'small sets' || echo 'full suites')" |
   tee "$summary"
-# Every binary first, so a missing one stops the script before any run starts (none is left running).
-for r in "${runs[@]}"; do
-  read -r suite _ <<< "$r"
-  [ -x "$bin/$suite" ] || { echo "knob_tests: no $bin/$suite" | tee -a "$summary"; exit 1; }
-done
-pids=() logs=()
+# Each run as "BINARY KNOB=VALUE LOG": the knob runs on --bin's suites, then each build-flag variant's suites (KNOB -:
+# none). No '=' in a log's name: the device tool returns no such file.
+jobs=()
 for r in "${runs[@]}"; do
   read -r suite knob <<< "$r"
-  log=$out/${suite#gpu_test_}.${knob%%=*}-${knob#*=}.log  # no '=' in the name: the device tool returns no such file
-  env "$knob" MLA_SMALL_CASES=$small timeout "$limit" "$bin/$suite" > "$log" 2>&1 &
+  jobs+=("$bin/$suite $knob $out/${suite#gpu_test_}.${knob%%=*}-${knob#*=}.log")
+done
+if [ -n "$flags" ]; then
+  while read -r name suites _; do
+    for suite in ${suites//,/ }; do jobs+=("$flags/$name/$suite - $out/${suite#gpu_test_}.flag-$name.log"); done
+  done < <(grep -v '^#' scripts/flag_variants.txt | awk 'NF')
+fi
+# Every binary first, so a missing one stops the script before any run starts (none is left running).
+for j in "${jobs[@]}"; do
+  read -r exe _ <<< "$j"
+  [ -x "$exe" ] || { echo "knob_tests: no $exe" | tee -a "$summary"; exit 1; }
+done
+pids=() logs=()
+for j in "${jobs[@]}"; do
+  read -r exe knob log <<< "$j"
+  [ "$knob" = - ] && knob=MLA_KNOB_TESTS_NONE=1  # a name nothing reads: the binary's own defaults
+  env "$knob" MLA_SMALL_CASES=$small timeout "$limit" "$exe" > "$log" 2>&1 &
   pids+=($!) logs+=("$log")
 done
 fail=0
@@ -63,7 +79,10 @@ for i in "${!pids[@]}"; do
   log=${logs[$i]}
   # gtest's own closing count: a run that crashed or hit the timeout has none, and fails.
   counts=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$log" | tr '\n' ' ')
-  echo "knob ${runs[$i]} rc=$rc: ${counts:-no closing count}" | tee -a "$summary"
+  read -r exe knob _ <<< "${jobs[$i]}"
+  label="knob ${exe#"$bin"/} $knob"
+  [ "$knob" = - ] && label="flag ${exe#"$flags"/} ($(cat "$(dirname "$exe")/FLAGS" 2> /dev/null))"
+  echo "$label rc=$rc: ${counts:-no closing count}" | tee -a "$summary"
   if [ $rc -ne 0 ] || ! grep -q '^\[  PASSED  \]' "$log"; then
     fail=1
     grep -E '^\[  FAILED  \] [A-Za-z]|rror' "$log" | head -5 | tee -a "$summary"

@@ -5,7 +5,8 @@
 #   bench/decode/h200_grid_run.sh PK [LIMIT]      (on the device, from the repo root; logs under $OUT)
 #
 # PK: a tar.xz of bin/{bench_decode, gpu_test_mla_decode, gpu_test_mla_decode_fp8, gpu_test_mla_decode_fp8ds,
-#     gpu_test_engine_cuda, gpu_test_model_forward}, built here, stripped (bench/decode/h200_grid_pack.sh makes it).
+#     gpu_test_engine_cuda, gpu_test_model_forward}, built here, stripped (bench/decode/h200_grid_pack.sh makes it),
+#     and bin/flags/ (the build-flag variants' suites) when scripts/flag_builds.sh has made them.
 # LIMIT: seconds the whole call may take (default 330); the test shards get what the grid leaves.
 # MLA_GRID_PASSES (default 3): grid passes; 0 runs the tests only (no --unrolled either).
 # MLA_ANY_GPU=1 runs on any GPU; by default anything but an H200 stops at once, so a call that lands on another
@@ -82,11 +83,13 @@ if [ $t -gt 30 ]; then
 fi
 save
 # The kernels only a read-once knob reaches, on the suites' small sets (scripts/knob_tests.sh; logs under r/knobs/), if
-# the time allows.
+# the time allows; and those only a build flag reaches, where the pack holds them (bin/flags/, scripts/flag_builds.sh).
 t=$(( $(left) - 5 ))
 if [ $t -gt 40 ]; then
-  scripts/knob_tests.sh --bin "$B" --out "$O/r/knobs" --timeout $t > /dev/null 2>&1
-  grep -E '^knob' "$O/r/knobs/summary.txt" || echo "knob_tests: no summary"
+  fl=()
+  [ -d "$B/flags" ] && fl=(--flags "$B/flags")
+  scripts/knob_tests.sh --bin "$B" "${fl[@]}" --out "$O/r/knobs" --timeout $t > /dev/null 2>&1
+  grep -E '^(knob|flag)' "$O/r/knobs/summary.txt" || echo "knob_tests: no summary"
 fi
 save
 echo "done at $(( $(date +%s) - start )) s"
