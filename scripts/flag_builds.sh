@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the decode kernels that only a build flag reaches (scripts/flag_variants.txt), each in its own build tree with
 # the flag on every nvcc command, and copies each variant's suites, stripped, to OUT/NAME/. Run here, on the CPU machine
-# (no GPU needed; a variant rebuilds the CUDA library and its suites, ~4 min on 2 cores). scripts/knob_tests.sh
+# (no GPU needed; a variant rebuilds the CUDA library and its suites, ~2 min on 2 cores). scripts/knob_tests.sh
 # --flags OUT then runs them on the GPU machine.
 #
 #   scripts/flag_builds.sh [--out DIR] [--trees DIR] [NAME...]     (default: every variant, OUT build/flags)

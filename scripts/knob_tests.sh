@@ -7,15 +7,19 @@
 # With --flags DIR it also runs the kernels only a build flag reaches (scripts/flag_variants.txt): DIR/NAME/SUITE as
 # scripts/flag_builds.sh leaves them, each on its suite's small set with no knob set, beside the knob runs.
 #
-#   scripts/knob_tests.sh [--bin DIR] [--flags DIR] [--out DIR] [--full] [--timeout S]   (GPU machine, repo root)
+#   scripts/knob_tests.sh [--bin DIR] [--flags DIR] [--out DIR] [--full] [--timeout S] [--sanitize [--race-filter F]]
+#                                                                                             (GPU machine, repo root)
 #
 # --bin DIR  the test binaries (default build/bin); --out DIR  logs and summary.txt (default gpu-logs/knobs).
+# --sanitize after the test runs, each setting under compute-sanitizer: memcheck on its small set (all side by side),
+#            then racecheck on the cases of --race-filter (a gtest filter, default '*300_65_1*': a 64-row and a 16-row
+#            case in each suite), passing when only marked hand-offs are reported (scripts/racecheck_rule.sh).
 # --full     each suite's whole case list instead of its small set (MLA_SMALL_CASES=1, the sanitizer sets).
 # --timeout  seconds per run (default 240). MLA_TEST_SEED as in gpu_check.sh (one seed for every run, printed).
 # Exit status 0 only if every run finished and passed; a run cut short by the timeout fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bin=build/bin flags="" out=gpu-logs/knobs small=1 limit=240
+bin=build/bin flags="" out=gpu-logs/knobs small=1 limit=240 sanitize=0 race_filter='*300_65_1*'
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
@@ -23,6 +27,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --full) small=0; shift ;;
     --timeout) limit=$2; shift 2 ;;
+    --sanitize) sanitize=1; shift ;;
+    --race-filter) race_filter=$2; shift 2 ;;
     *) echo "knob_tests: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -72,6 +78,11 @@ for j in "${jobs[@]}"; do
   env "$knob" MLA_SMALL_CASES=$small timeout "$limit" "$exe" > "$log" 2>&1 &
   pids+=($!) logs+=("$log")
 done
+label_of() {  # JOB -> the summary's name for it
+  local exe knob
+  read -r exe knob _ <<< "$1"
+  if [ "$knob" = - ]; then echo "flag ${exe#"$flags"/}"; else echo "knob ${exe#"$bin"/} $knob"; fi
+}
 fail=0
 for i in "${!pids[@]}"; do
   wait "${pids[$i]}"
@@ -80,13 +91,42 @@ for i in "${!pids[@]}"; do
   # gtest's own closing count: a run that crashed or hit the timeout has none, and fails.
   counts=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$log" | tr '\n' ' ')
   read -r exe knob _ <<< "${jobs[$i]}"
-  label="knob ${exe#"$bin"/} $knob"
-  [ "$knob" = - ] && label="flag ${exe#"$flags"/} ($(cat "$(dirname "$exe")/FLAGS" 2> /dev/null))"
+  label=$(label_of "${jobs[$i]}")
+  [ "$knob" = - ] && label+=" ($(cat "$(dirname "$exe")/FLAGS" 2> /dev/null))"
   echo "$label rc=$rc: ${counts:-no closing count}" | tee -a "$summary"
   if [ $rc -ne 0 ] || ! grep -q '^\[  PASSED  \]' "$log"; then
     fail=1
     grep -E '^\[  FAILED  \] [A-Za-z]|rror' "$log" | head -5 | tee -a "$summary"
   fi
 done
+# The same settings under compute-sanitizer: one tool at a time, every setting side by side.
+if [ $sanitize = 1 ]; then
+  # shellcheck source=scripts/racecheck_rule.sh
+  . scripts/racecheck_rule.sh
+  for tool in memcheck racecheck; do
+    pids=() logs=()
+    for j in "${jobs[@]}"; do
+      read -r exe knob log <<< "$j"
+      [ "$knob" = - ] && knob=MLA_KNOB_TESTS_NONE=1
+      filter='*'
+      [ $tool = racecheck ] && filter=$race_filter
+      env "$knob" MLA_SMALL_CASES=1 timeout "$limit" compute-sanitizer --tool $tool --print-limit 100000 \
+        --error-exitcode 9 "$exe" --gtest_filter="$filter" > "${log%.log}.$tool.log" 2>&1 &
+      pids+=($!) logs+=("${log%.log}.$tool.log")
+    done
+    for i in "${!pids[@]}"; do
+      wait "${pids[$i]}"
+      rc=$?
+      log=${logs[$i]}
+      verdict=""  # racecheck's hazards (exit 9) pass when all are marked hand-offs
+      if [ $rc -eq 9 ] && [ $tool = racecheck ]; then verdict=$(racecheck_verdict "$log") && rc=0; fi
+      # a run with no passing test (a filter that matched nothing, a crash, the timeout) fails too
+      grep -q '^\[  PASSED  \]' "$log" || rc=1
+      echo "$(label_of "${jobs[$i]}") $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1);" \
+        "$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$log" | tr '\n' ' ')$verdict" | tee -a "$summary"
+      [ $rc -ne 0 ] && fail=1
+    done
+  done
+fi
 echo "knob_tests: $([ $fail = 0 ] && echo ALL OK || echo FAILURES)" | tee -a "$summary"
 exit $fail
