@@ -44,6 +44,7 @@ for n in "${names[@]}"; do
   rm -rf "${out:?}/$n" && mkdir -p "$out/$n"
   for s in ${suites//,/ }; do cp "$tree/bin/$s" "$out/$n/" && strip "$out/$n/$s"; done
   echo "$flags" > "$out/$n/FLAGS"
+  echo "$(git rev-parse HEAD)$(git diff --quiet HEAD -- src tests || echo ' + uncommitted src/tests changes')" \
+    > "$out/$n/COMMIT"
 done
-git rev-parse HEAD > "$out/COMMIT"
 echo "flag_builds: ${#names[@]} variant(s) in $out [$(date -u +%T)]"

@@ -12,14 +12,15 @@
 #
 # --bin DIR  the test binaries (default build/bin); --out DIR  logs and summary.txt (default gpu-logs/knobs).
 # --sanitize after the test runs, each setting under compute-sanitizer: memcheck on its small set (all side by side),
-#            then racecheck on the cases of --race-filter (a gtest filter, default '*300_65_1*': a 64-row and a 16-row
-#            case in each suite), passing when only marked hand-offs are reported (scripts/racecheck_rule.sh).
+#            then racecheck on the cases of --race-filter (a gtest filter; the default takes each suite's h_q 64 s_q 3
+#            causal case and its b1 h_q 16 one of 65 tokens, so both the 64-row and the 16-row kernels, with their
+#            twins), passing when only marked hand-offs are reported (scripts/racecheck_rule.sh).
 # --full     each suite's whole case list instead of its small set (MLA_SMALL_CASES=1, the sanitizer sets).
 # --timeout  seconds per run (default 240). MLA_TEST_SEED as in gpu_check.sh (one seed for every run, printed).
 # Exit status 0 only if every run finished and passed; a run cut short by the timeout fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bin=build/bin flags="" out=gpu-logs/knobs small=1 limit=240 sanitize=0 race_filter='*300_65_1*'
+bin=build/bin flags="" out=gpu-logs/knobs small=1 limit=240 sanitize=0 race_filter='*300_65_1*:*_b1_h16_sq1_len65*'
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;

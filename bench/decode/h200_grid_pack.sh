@@ -11,11 +11,12 @@ for b in bench_decode gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_d
 done
 git rev-parse HEAD > "$DIR/bin/COMMIT"
 # The build-flag variants' suites (scripts/flag_builds.sh), when built, for knob_tests.sh --flags at the call's end;
-# their own COMMIT says which tree they came from.
+# each variant's COMMIT says which tree it came from (said here when that is not HEAD).
 if [ -d build/flags ]; then
   cp -r build/flags "$DIR/bin/flags"
-  [ "$(cat build/flags/COMMIT 2> /dev/null)" = "$(git rev-parse HEAD)" ] ||
-    echo "h200_grid_pack: build/flags was built at $(cat build/flags/COMMIT 2> /dev/null || echo '?'), not HEAD" >&2
+  for c in build/flags/*/COMMIT; do
+    [ "$(cat "$c")" = "$(git rev-parse HEAD)" ] || echo "h200_grid_pack: ${c%/COMMIT} was built at $(cat "$c")" >&2
+  done
 fi
 tar -cJf "$DIR/pk.tar.xz" -C "$DIR" bin
 ls -l "$DIR/pk.tar.xz"
