@@ -17,6 +17,7 @@ if [ -d build/flags ]; then
   for c in build/flags/*/COMMIT; do
     [ "$(cat "$c")" = "$(git rev-parse HEAD)" ] || echo "h200_grid_pack: ${c%/COMMIT} was built at $(cat "$c")" >&2
   done
+  for d in build/flags/*/; do [ -f "$d/COMMIT" ] || echo "h200_grid_pack: ${d%/} has no COMMIT" >&2; done
 fi
 tar -cJf "$DIR/pk.tar.xz" -C "$DIR" bin
 ls -l "$DIR/pk.tar.xz"
