@@ -72,63 +72,54 @@ for j in "${jobs[@]}"; do
   read -r exe _ <<< "$j"
   [ -x "$exe" ] || { echo "knob_tests: no $exe" | tee -a "$summary"; exit 1; }
 done
-pids=() logs=()
-for j in "${jobs[@]}"; do
-  read -r exe knob log <<< "$j"
-  [ "$knob" = - ] && knob=MLA_KNOB_TESTS_NONE=1  # a name nothing reads: the binary's own defaults
-  env "$knob" MLA_SMALL_CASES=$small timeout "$limit" "$exe" > "$log" 2>&1 &
-  pids+=($!) logs+=("$log")
-done
-label_of() {  # JOB -> the summary's name for it
+label_of() {  # JOB -> the summary's name for it (a flag variant's with its flags)
   local exe knob
   read -r exe knob _ <<< "$1"
-  if [ "$knob" = - ]; then echo "flag ${exe#"$flags"/}"; else echo "knob ${exe#"$bin"/} $knob"; fi
+  if [ "$knob" != - ]; then echo "knob ${exe#"$bin"/} $knob"; return; fi
+  echo "flag ${exe#"$flags"/} ($(cat "$(dirname "$exe")/FLAGS" 2> /dev/null))"
 }
+# run_phase TOOL: every job side by side, then each judged in job order into the summary. TOOL test runs the suite
+# itself (its small set, or the whole list under --full); memcheck runs it under compute-sanitizer on the small set,
+# racecheck on --race-filter's cases, whose hazards pass when all are marked hand-offs (scripts/racecheck_rule.sh).
 fail=0
-for i in "${!pids[@]}"; do
-  wait "${pids[$i]}"
-  rc=$?
-  log=${logs[$i]}
-  # gtest's own closing count: a run that crashed or hit the timeout has none, and fails.
-  counts=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$log" | tr '\n' ' ')
-  read -r exe knob _ <<< "${jobs[$i]}"
-  label=$(label_of "${jobs[$i]}")
-  [ "$knob" = - ] && label+=" ($(cat "$(dirname "$exe")/FLAGS" 2> /dev/null))"
-  echo "$label rc=$rc: ${counts:-no closing count}" | tee -a "$summary"
-  if [ $rc -ne 0 ] || ! grep -qE '^\[  PASSED  \] [1-9]' "$log"; then  # 0 tests run is no pass
-    fail=1
-    grep -E '^\[  FAILED  \] [A-Za-z]|rror' "$log" | head -5 | tee -a "$summary"
-  fi
-done
-# The same settings under compute-sanitizer: one tool at a time, every setting side by side.
+run_phase() {
+  local tool=$1 filter='*' small_cases=1 tag=" $1" exe knob log i rc verdict counts pids=() logs=() pre=()
+  case $tool in
+    test) small_cases=$small tag="" ;;
+    racecheck) filter=$race_filter ;;
+  esac
+  [ $tool = test ] || pre=(compute-sanitizer --tool $tool --print-limit 100000 --error-exitcode 9)
+  for j in "${jobs[@]}"; do
+    read -r exe knob log <<< "$j"
+    [ "$knob" = - ] && knob=MLA_KNOB_TESTS_NONE=1  # a name nothing reads: the binary's own defaults
+    [ $tool = test ] || log=${log%.log}.$tool.log
+    env "$knob" MLA_SMALL_CASES=$small_cases timeout "$limit" "${pre[@]}" "$exe" --gtest_filter="$filter" > "$log" 2>&1 &
+    pids+=($!) logs+=("$log")
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"
+    rc=$?
+    log=${logs[$i]}
+    verdict=""
+    if [ $rc -eq 9 ] && [ $tool = racecheck ]; then verdict=" $(racecheck_verdict "$log")" && rc=0; fi
+    # gtest's own closing count: a run that crashed or ran no test fails too (a timeout keeps its 124)
+    if [ $rc -eq 0 ] && ! grep -qE '^\[  PASSED  \] [1-9]' "$log"; then rc=1; fi
+    counts=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$log" | tr '\n' ' ')
+    [ $tool = test ] || counts="$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1); $counts"
+    echo "$(label_of "${jobs[$i]}")$tag rc=$rc: ${counts:-no closing count}$verdict" | tee -a "$summary"
+    if [ $rc -ne 0 ]; then
+      fail=1
+      grep -E '^\[  FAILED  \] [A-Za-z]|rror' "$log" | head -5 | tee -a "$summary"
+    fi
+  done
+}
+run_phase test
 if [ $sanitize = 1 ]; then
   command -v compute-sanitizer > /dev/null || export PATH=/usr/local/cuda/bin:$PATH
   # shellcheck source=scripts/racecheck_rule.sh
   . scripts/racecheck_rule.sh
-  for tool in memcheck racecheck; do
-    pids=() logs=()
-    for j in "${jobs[@]}"; do
-      read -r exe knob log <<< "$j"
-      [ "$knob" = - ] && knob=MLA_KNOB_TESTS_NONE=1
-      filter='*'
-      [ $tool = racecheck ] && filter=$race_filter
-      env "$knob" MLA_SMALL_CASES=1 timeout "$limit" compute-sanitizer --tool $tool --print-limit 100000 \
-        --error-exitcode 9 "$exe" --gtest_filter="$filter" > "${log%.log}.$tool.log" 2>&1 &
-      pids+=($!) logs+=("${log%.log}.$tool.log")
-    done
-    for i in "${!pids[@]}"; do
-      wait "${pids[$i]}"
-      rc=$?
-      log=${logs[$i]}
-      verdict=""  # racecheck's hazards (exit 9) pass when all are marked hand-offs
-      if [ $rc -eq 9 ] && [ $tool = racecheck ]; then verdict=$(racecheck_verdict "$log") && rc=0; fi
-      # a run with no passing test (a filter that matched nothing, a crash) fails too; a timeout keeps its 124
-      if [ $rc -eq 0 ] && ! grep -qE '^\[  PASSED  \] [1-9]' "$log"; then rc=1; fi
-      echo "$(label_of "${jobs[$i]}") $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1);" \
-        "$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$log" | tr '\n' ' ')$verdict" | tee -a "$summary"
-      [ $rc -ne 0 ] && fail=1
-    done
-  done
+  run_phase memcheck
+  run_phase racecheck
 fi
 echo "knob_tests: $([ $fail = 0 ] && echo ALL OK || echo FAILURES)" | tee -a "$summary"
 exit $fail

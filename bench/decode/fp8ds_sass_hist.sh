@@ -21,6 +21,7 @@ kernels=$(cuobjdump -sass "$BIN" | grep -oE 'Function : \S+' | awk '{print $3}' 
           sort -u)
 [ -n "$kernels" ] || { echo "fp8ds_sass_hist: no fp8_ds kernel found in $BIN" >&2; exit 1; }
 for k in $kernels; do
-  echo "== $k ($(cuobjdump -sass -fun "$k" "$BIN" 2> /dev/null | grep -cE '^\s+/\*[0-9a-f]{4,6}\*/') instructions)"
-  cuobjdump -sass -fun "$k" "$BIN" 2> /dev/null | hist  # quiet: it warns for every cubin without the kernel
+  sass=$(cuobjdump -sass -fun "$k" "$BIN" 2> /dev/null)  # quiet: it warns for every cubin without the kernel
+  echo "== $k ($(grep -cE '^\s+/\*[0-9a-f]{4,6}\*/' <<< "$sass") instructions)"
+  hist <<< "$sass"
 done

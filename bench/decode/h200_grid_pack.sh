@@ -9,15 +9,16 @@ for b in bench_decode gpu_test_mla_decode gpu_test_mla_decode_fp8 gpu_test_mla_d
          gpu_test_model_forward; do
   cp build/bin/$b "$DIR/bin/" && strip "$DIR/bin/$b"
 done
-git rev-parse HEAD > "$DIR/bin/COMMIT"
+head=$(git rev-parse HEAD)
+echo "$head" > "$DIR/bin/COMMIT"
 # The build-flag variants' suites (scripts/flag_builds.sh), when built, for knob_tests.sh --flags at the call's end;
 # each variant's COMMIT says which tree it came from (said here when that is not HEAD).
 if [ -d build/flags ]; then
   cp -r build/flags "$DIR/bin/flags"
-  for c in build/flags/*/COMMIT; do
-    [ "$(cat "$c")" = "$(git rev-parse HEAD)" ] || echo "h200_grid_pack: ${c%/COMMIT} was built at $(cat "$c")" >&2
+  for d in build/flags/*/; do
+    built=$(cat "$d/COMMIT" 2> /dev/null || echo "an unknown commit (no COMMIT)")
+    [ "$built" = "$head" ] || echo "h200_grid_pack: ${d%/} was built at $built" >&2
   done
-  for d in build/flags/*/; do [ -f "$d/COMMIT" ] || echo "h200_grid_pack: ${d%/} has no COMMIT" >&2; done
 fi
 tar -cJf "$DIR/pk.tar.xz" -C "$DIR" bin
 ls -l "$DIR/pk.tar.xz"
